@@ -1,0 +1,41 @@
+#pragma once
+// Allocator: one per device type, found through allocator_for(). A DataPtr owns its bytes
+// and knows how to free them (from_blob gives one that frees nothing).
+#include <cstddef>
+#include <memory>
+
+#include <xten/core/device.h>
+
+namespace xten {
+
+using DeleterFn = void (*)(void* ctx);
+
+class DataPtr {
+ public:
+  DataPtr() = default;
+  DataPtr(void* data, void* ctx, DeleterFn deleter, Device device)
+      : data_(data), ctx_(ctx, deleter), device_(device) {}
+  void* get() const { return data_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_ = nullptr;
+  std::unique_ptr<void, DeleterFn> ctx_{nullptr, [](void*) {}};
+  Device device_{kCPU};
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual DataPtr allocate(size_t nbytes, Device device) = 0;
+};
+
+// The allocator registered for `type`; a DeviceError if none is (e.g. XPU before its runtime).
+Allocator* allocator_for(DeviceType type);
+void set_allocator(DeviceType type, Allocator* allocator);
+
+// CPU memory, aligned to kCpuAlignment bytes so that vector loads never split a line.
+constexpr size_t kCpuAlignment = 64;
+Allocator* cpu_allocator();
+
+}  // namespace xten

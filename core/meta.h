@@ -1,0 +1,56 @@
+#pragma once
+// Shape, dim and dtype rules shared by every backend ("meta" functions): a kernel asks these
+// what its output looks like before it computes anything. The rules are PyTorch's; they are
+// written out in docs/type_promotion.md.
+#include <initializer_list>
+
+#include <xten/core/array_ref.h>
+#include <xten/core/scalar.h>
+#include <xten/core/tensor.h>
+
+namespace xten {
+
+// `dim` in [-ndim, ndim) -> [0, ndim). A zero-dim tensor accepts -1 and 0.
+int64_t wrap_dim(const char* op, int64_t dim, int64_t ndim);
+
+// Sizes must be >= 0; returns their product (checked for overflow).
+int64_t check_sizes(const char* op, IntArrayRef sizes);
+
+DimVector contiguous_strides(IntArrayRef sizes);
+
+// NumPy broadcasting: align trailing dims; each pair must be equal or contain a 1.
+DimVector broadcast_shapes(const char* op, IntArrayRef a, IntArrayRef b);
+
+// Type promotion, PyTorch's result_type: operands are ranked dimensioned tensors > zero-dim
+// tensors > Scalars ("wrapped numbers"); a lower rank can raise the category
+// (bool < integral < floating) of the result but never its width within a category.
+class ResultType {
+ public:
+  ResultType& add(const Tensor& t);
+  ResultType& add(const Scalar& s);
+  ScalarType get() const;
+
+ private:
+  void update(ScalarType& slot, ScalarType t);
+  ScalarType dim_ = ScalarType::Undefined;
+  ScalarType zero_dim_ = ScalarType::Undefined;
+  ScalarType wrapped_ = ScalarType::Undefined;
+};
+ScalarType result_type(const Tensor& a, const Tensor& b);
+ScalarType result_type(const Tensor& a, const Scalar& b);
+
+// A Scalar as a zero-dim CPU tensor marked as a wrapped number: it takes part in an op as a
+// Scalar does in promotion (the "wrapped" rank above).
+Tensor scalar_to_tensor(const Scalar& s, Device device = Device(kCPU));
+bool is_wrapped_number(const Tensor& t);
+
+// Every device argument must match; CPU zero-dim tensors may join any device (as in PyTorch).
+void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors);
+
+// Writing into `t` must not hit one memory location twice (e.g. an expanded tensor).
+void check_no_internal_overlap(const char* op, const Tensor& t);
+
+// A fresh contiguous tensor on a device (through its allocator), no dispatch involved.
+Tensor empty_tensor(IntArrayRef sizes, ScalarType dtype, Device device);
+
+}  // namespace xten

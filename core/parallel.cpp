@@ -1,0 +1,50 @@
+#include <xten/core/parallel.h>
+
+#include <atomic>
+#include <exception>
+#include <mutex>
+
+#include <omp.h>
+
+#include <xten/core/error.h>
+
+namespace xten {
+namespace {
+std::atomic<int> g_num_threads{0};  // 0: not set, use omp's default
+}
+
+void set_num_threads(int n) {
+  XTEN_CHECK(n > 0, ValueError, "set_num_threads", "the number of threads must be positive, but got {}", n);
+  g_num_threads = n;
+}
+
+int get_num_threads() {
+  const int n = g_num_threads.load();
+  return n > 0 ? n : omp_get_max_threads();
+}
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f) {
+  if (n <= 0) return;
+  const int threads = static_cast<int>(std::min<int64_t>(get_num_threads(), (n + grain - 1) / grain));
+  if (threads <= 1 || omp_in_parallel()) {
+    f(0, n);
+    return;
+  }
+  std::exception_ptr error;
+  std::mutex error_mutex;
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t tid = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t chunk = (n + nt - 1) / nt;
+    const int64_t begin = tid * chunk, end = std::min(n, begin + chunk);
+    try {
+      if (begin < end) f(begin, end);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace xten

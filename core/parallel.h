@@ -1,0 +1,19 @@
+#pragma once
+// Intra-op parallelism for CPU kernels (OpenMP underneath).
+#include <cstdint>
+#include <functional>
+
+namespace xten {
+
+// The number of threads CPU kernels use; defaults to the machine's cores.
+void set_num_threads(int n);
+int get_num_threads();
+
+// Below this many elements of work a kernel runs on the calling thread.
+constexpr int64_t kParallelGrain = 32768;
+
+// Calls f(begin, end) on disjoint chunks covering [0, n), in parallel when n >= grain.
+// An exception thrown by f is rethrown on the calling thread.
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f);
+
+}  // namespace xten

@@ -1,0 +1,174 @@
+// Printing in PyTorch's repr style:
+//   tensor([[1.0000, 2.5000],
+//           [3.0000, 4.0000]], dtype=float16, device='xpu:0')
+// dtype is shown unless float32, int64 or bool; device unless cpu. Tensors of more than
+// kSummarizeThreshold elements show kEdgeItems items at each end of every dim, with "...".
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+#include <sstream>
+#include <vector>
+
+#include <xten/core/dtype_dispatch.h>
+#include <xten/core/tensor.h>
+
+namespace xten {
+namespace {
+
+constexpr int64_t kSummarizeThreshold = 1000;
+constexpr int64_t kEdgeItems = 3;
+constexpr int64_t kLineWidth = 80;
+
+// Formats every element the same way, with one width, chosen from the values shown.
+class Formatter {
+ public:
+  Formatter(ScalarType dtype, const std::vector<double>& values) : dtype_(dtype) {
+    if (!is_floating_type(dtype)) {
+      for (double v : values) width_ = std::max(width_, format(v).size());
+      return;
+    }
+    std::vector<double> finite;
+    for (double v : values)
+      if (std::isfinite(v)) finite.push_back(std::abs(v));
+    int_mode_ = std::all_of(finite.begin(), finite.end(), [](double v) { return v == std::ceil(v); });
+    std::vector<double> nonzero;
+    for (double v : finite)
+      if (v != 0) nonzero.push_back(v);
+    if (!nonzero.empty()) {
+      const double mx = *std::max_element(nonzero.begin(), nonzero.end());
+      const double mn = *std::min_element(nonzero.begin(), nonzero.end());
+      sci_ = int_mode_ ? mx > 1e8 : (mx / mn > 1000.0 || mx > 1e8 || mn < 1e-4);
+    }
+    for (double v : values) width_ = std::max(width_, format(v).size());
+  }
+
+  std::string operator()(double v) const {
+    std::string s = format(v);
+    return std::string(width_ - s.size(), ' ') + s;
+  }
+  size_t width() const { return width_; }
+
+ private:
+  std::string format(double v) const {
+    if (dtype_ == kBool) return v != 0 ? "True" : "False";
+    if (!is_floating_type(dtype_)) return fmt::format("{}", static_cast<int64_t>(v));
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    if (sci_) return fmt::format("{:.4e}", v);
+    if (int_mode_) return fmt::format("{:.0f}.", v);
+    return fmt::format("{:.4f}", v);
+  }
+  ScalarType dtype_;
+  bool int_mode_ = false;
+  bool sci_ = false;
+  size_t width_ = 0;
+};
+
+class Printer {
+ public:
+  Printer(const Tensor& t, bool summarize) : t_(t), summarize_(summarize) {
+    DimVector idx(static_cast<size_t>(t.dim()));
+    collect(0, idx);
+  }
+
+  std::string body(size_t indent) {
+    fmt_ = std::make_unique<Formatter>(t_.dtype(), values_);
+    pos_ = 0;
+    DimVector idx(static_cast<size_t>(t_.dim()));
+    std::string out;
+    write(0, indent, out);
+    return out;
+  }
+
+ private:
+  // The indices shown along a dim: all, or the edges when summarizing.
+  std::vector<int64_t> shown(int64_t size) const {
+    std::vector<int64_t> ix;
+    if (summarize_ && size > 2 * kEdgeItems) {
+      for (int64_t i = 0; i < kEdgeItems; ++i) ix.push_back(i);
+      ix.push_back(-1);  // the "..." marker
+      for (int64_t i = size - kEdgeItems; i < size; ++i) ix.push_back(i);
+    } else {
+      for (int64_t i = 0; i < size; ++i) ix.push_back(i);
+    }
+    return ix;
+  }
+
+  double value_at(const DimVector& idx) const {
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * t_.stride(static_cast<int64_t>(d));
+    return visit_dtype<dtypes::kAll>("print", t_.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      return static_cast<double>(static_cast<opmath_t<T>>(static_cast<const T*>(t_.data_ptr())[off]));
+    });
+  }
+
+  void collect(int64_t d, DimVector& idx) {
+    if (d == t_.dim()) {
+      values_.push_back(value_at(idx));
+      return;
+    }
+    for (int64_t i : shown(t_.size(d))) {
+      if (i < 0) continue;
+      idx[d] = i;
+      collect(d + 1, idx);
+    }
+  }
+
+  void write(int64_t d, size_t indent, std::string& out) {
+    if (d == t_.dim()) {
+      out += (*fmt_)(values_[pos_++]);
+      return;
+    }
+    out += "[";
+    const auto ix = shown(t_.size(d));
+    const bool last_dim = d == t_.dim() - 1;
+    const size_t per_line = std::max<size_t>(
+        1, static_cast<size_t>(kLineWidth - static_cast<int64_t>(indent) - 1) / (fmt_->width() + 2));
+    for (size_t k = 0; k < ix.size(); ++k) {
+      if (k > 0) {
+        if (last_dim) {
+          out += ",";
+          out += k % per_line == 0 ? "\n" + std::string(indent + 1, ' ') : " ";
+        } else {
+          out += "," + std::string(static_cast<size_t>(t_.dim() - d - 1), '\n') +
+                 std::string(indent + 1, ' ');
+        }
+      }
+      if (ix[k] < 0) out += "...";
+      else write(d + 1, indent + 1, out);
+    }
+    out += "]";
+  }
+
+  const Tensor& t_;
+  bool summarize_;
+  std::vector<double> values_;
+  std::unique_ptr<Formatter> fmt_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::string Tensor::toString() const {
+  if (!defined()) return "tensor(undefined)";
+  const Tensor host = is_cpu() ? *this : to(Device(kCPU));
+  std::string s = "tensor(";
+  std::vector<std::string> suffix;
+  if (host.numel() == 0) {
+    s += "[]";
+    if (host.dim() != 1) suffix.push_back(fmt::format("size={}", to_string(host.sizes())));
+  } else {
+    Printer p(host, host.numel() > kSummarizeThreshold);
+    s += p.body(7);
+  }
+  if (dtype() != kFloat && dtype() != kLong && dtype() != kBool)
+    suffix.push_back(fmt::format("dtype={}", dtype_name(dtype())));
+  if (!is_cpu()) suffix.push_back(fmt::format("device='{}'", device().str()));
+  for (const auto& x : suffix) s += ", " + x;
+  return s + ")";
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.toString(); }
+
+}  // namespace xten

@@ -1,0 +1,36 @@
+#pragma once
+// Storage: a refcounted buffer on one device. Tensors that are views of each other share it.
+#include <cstddef>
+#include <memory>
+
+#include <xten/core/allocator.h>
+
+namespace xten {
+
+class Storage {
+ public:
+  Storage() = default;
+  // Allocates `nbytes` with `allocator`.
+  Storage(size_t nbytes, Allocator* allocator, Device device)
+      : impl_(std::make_shared<Impl>(Impl{allocator->allocate(nbytes, device), nbytes, allocator})) {}
+  // Wraps memory someone else owns (from_blob); `deleter` may be a no-op.
+  Storage(DataPtr data, size_t nbytes) : impl_(std::make_shared<Impl>(Impl{std::move(data), nbytes, nullptr})) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  void* data() const { return impl_->data.get(); }
+  size_t nbytes() const { return impl_->nbytes; }
+  Device device() const { return impl_->data.device(); }
+  Allocator* allocator() const { return impl_->allocator; }
+  long use_count() const { return impl_.use_count(); }
+  bool is_alias_of(const Storage& o) const { return impl_ == o.impl_; }
+
+ private:
+  struct Impl {
+    DataPtr data;
+    size_t nbytes;
+    Allocator* allocator;  // null for memory the storage does not own
+  };
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace xten

@@ -1,0 +1,85 @@
+#pragma once
+// Dispatch keys and key sets. A leaf header (no xten includes) because core's TensorImpl
+// carries a key set; everything else about dispatch lives in dispatch/.
+//
+// Note [Dispatch key order]
+// Keys are in priority order, lowest first; a call runs the kernel of the highest key in
+// (tensors' keys | thread-local included) - thread-local excluded - the op's fallthroughs.
+// Modes sit above backends so they run first and redispatch downwards. Autocast sits above
+// autograd (as in PyTorch) so that autograd records the casts and saves post-cast inputs.
+#include <cstdint>
+#include <string>
+
+namespace xten {
+
+enum class DispatchKey : uint8_t {
+  Undefined = 0,  // no key: the empty set's highest key
+  // Backends: the kernels that compute.
+  CPU,  // host memory, Eigen kernels (kernels/cpu)
+  XPU,  // Intel GPU through Level Zero (kernels/xpu)
+  // Autograd: records graph nodes, then redispatches below. Reserved: a fallthrough until
+  // autograd lands.
+  AutogradCPU,
+  AutogradXPU,
+  // Autocast: casts arguments by the op's policy, then redispatches below. Inert until an
+  // autocast scope removes it from the thread-local excluded set.
+  AutocastCPU,
+  AutocastXPU,
+  EndOfRuntimeKeys,
+  // Alias keys: a registration there fills several runtime keys (see Note [Table entry
+  // resolution] in dispatch/operator_entry.cpp). Never in a tensor's key set.
+  CompositeImplicit = EndOfRuntimeKeys,  // one kernel written with other ops, for every backend
+  EndOfKeys,
+};
+constexpr int kNumRuntimeKeys = static_cast<int>(DispatchKey::EndOfRuntimeKeys);
+
+const char* to_string(DispatchKey k);
+
+constexpr bool is_backend_key(DispatchKey k) {
+  return k == DispatchKey::CPU || k == DispatchKey::XPU;
+}
+constexpr bool is_alias_key(DispatchKey k) { return k >= DispatchKey::EndOfRuntimeKeys; }
+
+// A set of runtime keys, one bit each (bit i = key i); highest() is the priority winner.
+class DispatchKeySet {
+ public:
+  constexpr DispatchKeySet() = default;
+  constexpr explicit DispatchKeySet(DispatchKey k)
+      : bits_(k == DispatchKey::Undefined ? 0 : uint64_t{1} << static_cast<int>(k)) {}
+  static constexpr DispatchKeySet from_bits(uint64_t b) {
+    DispatchKeySet s;
+    s.bits_ = b;
+    return s;
+  }
+
+  constexpr bool has(DispatchKey k) const { return (bits_ & DispatchKeySet(k).bits_) != 0; }
+  constexpr bool empty() const { return bits_ == 0; }
+  constexpr uint64_t raw() const { return bits_; }
+  constexpr DispatchKeySet operator|(DispatchKeySet o) const { return from_bits(bits_ | o.bits_); }
+  constexpr DispatchKeySet operator&(DispatchKeySet o) const { return from_bits(bits_ & o.bits_); }
+  constexpr DispatchKeySet operator-(DispatchKeySet o) const { return from_bits(bits_ & ~o.bits_); }
+  constexpr DispatchKeySet add(DispatchKey k) const { return *this | DispatchKeySet(k); }
+  constexpr DispatchKeySet remove(DispatchKey k) const { return *this - DispatchKeySet(k); }
+  constexpr bool operator==(DispatchKeySet o) const { return bits_ == o.bits_; }
+  constexpr bool operator!=(DispatchKeySet o) const { return bits_ != o.bits_; }
+
+  DispatchKey highest() const {
+    return bits_ == 0 ? DispatchKey::Undefined : static_cast<DispatchKey>(63 - __builtin_clzll(bits_));
+  }
+  std::string to_string() const;  // "{CPU, AutogradCPU}"
+
+ private:
+  uint64_t bits_ = 0;
+};
+
+// The keys a tensor on a device of this type carries: backend, autograd and autocast key.
+constexpr DispatchKeySet key_set_for_device_type(int device_type /* DeviceType */) {
+  return device_type == 0 ? DispatchKeySet(DispatchKey::CPU)
+                                .add(DispatchKey::AutogradCPU)
+                                .add(DispatchKey::AutocastCPU)
+                          : DispatchKeySet(DispatchKey::XPU)
+                                .add(DispatchKey::AutogradXPU)
+                                .add(DispatchKey::AutocastXPU);
+}
+
+}  // namespace xten

@@ -1,0 +1,195 @@
+#include <xten/dispatch/dispatcher.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace xten {
+
+namespace detail {
+DispatchKeySet stack_keys(const Stack& stack, size_t num_args) {
+  DispatchKeySet ks;
+  for (size_t i = stack.size() - std::min(num_args, stack.size()); i < stack.size(); ++i) {
+    const IValue& v = stack[i];
+    if (v.is_tensor()) ks = ks | arg_keys(v.get<Tensor>());
+    else if (v.is_tensor_list()) ks = ks | arg_keys(v.get<std::vector<Tensor>>());
+    else if (v.is<Device>()) ks = ks | arg_keys(v.get<Device>());
+  }
+  return ks;
+}
+}  // namespace detail
+
+std::string IValue::type_name() const {
+  static const char* names[] = {"None", "Tensor",    "Scalar", "int",    "float",   "bool",
+                                "int[]", "str", "ScalarType", "Device", "Tensor[]"};
+  return names[v_.index()];
+}
+
+void KernelFunction::call_boxed(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) const {
+  if (boxed_from_unboxed_) return boxed_from_unboxed_(unboxed_, stack);
+  if (boxed_) return boxed_(op, ks, stack);
+  DispatchKey key;
+  op.entry().lookup(ks, &key);
+  XTEN_FAIL(NotImplementedError, "dispatch", "no kernel for '{}' on {}; registered: {}",
+            op.entry().display_name(), to_string(key), op.entry().registered_keys());
+}
+
+void OperatorHandle::call_boxed(Stack* stack) const {
+  const int n = entry_->num_arguments();
+  const DispatchKeySet ks =
+      apply_local_key_set(detail::stack_keys(*stack, n < 0 ? stack->size() : static_cast<size_t>(n)));
+  redispatch_boxed(ks, stack);
+}
+
+void OperatorHandle::redispatch_boxed(DispatchKeySet ks, Stack* stack) const {
+  entry_->lookup(ks).call_boxed(*this, ks, stack);
+}
+
+void OperatorHandle::check_signature(const std::type_info* sig, int arity) const {
+  std::lock_guard<std::mutex> lock(Dispatcher::singleton().mutex_);
+  XTEN_CHECK(entry_->num_arguments_ < 0 || entry_->num_arguments_ == arity, TypeError, "dispatch",
+             "'{}' is declared with {} arguments ({}), but called with a C++ signature of {}",
+             entry_->display_name(), entry_->num_arguments_, entry_->schema_, arity);
+  XTEN_CHECK(!entry_->signature_ || *entry_->signature_ == *sig, TypeError, "dispatch",
+             "'{}' is called with a C++ signature other than its kernel's (registered at {})",
+             entry_->display_name(), entry_->signature_site_);
+  if (!entry_->signature_) {
+    entry_->signature_ = sig;
+    entry_->signature_site_ = "a call site";
+  }
+}
+
+Dispatcher& Dispatcher::singleton() {
+  static Dispatcher* d = new Dispatcher();  // never destroyed: static destructors may still call ops
+  return *d;
+}
+
+OperatorEntry& Dispatcher::entry_locked(const std::string& full_name) {
+  auto& slot = ops_[full_name];
+  if (!slot) {
+    slot = std::make_unique<OperatorEntry>(full_name);
+    slot->recompute_table(*this);
+  }
+  return *slot;
+}
+
+OperatorHandle Dispatcher::find(const std::string& full_name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = ops_.find(full_name);
+  XTEN_CHECK(it != ops_.end() && it->second->has_schema(), ValueError, "dispatch",
+             "no operator named '{}' is declared", full_name);
+  return OperatorHandle(it->second.get());
+}
+
+bool Dispatcher::has_op(const std::string& full_name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = ops_.find(full_name);
+  return it != ops_.end() && it->second->has_schema();
+}
+
+std::vector<std::string> Dispatcher::op_names() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> names;
+  for (auto& [name, e] : ops_)
+    if (e->has_schema()) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+namespace {
+// "ns::name.overload(args) -> ret": the full name, and the number of arguments.
+std::pair<std::string, int> parse_schema(const std::string& schema) {
+  const auto open = schema.find('(');
+  const auto close = schema.rfind(')', schema.find("->"));
+  XTEN_CHECK(open != std::string::npos && close != std::string::npos && close > open, ValueError,
+             "dispatch", "schema '{}' is not of the form 'name.overload(args) -> returns'", schema);
+  int args = 0, depth = 0;
+  bool any = false;
+  for (size_t i = open + 1; i < close; ++i) {
+    const char c = schema[i];
+    if (c == '[' || c == '(') ++depth;
+    else if (c == ']' || c == ')') --depth;
+    else if (c == ',' && depth == 0) ++args;
+    if (c != ' ' && c != '*' && c != ',') any = true;
+  }
+  // A bare '*' (keyword-only marker) is not an argument.
+  const std::string inner = schema.substr(open + 1, close - open - 1);
+  int stars = 0;
+  for (size_t p = inner.find('*'); p != std::string::npos; p = inner.find('*', p + 1)) ++stars;
+  return {schema.substr(0, open), any ? args + 1 - stars : 0};
+}
+}  // namespace
+
+uint64_t Dispatcher::define(const std::string& schema, const std::string& site) {
+  auto [name, nargs] = parse_schema(schema);
+  std::lock_guard<std::mutex> lock(mutex_);
+  OperatorEntry& e = entry_locked(name);
+  XTEN_CHECK(!e.has_schema(), ValueError, "dispatch",
+             "'{}' is declared twice: at {} and at {}", name, e.schema_site_, site);
+  e.schema_ = schema;
+  e.schema_site_ = site;
+  e.num_arguments_ = nargs;
+  return 0;  // declarations are not withdrawn
+}
+
+uint64_t Dispatcher::register_kernel(const std::string& full_name, DispatchKey key, KernelFunction k,
+                                     const std::string& site) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  OperatorEntry& e = entry_locked(full_name);
+  auto& reg = e.kernels_[static_cast<int>(key)];
+  XTEN_CHECK(!reg.present, ValueError, "dispatch",
+             "a second kernel for '{}' on {}: first registered at {}, again at {}",
+             e.display_name(), to_string(key), reg.site, site);
+  if (k.signature()) {
+    XTEN_CHECK(!e.signature_ || *e.signature_ == *k.signature(), TypeError, "dispatch",
+               "kernel for '{}' on {} at {} has a C++ signature other than the kernel at {}",
+               e.display_name(), to_string(key), site, e.signature_site_);
+    if (!e.signature_) {
+      e.signature_ = k.signature();
+      e.signature_site_ = site;
+    }
+  }
+  reg = {std::move(k), site, next_id_++, true};
+  e.recompute_table(*this);
+  return reg.id;
+}
+
+uint64_t Dispatcher::register_fallback(DispatchKey key, KernelFunction k, const std::string& site) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  XTEN_CHECK(!is_alias_key(key), ValueError, "dispatch", "a fallback needs a runtime key, not {}",
+             to_string(key));
+  Fallback& f = fallbacks_[static_cast<int>(key)];
+  XTEN_CHECK(f.kernel.is_missing(), ValueError, "dispatch",
+             "a second fallback for {}: first registered at {}, again at {}", to_string(key),
+             f.site, site);
+  f = {std::move(k), site, next_id_++};
+  for (auto& [name, e] : ops_) e->recompute_table(*this);
+  return f.id;
+}
+
+void Dispatcher::deregister(uint64_t id) {
+  if (id == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& f : fallbacks_) {
+    if (f.id != id) continue;
+    f = Fallback();
+    for (auto& [name, e] : ops_) e->recompute_table(*this);
+    return;
+  }
+  for (auto& [name, e] : ops_) {
+    for (auto& reg : e->kernels_) {
+      if (reg.id != id) continue;
+      reg = OperatorEntry::Registration();
+      e->recompute_table(*this);
+      return;
+    }
+  }
+}
+
+std::string Dispatcher::dump_table(const std::string& full_name) {
+  OperatorHandle op = find(full_name);
+  std::lock_guard<std::mutex> lock(mutex_);
+  return op.entry().dump_table();
+}
+
+}  // namespace xten

@@ -1,0 +1,154 @@
+#pragma once
+// The Dispatcher: the registry of ops, and the call path.
+//
+//   static const auto op = Dispatcher::singleton().find("xten::add.Tensor")
+//                              .typed<Tensor(const Tensor&, const Tensor&, const Scalar&)>();
+//   return op.call(self, other, alpha);
+//
+// Note [Dispatch call path]
+// A call computes its key set from its arguments (tensors' keys, a Device argument's keys),
+// adds the thread-local included set, removes the excluded set and the op's fallthrough
+// keys, and runs the table entry of the highest key: an unboxed kernel by a direct call
+// through a function pointer; a boxed one by boxing the arguments into a Stack. The handle
+// is found once (a function-local static), so no call does a string lookup or allocates.
+//
+// Note [Registration and threads]
+// Registration takes the dispatcher's lock and rewrites the affected tables; calls read the
+// tables without a lock. Registrations happen at library load (static initializers) and in
+// tests; registering while another thread calls the same op is not supported.
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <xten/dispatch/local_dispatch_key_set.h>
+#include <xten/dispatch/operator_entry.h>
+
+namespace xten {
+
+namespace detail {
+// The dispatch keys an argument contributes.
+inline DispatchKeySet arg_keys(const Tensor& t) {
+  return t.defined() && !t.impl()->is_wrapped_number() ? t.key_set() : DispatchKeySet();
+}
+inline DispatchKeySet arg_keys(const std::optional<Tensor>& t) {
+  return t ? arg_keys(*t) : DispatchKeySet();
+}
+inline DispatchKeySet arg_keys(const std::vector<Tensor>& ts) {
+  DispatchKeySet ks;
+  for (const auto& t : ts) ks = ks | arg_keys(t);
+  return ks;
+}
+inline DispatchKeySet arg_keys(Device d) {
+  return key_set_for_device_type(static_cast<int>(d.type()));
+}
+template <class T>
+DispatchKeySet arg_keys(const T&) {
+  return DispatchKeySet();
+}
+DispatchKeySet stack_keys(const Stack& stack, size_t num_args);
+}  // namespace detail
+
+template <class Sig>
+class TypedOperatorHandle;
+
+class OperatorHandle {
+ public:
+  OperatorHandle() = default;
+  explicit OperatorHandle(OperatorEntry* e) : entry_(e) {}
+  const OperatorEntry& entry() const { return *entry_; }
+  const std::string& name() const { return entry_->full_name(); }
+  const std::string& schema() const { return entry_->schema(); }
+
+  // Checks (once) that Sig is the op's C++ signature, and returns a handle that calls with it.
+  template <class Sig>
+  TypedOperatorHandle<Sig> typed() const {
+    check_signature(&typeid(Sig), function_arity<Sig>::value);
+    return TypedOperatorHandle<Sig>(entry_);
+  }
+
+  // Calls with arguments on the stack; results replace them.
+  void call_boxed(Stack* stack) const;
+  // Calls the kernel of the highest key in `ks` (a boxed kernel redispatching downwards).
+  void redispatch_boxed(DispatchKeySet ks, Stack* stack) const;
+
+ protected:
+  template <class Sig>
+  struct function_arity;
+  template <class R, class... A>
+  struct function_arity<R(A...)> {
+    static constexpr int value = sizeof...(A);
+  };
+  void check_signature(const std::type_info* sig, int arity) const;
+  OperatorEntry* entry_ = nullptr;
+};
+
+// Keys of all arguments, plus the thread-local included, minus the excluded.
+inline DispatchKeySet apply_local_key_set(DispatchKeySet args) {
+  const LocalDispatchKeySet local = local_dispatch_key_set();
+  return (args | local.included) - local.excluded;
+}
+
+template <class Ret, class... Args>
+class TypedOperatorHandle<Ret(Args...)> : public OperatorHandle {
+ public:
+  explicit TypedOperatorHandle(OperatorEntry* e) : OperatorHandle(e) {}
+
+  Ret call(Args... args) const {
+    const DispatchKeySet ks = apply_local_key_set((detail::arg_keys(args) | ... | DispatchKeySet()));
+    return redispatch(ks, std::forward<Args>(args)...);
+  }
+  // Runs the kernel of the highest key of `ks`, whatever the thread-local state.
+  Ret redispatch(DispatchKeySet ks, Args... args) const {
+    const KernelFunction& k = entry_->lookup(ks);
+    if (__builtin_expect(k.unboxed() != nullptr, 1))
+      return reinterpret_cast<Ret (*)(Args...)>(k.unboxed())(std::forward<Args>(args)...);
+    Stack stack;
+    stack.reserve(sizeof...(Args));
+    (stack.push_back(ivalue_traits<std::decay_t<Args>>::to(args)), ...);
+    k.call_boxed(*this, ks, &stack);
+    return pop_result<Ret>(stack);
+  }
+};
+
+class Dispatcher {
+ public:
+  static Dispatcher& singleton();
+
+  // The op named "ns::name.overload" (".overload" may be absent); ValueError if undeclared.
+  OperatorHandle find(const std::string& full_name);
+  bool has_op(const std::string& full_name);
+  std::vector<std::string> op_names();
+
+  // Registration (through Library); each returns an id to deregister with.
+  uint64_t define(const std::string& schema_with_ns, const std::string& site);
+  uint64_t register_kernel(const std::string& full_name, DispatchKey key, KernelFunction k,
+                           const std::string& site);
+  uint64_t register_fallback(DispatchKey key, KernelFunction k, const std::string& site);
+  void deregister(uint64_t id);
+
+  // The kernel registered as a backend fallback for `key` (missing if none).
+  const KernelFunction& backend_fallback(DispatchKey key) const {
+    return fallbacks_[static_cast<int>(key)].kernel;
+  }
+
+  // Text dump of one op's table (see OperatorEntry::dump_table).
+  std::string dump_table(const std::string& full_name);
+
+ private:
+  friend class OperatorHandle;
+  OperatorEntry& entry_locked(const std::string& full_name);
+
+  struct Fallback {
+    KernelFunction kernel;
+    std::string site;
+    uint64_t id = 0;
+  };
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::unique_ptr<OperatorEntry>> ops_;
+  std::array<Fallback, kNumRuntimeKeys> fallbacks_{};
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace xten

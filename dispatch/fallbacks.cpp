@@ -1,0 +1,11 @@
+// Backend fallbacks that hold for every op.
+#include <xten/dispatch/library.h>
+
+namespace xten {
+
+// Autograd is reserved (design.md section 3): until it lands, its keys pass every call on
+// to the backend below.
+LIBRARY_IMPL(_, AutogradCPU, m) { m.fallback(KernelFunction::fallthrough()); }
+LIBRARY_IMPL(_, AutogradXPU, m) { m.fallback(KernelFunction::fallthrough()); }
+
+}  // namespace xten

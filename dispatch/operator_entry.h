@@ -1,0 +1,64 @@
+#pragma once
+// OperatorEntry: one op's declaration, the kernels registered for it (one per key, with the
+// place each was registered from) and the dispatch table computed from them.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <typeinfo>
+
+#include <xten/dispatch/dispatch_key.h>
+#include <xten/dispatch/kernel_function.h>
+
+namespace xten {
+
+class Dispatcher;
+
+class OperatorEntry {
+ public:
+  explicit OperatorEntry(std::string full_name) : full_name_(std::move(full_name)) {}
+
+  const std::string& full_name() const { return full_name_; }  // "xten::add.Tensor"
+  std::string display_name() const;                             // "add.Tensor"
+  const std::string& schema() const { return schema_; }
+  bool has_schema() const { return !schema_.empty(); }
+  int num_arguments() const { return num_arguments_; }
+
+  // The kernel to run for a call whose computed key set is `ks` (before fallthrough masking).
+  const KernelFunction& lookup(DispatchKeySet ks, DispatchKey* chosen = nullptr) const {
+    const DispatchKey k = (ks & non_fallthrough_).highest();
+    if (chosen) *chosen = k;
+    return table_[static_cast<int>(k)];
+  }
+
+  // The op's table as text: one line per runtime key, saying which kernel runs and why.
+  std::string dump_table() const;
+  // "CPU, CompositeImplicit": the keys that have a registered kernel.
+  std::string registered_keys() const;
+
+ private:
+  friend class Dispatcher;
+  friend class OperatorHandle;
+  struct Registration {
+    KernelFunction kernel;
+    std::string site;  // "file.cpp:42"
+    uint64_t id = 0;
+    bool present = false;
+  };
+  enum class Source : uint8_t { Missing, Direct, Composite, BackendFallback };
+
+  void recompute_table(const Dispatcher& d);
+  std::pair<const KernelFunction*, Source> resolve(const Dispatcher& d, DispatchKey key) const;
+
+  std::string full_name_;
+  std::string schema_;
+  std::string schema_site_;
+  int num_arguments_ = -1;
+  const std::type_info* signature_ = nullptr;  // the C++ signature kernels and callers share
+  std::string signature_site_;
+  std::array<Registration, static_cast<int>(DispatchKey::EndOfKeys)> kernels_{};
+  std::array<KernelFunction, kNumRuntimeKeys> table_{};
+  std::array<Source, kNumRuntimeKeys> sources_{};
+  DispatchKeySet non_fallthrough_ = DispatchKeySet::from_bits(~uint64_t{0});
+};
+
+}  // namespace xten

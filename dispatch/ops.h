@@ -1,0 +1,191 @@
+#pragma once
+// Every public op, as a free function. Each goes through the Dispatcher (dispatch/ops.cpp
+// declares the schemas and holds these front ends); Tensor methods and operators forward
+// here. Kernels: kernels/cpu/<family>.cpp, device-independent ones kernels/composite/.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <xten/core/tensor.h>
+
+namespace xten {
+
+// ---- factories --------------------------------------------------------------------------
+// An uninitialized tensor.
+Tensor empty(IntArrayRef size, TensorOptions options = {});
+Tensor empty(IntArrayRef size, ScalarType dtype, Device device);
+// Filled with 0, 1 or `value` (dtype: options', else the value's: bool, int64 or float32).
+Tensor zeros(IntArrayRef size, TensorOptions options = {});
+Tensor zeros(IntArrayRef size, ScalarType dtype, Device device);
+Tensor ones(IntArrayRef size, TensorOptions options = {});
+Tensor ones(IntArrayRef size, ScalarType dtype, Device device);
+Tensor full(IntArrayRef size, const Scalar& value, TensorOptions options = {});
+// [0, end), [start, end) by step; int64 if every bound is integral, else float32.
+Tensor arange(const Scalar& end, TensorOptions options = {});
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1,
+              TensorOptions options = {});
+// `steps` values evenly from start to end inclusive.
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions options = {});
+// n x m identity (m defaults to n).
+Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, TensorOptions options = {});
+// Uniform [0, 1), standard normal, and integers in [low, high): see docs/random.md.
+Tensor rand(IntArrayRef size, TensorOptions options = {});
+Tensor randn(IntArrayRef size, TensorOptions options = {});
+Tensor randint(int64_t high, IntArrayRef size, TensorOptions options = kLong);
+Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions options = kLong);
+// Same shape (and by default dtype and device) as `self`.
+Tensor empty_like(const Tensor& self, std::optional<TensorOptions> options = std::nullopt);
+Tensor zeros_like(const Tensor& self, std::optional<TensorOptions> options = std::nullopt);
+Tensor ones_like(const Tensor& self, std::optional<TensorOptions> options = std::nullopt);
+Tensor full_like(const Tensor& self, const Scalar& value,
+                 std::optional<TensorOptions> options = std::nullopt);
+Tensor rand_like(const Tensor& self, std::optional<TensorOptions> options = std::nullopt);
+Tensor randn_like(const Tensor& self, std::optional<TensorOptions> options = std::nullopt);
+// Wraps memory the caller owns (no copy; the caller keeps it alive). CPU only.
+Tensor from_blob(void* data, IntArrayRef sizes, ScalarType dtype);
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, ScalarType dtype);
+
+// A tensor holding a copy of `values`, of shape `shape` (default: 1-D of values.size()).
+template <class T>
+Tensor tensor(const std::vector<T>& values, std::optional<IntArrayRef> shape = std::nullopt);
+template <class T>
+Tensor tensor(std::initializer_list<T> values, std::optional<IntArrayRef> shape = std::nullopt) {
+  return tensor(std::vector<T>(values), shape);
+}
+// A zero-dim tensor.
+Tensor scalar_tensor(const Scalar& value, TensorOptions options = {});
+
+// Seeds the generators of every device: every random op is reproducible after this.
+void manual_seed(uint64_t seed);
+
+// ---- views ------------------------------------------------------------------------------
+Tensor view(const Tensor& self, IntArrayRef size);
+Tensor reshape(const Tensor& self, IntArrayRef shape);
+Tensor flatten(const Tensor& self, int64_t start_dim = 0, int64_t end_dim = -1);
+Tensor squeeze(const Tensor& self);
+Tensor squeeze(const Tensor& self, int64_t dim);
+Tensor unsqueeze(const Tensor& self, int64_t dim);
+Tensor permute(const Tensor& self, IntArrayRef dims);
+Tensor transpose(const Tensor& self, int64_t dim0, int64_t dim1);
+Tensor t(const Tensor& self);
+Tensor expand(const Tensor& self, IntArrayRef size);
+Tensor expand_as(const Tensor& self, const Tensor& other);
+Tensor narrow(const Tensor& self, int64_t dim, int64_t start, int64_t length);
+Tensor slice(const Tensor& self, int64_t dim = 0, std::optional<int64_t> start = std::nullopt,
+             std::optional<int64_t> end = std::nullopt, int64_t step = 1);
+Tensor select(const Tensor& self, int64_t dim, int64_t index);
+std::vector<Tensor> unbind(const Tensor& self, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& self, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim = 0);
+Tensor as_strided(const Tensor& self, IntArrayRef size, IntArrayRef stride,
+                  std::optional<int64_t> storage_offset = std::nullopt);
+Tensor contiguous(const Tensor& self);
+Tensor clone(const Tensor& self);
+Tensor detach(const Tensor& self);
+
+// ---- copy and cast ----------------------------------------------------------------------
+Tensor& copy_(Tensor& self, const Tensor& src);
+Tensor to(const Tensor& self, Device device, ScalarType dtype, bool copy = false);
+Tensor& fill_(Tensor& self, const Scalar& value);
+Tensor& zero_(Tensor& self);
+
+// ---- binary (broadcasting, type promotion) ----------------------------------------------
+Tensor add(const Tensor& self, const Tensor& other, const Scalar& alpha = 1);
+Tensor add(const Tensor& self, const Scalar& other, const Scalar& alpha = 1);
+Tensor& add_(Tensor& self, const Tensor& other, const Scalar& alpha = 1);
+Tensor sub(const Tensor& self, const Tensor& other, const Scalar& alpha = 1);
+Tensor sub(const Tensor& self, const Scalar& other, const Scalar& alpha = 1);
+Tensor& sub_(Tensor& self, const Tensor& other, const Scalar& alpha = 1);
+Tensor mul(const Tensor& self, const Tensor& other);
+Tensor mul(const Tensor& self, const Scalar& other);
+Tensor& mul_(Tensor& self, const Tensor& other);
+// True division (integers give float32); rounding_mode "trunc" or "floor" keeps the dtype.
+Tensor div(const Tensor& self, const Tensor& other);
+Tensor div(const Tensor& self, const Scalar& other);
+Tensor div(const Tensor& self, const Tensor& other, std::optional<std::string> rounding_mode);
+Tensor& div_(Tensor& self, const Tensor& other);
+Tensor& div_(Tensor& self, const Tensor& other, std::optional<std::string> rounding_mode);
+// Python's %: the result has the divisor's sign.
+Tensor remainder(const Tensor& self, const Tensor& other);
+Tensor remainder(const Tensor& self, const Scalar& other);
+// C's fmod: the result has the dividend's sign.
+Tensor fmod(const Tensor& self, const Tensor& other);
+Tensor fmod(const Tensor& self, const Scalar& other);
+Tensor pow(const Tensor& self, const Tensor& exponent);
+Tensor pow(const Tensor& self, const Scalar& exponent);
+Tensor pow(const Scalar& self, const Tensor& exponent);
+Tensor& pow_(Tensor& self, const Tensor& exponent);
+// Elementwise max/min; NaN propagates.
+Tensor maximum(const Tensor& self, const Tensor& other);
+Tensor minimum(const Tensor& self, const Tensor& other);
+Tensor atan2(const Tensor& self, const Tensor& other);
+// Comparisons give bool.
+Tensor eq(const Tensor& self, const Tensor& other);
+Tensor eq(const Tensor& self, const Scalar& other);
+Tensor ne(const Tensor& self, const Tensor& other);
+Tensor ne(const Tensor& self, const Scalar& other);
+Tensor lt(const Tensor& self, const Tensor& other);
+Tensor lt(const Tensor& self, const Scalar& other);
+Tensor le(const Tensor& self, const Tensor& other);
+Tensor le(const Tensor& self, const Scalar& other);
+Tensor gt(const Tensor& self, const Tensor& other);
+Tensor gt(const Tensor& self, const Scalar& other);
+Tensor ge(const Tensor& self, const Tensor& other);
+Tensor ge(const Tensor& self, const Scalar& other);
+Tensor logical_and(const Tensor& self, const Tensor& other);
+Tensor logical_or(const Tensor& self, const Tensor& other);
+Tensor logical_xor(const Tensor& self, const Tensor& other);
+// Integer and bool tensors only.
+Tensor bitwise_and(const Tensor& self, const Tensor& other);
+Tensor bitwise_or(const Tensor& self, const Tensor& other);
+Tensor bitwise_xor(const Tensor& self, const Tensor& other);
+// condition ? self : other, elementwise; condition must be bool.
+Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other);
+Tensor where(const Tensor& condition, const Scalar& self, const Scalar& other);
+// Bounds each element to [min, max]; at least one bound must be given.
+Tensor clamp(const Tensor& self, const std::optional<Scalar>& min,
+             const std::optional<Scalar>& max = std::nullopt);
+Tensor& clamp_(Tensor& self, const std::optional<Scalar>& min,
+               const std::optional<Scalar>& max = std::nullopt);
+// self + weight * (end - self); floating dtypes, self and end of one dtype.
+Tensor lerp(const Tensor& self, const Tensor& end, const Scalar& weight);
+Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight);
+
+// ---- unary ------------------------------------------------------------------------------
+// (name): each has `Tensor name(const Tensor&)`; the in-place list also `Tensor& name_(Tensor&)`.
+#define XTEN_UNARY_INPLACE_OPS(_)                                                            \
+  _(neg) _(abs) _(sign) _(exp) _(exp2) _(log) _(log2) _(log10) _(log1p) _(expm1) _(sqrt)      \
+  _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan) _(tanh) _(sigmoid) _(relu) _(silu) _(erf)       \
+  _(floor) _(ceil) _(round) _(trunc) _(logical_not) _(bitwise_not)
+#define XTEN_UNARY_OUT_OF_PLACE_OPS(_) _(isnan) _(isinf) _(isfinite)
+
+#define XTEN_DECLARE_UNARY(name) Tensor name(const Tensor& self);
+#define XTEN_DECLARE_UNARY_INPLACE(name) Tensor& name##_(Tensor& self);
+XTEN_UNARY_INPLACE_OPS(XTEN_DECLARE_UNARY)
+XTEN_UNARY_INPLACE_OPS(XTEN_DECLARE_UNARY_INPLACE)
+XTEN_UNARY_OUT_OF_PLACE_OPS(XTEN_DECLARE_UNARY)
+#undef XTEN_DECLARE_UNARY
+#undef XTEN_DECLARE_UNARY_INPLACE
+
+// approximate: "none" (erf) or "tanh".
+Tensor gelu(const Tensor& self, const std::string& approximate = "none");
+// NaN -> nan, +Inf -> posinf, -Inf -> neginf (defaults: 0, the dtype's max, lowest).
+Tensor nan_to_num(const Tensor& self, std::optional<double> nan = std::nullopt,
+                  std::optional<double> posinf = std::nullopt,
+                  std::optional<double> neginf = std::nullopt);
+
+// ---- reductions -------------------------------------------------------------------------
+// Sum over `dim` (all dims if empty); integer and bool inputs sum in int64.
+Tensor sum(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt);
+Tensor sum(const Tensor& self, IntArrayRef dim, bool keepdim = false,
+           std::optional<ScalarType> dtype = std::nullopt);
+// Mean over `dim` (all dims if empty); floating dtypes (or pass dtype).
+Tensor mean(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt);
+Tensor mean(const Tensor& self, IntArrayRef dim, bool keepdim = false,
+            std::optional<ScalarType> dtype = std::nullopt);
+
+// ---- dispatcher introspection -----------------------------------------------------------
+// The dispatch table of an op ("add.Tensor") as text: each key's kernel and where it came from.
+std::string dump_dispatch_table(const std::string& op);
+
+}  // namespace xten

@@ -1,0 +1,447 @@
+// Binary pointwise ops on CPU: arithmetic, comparisons, logical and bitwise ops, where,
+// clamp, lerp. Each kernel states its dtype rule, then runs a functor through the
+// elementwise engine (elementwise.h) with the typed loops of loops.h.
+#include <cmath>
+#include <limits>
+
+#include <unsupported/Eigen/SpecialFunctions>
+
+#include <xten/core/dtype_dispatch.h>
+#include <xten/dispatch/library.h>
+
+#include "elementwise.h"
+#include "loops.h"
+
+namespace xten::cpu {
+namespace {
+
+// ---- functors (scalar form over the opmath type M; vec() where Eigen has one) -------------
+struct AddOp {
+  template <class M> M operator()(M a, M b) const { return a + b; }
+  template <class A> auto vec(const A& a, const A& b) const { return a + b; }
+};
+template <class M>
+struct AddAlphaOp {
+  M alpha;
+  M operator()(M a, M b) const { return a + alpha * b; }
+  template <class A> auto vec(const A& a, const A& b) const { return a + alpha * b; }
+};
+struct SubOp {
+  template <class M> M operator()(M a, M b) const { return a - b; }
+  template <class A> auto vec(const A& a, const A& b) const { return a - b; }
+};
+struct MulOp {
+  template <class M> M operator()(M a, M b) const { return a * b; }
+  template <class A> auto vec(const A& a, const A& b) const { return a * b; }
+};
+struct BoolMulOp {
+  bool operator()(bool a, bool b) const { return a && b; }
+};
+struct DivOp {
+  template <class M> M operator()(M a, M b) const { return a / b; }
+  template <class A> auto vec(const A& a, const A& b) const { return a / b; }
+};
+
+// Integer division must not trap: x / 0 is a user error, INT_MIN / -1 wraps (as PyTorch).
+template <class M>
+void check_divisor(const char* op, M b) {
+  if constexpr (std::is_integral_v<M>) XTEN_CHECK(b != 0, ValueError, op, "integer division by zero");
+}
+template <class M>
+M int_div_trunc(M a, M b) {
+  if constexpr (std::is_signed_v<M>) {
+    if (b == -1) return static_cast<M>(-static_cast<std::make_unsigned_t<M>>(a));
+  }
+  return a / b;
+}
+template <class M>
+M int_mod_trunc(M a, M b) {
+  if constexpr (std::is_signed_v<M>) {
+    if (b == -1) return 0;
+  }
+  return a % b;
+}
+
+struct DivTruncOp {
+  template <class M> M operator()(M a, M b) const {
+    if constexpr (std::is_integral_v<M>) {
+      check_divisor("div", b);
+      return int_div_trunc(a, b);
+    } else {
+      return std::trunc(a / b);
+    }
+  }
+};
+struct DivFloorOp {
+  template <class M> M operator()(M a, M b) const {
+    if constexpr (std::is_integral_v<M>) {
+      check_divisor("div", b);
+      const M q = int_div_trunc(a, b);
+      return (int_mod_trunc(a, b) != 0 && ((a < 0) != (b < 0))) ? static_cast<M>(q - 1) : q;
+    } else {
+      // Python's floor division: exact through fmod, then rounded to the nearest integer.
+      if (b == 0) return a / b;
+      const M mod = std::fmod(a, b);
+      M div = (a - mod) / b;
+      if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+      if (div == 0) return std::copysign(M(0), a / b);
+      M fl = std::floor(div);
+      if (div - fl > M(0.5)) fl += 1;
+      return fl;
+    }
+  }
+};
+struct RemainderOp {
+  template <class M> M operator()(M a, M b) const {
+    if constexpr (std::is_integral_v<M>) {
+      check_divisor("remainder", b);
+      M r = int_mod_trunc(a, b);
+      if (r != 0 && ((r < 0) != (b < 0))) r += b;
+      return r;
+    } else {
+      M r = std::fmod(a, b);
+      if (r != 0 && ((r < 0) != (b < 0))) r += b;
+      return r;
+    }
+  }
+};
+struct FmodOp {
+  template <class M> M operator()(M a, M b) const {
+    if constexpr (std::is_integral_v<M>) {
+      check_divisor("fmod", b);
+      return int_mod_trunc(a, b);
+    } else {
+      return std::fmod(a, b);
+    }
+  }
+};
+struct PowOp {
+  template <class M> M operator()(M base, M exp) const {
+    if constexpr (std::is_integral_v<M>) {
+      // Square-and-multiply in unsigned arithmetic: wraps like PyTorch, never overflows UB.
+      if constexpr (std::is_signed_v<M>) {
+        if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;
+      }
+      using U = std::make_unsigned_t<std::conditional_t<sizeof(M) < 4, uint32_t, M>>;
+      U result = 1, b = static_cast<U>(base);
+      for (auto e = exp; e > 0; e >>= 1) {
+        if (e & 1) result *= b;
+        b *= b;
+      }
+      return static_cast<M>(result);
+    } else {
+      return std::pow(base, exp);
+    }
+  }
+};
+struct MaximumOp {
+  template <class M> M operator()(M a, M b) const {
+    if constexpr (!std::is_integral_v<M>) {
+      if (a != a) return a;
+      if (b != b) return b;
+    }
+    return a > b ? a : b;
+  }
+};
+struct MinimumOp {
+  template <class M> M operator()(M a, M b) const {
+    if constexpr (!std::is_integral_v<M>) {
+      if (a != a) return a;
+      if (b != b) return b;
+    }
+    return a < b ? a : b;
+  }
+};
+struct Atan2Op {
+  template <class M> M operator()(M a, M b) const { return std::atan2(a, b); }
+};
+#define XTEN_COMPARE_OP(Name, expr_op)                                               \
+  struct Name {                                                                      \
+    template <class M> bool operator()(M a, M b) const { return a expr_op b; }      \
+    template <class A> auto vec(const A& a, const A& b) const { return a expr_op b; } \
+  };
+XTEN_COMPARE_OP(EqOp, ==)
+XTEN_COMPARE_OP(NeOp, !=)
+XTEN_COMPARE_OP(LtOp, <)
+XTEN_COMPARE_OP(LeOp, <=)
+XTEN_COMPARE_OP(GtOp, >)
+XTEN_COMPARE_OP(GeOp, >=)
+#undef XTEN_COMPARE_OP
+struct LogicalAndOp {
+  template <class M> bool operator()(M a, M b) const { return a != M(0) && b != M(0); }
+};
+struct LogicalOrOp {
+  template <class M> bool operator()(M a, M b) const { return a != M(0) || b != M(0); }
+};
+struct LogicalXorOp {
+  template <class M> bool operator()(M a, M b) const { return (a != M(0)) != (b != M(0)); }
+};
+struct BitAndOp {
+  template <class M> M operator()(M a, M b) const { return static_cast<M>(a & b); }
+};
+struct BitOrOp {
+  template <class M> M operator()(M a, M b) const { return static_cast<M>(a | b); }
+};
+struct BitXorOp {
+  template <class M> M operator()(M a, M b) const { return static_cast<M>(a ^ b); }
+};
+
+// ---- the shared driver ------------------------------------------------------------------
+// Runs `op` (a functor, or a callable making one per type) over (self, other) writing
+// `out` (undefined: a new tensor). Set: the compute dtypes the op supports; R: bool for
+// predicates, else the compute type.
+template <uint32_t Set, bool kBoolResult, class MakeOp>
+Tensor binary(const char* name, const Tensor& out, const Tensor& self, const Tensor& other,
+              std::optional<ScalarType> compute, const MakeOp& make_op) {
+  Elementwise e(name, out, {self, other});
+  if (compute) e.compute_dtype(*compute);
+  if (kBoolResult) e.result_dtype(kBool);
+  e.prepare();
+  return visit_dtype<Set>(name, e.compute(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using R = std::conditional_t<kBoolResult, bool, T>;
+    return e.run(make_loop<R, T, T>(make_op(tag)));
+  });
+}
+template <class Op>
+auto fixed(Op op) {
+  return [op](auto) { return op; };
+}
+
+ScalarType promoted(const Tensor& a, const Tensor& b) { return result_type(a, b); }
+// The dtype true division and other float-valued ops compute in: integers go to float32.
+ScalarType float_promoted(const Tensor& a, const Tensor& b) {
+  const ScalarType t = result_type(a, b);
+  return is_floating_type(t) ? t : kFloat;
+}
+
+// ---- add / sub ----------------------------------------------------------------------------
+void check_alpha(const char* name, ScalarType t, const Scalar& alpha) {
+  XTEN_CHECK(is_floating_type(t) || alpha.is_integral(true), TypeError, name,
+             "for integral input tensors, alpha must not be a floating point number (got {})",
+             alpha.to_string());
+  XTEN_CHECK(t != kBool || alpha.is_boolean() || alpha.to_long() == 1, TypeError, name,
+             "for bool tensors, alpha must be a bool (got {})", alpha.to_string());
+}
+
+Tensor add_impl(const char* name, const Tensor& out, const Tensor& self, const Tensor& other,
+                const Scalar& alpha, bool negate) {
+  const ScalarType t = promoted(self, other);
+  XTEN_CHECK(!(negate && t == kBool), TypeError, name,
+             "subtraction of bool tensors is not supported; use logical_xor() or bitwise_xor()");
+  check_alpha(name, t, alpha);
+  if (alpha.to_double() == 1.0) {
+    if (negate) return binary<dtypes::kAllButBool, false>(name, out, self, other, t, fixed(SubOp{}));
+    return binary<dtypes::kAll, false>(name, out, self, other, t, fixed(AddOp{}));
+  }
+  return binary<dtypes::kAll, false>(name, out, self, other, t, [&](auto tag) {
+    using M = opmath_t<typename decltype(tag)::type>;
+    const M a = negate ? -alpha.to<M>() : alpha.to<M>();
+    return AddAlphaOp<M>{a};
+  });
+}
+Tensor add_kernel(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return add_impl("add", Tensor(), a, b, alpha, false);
+}
+Tensor add__kernel(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return add_impl("add_", a, a, b, alpha, false);
+}
+Tensor sub_kernel(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return add_impl("sub", Tensor(), a, b, alpha, true);
+}
+Tensor sub__kernel(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return add_impl("sub_", a, a, b, alpha, true);
+}
+
+// ---- mul / div ----------------------------------------------------------------------------
+Tensor mul_impl(const char* name, const Tensor& out, const Tensor& a, const Tensor& b) {
+  const ScalarType t = promoted(a, b);
+  if (t == kBool) return binary<dtypes::kBoolOnly, false>(name, out, a, b, t, fixed(BoolMulOp{}));
+  return binary<dtypes::kAllButBool, false>(name, out, a, b, t, fixed(MulOp{}));
+}
+Tensor mul_kernel(const Tensor& a, const Tensor& b) { return mul_impl("mul", Tensor(), a, b); }
+Tensor mul__kernel(const Tensor& a, const Tensor& b) { return mul_impl("mul_", a, a, b); }
+
+Tensor div_impl(const char* name, const Tensor& out, const Tensor& a, const Tensor& b,
+                const std::optional<std::string>& mode) {
+  if (!mode) return binary<dtypes::kFloating, false>(name, out, a, b, float_promoted(a, b), fixed(DivOp{}));
+  XTEN_CHECK(*mode == "trunc" || *mode == "floor", ValueError, name,
+             "rounding_mode must be None, 'trunc' or 'floor', but got '{}'", *mode);
+  const ScalarType t = promoted(a, b);
+  if (*mode == "trunc") return binary<dtypes::kAllButBool, false>(name, out, a, b, t, fixed(DivTruncOp{}));
+  return binary<dtypes::kAllButBool, false>(name, out, a, b, t, fixed(DivFloorOp{}));
+}
+Tensor div_kernel(const Tensor& a, const Tensor& b) { return div_impl("div", Tensor(), a, b, std::nullopt); }
+Tensor div__kernel(const Tensor& a, const Tensor& b) { return div_impl("div_", a, a, b, std::nullopt); }
+Tensor div_mode_kernel(const Tensor& a, const Tensor& b, std::optional<std::string> mode) {
+  return div_impl("div", Tensor(), a, b, mode);
+}
+Tensor div__mode_kernel(const Tensor& a, const Tensor& b, std::optional<std::string> mode) {
+  return div_impl("div_", a, a, b, mode);
+}
+
+Tensor remainder_kernel(const Tensor& a, const Tensor& b) {
+  return binary<dtypes::kAllButBool, false>("remainder", Tensor(), a, b, std::nullopt, fixed(RemainderOp{}));
+}
+Tensor fmod_kernel(const Tensor& a, const Tensor& b) {
+  return binary<dtypes::kAllButBool, false>("fmod", Tensor(), a, b, std::nullopt, fixed(FmodOp{}));
+}
+
+Tensor pow_impl(const char* name, const Tensor& out, const Tensor& base, const Tensor& exp) {
+  const ScalarType t = promoted(base, exp);
+  if (is_integral_type(t, false) && is_wrapped_number(exp)) {
+    XTEN_CHECK(exp.item<int64_t>() >= 0, ValueError, name,
+               "integers to negative integer powers are not allowed (exponent {})", exp.item<int64_t>());
+  }
+  return binary<dtypes::kAllButBool, false>(name, out, base, exp, t, fixed(PowOp{}));
+}
+Tensor pow_kernel(const Tensor& a, const Tensor& b) { return pow_impl("pow", Tensor(), a, b); }
+Tensor pow__kernel(const Tensor& a, const Tensor& b) { return pow_impl("pow_", a, a, b); }
+
+Tensor maximum_kernel(const Tensor& a, const Tensor& b) {
+  return binary<dtypes::kAll, false>("maximum", Tensor(), a, b, std::nullopt, fixed(MaximumOp{}));
+}
+Tensor minimum_kernel(const Tensor& a, const Tensor& b) {
+  return binary<dtypes::kAll, false>("minimum", Tensor(), a, b, std::nullopt, fixed(MinimumOp{}));
+}
+Tensor atan2_kernel(const Tensor& a, const Tensor& b) {
+  return binary<dtypes::kFloating, false>("atan2", Tensor(), a, b, float_promoted(a, b), fixed(Atan2Op{}));
+}
+
+// ---- predicates -----------------------------------------------------------------------------
+#define XTEN_PREDICATE_KERNEL(fn, name, Op)                                             \
+  Tensor fn(const Tensor& a, const Tensor& b) {                                         \
+    return binary<dtypes::kAll, true>(name, Tensor(), a, b, std::nullopt, fixed(Op{})); \
+  }
+XTEN_PREDICATE_KERNEL(eq_kernel, "eq", EqOp)
+XTEN_PREDICATE_KERNEL(ne_kernel, "ne", NeOp)
+XTEN_PREDICATE_KERNEL(lt_kernel, "lt", LtOp)
+XTEN_PREDICATE_KERNEL(le_kernel, "le", LeOp)
+XTEN_PREDICATE_KERNEL(gt_kernel, "gt", GtOp)
+XTEN_PREDICATE_KERNEL(ge_kernel, "ge", GeOp)
+XTEN_PREDICATE_KERNEL(logical_and_kernel, "logical_and", LogicalAndOp)
+XTEN_PREDICATE_KERNEL(logical_or_kernel, "logical_or", LogicalOrOp)
+XTEN_PREDICATE_KERNEL(logical_xor_kernel, "logical_xor", LogicalXorOp)
+#undef XTEN_PREDICATE_KERNEL
+
+#define XTEN_BITWISE_KERNEL(fn, name, Op)                                                         \
+  Tensor fn(const Tensor& a, const Tensor& b) {                                                   \
+    return binary<dtypes::kIntegralAndBool, false>(name, Tensor(), a, b, std::nullopt, fixed(Op{})); \
+  }
+XTEN_BITWISE_KERNEL(bitwise_and_kernel, "bitwise_and", BitAndOp)
+XTEN_BITWISE_KERNEL(bitwise_or_kernel, "bitwise_or", BitOrOp)
+XTEN_BITWISE_KERNEL(bitwise_xor_kernel, "bitwise_xor", BitXorOp)
+#undef XTEN_BITWISE_KERNEL
+
+// ---- where, clamp, lerp ---------------------------------------------------------------------
+Tensor where_kernel(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  XTEN_CHECK(cond.dtype() == kBool, TypeError, "where",
+             "expected the condition to be a bool tensor, but got {}", to_string(cond.dtype()));
+  Elementwise e("where", Tensor(), {cond, a, b});
+  e.keep_input_dtype(0).compute_dtype(result_type(a, b));
+  e.prepare();
+  return visit_dtype<dtypes::kAll>("where", e.compute(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    return e.run(make_loop<T, bool, T, T>([](bool c, M x, M y) { return c ? x : y; }));
+  });
+}
+
+template <class M>
+struct ClampOp {
+  bool has_lo, has_hi;
+  M lo, hi;
+  M operator()(M x) const {
+    if constexpr (!std::is_integral_v<M>) {
+      if (x != x) return x;
+      if (has_lo && lo != lo) return lo;
+      if (has_hi && hi != hi) return hi;
+    }
+    if (has_lo && x < lo) x = lo;
+    if (has_hi && x > hi) x = hi;
+    return x;
+  }
+};
+
+Tensor clamp_impl(const char* name, const Tensor& out, const Tensor& self,
+                  const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+  XTEN_CHECK(lo || hi, ValueError, name, "at least one of min and max must be given");
+  ResultType rt;
+  rt.add(self);
+  if (lo) rt.add(*lo);
+  if (hi) rt.add(*hi);
+  Elementwise e(name, out, {self});
+  e.compute_dtype(rt.get());
+  e.prepare();
+  return visit_dtype<dtypes::kAllButBool>(name, e.compute(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    const ClampOp<M> op{lo.has_value(), hi.has_value(), lo ? lo->to<M>() : M(0), hi ? hi->to<M>() : M(0)};
+    return e.run(make_loop<T, T>(op));
+  });
+}
+Tensor clamp_kernel(const Tensor& self, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+  return clamp_impl("clamp", Tensor(), self, lo, hi);
+}
+Tensor clamp__kernel(const Tensor& self, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+  return clamp_impl("clamp_", self, self, lo, hi);
+}
+
+Tensor lerp_kernel(const Tensor& self, const Tensor& end, const Tensor& weight) {
+  XTEN_CHECK(self.dtype() == end.dtype(), TypeError, "lerp",
+             "expected end of dtype {} (self's), but got {}", to_string(self.dtype()), to_string(end.dtype()));
+  XTEN_CHECK(is_wrapped_number(weight) || weight.dtype() == self.dtype(), TypeError, "lerp",
+             "expected weight of dtype {} (self's), but got {}", to_string(self.dtype()),
+             to_string(weight.dtype()));
+  Elementwise e("lerp", Tensor(), {self, end, weight});
+  e.compute_dtype(self.dtype());
+  e.prepare();
+  return visit_dtype<dtypes::kFloating>("lerp", e.compute(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    // Two forms so that weight 0 gives start and weight 1 gives end exactly.
+    return e.run(make_loop<T, T, T, T>([](M s, M t, M w) {
+      return std::abs(w) < M(0.5) ? s + w * (t - s) : t - (t - s) * (M(1) - w);
+    }));
+  });
+}
+
+}  // namespace
+
+LIBRARY_IMPL(xten, CPU, m) {
+  m.impl("add.Tensor", add_kernel);
+  m.impl("add_.Tensor", add__kernel);
+  m.impl("sub.Tensor", sub_kernel);
+  m.impl("sub_.Tensor", sub__kernel);
+  m.impl("mul.Tensor", mul_kernel);
+  m.impl("mul_.Tensor", mul__kernel);
+  m.impl("div.Tensor", div_kernel);
+  m.impl("div_.Tensor", div__kernel);
+  m.impl("div.Tensor_mode", div_mode_kernel);
+  m.impl("div_.Tensor_mode", div__mode_kernel);
+  m.impl("remainder.Tensor", remainder_kernel);
+  m.impl("fmod.Tensor", fmod_kernel);
+  m.impl("pow.Tensor_Tensor", pow_kernel);
+  m.impl("pow_.Tensor", pow__kernel);
+  m.impl("maximum", maximum_kernel);
+  m.impl("minimum", minimum_kernel);
+  m.impl("atan2", atan2_kernel);
+  m.impl("eq.Tensor", eq_kernel);
+  m.impl("ne.Tensor", ne_kernel);
+  m.impl("lt.Tensor", lt_kernel);
+  m.impl("le.Tensor", le_kernel);
+  m.impl("gt.Tensor", gt_kernel);
+  m.impl("ge.Tensor", ge_kernel);
+  m.impl("logical_and", logical_and_kernel);
+  m.impl("logical_or", logical_or_kernel);
+  m.impl("logical_xor", logical_xor_kernel);
+  m.impl("bitwise_and.Tensor", bitwise_and_kernel);
+  m.impl("bitwise_or.Tensor", bitwise_or_kernel);
+  m.impl("bitwise_xor.Tensor", bitwise_xor_kernel);
+  m.impl("where.self", where_kernel);
+  m.impl("clamp", clamp_kernel);
+  m.impl("clamp_", clamp__kernel);
+  m.impl("lerp.Tensor", lerp_kernel);
+}
+
+}  // namespace xten::cpu

@@ -1,0 +1,154 @@
+// Factories with CPU kernels: empty, arange, linspace and the random ones. The random ones
+// follow the (seed, offset, index) -> value mapping of docs/random.md exactly.
+#include <cmath>
+#include <limits>
+
+#include <xten/core/dtype_dispatch.h>
+#include <xten/core/generator.h>
+#include <xten/core/meta.h>
+#include <xten/core/parallel.h>
+#include <xten/dispatch/library.h>
+
+#include "loops.h"
+
+namespace xten::cpu {
+namespace {
+
+Tensor empty_kernel(IntArrayRef size, ScalarType dtype, Device device) {
+  XTEN_CHECK(dtype != ScalarType::Undefined, TypeError, "empty", "dtype is undefined");
+  return empty_tensor(size, dtype, device);
+}
+
+// Fills a contiguous tensor with value_at(i) in parallel.
+template <class T, class F>
+void fill_indexed(const Tensor& out, const F& value_at) {
+  T* p = out.data_ptr<T>();
+  parallel_for(out.numel(), kParallelGrain / 8, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) p[i] = value_at(i);
+  });
+}
+
+Tensor arange_kernel(const Scalar& start, const Scalar& end, const Scalar& step, ScalarType dtype,
+                     Device device) {
+  const double s = start.to<double>(), e = end.to<double>(), st = step.to<double>();
+  XTEN_CHECK(std::isfinite(s) && std::isfinite(e), ValueError, "arange",
+             "start ({}) and end ({}) must be finite", s, e);
+  XTEN_CHECK(st != 0, ValueError, "arange", "step must be nonzero");
+  XTEN_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), ValueError, "arange",
+             "the bounds [{}, {}) are inconsistent with the step sign ({})", s, e, st);
+  const bool integral = start.is_integral(true) && end.is_integral(true) && step.is_integral(true);
+  const int64_t n = integral ? (end.to_long() - start.to_long() + step.to_long() - (st > 0 ? 1 : -1)) / step.to_long()
+                             : static_cast<int64_t>(std::ceil((e - s) / st));
+  Tensor out = empty_tensor({n}, dtype, device);
+  visit_dtype<dtypes::kAllButBool>("arange", dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (integral) {
+      const int64_t s0 = start.to_long(), d = step.to_long();
+      fill_indexed<T>(out, [=](int64_t i) { return cast_value<T>(s0 + i * d); });
+    } else {
+      fill_indexed<T>(out, [=](int64_t i) { return cast_value<T>(s + static_cast<double>(i) * st); });
+    }
+  });
+  return out;
+}
+
+Tensor linspace_kernel(const Scalar& start, const Scalar& end, int64_t steps, ScalarType dtype,
+                       Device device) {
+  XTEN_CHECK(steps >= 0, ValueError, "linspace", "number of steps must be non-negative, but got {}", steps);
+  Tensor out = empty_tensor({steps}, dtype, device);
+  const double s = start.to<double>(), e = end.to<double>();
+  const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
+  const int64_t half = steps / 2;
+  visit_dtype<dtypes::kAllButBool>("linspace", dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    // Computed from both ends so that the last value is `end` exactly.
+    fill_indexed<T>(out, [=](int64_t i) {
+      return cast_value<T>(i < half ? s + step * static_cast<double>(i)
+                                    : e - step * static_cast<double>(steps - 1 - i));
+    });
+  });
+  return out;
+}
+
+// Uniform [0, 1) from Philox words, at the precision of the dtype (docs/random.md).
+template <class T>
+T uniform_from(const PhiloxCounter& r) {
+  if constexpr (std::is_same_v<T, double>) {
+    const uint64_t bits = (static_cast<uint64_t>(r[0]) << 32 | r[1]) >> 11;
+    return static_cast<double>(bits) * 0x1.0p-53;
+  } else if constexpr (std::is_same_v<T, Half>) {
+    return T(static_cast<float>(r[0] >> 21) * 0x1.0p-11f);
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    return T(static_cast<float>(r[0] >> 24) * 0x1.0p-8f);
+  } else {
+    return static_cast<float>(r[0] >> 8) * 0x1.0p-24f;
+  }
+}
+
+// Standard normal by Box-Muller on two uniforms (the cosine branch).
+template <class T>
+T normal_from(const PhiloxCounter& r) {
+  if constexpr (std::is_same_v<T, double>) {
+    const double u1 = (static_cast<double>((static_cast<uint64_t>(r[0]) << 32 | r[1]) >> 11) + 1.0) * 0x1.0p-53;
+    const double u2 = static_cast<double>((static_cast<uint64_t>(r[2]) << 32 | r[3]) >> 11) * 0x1.0p-53;
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+  } else {
+    const float u1 = (static_cast<float>(r[0] >> 8) + 1.0f) * 0x1.0p-24f;
+    const float u2 = static_cast<float>(r[1] >> 8) * 0x1.0p-24f;
+    return T(std::sqrt(-2.0f * std::log(u1)) * std::cos(6.2831853071795864769f * u2));
+  }
+}
+
+Tensor rand_kernel(IntArrayRef size, ScalarType dtype, Device device) {
+  Tensor out = empty_tensor(size, dtype, device);
+  const PhiloxState st = default_cpu_generator().next();
+  visit_dtype<dtypes::kFloating>("rand", dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_indexed<T>(out, [=](int64_t i) { return uniform_from<T>(philox_words(st.seed, st.offset, i)); });
+  });
+  return out;
+}
+
+Tensor randn_kernel(IntArrayRef size, ScalarType dtype, Device device) {
+  Tensor out = empty_tensor(size, dtype, device);
+  const PhiloxState st = default_cpu_generator().next();
+  visit_dtype<dtypes::kFloating>("randn", dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_indexed<T>(out, [=](int64_t i) { return normal_from<T>(philox_words(st.seed, st.offset, i)); });
+  });
+  return out;
+}
+
+Tensor randint_kernel(int64_t low, int64_t high, IntArrayRef size, ScalarType dtype, Device device) {
+  XTEN_CHECK(low < high, ValueError, "randint", "expects low < high, but got low={}, high={}", low, high);
+  Tensor out = empty_tensor(size, dtype, device);
+  const PhiloxState st = default_cpu_generator().next();
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  visit_dtype<dtypes::kAllButBool>("randint", dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>) {
+      XTEN_CHECK(low >= static_cast<int64_t>(std::numeric_limits<T>::lowest()) &&
+                     high - 1 <= static_cast<int64_t>(std::numeric_limits<T>::max()),
+                 ValueError, "randint", "[{}, {}) does not fit dtype {}", low, high, to_string(dtype));
+    }
+    fill_indexed<T>(out, [=](int64_t i) {
+      const PhiloxCounter r = philox_words(st.seed, st.offset, i);
+      const uint64_t v = (static_cast<uint64_t>(r[0]) << 32 | r[1]) % range;
+      return cast_value<T>(static_cast<int64_t>(static_cast<uint64_t>(low) + v));
+    });
+  });
+  return out;
+}
+
+}  // namespace
+
+LIBRARY_IMPL(xten, CPU, m) {
+  m.impl("empty", empty_kernel);
+  m.impl("arange", arange_kernel);
+  m.impl("linspace", linspace_kernel);
+  m.impl("rand", rand_kernel);
+  m.impl("randn", randn_kernel);
+  m.impl("randint", randint_kernel);
+}
+
+}  // namespace xten::cpu

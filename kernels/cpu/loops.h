@@ -1,0 +1,122 @@
+#pragma once
+// Typed inner loops for the elementwise engine (elementwise.h). A loop gets one run of n
+// elements: data[0] is the output, data[1..] the inputs, with byte strides.
+//
+// An op is a functor with a scalar operator() over the opmath type M (float for Half and
+// BFloat16) and, where Eigen has a vectorized form, a vec() over Eigen arrays of M. Runs
+// with contiguous operands of type M go to Eigen directly; other runs with a vec() are
+// gathered into M buffers of kBlock elements (converting and following strides), computed
+// with Eigen, and scattered; ops without vec() run the scalar functor element by element.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#include <Eigen/Core>
+
+#include <xten/core/scalar_type.h>
+
+namespace xten::cpu {
+
+template <class T>
+using EArray = Eigen::Array<T, Eigen::Dynamic, 1>;
+template <class T>
+using EMap = Eigen::Map<EArray<T>>;
+template <class T>
+using ECMap = Eigen::Map<const EArray<T>>;
+
+constexpr int64_t kBlock = 256;
+
+// Conversion between element types with defined results everywhere: a float into an integer
+// type saturates to int64 (NaN -> 0), then wraps to the width (as x86 PyTorch does for
+// in-range and the usual out-of-range values); anything into bool is `!= 0`.
+template <class To, class From>
+inline To cast_value(From v) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return static_cast<opmath_t<From>>(v) != 0;
+  } else if constexpr (std::is_integral_v<To> && !std::is_integral_v<From>) {
+    const double d = static_cast<double>(static_cast<opmath_t<From>>(v));
+    if (!(d == d)) return To(0);
+    if (d >= 9223372036854775807.0) return static_cast<To>(std::numeric_limits<int64_t>::max());
+    if (d <= -9223372036854775808.0) return static_cast<To>(std::numeric_limits<int64_t>::min());
+    return static_cast<To>(static_cast<int64_t>(d));
+  } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
+    return To(static_cast<float>(static_cast<opmath_t<From>>(v)));
+  } else {
+    return static_cast<To>(static_cast<opmath_t<From>>(v));
+  }
+}
+
+template <class Op, class M, int N, class = void>
+struct has_vec : std::false_type {};
+template <class Op, class M>
+struct has_vec<Op, M, 1, std::void_t<decltype(std::declval<const Op&>().vec(std::declval<ECMap<M>>()))>>
+    : std::true_type {};
+template <class Op, class M>
+struct has_vec<Op, M, 2,
+               std::void_t<decltype(std::declval<const Op&>().vec(std::declval<ECMap<M>>(),
+                                                                   std::declval<ECMap<M>>()))>>
+    : std::true_type {};
+
+// Element by element with the scalar functor; inputs of types Ts..., output R.
+template <class R, class... Ts, class Op, size_t... I>
+inline void scalar_run(char** data, const int64_t* s, int64_t n, const Op& op,
+                       std::index_sequence<I...>) {
+  const bool contiguous = s[0] == sizeof(R) && ((s[I + 1] == sizeof(Ts)) && ...);
+  if (contiguous) {
+    R* __restrict__ out = reinterpret_cast<R*>(data[0]);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = cast_value<R>(op(static_cast<opmath_t<Ts>>(reinterpret_cast<const Ts*>(data[I + 1])[i])...));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    *reinterpret_cast<R*>(data[0] + i * s[0]) = cast_value<R>(
+        op(static_cast<opmath_t<Ts>>(*reinterpret_cast<const Ts*>(data[I + 1] + i * s[I + 1]))...));
+}
+
+// A loop for an op with N inputs of types Ts... writing R.
+template <class R, class... Ts, class Op>
+auto make_loop(const Op& op) {
+  return [op](char** data, const int64_t* s, int64_t n) {
+    constexpr int N = sizeof...(Ts);
+    using T0 = std::tuple_element_t<0, std::tuple<Ts...>>;
+    using M = opmath_t<T0>;
+    constexpr bool same_types = (std::is_same_v<Ts, T0> && ...);
+    if constexpr (same_types && (N == 1 || N == 2) &&
+                  std::conjunction_v<std::negation<std::is_same<M, bool>>, has_vec<Op, M, N>>) {
+      auto vec = [&op](const M* a, const M* b, int64_t m) {
+        if constexpr (N == 1) return op.vec(ECMap<M>(a, m));
+        else return op.vec(ECMap<M>(a, m), ECMap<M>(b, m));
+      };
+      using V = typename std::decay_t<decltype(vec(nullptr, nullptr, 0))>::Scalar;
+      const bool contiguous = s[0] == sizeof(R) && s[1] == sizeof(T0) && (N == 1 || s[N] == sizeof(T0));
+      if constexpr (std::is_same_v<T0, M> && std::is_same_v<R, V>) {
+        if (contiguous) {
+          EMap<R>(reinterpret_cast<R*>(data[0]), n) =
+              vec(reinterpret_cast<const M*>(data[1]), reinterpret_cast<const M*>(data[N]), n);
+          return;
+        }
+      }
+      M in[N][kBlock];
+      V res[kBlock];
+      for (int64_t start = 0; start < n; start += kBlock) {
+        const int64_t m = std::min(kBlock, n - start);
+        for (int k = 0; k < N; ++k) {
+          const char* p = data[k + 1] + start * s[k + 1];
+          for (int64_t i = 0; i < m; ++i)
+            in[k][i] = static_cast<M>(*reinterpret_cast<const T0*>(p + i * s[k + 1]));
+        }
+        EMap<V>(res, m) = vec(in[0], in[N - 1], m);
+        char* q = data[0] + start * s[0];
+        for (int64_t i = 0; i < m; ++i) *reinterpret_cast<R*>(q + i * s[0]) = cast_value<R>(res[i]);
+      }
+    } else {
+      scalar_run<R, Ts...>(data, s, n, op, std::index_sequence_for<Ts...>{});
+    }
+  };
+}
+
+}  // namespace xten::cpu
