@@ -3,6 +3,7 @@
 #include <xten/core/device.h>
 #include <xten/core/error.h>
 #include <xten/core/generator.h>
+#include <xten/core/meta.h>
 #include <xten/core/parallel.h>
 #include <xten/core/scalar.h>
 #include <xten/core/scalar_type.h>

@@ -27,24 +27,23 @@ class Formatter {
       for (double v : values) width_ = std::max(width_, format(v).size());
       return;
     }
-    std::vector<double> finite;
-    for (double v : values)
-      if (std::isfinite(v)) finite.push_back(std::abs(v));
-    int_mode_ = std::all_of(finite.begin(), finite.end(), [](double v) { return v == std::ceil(v); });
+    // As PyTorch: the mode and the width come from the nonzero finite values only.
     std::vector<double> nonzero;
-    for (double v : finite)
-      if (v != 0) nonzero.push_back(v);
+    for (double v : values)
+      if (std::isfinite(v) && v != 0) nonzero.push_back(v);
+    int_mode_ = std::all_of(nonzero.begin(), nonzero.end(), [](double v) { return v == std::ceil(v); });
     if (!nonzero.empty()) {
-      const double mx = *std::max_element(nonzero.begin(), nonzero.end());
-      const double mn = *std::min_element(nonzero.begin(), nonzero.end());
+      auto mag = [](double a, double b) { return std::abs(a) < std::abs(b); };
+      const double mx = std::abs(*std::max_element(nonzero.begin(), nonzero.end(), mag));
+      const double mn = std::abs(*std::min_element(nonzero.begin(), nonzero.end(), mag));
       sci_ = int_mode_ ? mx > 1e8 : (mx / mn > 1000.0 || mx > 1e8 || mn < 1e-4);
     }
-    for (double v : values) width_ = std::max(width_, format(v).size());
+    for (double v : nonzero) width_ = std::max(width_, format(v).size());
   }
 
   std::string operator()(double v) const {
     std::string s = format(v);
-    return std::string(width_ - s.size(), ' ') + s;
+    return s.size() >= width_ ? s : std::string(width_ - s.size(), ' ') + s;
   }
   size_t width() const { return width_; }
 
@@ -135,7 +134,7 @@ class Printer {
                  std::string(indent + 1, ' ');
         }
       }
-      if (ix[k] < 0) out += "...";
+      if (ix[k] < 0) out += last_dim ? " ..." : "...";
       else write(d + 1, indent + 1, out);
     }
     out += "]";

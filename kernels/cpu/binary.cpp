@@ -17,21 +17,21 @@ namespace {
 
 // ---- functors (scalar form over the opmath type M; vec() where Eigen has one) -------------
 struct AddOp {
-  template <class M> M operator()(M a, M b) const { return a + b; }
+  template <class M> M operator()(M a, M b) const { return wrap_add(a, b); }
   template <class A> auto vec(const A& a, const A& b) const { return a + b; }
 };
 template <class M>
 struct AddAlphaOp {
   M alpha;
-  M operator()(M a, M b) const { return a + alpha * b; }
+  M operator()(M a, M b) const { return wrap_add(a, wrap_mul(alpha, b)); }
   template <class A> auto vec(const A& a, const A& b) const { return a + alpha * b; }
 };
 struct SubOp {
-  template <class M> M operator()(M a, M b) const { return a - b; }
+  template <class M> M operator()(M a, M b) const { return wrap_sub(a, b); }
   template <class A> auto vec(const A& a, const A& b) const { return a - b; }
 };
 struct MulOp {
-  template <class M> M operator()(M a, M b) const { return a * b; }
+  template <class M> M operator()(M a, M b) const { return wrap_mul(a, b); }
   template <class A> auto vec(const A& a, const A& b) const { return a * b; }
 };
 struct BoolMulOp {
@@ -50,7 +50,7 @@ void check_divisor(const char* op, M b) {
 template <class M>
 M int_div_trunc(M a, M b) {
   if constexpr (std::is_signed_v<M>) {
-    if (b == -1) return static_cast<M>(-static_cast<std::make_unsigned_t<M>>(a));
+    if (b == -1) return wrap_neg(a);
   }
   return a / b;
 }
@@ -77,7 +77,7 @@ struct DivFloorOp {
     if constexpr (std::is_integral_v<M>) {
       check_divisor("div", b);
       const M q = int_div_trunc(a, b);
-      return (int_mod_trunc(a, b) != 0 && ((a < 0) != (b < 0))) ? static_cast<M>(q - 1) : q;
+      return (int_mod_trunc(a, b) != 0 && ((a < 0) != (b < 0))) ? wrap_sub(q, M(1)) : q;
     } else {
       // Python's floor division: exact through fmod, then rounded to the nearest integer.
       if (b == 0) return a / b;
@@ -96,7 +96,7 @@ struct RemainderOp {
     if constexpr (std::is_integral_v<M>) {
       check_divisor("remainder", b);
       M r = int_mod_trunc(a, b);
-      if (r != 0 && ((r < 0) != (b < 0))) r += b;
+      if (r != 0 && ((r < 0) != (b < 0))) r = wrap_add(r, b);
       return r;
     } else {
       M r = std::fmod(a, b);
@@ -363,9 +363,24 @@ struct ClampOp {
   }
 };
 
+// A clamp bound in the compute type; out of an integer type's range it saturates (a bound
+// of -2 on uint8 is no bound), instead of wrapping into a wrong one.
+template <class M>
+M bound(const Scalar& s) {
+  if constexpr (std::is_integral_v<M>) {
+    const double v = s.to<double>();
+    if (v <= static_cast<double>(std::numeric_limits<M>::lowest())) return std::numeric_limits<M>::lowest();
+    if (v >= static_cast<double>(std::numeric_limits<M>::max())) return std::numeric_limits<M>::max();
+    return s.is_floating_point() ? static_cast<M>(v) : static_cast<M>(s.to<int64_t>());
+  } else {
+    return s.to<M>();
+  }
+}
+
 Tensor clamp_impl(const char* name, const Tensor& out, const Tensor& self,
                   const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
   XTEN_CHECK(lo || hi, ValueError, name, "at least one of min and max must be given");
+  XTEN_CHECK(self.dtype() != kBool, NotImplementedError, name, "not implemented for dtype Bool");
   ResultType rt;
   rt.add(self);
   if (lo) rt.add(*lo);
@@ -376,7 +391,7 @@ Tensor clamp_impl(const char* name, const Tensor& out, const Tensor& self,
   return visit_dtype<dtypes::kAllButBool>(name, e.compute(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
-    const ClampOp<M> op{lo.has_value(), hi.has_value(), lo ? lo->to<M>() : M(0), hi ? hi->to<M>() : M(0)};
+    const ClampOp<M> op{lo.has_value(), hi.has_value(), lo ? bound<M>(*lo) : M(0), hi ? bound<M>(*hi) : M(0)};
     return e.run(make_loop<T, T>(op));
   });
 }

@@ -25,8 +25,10 @@ void Elementwise::prepare() {
   for (int i = 0; i < num_inputs_; ++i) all[i + 1] = &inputs_[i];
   check_same_device(op_, {all[0], all[1], all[2], all[3]});
 
-  shape_ = num_inputs_ ? DimVector(inputs_[0].sizes()) : DimVector(out_.sizes());
-  for (int i = 1; i < num_inputs_; ++i) shape_ = broadcast_shapes(op_, shape_, inputs_[i].sizes());
+  // A given output takes part in broadcasting (copy_ broadcasts its source to it), and must
+  // then have the broadcast shape itself (checked below).
+  shape_ = out_.defined() ? DimVector(out_.sizes()) : DimVector(inputs_[0].sizes());
+  for (int i = 0; i < num_inputs_; ++i) shape_ = broadcast_shapes(op_, shape_, inputs_[i].sizes());
   numel_ = 1;
   for (int64_t s : shape_) numel_ *= s;
 

@@ -58,7 +58,7 @@ Tensor linspace_kernel(const Scalar& start, const Scalar& end, int64_t steps, Sc
   Tensor out = empty_tensor({steps}, dtype, device);
   const double s = start.to<double>(), e = end.to<double>();
   const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
-  const int64_t half = steps / 2;
+  const int64_t half = (steps + 1) / 2;
   visit_dtype<dtypes::kAllButBool>("linspace", dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     // Computed from both ends so that the last value is `end` exactly.

@@ -3,7 +3,9 @@
 // elements: data[0] is the output, data[1..] the inputs, with byte strides.
 //
 // An op is a functor with a scalar operator() over the opmath type M (float for Half and
-// BFloat16) and, where Eigen has a vectorized form, a vec() over Eigen arrays of M. Runs
+// BFloat16) and, where Eigen has a vectorized form, a vec() over Eigen arrays of M (used for
+// floating M; integer loops are plain C++, which the compiler vectorizes, written with the
+// wrapping helpers below so that overflow wraps as in PyTorch instead of being UB). Runs
 // with contiguous operands of type M go to Eigen directly; other runs with a vec() are
 // gathered into M buffers of kBlock elements (converting and following strides), computed
 // with Eigen, and scattered; ops without vec() run the scalar functor element by element.
@@ -50,6 +52,31 @@ inline To cast_value(From v) {
   }
 }
 
+// Signed integer arithmetic that wraps (two's complement) instead of overflowing.
+template <class M>
+constexpr bool kWraps = std::is_integral_v<M> && std::is_signed_v<M> && sizeof(M) >= sizeof(int);
+template <class M>
+inline M wrap_add(M a, M b) {
+  if constexpr (kWraps<M>) return static_cast<M>(static_cast<std::make_unsigned_t<M>>(a) + static_cast<std::make_unsigned_t<M>>(b));
+  else return static_cast<M>(a + b);
+}
+template <class M>
+inline M wrap_sub(M a, M b) {
+  if constexpr (kWraps<M>) return static_cast<M>(static_cast<std::make_unsigned_t<M>>(a) - static_cast<std::make_unsigned_t<M>>(b));
+  else return static_cast<M>(a - b);
+}
+template <class M>
+inline M wrap_mul(M a, M b) {
+  if constexpr (kWraps<M>) return static_cast<M>(static_cast<std::make_unsigned_t<M>>(a) * static_cast<std::make_unsigned_t<M>>(b));
+  else if constexpr (std::is_integral_v<M> && !std::is_same_v<M, bool>) return static_cast<M>(static_cast<unsigned>(a) * static_cast<unsigned>(b));
+  else return static_cast<M>(a * b);
+}
+template <class M>
+inline M wrap_neg(M a) {
+  if constexpr (std::is_integral_v<M>) return wrap_sub(M(0), a);
+  else return -a;  // keeps the sign of zero: -(0.0) is -0.0
+}
+
 template <class Op, class M, int N, class = void>
 struct has_vec : std::false_type {};
 template <class Op, class M>
@@ -86,7 +113,7 @@ auto make_loop(const Op& op) {
     using M = opmath_t<T0>;
     constexpr bool same_types = (std::is_same_v<Ts, T0> && ...);
     if constexpr (same_types && (N == 1 || N == 2) &&
-                  std::conjunction_v<std::negation<std::is_same<M, bool>>, has_vec<Op, M, N>>) {
+                  std::conjunction_v<std::is_floating_point<M>, has_vec<Op, M, N>>) {
       auto vec = [&op](const M* a, const M* b, int64_t m) {
         if constexpr (N == 1) return op.vec(ECMap<M>(a, m));
         else return op.vec(ECMap<M>(a, m), ECMap<M>(b, m));

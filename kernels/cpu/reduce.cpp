@@ -21,19 +21,22 @@ namespace {
 
 constexpr int64_t kLeaf = 128;
 
+// Integer sums wrap on overflow (as PyTorch's); W is the type they add in.
 template <class Acc, class T>
 Acc pairwise_sum(const T* p, int64_t n) {
+  using W = std::conditional_t<std::is_integral_v<Acc>, uint64_t, Acc>;
   if (n <= kLeaf) {
-    Acc acc[8] = {};
+    W acc[8] = {};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-      for (int k = 0; k < 8; ++k) acc[k] += static_cast<Acc>(p[i + k]);
-    Acc s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    for (; i < n; ++i) s += static_cast<Acc>(p[i]);
-    return s;
+      for (int k = 0; k < 8; ++k) acc[k] += static_cast<W>(static_cast<Acc>(p[i + k]));
+    W s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; ++i) s += static_cast<W>(static_cast<Acc>(p[i]));
+    return static_cast<Acc>(s);
   }
   const int64_t half = (n / 2 + 7) / 8 * 8;
-  return pairwise_sum<Acc>(p, half) + pairwise_sum<Acc>(p + half, n - half);
+  return static_cast<Acc>(static_cast<W>(pairwise_sum<Acc>(p, half)) +
+                          static_cast<W>(pairwise_sum<Acc>(p + half, n - half)));
 }
 
 template <class T>

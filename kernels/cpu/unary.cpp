@@ -45,8 +45,8 @@ XTEN_UNARY_FUNCTOR(FloorOp, std::floor(x), x.floor())
 XTEN_UNARY_FUNCTOR(CeilOp, std::ceil(x), x.ceil())
 XTEN_UNARY_FUNCTOR(RoundOp, std::nearbyint(x), x.rint())  // half to even
 XTEN_UNARY_SCALAR_FUNCTOR(TruncOp, std::trunc(x))
-XTEN_UNARY_FUNCTOR(NegOp, static_cast<M>(-x), -x)
-XTEN_UNARY_SCALAR_FUNCTOR(AbsOp, static_cast<M>(x < 0 ? -x : x))
+XTEN_UNARY_FUNCTOR(NegOp, wrap_neg(x), -x)
+XTEN_UNARY_SCALAR_FUNCTOR(AbsOp, x < 0 ? wrap_neg(x) : x)
 XTEN_UNARY_SCALAR_FUNCTOR(ReluOp, static_cast<M>(x > 0 ? x : M(0)))
 XTEN_UNARY_SCALAR_FUNCTOR(IdentityOp, x)
 #undef XTEN_UNARY_FUNCTOR

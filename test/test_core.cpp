@@ -1,0 +1,240 @@
+// core/: dtypes, Half/BFloat16, Device, Scalar, Storage and TensorImpl, printing, errors.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "test_util.h"
+
+using namespace xten;
+using namespace xten::testing;
+
+namespace {
+uint16_t half_bits(float f) { return Half(f).x; }
+uint16_t bf16_bits(float f) { return BFloat16(f).x; }
+float from_half_bits(uint16_t b) { return Half(b, from_bits); }
+float bits_to_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+}  // namespace
+
+TEST(ScalarType, NamesAndSizes) {
+  EXPECT_STREQ(to_string(kFloat), "Float");
+  EXPECT_STREQ(to_string(kBFloat16), "BFloat16");
+  EXPECT_STREQ(dtype_name(kHalf), "float16");
+  const size_t sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+  for (size_t i = 0; i < all_dtypes().size(); ++i) EXPECT_EQ(element_size(all_dtypes()[i]), sizes[i]);
+  EXPECT_THROW_MSG(element_size(ScalarType::Undefined), TypeError, "no element size");
+}
+
+TEST(Half, RoundToNearestEven) {
+  EXPECT_EQ(half_bits(1.0f), 0x3c00);
+  EXPECT_EQ(half_bits(-2.0f), 0xc000);
+  EXPECT_EQ(half_bits(65504.0f), 0x7bff);  // largest finite
+  // 1 + 2^-11 lies halfway between 1 and the next half (1 + 2^-10): ties go to even (1).
+  EXPECT_EQ(half_bits(1.0f + std::ldexp(1.0f, -11)), 0x3c00);
+  // 1 + 3*2^-11 lies halfway between 1+2^-10 (odd) and 1+2^-9 (even): rounds up.
+  EXPECT_EQ(half_bits(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
+  EXPECT_EQ(half_bits(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)), 0x3c01);  // above half
+}
+
+TEST(Half, OverflowInfNanSubnormal) {
+  EXPECT_EQ(half_bits(65519.0f), 0x7bff);  // below the rounding boundary
+  EXPECT_EQ(half_bits(65520.0f), 0x7c00);  // rounds to Inf
+  EXPECT_EQ(half_bits(1e10f), 0x7c00);
+  EXPECT_EQ(half_bits(-std::numeric_limits<float>::infinity()), 0xfc00);
+  const uint16_t nan = half_bits(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(nan & 0x7c00, 0x7c00);
+  EXPECT_NE(nan & 0x3ff, 0);
+  EXPECT_TRUE(std::isnan(from_half_bits(nan)));
+  // Subnormals: 2^-24 is the smallest; 2^-25 ties to even (0); 3*2^-25 rounds to 2*2^-24.
+  EXPECT_EQ(half_bits(std::ldexp(1.0f, -24)), 0x0001);
+  EXPECT_EQ(half_bits(std::ldexp(1.0f, -25)), 0x0000);
+  EXPECT_EQ(half_bits(3 * std::ldexp(1.0f, -25)), 0x0002);
+  EXPECT_EQ(half_bits(-std::ldexp(1.0f, -24)), 0x8001);
+  EXPECT_EQ(half_bits(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal
+  EXPECT_EQ(half_bits(std::ldexp(1023.0f, -24) + std::ldexp(1.0f, -25)), 0x0400);  // rounds up into normal
+  EXPECT_EQ(from_half_bits(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(from_half_bits(0x03ff), std::ldexp(1023.0f, -24));
+  EXPECT_EQ(from_half_bits(0x8000), 0.0f);
+  EXPECT_TRUE(std::signbit(from_half_bits(0x8000)));
+}
+
+TEST(Half, EveryHalfRoundTrips) {
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    const float f = from_half_bits(static_cast<uint16_t>(b));
+    if (std::isnan(f)) continue;
+    ASSERT_EQ(half_bits(f), b) << "bits " << b;
+  }
+}
+
+TEST(BFloat16, RoundingAndSpecials) {
+  EXPECT_EQ(bf16_bits(1.0f), 0x3f80);
+  EXPECT_EQ(bf16_bits(bits_to_float(0x3f808000)), 0x3f80);  // tie -> even
+  EXPECT_EQ(bf16_bits(bits_to_float(0x3f818000)), 0x3f82);  // tie -> even (up)
+  EXPECT_EQ(bf16_bits(bits_to_float(0x3f808001)), 0x3f81);
+  EXPECT_EQ(bf16_bits(std::numeric_limits<float>::infinity()), 0x7f80);
+  EXPECT_EQ(bf16_bits(bits_to_float(0x7f7fffff)), 0x7f80);  // max float rounds to Inf
+  EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16(bits_to_float(0x7f800001)))));  // signalling NaN stays NaN
+  EXPECT_EQ(bf16_bits(bits_to_float(0x00010000)), 0x0001);  // subnormal kept
+}
+
+TEST(Device, Parse) {
+  EXPECT_EQ(Device("cpu").type(), kCPU);
+  EXPECT_EQ(Device("xpu").type(), kXPU);
+  EXPECT_FALSE(Device("xpu").has_index());
+  EXPECT_EQ(Device("xpu:1").index(), 1);
+  EXPECT_EQ(Device("xpu:1").str(), "xpu:1");
+  EXPECT_EQ(Device(kXPU, 0), Device("xpu:0"));
+  EXPECT_THROW_MSG(Device("gpu"), ValueError, "invalid device string 'gpu'");
+  EXPECT_THROW_MSG(Device("xpu:"), ValueError, "'xpu:'");
+  EXPECT_THROW_MSG(Device("xpu:a"), ValueError, "'xpu:a'");
+  EXPECT_THROW_MSG(Device("xpu:-1"), ValueError, "'xpu:-1'");
+  EXPECT_THROW_MSG(Device("cpu:1"), ValueError, "cpu device has index 0");
+}
+
+TEST(Scalar, KindsAndConversion) {
+  EXPECT_TRUE(Scalar(true).is_boolean());
+  EXPECT_TRUE(Scalar(3).is_integral(false));
+  EXPECT_TRUE(Scalar(int64_t{1} << 40).is_integral(false));
+  EXPECT_TRUE(Scalar(2.5).is_floating_point());
+  EXPECT_TRUE(Scalar(2.5f).is_floating_point());
+  EXPECT_EQ(Scalar(7).type(), kLong);
+  EXPECT_EQ(Scalar(7.0).type(), kDouble);
+  EXPECT_EQ(Scalar(2.75).to<int64_t>(), 2);
+  EXPECT_EQ(Scalar(3).to<double>(), 3.0);
+  EXPECT_EQ(Scalar(0.5).to_string(), "0.5");
+}
+
+TEST(Storage, AllocatorAlignsTo64) {
+  for (int64_t n : {1, 3, 17, 1000}) {
+    Tensor t = empty({n}, kByte);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data_ptr()) % 64, 0u);
+  }
+}
+
+TEST(Tensor, AccessorsAndViewsShareStorage) {
+  Tensor a = arange(24).reshape({2, 3, 4});
+  EXPECT_EQ(a.dim(), 3);
+  EXPECT_EQ(a.numel(), 24);
+  EXPECT_EQ(a.size(-1), 4);
+  EXPECT_EQ(a.stride(0), 12);
+  EXPECT_TRUE(a.is_contiguous());
+  EXPECT_EQ(a.dtype(), kLong);
+  EXPECT_EQ(a.scalar_type(), kLong);
+  EXPECT_TRUE(a.device().is_cpu());
+  Tensor v = a.transpose(0, 2);
+  EXPECT_FALSE(v.is_contiguous());
+  EXPECT_TRUE(v.storage().is_alias_of(a.storage()));
+  v.select(0, 1).fill_(-1);
+  EXPECT_EQ(a.select(2, 1).sum().item<int64_t>(), -6);
+  EXPECT_THROW_MSG(a.size(3), IndexError, "dim 3 is out of range for a tensor of 3 dims");
+  EXPECT_THROW_MSG(a.stride(-4), IndexError, "expected in [-3, 2]");
+}
+
+TEST(Tensor, DataPtrIsTypeChecked) {
+  Tensor a = zeros({2}, kInt);
+  EXPECT_NE(a.data_ptr<int32_t>(), nullptr);
+  EXPECT_THROW_MSG(a.data_ptr<float>(), TypeError, "expected a tensor of dtype Float for data_ptr<Float>, but the tensor has dtype Int");
+}
+
+TEST(Tensor, ItemNeedsOneElement) {
+  EXPECT_EQ(full({1, 1}, 2.5).item<double>(), 2.5);
+  EXPECT_EQ(tensor({7}).item<int>(), 7);
+  EXPECT_EQ(full({}, true).item<bool>(), true);
+  EXPECT_FLOAT_EQ(full({}, 0.1, kHalf).item<float>(), static_cast<float>(Half(0.1f)));
+  EXPECT_THROW_MSG(zeros({2, 3}).item<float>(), ValueError,
+                   "[item] a tensor with 6 elements (shape (2, 3)) cannot be converted to a Scalar");
+}
+
+TEST(Tensor, RequiresGradFlag) {
+  Tensor a = zeros({2});
+  EXPECT_FALSE(a.requires_grad());
+  a.set_requires_grad(true);
+  EXPECT_TRUE(a.requires_grad());
+  EXPECT_TRUE(ones({2}, TensorOptions().requires_grad(true)).requires_grad());
+}
+
+TEST(Tensor, FromBlobWrapsWithoutCopy) {
+  float data[6] = {1, 2, 3, 4, 5, 6};
+  Tensor t = from_blob(data, {2, 3}, kFloat);
+  EXPECT_EQ(t.data_ptr<float>(), data);
+  t.mul_(2);
+  EXPECT_EQ(data[5], 12.0f);
+  Tensor s = from_blob(data, {3}, {2}, kFloat);
+  EXPECT_EQ(s.sum().item<float>(), 2 + 6 + 10.0f);
+  EXPECT_THROW_MSG(from_blob(nullptr, {2}, kFloat), ValueError, "[from_blob] data is a null pointer");
+  EXPECT_THROW_MSG(from_blob(data, {-1}, kFloat), ValueError, "sizes must be non-negative");
+}
+
+TEST(Tensor, FromVectorsAndLists) {
+  Tensor a = tensor({1.f, 2.f, 3.f, 4.f}, IntArrayRef{2, 2});
+  EXPECT_EQ(a.sizes(), IntArrayRef({2, 2}));
+  EXPECT_EQ(a.dtype(), kFloat);
+  EXPECT_EQ(tensor(std::vector<int64_t>{1, 2}).dtype(), kLong);
+  EXPECT_EQ(tensor(std::vector<bool>{true, false}).dtype(), kBool);
+  EXPECT_EQ(tensor({1.0, 2.0}).dtype(), kDouble);
+  EXPECT_THROW_MSG(tensor({1, 2, 3}, IntArrayRef{2, 2}), ValueError, "shape (2, 2) holds 4 elements, but 3 values were given");
+}
+
+TEST(Print, PyTorchStyle) {
+  EXPECT_EQ(tensor({1.f, 2.f, 3.f}).toString(), "tensor([1., 2., 3.])");
+  EXPECT_EQ(tensor({1.5f, -2.f}).toString(), "tensor([ 1.5000, -2.0000])");
+  EXPECT_EQ(arange(4).reshape({2, 2}).toString(), "tensor([[0, 1],\n        [2, 3]])");
+  EXPECT_EQ(tensor({true, false}).toString(), "tensor([ True, False])");
+  EXPECT_EQ(full({}, 3.0).toString(), "tensor(3.)");
+  EXPECT_EQ(tensor({1, 2}).toString(), "tensor([1, 2], dtype=int32)");
+  EXPECT_EQ(tensor({0.5f}).to(kHalf).toString(), "tensor([0.5000], dtype=float16)");
+  EXPECT_EQ(zeros({0}).toString(), "tensor([])");
+  EXPECT_EQ(zeros({0, 3}).toString(), "tensor([], size=(0, 3))");
+  EXPECT_EQ(tensor({1e-5f, 1.f}).toString(), "tensor([1.0000e-05, 1.0000e+00])");
+  EXPECT_EQ(tensor({std::nanf(""), 1.f, -INFINITY}).toString(), "tensor([nan, 1., -inf])");
+  std::ostringstream os;
+  os << ones({2});
+  EXPECT_EQ(os.str(), "tensor([1., 1.])");
+}
+
+TEST(Print, SummarizesLargeTensors) {
+  const std::string s = arange(2000).toString();
+  EXPECT_EQ(s, "tensor([   0,    1,    2,  ..., 1997, 1998, 1999])");
+  const std::string m = arange(4000).reshape({40, 100}).toString();
+  EXPECT_NE(m.find("...,"), std::string::npos);
+  EXPECT_EQ(m.substr(0, 31), "tensor([[   0,    1,    2,  ...");
+  EXPECT_LT(m.size(), 400u);
+}
+
+TEST(Errors, HierarchyAndTags) {
+  try {
+    ones({2, 3}) + ones({4, 3});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "[add] shapes (2, 3) and (4, 3) are not broadcastable (dim 0: 2 vs 4)");
+  }
+  EXPECT_THROW(throw NotImplementedError("x"), Error);
+  EXPECT_THROW(throw OutOfMemoryError("x"), Error);
+  EXPECT_THROW(throw DeviceError("x"), Error);
+  EXPECT_THROW(throw IndexError("x"), Error);
+}
+
+TEST(Errors, NegativeSizes) {
+  EXPECT_THROW_MSG(empty({2, -1}), ValueError, "[empty] sizes must be non-negative, but got (2, -1)");
+  EXPECT_THROW_MSG(zeros({-3}), ValueError, "sizes must be non-negative");
+}
+
+TEST(Errors, DeviceWithoutKernels) {
+  // Until the XPU backend lands, XPU factories raise the missing-kernel error.
+  EXPECT_THROW_MSG(zeros({2}, Device("xpu")), NotImplementedError, "[dispatch] no kernel for 'empty' on XPU; registered: CPU");
+}
+
+TEST(Parallel, NumThreads) {
+  const int before = get_num_threads();
+  set_num_threads(1);
+  EXPECT_EQ(get_num_threads(), 1);
+  Tensor big = ones({1 << 20});
+  EXPECT_EQ(big.sum().item<double>(), 1 << 20);
+  set_num_threads(before);
+  EXPECT_THROW_MSG(set_num_threads(0), ValueError, "must be positive, but got 0");
+}

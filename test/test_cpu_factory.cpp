@@ -1,0 +1,112 @@
+// Factories on CPU, and the Philox generator (docs/random.md).
+#include <cmath>
+
+#include "test_util.h"
+
+using namespace xten;
+using namespace xten::testing;
+
+TEST(Factory, EmptyZerosOnesFull) {
+  for (ScalarType t : all_dtypes()) {
+    EXPECT_EQ(empty({2, 3}, t).dtype(), t);
+    Tensor z = zeros({2, 3}, t), o = ones({3}, t);
+    expect_elements(z, [](auto&) { return 0.0; }, "zeros");
+    expect_elements(o, [](auto&) { return 1.0; }, "ones");
+  }
+  EXPECT_EQ(full({2}, 7).dtype(), kLong);
+  EXPECT_EQ(full({2}, 7.5).dtype(), kFloat);
+  EXPECT_EQ(full({2}, true).dtype(), kBool);
+  expect_elements(full({2, 2}, -1.5, kHalf), [](auto&) { return -1.5; }, "full");
+  EXPECT_EQ(zeros({0, 4}).numel(), 0);
+  EXPECT_EQ(ones({}).dim(), 0);
+  EXPECT_EQ(empty({2}, kInt, Device("cpu")).dtype(), kInt);
+}
+
+TEST(Factory, Arange) {
+  expect_elements(arange(5), [](auto& i) { return static_cast<double>(i[0]); }, "arange(5)");
+  EXPECT_EQ(arange(5).dtype(), kLong);
+  EXPECT_EQ(arange(0.0, 1.0, 0.25).dtype(), kFloat);
+  EXPECT_EQ(arange(0.0, 1.0, 0.25).numel(), 4);
+  EXPECT_EQ(arange(1, 10, 3).numel(), 3);      // 1 4 7
+  EXPECT_EQ(arange(10, 0, -3).numel(), 4);     // 10 7 4 1
+  expect_elements(arange(10, 0, -3), [](auto& i) { return 10.0 - 3.0 * i[0]; }, "arange down");
+  EXPECT_EQ(arange(3, 3).numel(), 0);
+  expect_elements(arange(0, 6, 1, kHalf), [](auto& i) { return static_cast<double>(i[0]); }, "arange half");
+  EXPECT_THROW_MSG(arange(0, 5, 0), ValueError, "[arange] step must be nonzero");
+  EXPECT_THROW_MSG(arange(5, 0, 1), ValueError, "inconsistent with the step sign");
+  EXPECT_THROW_MSG(arange(0, 2, 1, kBool), NotImplementedError, "[arange] not implemented for dtype Bool");
+}
+
+TEST(Factory, LinspaceAndEye) {
+  Tensor l = linspace(0, 1, 5);
+  expect_elements(l, [](auto& i) { return i[0] * 0.25; }, "linspace");
+  EXPECT_EQ(linspace(-1, 1, 7).select(0, 6).item<float>(), 1.0f);
+  EXPECT_EQ(linspace(0, 1, 1).item<float>(), 0.0f);
+  EXPECT_EQ(linspace(0, 1, 0).numel(), 0);
+  EXPECT_THROW_MSG(linspace(0, 1, -1), ValueError, "number of steps must be non-negative, but got -1");
+  expect_elements(eye(3, 4, kInt), [](auto& i) { return i[0] == i[1] ? 1.0 : 0.0; }, "eye");
+  EXPECT_EQ(eye(2).sizes(), IntArrayRef({2, 2}));
+  EXPECT_THROW_MSG(eye(-1), ValueError, "[eye] n and m must be non-negative");
+}
+
+TEST(Factory, LikeVariantsKeepShapeAndOptions) {
+  Tensor a = ones({2, 3}, kHalf);
+  EXPECT_EQ(zeros_like(a).dtype(), kHalf);
+  EXPECT_EQ(ones_like(a, kInt).dtype(), kInt);
+  EXPECT_EQ(full_like(a, 4).sizes(), a.sizes());
+  EXPECT_EQ(empty_like(a).sizes(), a.sizes());
+  EXPECT_EQ(rand_like(a).dtype(), kHalf);
+  EXPECT_EQ(randn_like(a, kDouble).dtype(), kDouble);
+  EXPECT_EQ(scalar_tensor(3).dim(), 0);
+}
+
+TEST(Random, ReproducibleWithManualSeed) {
+  manual_seed(42);
+  Tensor a = rand({100}), b = randn({3, 3}), c = randint(0, 10, {50});
+  manual_seed(42);
+  EXPECT_TRUE(rand({100}).eq(a).logical_not().sum().item<int64_t>() == 0);
+  EXPECT_TRUE(randn({3, 3}).eq(b).logical_not().sum().item<int64_t>() == 0);
+  EXPECT_TRUE(randint(0, 10, {50}).eq(c).logical_not().sum().item<int64_t>() == 0);
+  // Successive draws differ.
+  EXPECT_GT(rand({100}).ne(a).sum().item<int64_t>(), 90);
+}
+
+TEST(Random, DocumentedMapping) {
+  // docs/random.md: element i of the op at (seed, offset) uses philox(key=seed,
+  // counter=(i, offset)); rand float32 takes the top 24 bits of word 0.
+  manual_seed(123);
+  Tensor skip = rand({1});  // offset 0
+  Tensor r = rand({4});     // offset 1
+  for (int64_t i = 0; i < 4; ++i) {
+    const PhiloxCounter w = philox_words(123, 1, static_cast<uint64_t>(i));
+    EXPECT_EQ(r.select(0, i).item<float>(), static_cast<float>(w[0] >> 8) * 0x1.0p-24f);
+  }
+  // Known-answer test for Philox4x32-10 (Random123's kat_vectors: zero counter and key).
+  const PhiloxCounter k = philox4x32_10({0, 0, 0, 0}, {0, 0});
+  EXPECT_EQ(k[0], 0x6627e8d5u);
+  EXPECT_EQ(k[1], 0xe169c58du);
+  EXPECT_EQ(k[2], 0xbc57ac4cu);
+  EXPECT_EQ(k[3], 0x9b00dbd8u);
+}
+
+TEST(Random, Distributions) {
+  manual_seed(7);
+  for (ScalarType t : float_dtypes()) {
+    Tensor u = rand({20000}, t);
+    EXPECT_GE(u.to(kDouble).sum().item<double>() / 20000, 0.48);
+    EXPECT_LE(u.to(kDouble).sum().item<double>() / 20000, 0.52);
+    EXPECT_EQ(u.lt(0).logical_or(u.ge(1)).sum().item<int64_t>(), 0) << to_string(t);
+    Tensor n = randn({20000}, t).to(kDouble);
+    const double mean = n.mean().item<double>();
+    const double var = (n * n).mean().item<double>() - mean * mean;
+    EXPECT_NEAR(mean, 0.0, 0.05) << to_string(t);
+    EXPECT_NEAR(var, 1.0, 0.05) << to_string(t);
+    EXPECT_EQ(n.isfinite().logical_not().sum().item<int64_t>(), 0);
+  }
+  Tensor i = randint(-3, 3, {10000});
+  EXPECT_EQ(i.lt(-3).logical_or(i.ge(3)).sum().item<int64_t>(), 0);
+  EXPECT_NEAR(i.to(kDouble).mean().item<double>(), -0.5, 0.1);
+  EXPECT_THROW_MSG(randint(5, 5, {2}), ValueError, "[randint] expects low < high, but got low=5, high=5");
+  EXPECT_THROW_MSG(randint(0, 300, {2}, kByte), ValueError, "[0, 300) does not fit dtype Byte");
+  EXPECT_THROW_MSG(rand({2}, kInt), NotImplementedError, "[rand] not implemented for dtype Int");
+}

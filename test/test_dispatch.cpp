@@ -1,0 +1,237 @@
+// dispatch/: key order, key sets, thread-local guards, registration, resolution order,
+// boxed and fallthrough kernels, errors, and calls from many threads.
+#include <atomic>
+#include <thread>
+
+#include "test_util.h"
+
+using namespace xten;
+using namespace xten::testing;
+
+namespace {
+// A private op per test: declared in a local Library, so it is withdrawn afterwards.
+Tensor identity_cpu(const Tensor& t) { return t; }
+Tensor double_cpu(const Tensor& t) { return t * 2; }
+Tensor triple_composite(const Tensor& t) { return t * 3; }
+Tensor negate_any(const Tensor& t) { return -t; }
+Tensor bump_cpu(const Tensor& t) {  // dispatches nothing, so it runs under any included key
+  t.data_ptr<float>()[0] += 1;
+  return t;
+}
+Tensor wrong_signature(const Tensor& t, int64_t) { return t; }
+
+Tensor call_unary(const char* name, const Tensor& t) {
+  return Dispatcher::singleton().find(name).typed<Tensor(const Tensor&)>().call(t);
+}
+}  // namespace
+
+TEST(DispatchKey, PriorityOrder) {
+  // design.md section 3: backends < autograd < autocast.
+  EXPECT_LT(DispatchKey::CPU, DispatchKey::XPU);
+  EXPECT_LT(DispatchKey::XPU, DispatchKey::AutogradCPU);
+  EXPECT_LT(DispatchKey::AutogradXPU, DispatchKey::AutocastCPU);
+  EXPECT_LT(DispatchKey::AutocastCPU, DispatchKey::AutocastXPU);
+  EXPECT_TRUE(is_alias_key(DispatchKey::CompositeImplicit));
+}
+
+TEST(DispatchKeySet, SetOperations) {
+  DispatchKeySet s = DispatchKeySet(DispatchKey::CPU).add(DispatchKey::AutocastCPU);
+  EXPECT_EQ(s.highest(), DispatchKey::AutocastCPU);
+  EXPECT_EQ(s.remove(DispatchKey::AutocastCPU).highest(), DispatchKey::CPU);
+  EXPECT_EQ(DispatchKeySet().highest(), DispatchKey::Undefined);
+  EXPECT_EQ(s.to_string(), "{CPU, AutocastCPU}");
+  EXPECT_EQ(ones({1}).key_set().to_string(), "{CPU, AutogradCPU, AutocastCPU}");
+}
+
+TEST(LocalDispatchKeySet, DefaultsAndGuards) {
+  EXPECT_EQ(local_dispatch_key_set().excluded, kDefaultExcludedKeys);
+  EXPECT_TRUE(local_dispatch_key_set().included.empty());
+  {
+    UnexcludeDispatchKeyGuard on(DispatchKeySet(DispatchKey::AutocastCPU));
+    EXPECT_FALSE(local_dispatch_key_set().excluded.has(DispatchKey::AutocastCPU));
+    {
+      ExcludeDispatchKeyGuard off(DispatchKey::AutocastCPU);
+      EXPECT_TRUE(local_dispatch_key_set().excluded.has(DispatchKey::AutocastCPU));
+    }
+    EXPECT_FALSE(local_dispatch_key_set().excluded.has(DispatchKey::AutocastCPU));
+  }
+  EXPECT_EQ(local_dispatch_key_set().excluded, kDefaultExcludedKeys);
+  {
+    IncludeDispatchKeyGuard g(DispatchKey::XPU);
+    EXPECT_TRUE(local_dispatch_key_set().included.has(DispatchKey::XPU));
+  }
+  EXPECT_TRUE(local_dispatch_key_set().included.empty());
+}
+
+TEST(LocalDispatchKeySet, IsPerThread) {
+  UnexcludeDispatchKeyGuard on(DispatchKeySet(DispatchKey::AutocastCPU));
+  bool other_thread_excluded = false;
+  std::thread([&] {
+    other_thread_excluded = local_dispatch_key_set().excluded.has(DispatchKey::AutocastCPU);
+  }).join();
+  EXPECT_TRUE(other_thread_excluded);
+}
+
+TEST(Registration, DefImplCall) {
+  Library def(Library::Kind::Def, "test", std::nullopt, __FILE__, __LINE__);
+  def.def("ident(Tensor self) -> Tensor");
+  Library cpu(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
+  cpu.impl("ident", identity_cpu);
+  Tensor a = ones({2});
+  EXPECT_TRUE(call_unary("test::ident", a).is_same(a));
+}
+
+TEST(Registration, DuplicateKernelNamesBothSites) {
+  Library def(Library::Kind::Def, "test", std::nullopt, __FILE__, __LINE__);
+  def.def("dup(Tensor self) -> Tensor");
+  Library cpu(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
+  const int first_line = __LINE__ + 1;
+  cpu.impl("dup", identity_cpu);
+  try {
+    cpu.impl("dup", double_cpu);
+    FAIL() << "expected a duplicate-registration error";
+  } catch (const ValueError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("a second kernel for 'dup' on CPU"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("test/test_dispatch.cpp:" + std::to_string(first_line)), std::string::npos) << msg;
+    EXPECT_NE(msg.find("test/test_dispatch.cpp:" + std::to_string(first_line + 2)), std::string::npos) << msg;
+  }
+  EXPECT_THROW_MSG(def.def("dup(Tensor self) -> Tensor"), ValueError, "'test::dup' is declared twice");
+}
+
+TEST(Registration, WithdrawnWhenLibraryDies) {
+  Library def(Library::Kind::Def, "test", std::nullopt, __FILE__, __LINE__);
+  def.def("temp(Tensor self) -> Tensor");
+  {
+    Library cpu(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
+    cpu.impl("temp", double_cpu);
+    EXPECT_EQ(call_unary("test::temp", ones({1})).item<float>(), 2.0f);
+  }
+  EXPECT_THROW_MSG(call_unary("test::temp", ones({1})), NotImplementedError,
+                   "no kernel for 'temp' on CPU; registered: none");
+}
+
+TEST(Registration, SignatureMismatchIsATypeError) {
+  Library def(Library::Kind::Def, "test", std::nullopt, __FILE__, __LINE__);
+  def.def("sig(Tensor self) -> Tensor");
+  Library cpu(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
+  cpu.impl("sig", identity_cpu);
+  Library xpu(Library::Kind::Impl, "test", DispatchKey::XPU, __FILE__, __LINE__);
+  EXPECT_THROW_MSG(xpu.impl("sig", wrong_signature), TypeError, "has a C++ signature other than the kernel at");
+  EXPECT_THROW_MSG((Dispatcher::singleton().find("test::sig").typed<Tensor(const Tensor&, int64_t)>()),
+                   TypeError, "declared with 1 arguments");
+  EXPECT_THROW_MSG(Dispatcher::singleton().find("test::nope"), ValueError, "no operator named 'test::nope'");
+}
+
+TEST(Resolution, DirectBeatsCompositeBeatsMissing) {
+  Library def(Library::Kind::Def, "test", std::nullopt, __FILE__, __LINE__);
+  def.def("res(Tensor self) -> Tensor");
+  Library comp(Library::Kind::Impl, "test", DispatchKey::CompositeImplicit, __FILE__, __LINE__);
+  comp.impl("res", triple_composite);
+  EXPECT_EQ(call_unary("test::res", ones({1})).item<float>(), 3.0f);  // 2. composite
+  {
+    Library cpu(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
+    cpu.impl("res", double_cpu);
+    EXPECT_EQ(call_unary("test::res", ones({1})).item<float>(), 2.0f);  // 1. direct
+    const std::string table = dump_dispatch_table("test::res");
+    EXPECT_NE(table.find("CPU          kernel from test/test_dispatch.cpp"), std::string::npos) << table;
+    EXPECT_NE(table.find("XPU          CompositeImplicit kernel"), std::string::npos) << table;
+    EXPECT_NE(table.find("AutogradCPU  fallthrough (backend fallback)"), std::string::npos) << table;
+  }
+  EXPECT_EQ(call_unary("test::res", ones({1})).item<float>(), 3.0f);
+}
+
+TEST(Resolution, MissingKernelErrorListsRegisteredKeys) {
+  // Only CPU has a kernel: an XPU-keyed call must say so (forced with an included key).
+  Tensor x = ones({1});
+  IncludeDispatchKeyGuard xpu(DispatchKey::XPU);
+  EXPECT_THROW_MSG(exp(x), NotImplementedError, "[dispatch] no kernel for 'exp' on XPU; registered: CPU");
+  // A composite op runs on XPU through its CompositeImplicit kernel until it needs a backend.
+  EXPECT_THROW_MSG(eye(2), NotImplementedError, "no kernel for 'empty' on XPU");
+}
+
+TEST(Resolution, BoxedFallbackServesEveryOp) {
+  std::vector<std::string> seen;
+  Library xpu(Library::Kind::Impl, "_", DispatchKey::XPU, __FILE__, __LINE__);
+  xpu.fallback([&seen](const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+    seen.push_back(op.entry().display_name());
+    // Redispatch the same call to the CPU kernel, boxed.
+    op.redispatch_boxed(ks.remove(DispatchKey::XPU), stack);
+  });
+  Tensor a = ones({2}), z = zeros({1});
+  IncludeDispatchKeyGuard g(DispatchKey::XPU);
+  Tensor r = add(a, a, 3);  // three arguments, boxed and unboxed again
+  Tensor s = exp(z);
+  EXPECT_EQ(r.sum().item<float>(), 8.0f);
+  EXPECT_EQ(s.item<float>(), 1.0f);
+  ASSERT_GE(seen.size(), 2u);
+  EXPECT_EQ(seen[0], "add.Tensor");
+  EXPECT_EQ(seen[1], "exp");
+}
+
+TEST(Resolution, FallthroughSkipsToTheNextKey) {
+  Library def(Library::Kind::Def, "test", std::nullopt, __FILE__, __LINE__);
+  def.def("ft(Tensor self) -> Tensor");
+  Library cpu(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
+  cpu.impl("ft", bump_cpu);
+  Library xpu(Library::Kind::Impl, "test", DispatchKey::XPU, __FILE__, __LINE__);
+  xpu.impl("ft", KernelFunction::fallthrough());
+  Tensor x = ones({1});
+  IncludeDispatchKeyGuard g(DispatchKey::XPU);
+  EXPECT_EQ(call_unary("test::ft", x).item<float>(), 2.0f);
+}
+
+TEST(Resolution, ModeKeyRedispatches) {
+  // A kernel on a mode key (what autocast does): exclude itself, call the op again.
+  Library def(Library::Kind::Def, "test", std::nullopt, __FILE__, __LINE__);
+  def.def("mode(Tensor self) -> Tensor");
+  Library cpu(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
+  cpu.impl("mode", double_cpu);
+  Library ac(Library::Kind::Impl, "test", DispatchKey::AutocastCPU, __FILE__, __LINE__);
+  ac.impl("mode", +[](const Tensor& t) {
+    ExcludeDispatchKeyGuard g(DispatchKey::AutocastCPU);
+    return call_unary("test::mode", negate_any(t));
+  });
+  EXPECT_EQ(call_unary("test::mode", ones({1})).item<float>(), 2.0f);  // autocast key inert
+  UnexcludeDispatchKeyGuard on(DispatchKeySet(DispatchKey::AutocastCPU));
+  EXPECT_EQ(call_unary("test::mode", ones({1})).item<float>(), -2.0f);
+}
+
+TEST(Boxed, CallBoxedRunsUnboxedKernels) {
+  OperatorHandle op = Dispatcher::singleton().find("xten::add.Tensor");
+  Stack stack{IValue(ones({3})), IValue(full({3}, 2.0)), IValue(Scalar(10))};
+  op.call_boxed(&stack);
+  ASSERT_EQ(stack.size(), 1u);
+  EXPECT_EQ(stack[0].get<Tensor>().sum().item<float>(), 63.0f);
+  Stack split_stack{IValue(arange(5)), IValue(int64_t{2}), IValue(int64_t{0})};
+  Dispatcher::singleton().find("xten::split").call_boxed(&split_stack);
+  ASSERT_EQ(split_stack.size(), 1u);
+  EXPECT_EQ(split_stack[0].get<std::vector<Tensor>>().size(), 3u);
+}
+
+TEST(Registry, EveryOpIsDeclaredWithASchema) {
+  auto names = Dispatcher::singleton().op_names();
+  EXPECT_GT(names.size(), 100u);
+  for (const auto& n : names) {
+    OperatorHandle op = Dispatcher::singleton().find(n);
+    EXPECT_NE(op.schema().find("->"), std::string::npos) << n;
+  }
+  EXPECT_EQ(Dispatcher::singleton().find("xten::add.Tensor").schema(),
+            "xten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+}
+
+TEST(Threads, ManyThreadsCallAtOnce) {
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        Tensor a = full({4}, static_cast<double>(t));
+        Tensor r = (a + i).sum();
+        if (r.item<double>() != 4.0 * (t + i)) ++bad;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+}
