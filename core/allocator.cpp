@@ -3,22 +3,86 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include <xten/core/error.h>
 
 namespace xten {
 namespace {
 
+// Note [CPU block cache]
+// glibc serves large requests with fresh mmap'd pages, and the first write to each 4 KiB
+// page faults: a new 64 MiB output costs ~16k faults, more time than the op that fills it.
+// So blocks of at least kCacheMinBytes are kept when freed (by size, rounded up to
+// kCacheGranule) and handed out again, up to kCacheMaxBytes cached in all; smaller blocks go
+// straight to the C library, which already recycles them well.
+constexpr size_t kCacheMinBytes = size_t{1} << 20;
+constexpr size_t kCacheGranule = size_t{64} << 10;
+constexpr size_t kCacheMaxBytes = size_t{1} << 30;
+
 class CpuAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes, Device device) override {
     if (nbytes == 0) return DataPtr(nullptr, nullptr, [](void*) {}, device);
-    void* p = nullptr;
-    const size_t rounded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
-    if (posix_memalign(&p, kCpuAlignment, rounded) != 0 || p == nullptr)
-      XTEN_FAIL(OutOfMemoryError, "cpu_allocator", "failed to allocate {} bytes", nbytes);
-    return DataPtr(p, p, [](void* q) { std::free(q); }, device);
+    if (nbytes < kCacheMinBytes) {
+      void* p = aligned(round_up(nbytes, kCpuAlignment), nbytes);
+      return DataPtr(p, p, [](void* q) { std::free(q); }, device);
+    }
+    const size_t size = round_up(nbytes, kCacheGranule);
+    void* p = take_cached(size);
+    if (!p) p = aligned(size, nbytes);
+    return DataPtr(p, new Block{p, size}, &CpuAllocator::give_back, device);
   }
+
+  void empty_cache() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [size, blocks] : cache_)
+      for (void* p : blocks) std::free(p);
+    cache_.clear();
+    cached_bytes_ = 0;
+  }
+
+ private:
+  struct Block {
+    void* ptr;
+    size_t size;
+  };
+  static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+  static void* aligned(size_t size, size_t requested) {
+    void* p = nullptr;
+    if (posix_memalign(&p, kCpuAlignment, size) != 0 || p == nullptr)
+      XTEN_FAIL(OutOfMemoryError, "cpu_allocator", "failed to allocate {} bytes", requested);
+    return p;
+  }
+  void* take_cached(size_t size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = cache_.find(size);
+    if (it == cache_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    cached_bytes_ -= size;
+    return p;
+  }
+  static void give_back(void* ctx) {
+    std::unique_ptr<Block> b(static_cast<Block*>(ctx));
+    CpuAllocator& self = *static_cast<CpuAllocator*>(cpu_allocator());
+    {
+      std::lock_guard<std::mutex> lock(self.mutex_);
+      if (self.cached_bytes_ + b->size <= kCacheMaxBytes) {
+        self.cache_[b->size].push_back(b->ptr);
+        self.cached_bytes_ += b->size;
+        return;
+      }
+    }
+    std::free(b->ptr);
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<size_t, std::vector<void*>> cache_;
+  size_t cached_bytes_ = 0;
 };
 
 std::array<std::atomic<Allocator*>, kNumDeviceTypes>& registry() {
@@ -29,9 +93,11 @@ std::array<std::atomic<Allocator*>, kNumDeviceTypes>& registry() {
 }  // namespace
 
 Allocator* cpu_allocator() {
-  static CpuAllocator a;
-  return &a;
+  static CpuAllocator* a = new CpuAllocator();  // never destroyed: tensors may outlive statics
+  return a;
 }
+
+void empty_cpu_cache() { static_cast<CpuAllocator*>(cpu_allocator())->empty_cache(); }
 
 Allocator* allocator_for(DeviceType type) {
   if (type == kCPU) return cpu_allocator();

@@ -37,5 +37,7 @@ void set_allocator(DeviceType type, Allocator* allocator);
 // CPU memory, aligned to kCpuAlignment bytes so that vector loads never split a line.
 constexpr size_t kCpuAlignment = 64;
 Allocator* cpu_allocator();
+// Frees the large CPU blocks kept for reuse (Note [CPU block cache] in allocator.cpp).
+void empty_cpu_cache();
 
 }  // namespace xten

@@ -116,6 +116,20 @@ TEST(Storage, AllocatorAlignsTo64) {
   }
 }
 
+TEST(Storage, LargeBlocksAreReused) {
+  void* first;
+  {
+    Tensor big = empty({1 << 20}, kFloat);  // 4 MiB
+    first = big.data_ptr();
+  }
+  Tensor again = empty({1 << 20}, kFloat);
+  EXPECT_EQ(again.data_ptr(), first);
+  Tensor other = empty({(1 << 20) + 100000}, kFloat);  // another size class
+  EXPECT_NE(other.data_ptr(), first);
+  empty_cpu_cache();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(other.data_ptr()) % 64, 0u);
+}
+
 TEST(Tensor, AccessorsAndViewsShareStorage) {
   Tensor a = arange(24).reshape({2, 3, 4});
   EXPECT_EQ(a.dim(), 3);

@@ -1,0 +1,116 @@
+// The spine's performance goals (issue "Spine"): per-op overhead, elementwise bandwidth
+// against memcpy, and the cost of a chain of views. Run: build/bench/bench_core
+// Figures and what limits them: bench/README.md.
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <xten/xten.h>
+
+using namespace xten;
+
+namespace {
+
+constexpr int64_t kBig = 16 * 1024 * 1024;  // 16M float32 = 64 MiB per tensor
+
+// --- per-op overhead ------------------------------------------------------------------------
+void BM_tiny_add(benchmark::State& s) {
+  Tensor a = ones({1}), b = ones({1});
+  for (auto _ : s) benchmark::DoNotOptimize(a + b);
+}
+BENCHMARK(BM_tiny_add);
+
+void BM_view_chain(benchmark::State& s) {
+  Tensor a = ones({64, 32});
+  for (auto _ : s) benchmark::DoNotOptimize(a.t().reshape({32, 64}).narrow(0, 2, 16));
+}
+BENCHMARK(BM_view_chain);
+
+// --- bandwidth: bytes counted as read + written ---------------------------------------------
+void BM_memcpy(benchmark::State& s) {
+  std::vector<float> src(kBig, 1.0f), dst(kBig, 0.0f);
+  const int threads = static_cast<int>(s.range(0));
+  for (auto _ : s) {
+    parallel_for(threads, 1, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t chunk = kBig / threads;
+        std::memcpy(dst.data() + t * chunk, src.data() + t * chunk, chunk * sizeof(float));
+      }
+    });
+    benchmark::ClobberMemory();
+  }
+  s.SetBytesProcessed(s.iterations() * kBig * 4 * 2);
+}
+
+template <bool kMul>
+void BM_binary_inplace(benchmark::State& s) {
+  set_num_threads(static_cast<int>(s.range(0)));
+  Tensor a = ones({kBig}), b = ones({kBig});
+  for (auto _ : s) {
+    if (kMul) a.mul_(b);
+    else a.add_(b);
+  }
+  s.SetBytesProcessed(s.iterations() * kBig * 4 * 3);
+}
+
+template <bool kMul>
+void BM_binary_alloc(benchmark::State& s) {
+  set_num_threads(static_cast<int>(s.range(0)));
+  Tensor a = ones({kBig}), b = ones({kBig});
+  for (auto _ : s) benchmark::DoNotOptimize(kMul ? a * b : a + b);
+  s.SetBytesProcessed(s.iterations() * kBig * 4 * 3);
+}
+
+// Collects each run's time and bytes/s so that ratios can be printed after the table.
+class Collector : public benchmark::ConsoleReporter {
+ public:
+  std::map<std::string, Run> runs;
+  void ReportRuns(const std::vector<Run>& report) override {
+    for (const Run& r : report) runs[r.benchmark_name()] = r;
+    ConsoleReporter::ReportRuns(report);
+  }
+  double ns(const std::string& n) const {
+    const Run& r = runs.at(n);
+    return r.GetAdjustedRealTime();  // in the run's time unit (ns by default)
+  }
+  double gbps(const std::string& n) const {
+    return runs.at(n).counters.at("bytes_per_second").value / 1e9;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int all = get_num_threads();
+  BENCHMARK(BM_memcpy)->Arg(1)->Arg(all)->UseRealTime()->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_binary_inplace, false)->Name("BM_add_inplace")->Arg(1)->Arg(all)->UseRealTime()->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_binary_inplace, true)->Name("BM_mul_inplace")->Arg(1)->Arg(all)->UseRealTime()->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_binary_alloc, false)->Name("BM_add_alloc")->Arg(1)->Arg(all)->UseRealTime()->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_binary_alloc, true)->Name("BM_mul_alloc")->Arg(1)->Arg(all)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+  benchmark::Initialize(&argc, argv);
+  Collector c;
+  benchmark::RunSpecifiedBenchmarks(&c);
+  set_num_threads(all);
+
+  std::printf("\nGoals (ratios against references measured above, %d threads = all):\n", all);
+  auto have = [&](const std::string& n) { return c.runs.count(n) > 0; };
+  if (have("BM_tiny_add"))
+    std::printf("  tiny add (1 element, output allocated): %.3f us   goal <= 0.3 us\n", c.ns("BM_tiny_add") / 1e3);
+  if (have("BM_view_chain"))
+    std::printf("  view chain t/reshape/narrow:           %.3f us   goal <= 0.5 us\n", c.ns("BM_view_chain") / 1e3);
+  for (const char* op : {"add", "mul"}) {
+    for (int t : {1, all}) {
+      const std::string ref = "BM_memcpy/" + std::to_string(t) + "/real_time";
+      for (const char* kind : {"inplace", "alloc"}) {
+        const std::string n = std::string("BM_") + op + "_" + kind + "/" + std::to_string(t) + "/real_time";
+        if (!have(n) || !have(ref)) continue;
+        std::printf("  %s %-7s 16M f32, %2d thread(s): %6.2f GB/s = %.2f x memcpy (%.2f GB/s)   goal >= 0.80\n",
+                    op, kind, t, c.gbps(n), c.gbps(n) / c.gbps(ref), c.gbps(ref));
+      }
+    }
+  }
+  return 0;
+}
