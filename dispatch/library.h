@@ -62,10 +62,13 @@ class Library {
 namespace detail {
 struct LibraryInit {
   LibraryInit(void (*fn)(Library&), Library::Kind kind, const char* ns,
-              std::optional<DispatchKey> key, const char* file, int line) {
-    // Leaked on purpose: registrations made at load time stay for the whole program.
-    fn(*new Library(kind, ns, key, file, line));
+              std::optional<DispatchKey> key, const char* file, int line)
+      : library(new Library(kind, ns, key, file, line)) {
+    fn(*library);
   }
+  // Never deleted: registrations made at load time stay for the whole program, also while
+  // other static destructors still call ops.
+  Library* library;
 };
 }  // namespace detail
 

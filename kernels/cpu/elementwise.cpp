@@ -28,7 +28,8 @@ void Elementwise::prepare() {
   // A given output takes part in broadcasting (copy_ broadcasts its source to it), and must
   // then have the broadcast shape itself (checked below).
   shape_ = out_.defined() ? DimVector(out_.sizes()) : DimVector(inputs_[0].sizes());
-  for (int i = 0; i < num_inputs_; ++i) shape_ = broadcast_shapes(op_, shape_, inputs_[i].sizes());
+  for (int i = 0; i < num_inputs_; ++i)
+    if (inputs_[i].sizes() != IntArrayRef(shape_)) shape_ = broadcast_shapes(op_, shape_, inputs_[i].sizes());
   numel_ = 1;
   for (int64_t s : shape_) numel_ *= s;
 
@@ -63,6 +64,7 @@ void Elementwise::prepare() {
 void Elementwise::build_geometry() {
   const int nd = static_cast<int>(shape_.size());
   const int nops = num_inputs_ + 1;
+  if (flat_geometry()) return;
   std::array<DimVector, kMaxOperands> full;
   for (int o = 0; o < nops; ++o) {
     const Tensor& t = o == 0 ? target_ : inputs_[o - 1];
@@ -93,6 +95,28 @@ void Elementwise::build_geometry() {
       for (int o = 0; o < nops; ++o) strides_[o].push_back(full[o][d]);
     }
   }
+}
+
+// The common case in one step: every operand is contiguous with the full shape, or a single
+// element (stride 0). Then the whole op is one run of numel elements.
+bool Elementwise::flat_geometry() {
+  const int nops = num_inputs_ + 1;
+  std::array<int64_t, kMaxOperands> stride{};
+  for (int o = 0; o < nops; ++o) {
+    const Tensor& t = o == 0 ? target_ : inputs_[o - 1];
+    const bool converted = o > 0 && !keep_dtype_[o - 1] && t.dtype() != compute_;
+    if (converted || (t.numel() == 1 && numel_ != 1)) {
+      stride[o] = 0;
+      data_[o] = converted ? scalar_buf_[o].data() : static_cast<char*>(t.data_ptr());
+      continue;
+    }
+    if (!t.is_contiguous() || t.numel() != numel_) return false;
+    stride[o] = static_cast<int64_t>(element_size(o == 0 ? result_ : keep_dtype_[o - 1] ? t.dtype() : compute_));
+    data_[o] = static_cast<char*>(t.data_ptr());
+  }
+  dims_.assign(1, numel_);
+  for (int o = 0; o < nops; ++o) strides_[o].assign(1, stride[o]);
+  return true;
 }
 
 Tensor Elementwise::finish() {

@@ -45,6 +45,7 @@ class Elementwise {
 
  private:
   void build_geometry();
+  bool flat_geometry();
   Tensor finish();
 
   const char* op_;
