@@ -49,8 +49,10 @@ void BM_binary_inplace(benchmark::State& s) {
   set_num_threads(static_cast<int>(s.range(0)));
   Tensor a = ones({kBig}), b = ones({kBig});
   for (auto _ : s) {
-    if (kMul) a.mul_(b);
-    else a.add_(b);
+    if (kMul)
+      a.mul_(b);
+    else
+      a.add_(b);
   }
   s.SetBytesProcessed(s.iterations() * kBig * 4 * 3);
 }
@@ -85,10 +87,30 @@ class Collector : public benchmark::ConsoleReporter {
 int main(int argc, char** argv) {
   const int all = get_num_threads();
   BENCHMARK(BM_memcpy)->Arg(1)->Arg(all)->UseRealTime()->Unit(benchmark::kMillisecond);
-  BENCHMARK_TEMPLATE(BM_binary_inplace, false)->Name("BM_add_inplace")->Arg(1)->Arg(all)->UseRealTime()->Unit(benchmark::kMillisecond);
-  BENCHMARK_TEMPLATE(BM_binary_inplace, true)->Name("BM_mul_inplace")->Arg(1)->Arg(all)->UseRealTime()->Unit(benchmark::kMillisecond);
-  BENCHMARK_TEMPLATE(BM_binary_alloc, false)->Name("BM_add_alloc")->Arg(1)->Arg(all)->UseRealTime()->Unit(benchmark::kMillisecond);
-  BENCHMARK_TEMPLATE(BM_binary_alloc, true)->Name("BM_mul_alloc")->Arg(1)->Arg(all)->UseRealTime()->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_binary_inplace, false)
+      ->Name("BM_add_inplace")
+      ->Arg(1)
+      ->Arg(all)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_binary_inplace, true)
+      ->Name("BM_mul_inplace")
+      ->Arg(1)
+      ->Arg(all)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_binary_alloc, false)
+      ->Name("BM_add_alloc")
+      ->Arg(1)
+      ->Arg(all)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_binary_alloc, true)
+      ->Name("BM_mul_alloc")
+      ->Arg(1)
+      ->Arg(all)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
 
   benchmark::Initialize(&argc, argv);
   Collector c;
@@ -98,17 +120,22 @@ int main(int argc, char** argv) {
   std::printf("\nGoals (ratios against references measured above, %d threads = all):\n", all);
   auto have = [&](const std::string& n) { return c.runs.count(n) > 0; };
   if (have("BM_tiny_add"))
-    std::printf("  tiny add (1 element, output allocated): %.3f us   goal <= 0.3 us\n", c.ns("BM_tiny_add") / 1e3);
+    std::printf("  tiny add (1 element, output allocated): %.3f us   goal <= 0.3 us\n",
+                c.ns("BM_tiny_add") / 1e3);
   if (have("BM_view_chain"))
-    std::printf("  view chain t/reshape/narrow:           %.3f us   goal <= 0.5 us\n", c.ns("BM_view_chain") / 1e3);
+    std::printf("  view chain t/reshape/narrow:           %.3f us   goal <= 0.5 us\n",
+                c.ns("BM_view_chain") / 1e3);
   for (const char* op : {"add", "mul"}) {
     for (int t : {1, all}) {
       const std::string ref = "BM_memcpy/" + std::to_string(t) + "/real_time";
       for (const char* kind : {"inplace", "alloc"}) {
-        const std::string n = std::string("BM_") + op + "_" + kind + "/" + std::to_string(t) + "/real_time";
+        const std::string n =
+            std::string("BM_") + op + "_" + kind + "/" + std::to_string(t) + "/real_time";
         if (!have(n) || !have(ref)) continue;
-        std::printf("  %s %-7s 16M f32, %2d thread(s): %6.2f GB/s = %.2f x memcpy (%.2f GB/s)   goal >= 0.80\n",
-                    op, kind, t, c.gbps(n), c.gbps(n) / c.gbps(ref), c.gbps(ref));
+        std::printf(
+            "  %s %-7s 16M f32, %2d thread(s): %6.2f GB/s = %.2f x memcpy (%.2f GB/s)   goal >= "
+            "0.80\n",
+            op, kind, t, c.gbps(n), c.gbps(n) / c.gbps(ref), c.gbps(ref));
       }
     }
   }

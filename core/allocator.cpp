@@ -26,14 +26,17 @@ constexpr size_t kCacheMaxBytes = size_t{1} << 30;
 class CpuAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes, Device device) override {
-    if (nbytes == 0) return DataPtr(nullptr, nullptr, [](void*) {}, device);
+    if (nbytes == 0)
+      return DataPtr(
+          nullptr, nullptr, [](void*) {}, device);
     if (nbytes < kCacheMinBytes) {
       // malloc plus manual alignment: glibc's malloc fast path is several times cheaper
       // than its posix_memalign for small blocks (the per-op cost of tiny tensors).
       void* raw = std::malloc(nbytes + kCpuAlignment);
       if (!raw) XTEN_FAIL(OutOfMemoryError, "cpu_allocator", "failed to allocate {} bytes", nbytes);
       const uintptr_t a = (reinterpret_cast<uintptr_t>(raw) + kCpuAlignment) & ~(kCpuAlignment - 1);
-      return DataPtr(reinterpret_cast<void*>(a), raw, [](void* q) { std::free(q); }, device);
+      return DataPtr(
+          reinterpret_cast<void*>(a), raw, [](void* q) { std::free(q); }, device);
     }
     const size_t size = round_up(nbytes, kCacheGranule);
     void* p = take_cached(size);
@@ -101,13 +104,15 @@ Allocator* cpu_allocator() {
   return a;
 }
 
-void empty_cpu_cache() { static_cast<CpuAllocator*>(cpu_allocator())->empty_cache(); }
+void empty_cpu_cache() {
+  static_cast<CpuAllocator*>(cpu_allocator())->empty_cache();
+}
 
 Allocator* allocator_for(DeviceType type) {
   if (type == kCPU) return cpu_allocator();
   Allocator* a = registry()[static_cast<int>(type)].load(std::memory_order_acquire);
-  XTEN_CHECK(a != nullptr, DeviceError, "allocator", "no allocator is registered for device type {}",
-             to_string(type));
+  XTEN_CHECK(a != nullptr, DeviceError, "allocator",
+             "no allocator is registered for device type {}", to_string(type));
   return a;
 }
 

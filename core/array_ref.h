@@ -27,20 +27,40 @@ class IntArrayRef {
 #pragma GCC diagnostic pop
   constexpr IntArrayRef(const int64_t& single) : data_(&single), size_(1) {}  // NOLINT
 
-  const int64_t* data() const { return data_; }
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  const int64_t* begin() const { return data_; }
-  const int64_t* end() const { return data_ + size_; }
-  const int64_t& operator[](size_t i) const { return data_[i]; }
-  const int64_t& back() const { return data_[size_ - 1]; }
-  std::vector<int64_t> vec() const { return {begin(), end()}; }
-  IntArrayRef slice(size_t start, size_t n) const { return {data_ + start, n}; }
+  const int64_t* data() const {
+    return data_;
+  }
+  size_t size() const {
+    return size_;
+  }
+  bool empty() const {
+    return size_ == 0;
+  }
+  const int64_t* begin() const {
+    return data_;
+  }
+  const int64_t* end() const {
+    return data_ + size_;
+  }
+  const int64_t& operator[](size_t i) const {
+    return data_[i];
+  }
+  const int64_t& back() const {
+    return data_[size_ - 1];
+  }
+  std::vector<int64_t> vec() const {
+    return {begin(), end()};
+  }
+  IntArrayRef slice(size_t start, size_t n) const {
+    return {data_ + start, n};
+  }
 
   friend bool operator==(IntArrayRef a, IntArrayRef b) {
     return a.size_ == b.size_ && std::equal(a.begin(), a.end(), b.begin());
   }
-  friend bool operator!=(IntArrayRef a, IntArrayRef b) { return !(a == b); }
+  friend bool operator!=(IntArrayRef a, IntArrayRef b) {
+    return !(a == b);
+  }
 
  private:
   const int64_t* data_ = nullptr;

@@ -7,7 +7,9 @@
 
 namespace xten {
 
-const char* to_string(DeviceType t) { return t == kCPU ? "cpu" : "xpu"; }
+const char* to_string(DeviceType t) {
+  return t == kCPU ? "cpu" : "xpu";
+}
 
 Device::Device(DeviceType type, int index) : type_(type), index_(static_cast<int8_t>(index)) {
   XTEN_CHECK(index >= -1 && index < 128, ValueError, "Device",
@@ -38,6 +40,8 @@ std::string Device::str() const {
   return has_index() ? fmt::format("{}:{}", to_string(type_), index_) : to_string(type_);
 }
 
-std::ostream& operator<<(std::ostream& os, Device d) { return os << d.str(); }
+std::ostream& operator<<(std::ostream& os, Device d) {
+  return os << d.str();
+}
 
 }  // namespace xten

@@ -18,7 +18,7 @@ class Device {
  public:
   Device(DeviceType type, int index = -1);  // NOLINT: a DeviceType is a Device
   // "cpu", "xpu", "xpu:1". Anything else is a ValueError that shows the string.
-  Device(const std::string& s);  // NOLINT
+  Device(const std::string& s);                      // NOLINT
   Device(const char* s) : Device(std::string(s)) {}  // NOLINT
 
   DeviceType type() const { return type_; }

@@ -19,7 +19,9 @@ struct TypeTag {
   using type = T;
 };
 
-constexpr uint32_t dtype_bit(ScalarType t) { return 1u << static_cast<int>(t); }
+constexpr uint32_t dtype_bit(ScalarType t) {
+  return 1u << static_cast<int>(t);
+}
 
 namespace dtypes {
 constexpr uint32_t kBoolOnly = dtype_bit(kBool);
@@ -37,8 +39,8 @@ constexpr uint32_t kAll = kAllButBool | kBoolOnly;
 template <uint32_t Set, class F>
 decltype(auto) visit_dtype(const char* op, ScalarType t, F&& f) {
   switch (t) {
-#define XTEN_VISIT_CASE(T, N)                                          \
-  case ScalarType::N:                                                  \
+#define XTEN_VISIT_CASE(T, N)                                                    \
+  case ScalarType::N:                                                            \
     if constexpr ((Set & dtype_bit(ScalarType::N)) != 0) return f(TypeTag<T>{}); \
     break;
     XTEN_FORALL_SCALAR_TYPES(XTEN_VISIT_CASE)

@@ -16,10 +16,10 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& msg) : std::runtime_error(msg) {}
 };
 
-#define XTEN_DECLARE_ERROR(Name)                              \
-  class Name : public Error {                                 \
-   public:                                                    \
-    explicit Name(const std::string& msg) : Error(msg) {}     \
+#define XTEN_DECLARE_ERROR(Name)                          \
+  class Name : public Error {                             \
+   public:                                                \
+    explicit Name(const std::string& msg) : Error(msg) {} \
   };
 XTEN_DECLARE_ERROR(ValueError)           // a bad value: shape, size, dim, string
 XTEN_DECLARE_ERROR(TypeError)            // a dtype that does not fit the op
@@ -35,24 +35,26 @@ template <class E, class... Args>
 [[noreturn]] void throw_error(const char* op, fmt::format_string<Args...> f, Args&&... args) {
   throw E(fmt::format("[{}] {}", op, fmt::format(f, std::forward<Args>(args)...)));
 }
-[[noreturn]] void throw_internal(const char* cond, const char* file, int line, const std::string& msg);
+[[noreturn]] void throw_internal(const char* cond, const char* file, int line,
+                                 const std::string& msg);
 }  // namespace detail
 
 }  // namespace xten
 
 // User error: `cond` false means the caller passed something the op cannot take.
-#define XTEN_CHECK(cond, ErrorType, op, ...)                              \
-  do {                                                                    \
-    if (__builtin_expect(!(cond), 0))                                     \
-      ::xten::detail::throw_error<::xten::ErrorType>(op, __VA_ARGS__);    \
+#define XTEN_CHECK(cond, ErrorType, op, ...)                           \
+  do {                                                                 \
+    if (__builtin_expect(!(cond), 0))                                  \
+      ::xten::detail::throw_error<::xten::ErrorType>(op, __VA_ARGS__); \
   } while (0)
 
 // Unconditional user error.
-#define XTEN_FAIL(ErrorType, op, ...) ::xten::detail::throw_error<::xten::ErrorType>(op, __VA_ARGS__)
+#define XTEN_FAIL(ErrorType, op, ...) \
+  ::xten::detail::throw_error<::xten::ErrorType>(op, __VA_ARGS__)
 
 // Invariant: `cond` false is a bug in xten.
-#define XTEN_ASSERT(cond, ...)                                                            \
-  do {                                                                                    \
-    if (__builtin_expect(!(cond), 0))                                                     \
+#define XTEN_ASSERT(cond, ...)                                                                \
+  do {                                                                                        \
+    if (__builtin_expect(!(cond), 0))                                                         \
       ::xten::detail::throw_internal(#cond, __FILE__, __LINE__, fmt::format("" __VA_ARGS__)); \
   } while (0)

@@ -25,7 +25,8 @@ inline uint16_t float_to_half_bits(float f) {
   const uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t a = x & 0x7fffffffu;
   if (a >= 0x7f800000u)  // Inf or NaN
-    return static_cast<uint16_t>(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u | ((a >> 13) & 0x3ffu) : 0u));
+    return static_cast<uint16_t>(sign | 0x7c00u |
+                                 (a > 0x7f800000u ? 0x200u | ((a >> 13) & 0x3ffu) : 0u));
   if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520 rounds to Inf
   if (a < 0x38800000u) {
     // Below 2^-14: a half subnormal. Adding 0.5f puts the value's multiple of 2^-24 (the
@@ -52,10 +53,13 @@ inline float half_bits_to_float(uint16_t h) {
 // bfloat16 is the top half of a binary32: round the dropped 16 bits to nearest even.
 inline uint16_t float_to_bfloat16_bits(float f) {
   const uint32_t x = float_bits(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
   return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
-inline float bfloat16_bits_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
+inline float bfloat16_bits_to_float(uint16_t b) {
+  return bits_float(static_cast<uint32_t>(b) << 16);
+}
 }  // namespace detail
 
 struct from_bits_t {};

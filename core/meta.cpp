@@ -83,23 +83,34 @@ ScalarType combine(ScalarType higher, ScalarType lower) {
 }
 }  // namespace
 
-ScalarType ResultType::get() const { return combine(dim_, combine(zero_dim_, wrapped_)); }
+ScalarType ResultType::get() const {
+  return combine(dim_, combine(zero_dim_, wrapped_));
+}
 
-ScalarType result_type(const Tensor& a, const Tensor& b) { return ResultType().add(a).add(b).get(); }
-ScalarType result_type(const Tensor& a, const Scalar& b) { return ResultType().add(a).add(b).get(); }
+ScalarType result_type(const Tensor& a, const Tensor& b) {
+  return ResultType().add(a).add(b).get();
+}
+ScalarType result_type(const Tensor& a, const Scalar& b) {
+  return ResultType().add(a).add(b).get();
+}
 
 Tensor scalar_to_tensor(const Scalar& s, Device device) {
   XTEN_ASSERT(device.is_cpu(), "wrapped numbers live on the cpu");
   const ScalarType t = s.type();
   Tensor out = empty_tensor({}, t, device);
   out.impl()->set_wrapped_number(true);
-  if (t == kBool) *static_cast<bool*>(out.data_ptr()) = s.to<bool>();
-  else if (t == kLong) *static_cast<int64_t*>(out.data_ptr()) = s.to<int64_t>();
-  else *static_cast<double*>(out.data_ptr()) = s.to<double>();
+  if (t == kBool)
+    *static_cast<bool*>(out.data_ptr()) = s.to<bool>();
+  else if (t == kLong)
+    *static_cast<int64_t*>(out.data_ptr()) = s.to<int64_t>();
+  else
+    *static_cast<double*>(out.data_ptr()) = s.to<double>();
   return out;
 }
 
-bool is_wrapped_number(const Tensor& t) { return t.impl()->is_wrapped_number(); }
+bool is_wrapped_number(const Tensor& t) {
+  return t.impl()->is_wrapped_number();
+}
 
 void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors) {
   const Tensor* first = nullptr;
@@ -110,8 +121,8 @@ void check_same_device(const char* op, std::initializer_list<const Tensor*> tens
       continue;
     }
     XTEN_CHECK(first->device() == t->device(), DeviceError, op,
-               "expected all tensors on the same device, but found {} and {}", first->device().str(),
-               t->device().str());
+               "expected all tensors on the same device, but found {} and {}",
+               first->device().str(), t->device().str());
   }
 }
 

@@ -14,7 +14,8 @@ std::atomic<int> g_num_threads{0};  // 0: not set, use omp's default
 }
 
 void set_num_threads(int n) {
-  XTEN_CHECK(n > 0, ValueError, "set_num_threads", "the number of threads must be positive, but got {}", n);
+  XTEN_CHECK(n > 0, ValueError, "set_num_threads",
+             "the number of threads must be positive, but got {}", n);
   g_num_threads = n;
 }
 
@@ -25,7 +26,8 @@ int get_num_threads() {
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f) {
   if (n <= 0) return;
-  const int threads = static_cast<int>(std::min<int64_t>(get_num_threads(), (n + grain - 1) / grain));
+  const int threads =
+      static_cast<int>(std::min<int64_t>(get_num_threads(), (n + grain - 1) / grain));
   if (threads <= 1 || omp_in_parallel()) {
     f(0, n);
     return;

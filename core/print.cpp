@@ -31,7 +31,8 @@ class Formatter {
     std::vector<double> nonzero;
     for (double v : values)
       if (std::isfinite(v) && v != 0) nonzero.push_back(v);
-    int_mode_ = std::all_of(nonzero.begin(), nonzero.end(), [](double v) { return v == std::ceil(v); });
+    int_mode_ =
+        std::all_of(nonzero.begin(), nonzero.end(), [](double v) { return v == std::ceil(v); });
     if (!nonzero.empty()) {
       auto mag = [](double a, double b) { return std::abs(a) < std::abs(b); };
       const double mx = std::abs(*std::max_element(nonzero.begin(), nonzero.end(), mag));
@@ -98,7 +99,8 @@ class Printer {
     for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * t_.stride(static_cast<int64_t>(d));
     return visit_dtype<dtypes::kAll>("print", t_.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      return static_cast<double>(static_cast<opmath_t<T>>(static_cast<const T*>(t_.data_ptr())[off]));
+      return static_cast<double>(
+          static_cast<opmath_t<T>>(static_cast<const T*>(t_.data_ptr())[off]));
     });
   }
 
@@ -122,8 +124,9 @@ class Printer {
     out += "[";
     const auto ix = shown(t_.size(d));
     const bool last_dim = d == t_.dim() - 1;
-    const size_t per_line = std::max<size_t>(
-        1, static_cast<size_t>(kLineWidth - static_cast<int64_t>(indent) - 1) / (fmt_->width() + 2));
+    const size_t per_line =
+        std::max<size_t>(1, static_cast<size_t>(kLineWidth - static_cast<int64_t>(indent) - 1) /
+                                (fmt_->width() + 2));
     for (size_t k = 0; k < ix.size(); ++k) {
       if (k > 0) {
         if (last_dim) {
@@ -134,8 +137,10 @@ class Printer {
                  std::string(indent + 1, ' ');
         }
       }
-      if (ix[k] < 0) out += last_dim ? " ..." : "...";
-      else write(d + 1, indent + 1, out);
+      if (ix[k] < 0)
+        out += last_dim ? " ..." : "...";
+      else
+        write(d + 1, indent + 1, out);
     }
     out += "]";
   }
@@ -168,6 +173,8 @@ std::string Tensor::toString() const {
   return s + ")";
 }
 
-std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.toString(); }
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  return os << t.toString();
+}
 
 }  // namespace xten

@@ -18,9 +18,9 @@ class Scalar {
   Scalar(T v) : tag_(Tag::Int) {  // NOLINT
     v_.i = static_cast<int64_t>(v);
   }
-  Scalar(double v) : tag_(Tag::Double) { v_.d = v; }  // NOLINT
-  Scalar(float v) : Scalar(static_cast<double>(v)) {}  // NOLINT
-  Scalar(Half v) : Scalar(static_cast<double>(static_cast<float>(v))) {}  // NOLINT
+  Scalar(double v) : tag_(Tag::Double) { v_.d = v; }                          // NOLINT
+  Scalar(float v) : Scalar(static_cast<double>(v)) {}                         // NOLINT
+  Scalar(Half v) : Scalar(static_cast<double>(static_cast<float>(v))) {}      // NOLINT
   Scalar(BFloat16 v) : Scalar(static_cast<double>(static_cast<float>(v))) {}  // NOLINT
 
   bool is_boolean() const { return tag_ == Tag::Bool; }

@@ -22,14 +22,20 @@ const char* to_string(ScalarType t) {
 }
 
 const char* dtype_name(ScalarType t) {
-  static const char* names[] = {"bool",    "uint8",    "int8",    "int16",   "int32",
-                                "int64",   "float16",  "bfloat16", "float32", "float64"};
+  static const char* names[] = {"bool",  "uint8",   "int8",     "int16",   "int32",
+                                "int64", "float16", "bfloat16", "float32", "float64"};
   return t == ScalarType::Undefined ? "undefined" : names[static_cast<int>(t)];
 }
 
-std::ostream& operator<<(std::ostream& os, ScalarType t) { return os << to_string(t); }
-std::ostream& operator<<(std::ostream& os, Half h) { return os << static_cast<float>(h); }
-std::ostream& operator<<(std::ostream& os, BFloat16 b) { return os << static_cast<float>(b); }
+std::ostream& operator<<(std::ostream& os, ScalarType t) {
+  return os << to_string(t);
+}
+std::ostream& operator<<(std::ostream& os, Half h) {
+  return os << static_cast<float>(h);
+}
+std::ostream& operator<<(std::ostream& os, BFloat16 b) {
+  return os << static_cast<float>(b);
+}
 
 size_t element_size(ScalarType t) {
   switch (t) {
@@ -47,8 +53,8 @@ size_t element_size(ScalarType t) {
 // The lattice PyTorch uses: bool < unsigned/signed ints < floats; uint8 with a signed int
 // needs the next signed width that holds both; float16 with bfloat16 meets at float32.
 ScalarType promote_types(ScalarType a, ScalarType b) {
-  XTEN_CHECK(a != ScalarType::Undefined && b != ScalarType::Undefined, TypeError,
-             "promote_types", "cannot promote {} with {}", to_string(a), to_string(b));
+  XTEN_CHECK(a != ScalarType::Undefined && b != ScalarType::Undefined, TypeError, "promote_types",
+             "cannot promote {} with {}", to_string(a), to_string(b));
   if (a == b) return a;
   if (a == kBool) return b;
   if (b == kBool) return a;

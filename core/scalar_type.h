@@ -26,7 +26,7 @@ enum class ScalarType : int8_t {
 #define XTEN_ENUM(T, N) N,
   XTEN_FORALL_SCALAR_TYPES(XTEN_ENUM)
 #undef XTEN_ENUM
-  Undefined,
+      Undefined,
 };
 constexpr int kNumScalarTypes = static_cast<int>(ScalarType::Undefined);
 
@@ -55,24 +55,38 @@ constexpr bool is_floating_type(ScalarType t) {
 constexpr bool is_integral_type(ScalarType t, bool include_bool) {
   return (t >= kByte && t <= kLong) || (include_bool && t == kBool);
 }
-constexpr bool is_signed_type(ScalarType t) { return t != kBool && t != kByte; }
+constexpr bool is_signed_type(ScalarType t) {
+  return t != kBool && t != kByte;
+}
 
 // The C++ type -> ScalarType map.
 template <class T>
 struct scalar_type_of;
-#define XTEN_TYPE_MAP(T, N) \
-  template <>               \
-  struct scalar_type_of<T> { static constexpr ScalarType value = ScalarType::N; };
+#define XTEN_TYPE_MAP(T, N)                            \
+  template <>                                          \
+  struct scalar_type_of<T> {                           \
+    static constexpr ScalarType value = ScalarType::N; \
+  };
 XTEN_FORALL_SCALAR_TYPES(XTEN_TYPE_MAP)
 #undef XTEN_TYPE_MAP
 template <class T>
 constexpr ScalarType scalar_type_of_v = scalar_type_of<T>::value;
 
 // The type arithmetic happens in: float for the 16-bit floats, the type itself otherwise.
-template <class T> struct opmath { using type = T; };
-template <> struct opmath<Half> { using type = float; };
-template <> struct opmath<BFloat16> { using type = float; };
-template <class T> using opmath_t = typename opmath<T>::type;
+template <class T>
+struct opmath {
+  using type = T;
+};
+template <>
+struct opmath<Half> {
+  using type = float;
+};
+template <>
+struct opmath<BFloat16> {
+  using type = float;
+};
+template <class T>
+using opmath_t = typename opmath<T>::type;
 
 // PyTorch's promotion lattice for two dtypes (no category rules; see core/meta.h).
 ScalarType promote_types(ScalarType a, ScalarType b);

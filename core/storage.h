@@ -12,9 +12,11 @@ class Storage {
   Storage() = default;
   // Allocates `nbytes` with `allocator`.
   Storage(size_t nbytes, Allocator* allocator, Device device)
-      : impl_(std::make_shared<Impl>(Impl{allocator->allocate(nbytes, device), nbytes, allocator})) {}
+      : impl_(
+            std::make_shared<Impl>(Impl{allocator->allocate(nbytes, device), nbytes, allocator})) {}
   // Wraps memory someone else owns (from_blob); `deleter` may be a no-op.
-  Storage(DataPtr data, size_t nbytes) : impl_(std::make_shared<Impl>(Impl{std::move(data), nbytes, nullptr})) {}
+  Storage(DataPtr data, size_t nbytes)
+      : impl_(std::make_shared<Impl>(Impl{std::move(data), nbytes, nullptr})) {}
 
   bool defined() const { return impl_ != nullptr; }
   void* data() const { return impl_->data.get(); }

@@ -19,7 +19,8 @@ int64_t Tensor::stride(int64_t d) const {
 void Tensor::check_item(const char* op) const {
   XTEN_CHECK(defined(), ValueError, op, "the tensor is undefined");
   XTEN_CHECK(numel() == 1, ValueError, op,
-             "a tensor with {} elements (shape {}) cannot be converted to a Scalar", numel(), sizes());
+             "a tensor with {} elements (shape {}) cannot be converted to a Scalar", numel(),
+             sizes());
 }
 
 std::string to_string(IntArrayRef a) {
@@ -27,16 +28,23 @@ std::string to_string(IntArrayRef a) {
   for (size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + std::to_string(a[i]);
   return s + ")";
 }
-std::ostream& operator<<(std::ostream& os, IntArrayRef a) { return os << to_string(a); }
+std::ostream& operator<<(std::ostream& os, IntArrayRef a) {
+  return os << to_string(a);
+}
 
 std::string Scalar::to_string() const {
   switch (tag_) {
-    case Tag::Bool: return v_.i ? "True" : "False";
-    case Tag::Int: return std::to_string(v_.i);
-    case Tag::Double: return fmt::format("{}", v_.d);
+    case Tag::Bool:
+      return v_.i ? "True" : "False";
+    case Tag::Int:
+      return std::to_string(v_.i);
+    case Tag::Double:
+      return fmt::format("{}", v_.d);
   }
   return "?";
 }
-std::ostream& operator<<(std::ostream& os, const Scalar& s) { return os << s.to_string(); }
+std::ostream& operator<<(std::ostream& os, const Scalar& s) {
+  return os << s.to_string();
+}
 
 }  // namespace xten

@@ -27,7 +27,7 @@ class Tensor {
   TensorImpl* impl() const { return impl_.get(); }
   IntArrayRef sizes() const { return impl_->sizes(); }
   IntArrayRef strides() const { return impl_->strides(); }
-  int64_t size(int64_t dim) const;    // negative dims count from the end
+  int64_t size(int64_t dim) const;  // negative dims count from the end
   int64_t stride(int64_t dim) const;
   int64_t dim() const { return impl_->dim(); }
   int64_t ndimension() const { return dim(); }

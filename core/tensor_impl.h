@@ -25,7 +25,8 @@ class TensorImpl {
   const Storage& storage() const { return storage_; }
   // The address of element 0 (storage data + offset).
   void* data() const {
-    return static_cast<char*>(storage_.data()) + storage_offset_ * static_cast<int64_t>(element_size(dtype_));
+    return static_cast<char*>(storage_.data()) +
+           storage_offset_ * static_cast<int64_t>(element_size(dtype_));
   }
 
   bool requires_grad() const { return requires_grad_; }

@@ -12,10 +12,12 @@ namespace xten {
 class TensorOptions {
  public:
   TensorOptions() = default;
-  TensorOptions(ScalarType t) : dtype_(t) {}  // NOLINT
-  TensorOptions(Device d) : device_(d) {}      // NOLINT
-  TensorOptions(DeviceType d) : device_(Device(d)) {}  // NOLINT
+  TensorOptions(ScalarType t) : dtype_(t) {}            // NOLINT
+  TensorOptions(Device d) : device_(d) {}               // NOLINT
+  TensorOptions(DeviceType d) : device_(Device(d)) {}   // NOLINT
   TensorOptions(const char* d) : device_(Device(d)) {}  // NOLINT
+  // `{kHalf, Device("xpu")}`: every factory takes (dtype, device) this way.
+  TensorOptions(ScalarType t, Device d) : dtype_(t), device_(d) {}
 
   TensorOptions dtype(ScalarType t) const {
     TensorOptions o = *this;
@@ -45,7 +47,11 @@ class TensorOptions {
   bool requires_grad_ = false;
 };
 
-inline TensorOptions dtype(ScalarType t) { return TensorOptions().dtype(t); }
-inline TensorOptions device(Device d) { return TensorOptions().device(d); }
+inline TensorOptions dtype(ScalarType t) {
+  return TensorOptions().dtype(t);
+}
+inline TensorOptions device(Device d) {
+  return TensorOptions().device(d);
+}
 
 }  // namespace xten

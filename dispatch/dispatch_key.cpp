@@ -4,15 +4,24 @@ namespace xten {
 
 const char* to_string(DispatchKey k) {
   switch (k) {
-    case DispatchKey::Undefined: return "Undefined";
-    case DispatchKey::CPU: return "CPU";
-    case DispatchKey::XPU: return "XPU";
-    case DispatchKey::AutogradCPU: return "AutogradCPU";
-    case DispatchKey::AutogradXPU: return "AutogradXPU";
-    case DispatchKey::AutocastCPU: return "AutocastCPU";
-    case DispatchKey::AutocastXPU: return "AutocastXPU";
-    case DispatchKey::CompositeImplicit: return "CompositeImplicit";
-    case DispatchKey::EndOfKeys: break;
+    case DispatchKey::Undefined:
+      return "Undefined";
+    case DispatchKey::CPU:
+      return "CPU";
+    case DispatchKey::XPU:
+      return "XPU";
+    case DispatchKey::AutogradCPU:
+      return "AutogradCPU";
+    case DispatchKey::AutogradXPU:
+      return "AutogradXPU";
+    case DispatchKey::AutocastCPU:
+      return "AutocastCPU";
+    case DispatchKey::AutocastXPU:
+      return "AutocastXPU";
+    case DispatchKey::CompositeImplicit:
+      return "CompositeImplicit";
+    case DispatchKey::EndOfKeys:
+      break;
   }
   return "Unknown";
 }

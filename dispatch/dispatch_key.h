@@ -38,7 +38,9 @@ const char* to_string(DispatchKey k);
 constexpr bool is_backend_key(DispatchKey k) {
   return k == DispatchKey::CPU || k == DispatchKey::XPU;
 }
-constexpr bool is_alias_key(DispatchKey k) { return k >= DispatchKey::EndOfRuntimeKeys; }
+constexpr bool is_alias_key(DispatchKey k) {
+  return k >= DispatchKey::EndOfRuntimeKeys;
+}
 
 // A set of runtime keys, one bit each (bit i = key i); highest() is the priority winner.
 class DispatchKeySet {
@@ -64,7 +66,8 @@ class DispatchKeySet {
   constexpr bool operator!=(DispatchKeySet o) const { return bits_ != o.bits_; }
 
   DispatchKey highest() const {
-    return bits_ == 0 ? DispatchKey::Undefined : static_cast<DispatchKey>(63 - __builtin_clzll(bits_));
+    return bits_ == 0 ? DispatchKey::Undefined
+                      : static_cast<DispatchKey>(63 - __builtin_clzll(bits_));
   }
   std::string to_string() const;  // "{CPU, AutogradCPU}"
 

@@ -11,17 +11,20 @@ DispatchKeySet stack_keys(const Stack& stack, size_t num_args) {
   DispatchKeySet ks;
   for (size_t i = stack.size() - std::min(num_args, stack.size()); i < stack.size(); ++i) {
     const IValue& v = stack[i];
-    if (v.is_tensor()) ks = ks | arg_keys(v.get<Tensor>());
-    else if (v.is_tensor_list()) ks = ks | arg_keys(v.get<std::vector<Tensor>>());
-    else if (v.is<Device>()) ks = ks | arg_keys(v.get<Device>());
+    if (v.is_tensor())
+      ks = ks | arg_keys(v.get<Tensor>());
+    else if (v.is_tensor_list())
+      ks = ks | arg_keys(v.get<std::vector<Tensor>>());
+    else if (v.is<Device>())
+      ks = ks | arg_keys(v.get<Device>());
   }
   return ks;
 }
 }  // namespace detail
 
 std::string IValue::type_name() const {
-  static const char* names[] = {"None", "Tensor",    "Scalar", "int",    "float",   "bool",
-                                "int[]", "str", "ScalarType", "Device", "Tensor[]"};
+  static const char* names[] = {"None",  "Tensor", "Scalar",     "int",    "float",   "bool",
+                                "int[]", "str",    "ScalarType", "Device", "Tensor[]"};
   return names[v_.index()];
 }
 
@@ -36,8 +39,8 @@ void KernelFunction::call_boxed(const OperatorHandle& op, DispatchKeySet ks, Sta
 
 void OperatorHandle::call_boxed(Stack* stack) const {
   const int n = entry_->num_arguments();
-  const DispatchKeySet ks =
-      apply_local_key_set(detail::stack_keys(*stack, n < 0 ? stack->size() : static_cast<size_t>(n)));
+  const DispatchKeySet ks = apply_local_key_set(
+      detail::stack_keys(*stack, n < 0 ? stack->size() : static_cast<size_t>(n)));
   redispatch_boxed(ks, stack);
 }
 
@@ -60,7 +63,8 @@ void OperatorHandle::check_signature(const std::type_info* sig, int arity) const
 }
 
 Dispatcher& Dispatcher::singleton() {
-  static Dispatcher* d = new Dispatcher();  // never destroyed: static destructors may still call ops
+  static Dispatcher* d =
+      new Dispatcher();  // never destroyed: static destructors may still call ops
   return *d;
 }
 
@@ -107,9 +111,12 @@ std::pair<std::string, int> parse_schema(const std::string& schema) {
   bool any = false;
   for (size_t i = open + 1; i < close; ++i) {
     const char c = schema[i];
-    if (c == '[' || c == '(') ++depth;
-    else if (c == ']' || c == ')') --depth;
-    else if (c == ',' && depth == 0) ++args;
+    if (c == '[' || c == '(')
+      ++depth;
+    else if (c == ']' || c == ')')
+      --depth;
+    else if (c == ',' && depth == 0)
+      ++args;
     if (c != ' ' && c != '*' && c != ',') any = true;
   }
   // A bare '*' (keyword-only marker) is not an argument.
@@ -124,16 +131,16 @@ uint64_t Dispatcher::define(const std::string& schema, const std::string& site) 
   auto [name, nargs] = parse_schema(schema);
   std::lock_guard<std::mutex> lock(mutex_);
   OperatorEntry& e = entry_locked(name);
-  XTEN_CHECK(!e.has_schema(), ValueError, "dispatch",
-             "'{}' is declared twice: at {} and at {}", name, e.schema_site_, site);
+  XTEN_CHECK(!e.has_schema(), ValueError, "dispatch", "'{}' is declared twice: at {} and at {}",
+             name, e.schema_site_, site);
   e.schema_ = schema;
   e.schema_site_ = site;
   e.num_arguments_ = nargs;
   return 0;  // declarations are not withdrawn
 }
 
-uint64_t Dispatcher::register_kernel(const std::string& full_name, DispatchKey key, KernelFunction k,
-                                     const std::string& site) {
+uint64_t Dispatcher::register_kernel(const std::string& full_name, DispatchKey key,
+                                     KernelFunction k, const std::string& site) {
   std::lock_guard<std::mutex> lock(mutex_);
   OperatorEntry& e = entry_locked(full_name);
   auto& reg = e.kernels_[static_cast<int>(key)];

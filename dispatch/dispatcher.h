@@ -96,7 +96,8 @@ class TypedOperatorHandle<Ret(Args...)> : public OperatorHandle {
   explicit TypedOperatorHandle(OperatorEntry* e) : OperatorHandle(e) {}
 
   Ret call(Args... args) const {
-    const DispatchKeySet ks = apply_local_key_set((detail::arg_keys(args) | ... | DispatchKeySet()));
+    const DispatchKeySet ks =
+        apply_local_key_set((detail::arg_keys(args) | ... | DispatchKeySet()));
     return redispatch(ks, std::forward<Args>(args)...);
   }
   // Runs the kernel of the highest key of `ks`, whatever the thread-local state.

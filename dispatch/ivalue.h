@@ -15,9 +15,9 @@ namespace xten {
 
 class IValue {
  public:
-  using Payload = std::variant<std::monostate, Tensor, Scalar, int64_t, double, bool,
-                               std::vector<int64_t>, std::string, ScalarType, Device,
-                               std::vector<Tensor>>;
+  using Payload =
+      std::variant<std::monostate, Tensor, Scalar, int64_t, double, bool, std::vector<int64_t>,
+                   std::string, ScalarType, Device, std::vector<Tensor>>;
   IValue() = default;
   template <class T, std::enable_if_t<std::is_constructible_v<Payload, T&&>, int> = 0>
   IValue(T&& v) : v_(std::forward<T>(v)) {}  // NOLINT
@@ -26,11 +26,17 @@ class IValue {
   bool is_tensor() const { return std::holds_alternative<Tensor>(v_); }
   bool is_tensor_list() const { return std::holds_alternative<std::vector<Tensor>>(v_); }
   template <class T>
-  bool is() const { return std::holds_alternative<T>(v_); }
+  bool is() const {
+    return std::holds_alternative<T>(v_);
+  }
   template <class T>
-  T& get() { return std::get<T>(v_); }
+  T& get() {
+    return std::get<T>(v_);
+  }
   template <class T>
-  const T& get() const { return std::get<T>(v_); }
+  const T& get() const {
+    return std::get<T>(v_);
+  }
   // "Tensor", "int", ... for messages.
   std::string type_name() const;
 
@@ -44,11 +50,12 @@ template <class T, class = void>
 struct ivalue_traits;
 
 template <class T>
-struct ivalue_traits<T, std::enable_if_t<std::is_same_v<T, Tensor> || std::is_same_v<T, Scalar> ||
-                                         std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
-                                         std::is_same_v<T, bool> || std::is_same_v<T, std::string> ||
-                                         std::is_same_v<T, ScalarType> || std::is_same_v<T, Device> ||
-                                         std::is_same_v<T, std::vector<Tensor>>>> {
+struct ivalue_traits<T,
+                     std::enable_if_t<std::is_same_v<T, Tensor> || std::is_same_v<T, Scalar> ||
+                                      std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
+                                      std::is_same_v<T, bool> || std::is_same_v<T, std::string> ||
+                                      std::is_same_v<T, ScalarType> || std::is_same_v<T, Device> ||
+                                      std::is_same_v<T, std::vector<Tensor>>>> {
   static IValue to(T v) { return IValue(std::move(v)); }
   static const T& from(const IValue& v) { return v.get<T>(); }
 };

@@ -8,7 +8,8 @@ namespace {
 std::string site_of(const char* file, int line) {
   std::string f = file;
   // Keep paths short and stable: from the source tree's top folder on.
-  for (const char* top : {"/core/", "/dispatch/", "/kernels/", "/autocast/", "/test/", "/examples/"}) {
+  for (const char* top :
+       {"/core/", "/dispatch/", "/kernels/", "/autocast/", "/test/", "/examples/"}) {
     const auto pos = f.rfind(top);
     if (pos != std::string::npos) {
       f = f.substr(pos + 1);
@@ -38,18 +39,20 @@ Library& Library::def(const std::string& schema, const char* file, int line) {
   return *this;
 }
 
-Library& Library::impl_kernel(const std::string& name, KernelFunction k, const char* file, int line) {
+Library& Library::impl_kernel(const std::string& name, KernelFunction k, const char* file,
+                              int line) {
   XTEN_CHECK(key_.has_value(), ValueError, "dispatch",
              "impl('{}') needs a key: register it in a LIBRARY_IMPL block ({})", name, site_);
-  ids_.push_back(
-      Dispatcher::singleton().register_kernel(qualify(name), *key_, std::move(k), site_of(file, line)));
+  ids_.push_back(Dispatcher::singleton().register_kernel(qualify(name), *key_, std::move(k),
+                                                         site_of(file, line)));
   return *this;
 }
 
 Library& Library::fallback(KernelFunction k, const char* file, int line) {
   XTEN_CHECK(key_.has_value(), ValueError, "dispatch", "fallback() needs a LIBRARY_IMPL block ({})",
              site_);
-  ids_.push_back(Dispatcher::singleton().register_fallback(*key_, std::move(k), site_of(file, line)));
+  ids_.push_back(
+      Dispatcher::singleton().register_fallback(*key_, std::move(k), site_of(file, line)));
   return *this;
 }
 

@@ -1,9 +1,9 @@
 #pragma once
 // Registration: declare ops and register kernels, by hand, greppable by op name.
 //
-//   LIBRARY(xten, m) { m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"); }
-//   LIBRARY_IMPL(xten, CPU, m) { m.impl("add.Tensor", add_tensor); }
-//   LIBRARY_IMPL(_, AutogradCPU, m) { m.fallback(KernelFunction::fallthrough()); }
+//   LIBRARY(xten, m) { m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+//   } LIBRARY_IMPL(xten, CPU, m) { m.impl("add.Tensor", add_tensor); } LIBRARY_IMPL(_, AutogradCPU,
+//   m) { m.fallback(KernelFunction::fallthrough()); }
 //
 // A Library made in a scope (a test) withdraws what it registered when it is destroyed; the
 // macro-made ones live for the program. Every registration records the file and line it came
@@ -35,14 +35,18 @@ class Library {
     return impl_kernel(name, to_kernel(std::forward<F>(fn)), file, line);
   }
   // Registers a kernel for every op on this library's key (a "backend fallback").
-  Library& fallback(KernelFunction k, const char* file = __builtin_FILE(), int line = __builtin_LINE());
-  Library& fallback(BoxedKernel k, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  Library& fallback(KernelFunction k, const char* file = __builtin_FILE(),
+                    int line = __builtin_LINE());
+  Library& fallback(BoxedKernel k, const char* file = __builtin_FILE(),
+                    int line = __builtin_LINE()) {
     return fallback(KernelFunction::from_boxed(std::move(k)), file, line);
   }
 
  private:
   static KernelFunction to_kernel(KernelFunction k) { return k; }
-  static KernelFunction to_kernel(BoxedKernel k) { return KernelFunction::from_boxed(std::move(k)); }
+  static KernelFunction to_kernel(BoxedKernel k) {
+    return KernelFunction::from_boxed(std::move(k));
+  }
   template <class F, std::enable_if_t<!std::is_same_v<std::decay_t<F>, KernelFunction> &&
                                           !std::is_same_v<std::decay_t<F>, BoxedKernel>,
                                       int> = 0>
@@ -77,17 +81,17 @@ struct LibraryInit {
 #define XTEN_CONCAT_(a, b) a##b
 #define XTEN_CONCAT(a, b) XTEN_CONCAT_(a, b)
 
-#define LIBRARY(ns, m)                                                                        \
-  static void XTEN_CONCAT(xten_library_def_##ns##_, __LINE__)(::xten::Library&);              \
+#define LIBRARY(ns, m)                                                                           \
+  static void XTEN_CONCAT(xten_library_def_##ns##_, __LINE__)(::xten::Library&);                 \
   static const ::xten::detail::LibraryInit XTEN_CONCAT(xten_library_def_init_##ns##_, __LINE__)( \
-      &XTEN_CONCAT(xten_library_def_##ns##_, __LINE__), ::xten::Library::Kind::Def, #ns,        \
-      std::nullopt, __FILE__, __LINE__);                                                      \
+      &XTEN_CONCAT(xten_library_def_##ns##_, __LINE__), ::xten::Library::Kind::Def, #ns,         \
+      std::nullopt, __FILE__, __LINE__);                                                         \
   static void XTEN_CONCAT(xten_library_def_##ns##_, __LINE__)(::xten::Library & m)
 
-#define LIBRARY_IMPL(ns, key, m)                                                                 \
-  static void XTEN_CONCAT(xten_library_impl_##ns##_##key##_, __LINE__)(::xten::Library&);        \
-  static const ::xten::detail::LibraryInit XTEN_CONCAT(xten_library_impl_init_##ns##_##key##_,   \
-                                                       __LINE__)(                                \
-      &XTEN_CONCAT(xten_library_impl_##ns##_##key##_, __LINE__), ::xten::Library::Kind::Impl,     \
-      #ns, ::xten::DispatchKey::key, __FILE__, __LINE__);                                        \
+#define LIBRARY_IMPL(ns, key, m)                                                                   \
+  static void XTEN_CONCAT(xten_library_impl_##ns##_##key##_, __LINE__)(::xten::Library&);          \
+  static const ::xten::detail::LibraryInit XTEN_CONCAT(xten_library_impl_init_##ns##_##key##_,     \
+                                                       __LINE__)(                                  \
+      &XTEN_CONCAT(xten_library_impl_##ns##_##key##_, __LINE__), ::xten::Library::Kind::Impl, #ns, \
+      ::xten::DispatchKey::key, __FILE__, __LINE__);                                               \
   static void XTEN_CONCAT(xten_library_impl_##ns##_##key##_, __LINE__)(::xten::Library & m)

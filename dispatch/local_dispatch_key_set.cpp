@@ -15,18 +15,24 @@ IncludeDispatchKeyGuard::IncludeDispatchKeyGuard(DispatchKeySet keys)
     : saved_(local_dispatch_key_set()) {
   set_local_dispatch_key_set({saved_.included | keys, saved_.excluded});
 }
-IncludeDispatchKeyGuard::~IncludeDispatchKeyGuard() { set_local_dispatch_key_set(saved_); }
+IncludeDispatchKeyGuard::~IncludeDispatchKeyGuard() {
+  set_local_dispatch_key_set(saved_);
+}
 
 ExcludeDispatchKeyGuard::ExcludeDispatchKeyGuard(DispatchKeySet keys)
     : saved_(local_dispatch_key_set()) {
   set_local_dispatch_key_set({saved_.included, saved_.excluded | keys});
 }
-ExcludeDispatchKeyGuard::~ExcludeDispatchKeyGuard() { set_local_dispatch_key_set(saved_); }
+ExcludeDispatchKeyGuard::~ExcludeDispatchKeyGuard() {
+  set_local_dispatch_key_set(saved_);
+}
 
 UnexcludeDispatchKeyGuard::UnexcludeDispatchKeyGuard(DispatchKeySet keys)
     : saved_(local_dispatch_key_set()) {
   set_local_dispatch_key_set({saved_.included, saved_.excluded - keys});
 }
-UnexcludeDispatchKeyGuard::~UnexcludeDispatchKeyGuard() { set_local_dispatch_key_set(saved_); }
+UnexcludeDispatchKeyGuard::~UnexcludeDispatchKeyGuard() {
+  set_local_dispatch_key_set(saved_);
+}
 
 }  // namespace xten

@@ -37,7 +37,8 @@ void set_local_dispatch_key_set(LocalDispatchKeySet s);
 class IncludeDispatchKeyGuard {
  public:
   explicit IncludeDispatchKeyGuard(DispatchKeySet keys);
-  explicit IncludeDispatchKeyGuard(DispatchKey key) : IncludeDispatchKeyGuard(DispatchKeySet(key)) {}
+  explicit IncludeDispatchKeyGuard(DispatchKey key)
+      : IncludeDispatchKeyGuard(DispatchKeySet(key)) {}
   ~IncludeDispatchKeyGuard();
   IncludeDispatchKeyGuard(const IncludeDispatchKeyGuard&) = delete;
   IncludeDispatchKeyGuard& operator=(const IncludeDispatchKeyGuard&) = delete;
@@ -50,7 +51,8 @@ class IncludeDispatchKeyGuard {
 class ExcludeDispatchKeyGuard {
  public:
   explicit ExcludeDispatchKeyGuard(DispatchKeySet keys);
-  explicit ExcludeDispatchKeyGuard(DispatchKey key) : ExcludeDispatchKeyGuard(DispatchKeySet(key)) {}
+  explicit ExcludeDispatchKeyGuard(DispatchKey key)
+      : ExcludeDispatchKeyGuard(DispatchKeySet(key)) {}
   ~ExcludeDispatchKeyGuard();
   ExcludeDispatchKeyGuard(const ExcludeDispatchKeyGuard&) = delete;
   ExcludeDispatchKeyGuard& operator=(const ExcludeDispatchKeyGuard&) = delete;

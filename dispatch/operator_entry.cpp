@@ -58,7 +58,8 @@ std::string OperatorEntry::dump_table() const {
     const char* what = "missing";
     std::string site;
     switch (sources_[k]) {
-      case Source::Missing: break;
+      case Source::Missing:
+        break;
       case Source::Direct:
         what = table_[k].is_fallthrough() ? "fallthrough" : "kernel";
         site = kernels_[k].site;

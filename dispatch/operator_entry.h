@@ -18,7 +18,7 @@ class OperatorEntry {
   explicit OperatorEntry(std::string full_name) : full_name_(std::move(full_name)) {}
 
   const std::string& full_name() const { return full_name_; }  // "xten::add.Tensor"
-  std::string display_name() const;                             // "add.Tensor"
+  std::string display_name() const;                            // "add.Tensor"
   const std::string& schema() const { return schema_; }
   bool has_schema() const { return !schema_.empty(); }
   int num_arguments() const { return num_arguments_; }

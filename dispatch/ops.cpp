@@ -32,12 +32,15 @@ LIBRARY(xten, m) {
   m.def("t(Tensor(a) self) -> Tensor(a)");
   m.def("expand(Tensor(a) self, int[] size) -> Tensor(a)");
   m.def("narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)");
-  m.def("slice(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor(a)");
+  m.def(
+      "slice(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor(a)");
   m.def("select(Tensor(a) self, int dim, int index) -> Tensor(a)");
   m.def("unbind(Tensor(a) self, int dim=0) -> Tensor(a)[]");
   m.def("split(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]");
   m.def("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]");
-  m.def("as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> Tensor(a)");
+  m.def(
+      "as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> "
+      "Tensor(a)");
   m.def("contiguous(Tensor(a) self) -> Tensor(a)");
   m.def("clone(Tensor self) -> Tensor");
   m.def("detach(Tensor(a) self) -> Tensor(a)");
@@ -88,10 +91,14 @@ LIBRARY(xten, m) {
 #undef XTEN_DEF_UNARY
 #undef XTEN_DEF_UNARY_INPLACE
   m.def("gelu(Tensor self, *, str approximate='none') -> Tensor");
-  m.def("nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor");
+  m.def(
+      "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor");
   // reductions (kernels/cpu/reduce.cpp)
-  m.def("sum.dim_IntList(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
-  m.def("mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
+  m.def(
+      "sum.dim_IntList(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> "
+      "Tensor");
+  m.def(
+      "mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
 }
 
 // Finds the op once per front end; Sig is its C++ signature (checked against the kernels').
@@ -114,20 +121,28 @@ Tensor full_impl(IntArrayRef size, const Scalar& value, ScalarType dtype, Device
   return op.call(size, value, dtype, device);
 }
 }  // namespace
-Tensor zeros(IntArrayRef size, ScalarType dtype, Device device) { return full_impl(size, 0, dtype, device); }
+Tensor zeros(IntArrayRef size, ScalarType dtype, Device device) {
+  return full_impl(size, 0, dtype, device);
+}
 Tensor zeros(IntArrayRef size, TensorOptions o) {
   return zeros(size, o.dtype(), o.device()).set_requires_grad(o.requires_grad());
 }
-Tensor ones(IntArrayRef size, ScalarType dtype, Device device) { return full_impl(size, 1, dtype, device); }
+Tensor ones(IntArrayRef size, ScalarType dtype, Device device) {
+  return full_impl(size, 1, dtype, device);
+}
 Tensor ones(IntArrayRef size, TensorOptions o) {
   return ones(size, o.dtype(), o.device()).set_requires_grad(o.requires_grad());
 }
 Tensor full(IntArrayRef size, const Scalar& value, TensorOptions o) {
   // Like PyTorch: without a dtype, the value's kind picks bool, int64 or the default float.
-  const ScalarType dtype = o.has_dtype() ? o.dtype() : value.is_floating_point() ? kFloat : value.type();
+  const ScalarType dtype = o.has_dtype()               ? o.dtype()
+                           : value.is_floating_point() ? kFloat
+                                                       : value.type();
   return full_impl(size, value, dtype, o.device()).set_requires_grad(o.requires_grad());
 }
-Tensor arange(const Scalar& end, TensorOptions o) { return arange(0, end, 1, o); }
+Tensor arange(const Scalar& end, TensorOptions o) {
+  return arange(0, end, 1, o);
+}
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions o) {
   XTEN_OP("arange", Tensor(const Scalar&, const Scalar&, const Scalar&, ScalarType, Device));
   const bool integral = start.is_integral(true) && end.is_integral(true) && step.is_integral(true);
@@ -150,7 +165,9 @@ Tensor randn(IntArrayRef size, TensorOptions o) {
   XTEN_OP("randn", Tensor(IntArrayRef, ScalarType, Device));
   return op.call(size, o.dtype(), o.device()).set_requires_grad(o.requires_grad());
 }
-Tensor randint(int64_t high, IntArrayRef size, TensorOptions o) { return randint(0, high, size, o); }
+Tensor randint(int64_t high, IntArrayRef size, TensorOptions o) {
+  return randint(0, high, size, o);
+}
 Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions o) {
   XTEN_OP("randint", Tensor(int64_t, int64_t, IntArrayRef, ScalarType, Device));
   return op.call(low, high, size, o.dtype(), o.device());
@@ -163,15 +180,27 @@ TensorOptions like(const Tensor& self, const std::optional<TensorOptions>& o) {
   return r.requires_grad(o && o->requires_grad());
 }
 }  // namespace
-Tensor empty_like(const Tensor& self, std::optional<TensorOptions> o) { return empty(self.sizes(), like(self, o)); }
-Tensor zeros_like(const Tensor& self, std::optional<TensorOptions> o) { return zeros(self.sizes(), like(self, o)); }
-Tensor ones_like(const Tensor& self, std::optional<TensorOptions> o) { return ones(self.sizes(), like(self, o)); }
+Tensor empty_like(const Tensor& self, std::optional<TensorOptions> o) {
+  return empty(self.sizes(), like(self, o));
+}
+Tensor zeros_like(const Tensor& self, std::optional<TensorOptions> o) {
+  return zeros(self.sizes(), like(self, o));
+}
+Tensor ones_like(const Tensor& self, std::optional<TensorOptions> o) {
+  return ones(self.sizes(), like(self, o));
+}
 Tensor full_like(const Tensor& self, const Scalar& value, std::optional<TensorOptions> o) {
   return full(self.sizes(), value, like(self, o));
 }
-Tensor rand_like(const Tensor& self, std::optional<TensorOptions> o) { return rand(self.sizes(), like(self, o)); }
-Tensor randn_like(const Tensor& self, std::optional<TensorOptions> o) { return randn(self.sizes(), like(self, o)); }
-Tensor scalar_tensor(const Scalar& value, TensorOptions o) { return full({}, value, o); }
+Tensor rand_like(const Tensor& self, std::optional<TensorOptions> o) {
+  return rand(self.sizes(), like(self, o));
+}
+Tensor randn_like(const Tensor& self, std::optional<TensorOptions> o) {
+  return randn(self.sizes(), like(self, o));
+}
+Tensor scalar_tensor(const Scalar& value, TensorOptions o) {
+  return full({}, value, o);
+}
 
 // ---- views ------------------------------------------------------------------------------
 Tensor view(const Tensor& self, IntArrayRef size) {
@@ -214,14 +243,17 @@ Tensor expand(const Tensor& self, IntArrayRef size) {
   XTEN_OP("expand", Tensor(const Tensor&, IntArrayRef));
   return op.call(self, size);
 }
-Tensor expand_as(const Tensor& self, const Tensor& other) { return expand(self, other.sizes()); }
+Tensor expand_as(const Tensor& self, const Tensor& other) {
+  return expand(self, other.sizes());
+}
 Tensor narrow(const Tensor& self, int64_t dim, int64_t start, int64_t length) {
   XTEN_OP("narrow", Tensor(const Tensor&, int64_t, int64_t, int64_t));
   return op.call(self, dim, start, length);
 }
 Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start,
              std::optional<int64_t> end, int64_t step) {
-  XTEN_OP("slice", Tensor(const Tensor&, int64_t, std::optional<int64_t>, std::optional<int64_t>, int64_t));
+  XTEN_OP("slice",
+          Tensor(const Tensor&, int64_t, std::optional<int64_t>, std::optional<int64_t>, int64_t));
   return op.call(self, dim, start, end, step);
 }
 Tensor select(const Tensor& self, int64_t dim, int64_t index) {
@@ -273,7 +305,9 @@ Tensor& fill_(Tensor& self, const Scalar& value) {
   op.call(self, value);
   return self;
 }
-Tensor& zero_(Tensor& self) { return fill_(self, 0); }
+Tensor& zero_(Tensor& self) {
+  return fill_(self, 0);
+}
 
 // ---- binary -----------------------------------------------------------------------------
 using TTS = Tensor(const Tensor&, const Tensor&, const Scalar&);
@@ -314,14 +348,16 @@ Tensor& div_(Tensor& self, const Tensor& other, std::optional<std::string> mode)
 }
 
 // Binary ops of the common signature: functional, Scalar overload (and in-place).
-#define XTEN_BINARY_FRONT_END(fn, name)                                            \
-  Tensor fn(const Tensor& self, const Tensor& other) {                             \
-    XTEN_OP(name, TT);                                                             \
-    return op.call(self, other);                                                   \
+#define XTEN_BINARY_FRONT_END(fn, name)                \
+  Tensor fn(const Tensor& self, const Tensor& other) { \
+    XTEN_OP(name, TT);                                 \
+    return op.call(self, other);                       \
   }
-#define XTEN_BINARY_SCALAR_FRONT_END(fn) \
-  Tensor fn(const Tensor& self, const Scalar& other) { return fn(self, scalar_to_tensor(other)); }
-#define XTEN_BINARY_INPLACE_FRONT_END(fn, name)  \
+#define XTEN_BINARY_SCALAR_FRONT_END(fn)               \
+  Tensor fn(const Tensor& self, const Scalar& other) { \
+    return fn(self, scalar_to_tensor(other));          \
+  }
+#define XTEN_BINARY_INPLACE_FRONT_END(fn, name)   \
   Tensor& fn(Tensor& self, const Tensor& other) { \
     XTEN_OP(name, TT);                            \
     op.call(self, other);                         \
@@ -365,7 +401,9 @@ XTEN_BINARY_FRONT_END(bitwise_xor, "bitwise_xor.Tensor")
 #undef XTEN_BINARY_SCALAR_FRONT_END
 #undef XTEN_BINARY_INPLACE_FRONT_END
 
-Tensor pow(const Scalar& self, const Tensor& exponent) { return pow(scalar_to_tensor(self), exponent); }
+Tensor pow(const Scalar& self, const Tensor& exponent) {
+  return pow(scalar_to_tensor(self), exponent);
+}
 
 Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
   XTEN_OP("where.self", Tensor(const Tensor&, const Tensor&, const Tensor&));
@@ -375,7 +413,8 @@ Tensor where(const Tensor& condition, const Scalar& self, const Scalar& other) {
   return where(condition, scalar_to_tensor(self), scalar_to_tensor(other));
 }
 using ClampSig = Tensor(const Tensor&, const std::optional<Scalar>&, const std::optional<Scalar>&);
-Tensor clamp(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+Tensor clamp(const Tensor& self, const std::optional<Scalar>& min,
+             const std::optional<Scalar>& max) {
   XTEN_OP("clamp", ClampSig);
   return op.call(self, min, max);
 }
@@ -393,16 +432,16 @@ Tensor lerp(const Tensor& self, const Tensor& end, const Scalar& weight) {
 }
 
 // ---- unary ------------------------------------------------------------------------------
-#define XTEN_UNARY_FRONT_END(name)        \
-  Tensor name(const Tensor& self) {       \
+#define XTEN_UNARY_FRONT_END(name)         \
+  Tensor name(const Tensor& self) {        \
     XTEN_OP(#name, Tensor(const Tensor&)); \
-    return op.call(self);                 \
+    return op.call(self);                  \
   }
-#define XTEN_UNARY_INPLACE_FRONT_END(name)       \
-  Tensor& name##_(Tensor& self) {                \
-    XTEN_OP(#name "_", Tensor(const Tensor&));   \
-    op.call(self);                               \
-    return self;                                 \
+#define XTEN_UNARY_INPLACE_FRONT_END(name)     \
+  Tensor& name##_(Tensor& self) {              \
+    XTEN_OP(#name "_", Tensor(const Tensor&)); \
+    op.call(self);                             \
+    return self;                               \
   }
 XTEN_UNARY_INPLACE_OPS(XTEN_UNARY_FRONT_END)
 XTEN_UNARY_INPLACE_OPS(XTEN_UNARY_INPLACE_FRONT_END)
@@ -427,17 +466,22 @@ Tensor sum(const Tensor& self, IntArrayRef dim, bool keepdim, std::optional<Scal
   XTEN_OP("sum.dim_IntList", ReduceSig);
   return op.call(self, dim, keepdim, dtype);
 }
-Tensor sum(const Tensor& self, std::optional<ScalarType> dtype) { return sum(self, {}, false, dtype); }
+Tensor sum(const Tensor& self, std::optional<ScalarType> dtype) {
+  return sum(self, {}, false, dtype);
+}
 Tensor mean(const Tensor& self, IntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) {
   XTEN_OP("mean.dim", ReduceSig);
   return op.call(self, dim, keepdim, dtype);
 }
-Tensor mean(const Tensor& self, std::optional<ScalarType> dtype) { return mean(self, {}, false, dtype); }
+Tensor mean(const Tensor& self, std::optional<ScalarType> dtype) {
+  return mean(self, {}, false, dtype);
+}
 
 // ---- host data in, random state ----------------------------------------------------------
 template <class T>
 Tensor tensor(const std::vector<T>& values, std::optional<IntArrayRef> shape) {
-  const DimVector sizes = shape ? DimVector(*shape) : DimVector{static_cast<int64_t>(values.size())};
+  const DimVector sizes =
+      shape ? DimVector(*shape) : DimVector{static_cast<int64_t>(values.size())};
   const int64_t numel = check_sizes("tensor", sizes);
   XTEN_CHECK(numel == static_cast<int64_t>(values.size()), ValueError, "tensor",
              "shape {} holds {} elements, but {} values were given", sizes, numel, values.size());
@@ -459,10 +503,12 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, ScalarType 
              "data is a null pointer for a tensor of {} elements", numel);
   int64_t extent = numel == 0 ? 0 : 1;
   for (size_t i = 0; i < sizes.size() && numel > 0; ++i) {
-    XTEN_CHECK(strides[i] >= 0, ValueError, "from_blob", "strides must be >= 0, but got {}", strides);
+    XTEN_CHECK(strides[i] >= 0, ValueError, "from_blob", "strides must be >= 0, but got {}",
+               strides);
     extent += (sizes[i] - 1) * strides[i];
   }
-  Storage storage(DataPtr(data, nullptr, [](void*) {}, Device(kCPU)),
+  Storage storage(DataPtr(
+                      data, nullptr, [](void*) {}, Device(kCPU)),
                   static_cast<size_t>(extent) * element_size(dtype));
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), dtype, sizes, strides, 0));
 }
@@ -470,10 +516,13 @@ Tensor from_blob(void* data, IntArrayRef sizes, ScalarType dtype) {
   return from_blob(data, sizes, contiguous_strides(sizes), dtype);
 }
 
-void manual_seed(uint64_t seed) { manual_seed_all_generators(seed); }
+void manual_seed(uint64_t seed) {
+  manual_seed_all_generators(seed);
+}
 
 std::string dump_dispatch_table(const std::string& op) {
-  return Dispatcher::singleton().dump_table(op.find("::") == std::string::npos ? "xten::" + op : op);
+  return Dispatcher::singleton().dump_table(op.find("::") == std::string::npos ? "xten::" + op
+                                                                               : op);
 }
 
 }  // namespace xten

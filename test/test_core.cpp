@@ -10,9 +10,15 @@ using namespace xten;
 using namespace xten::testing;
 
 namespace {
-uint16_t half_bits(float f) { return Half(f).x; }
-uint16_t bf16_bits(float f) { return BFloat16(f).x; }
-float from_half_bits(uint16_t b) { return Half(b, from_bits); }
+uint16_t half_bits(float f) {
+  return Half(f).x;
+}
+uint16_t bf16_bits(float f) {
+  return BFloat16(f).x;
+}
+float from_half_bits(uint16_t b) {
+  return Half(b, from_bits);
+}
 float bits_to_float(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
@@ -25,7 +31,8 @@ TEST(ScalarType, NamesAndSizes) {
   EXPECT_STREQ(to_string(kBFloat16), "BFloat16");
   EXPECT_STREQ(dtype_name(kHalf), "float16");
   const size_t sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
-  for (size_t i = 0; i < all_dtypes().size(); ++i) EXPECT_EQ(element_size(all_dtypes()[i]), sizes[i]);
+  for (size_t i = 0; i < all_dtypes().size(); ++i)
+    EXPECT_EQ(element_size(all_dtypes()[i]), sizes[i]);
   EXPECT_THROW_MSG(element_size(ScalarType::Undefined), TypeError, "no element size");
 }
 
@@ -55,7 +62,8 @@ TEST(Half, OverflowInfNanSubnormal) {
   EXPECT_EQ(half_bits(3 * std::ldexp(1.0f, -25)), 0x0002);
   EXPECT_EQ(half_bits(-std::ldexp(1.0f, -24)), 0x8001);
   EXPECT_EQ(half_bits(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal
-  EXPECT_EQ(half_bits(std::ldexp(1023.0f, -24) + std::ldexp(1.0f, -25)), 0x0400);  // rounds up into normal
+  EXPECT_EQ(half_bits(std::ldexp(1023.0f, -24) + std::ldexp(1.0f, -25)),
+            0x0400);  // rounds up into normal
   EXPECT_EQ(from_half_bits(0x0001), std::ldexp(1.0f, -24));
   EXPECT_EQ(from_half_bits(0x03ff), std::ldexp(1023.0f, -24));
   EXPECT_EQ(from_half_bits(0x8000), 0.0f);
@@ -78,8 +86,9 @@ TEST(BFloat16, RoundingAndSpecials) {
   EXPECT_EQ(bf16_bits(std::numeric_limits<float>::infinity()), 0x7f80);
   EXPECT_EQ(bf16_bits(bits_to_float(0x7f7fffff)), 0x7f80);  // max float rounds to Inf
   EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16(std::numeric_limits<float>::quiet_NaN()))));
-  EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16(bits_to_float(0x7f800001)))));  // signalling NaN stays NaN
-  EXPECT_EQ(bf16_bits(bits_to_float(0x00010000)), 0x0001);  // subnormal kept
+  EXPECT_TRUE(std::isnan(
+      static_cast<float>(BFloat16(bits_to_float(0x7f800001)))));  // signalling NaN stays NaN
+  EXPECT_EQ(bf16_bits(bits_to_float(0x00010000)), 0x0001);        // subnormal kept
 }
 
 TEST(Device, Parse) {
@@ -152,7 +161,9 @@ TEST(Tensor, AccessorsAndViewsShareStorage) {
 TEST(Tensor, DataPtrIsTypeChecked) {
   Tensor a = zeros({2}, kInt);
   EXPECT_NE(a.data_ptr<int32_t>(), nullptr);
-  EXPECT_THROW_MSG(a.data_ptr<float>(), TypeError, "expected a tensor of dtype Float for data_ptr<Float>, but the tensor has dtype Int");
+  EXPECT_THROW_MSG(
+      a.data_ptr<float>(), TypeError,
+      "expected a tensor of dtype Float for data_ptr<Float>, but the tensor has dtype Int");
 }
 
 TEST(Tensor, ItemNeedsOneElement) {
@@ -160,8 +171,9 @@ TEST(Tensor, ItemNeedsOneElement) {
   EXPECT_EQ(tensor({7}).item<int>(), 7);
   EXPECT_EQ(full({}, true).item<bool>(), true);
   EXPECT_FLOAT_EQ(full({}, 0.1, kHalf).item<float>(), static_cast<float>(Half(0.1f)));
-  EXPECT_THROW_MSG(zeros({2, 3}).item<float>(), ValueError,
-                   "[item] a tensor with 6 elements (shape (2, 3)) cannot be converted to a Scalar");
+  EXPECT_THROW_MSG(
+      zeros({2, 3}).item<float>(), ValueError,
+      "[item] a tensor with 6 elements (shape (2, 3)) cannot be converted to a Scalar");
 }
 
 TEST(Tensor, RequiresGradFlag) {
@@ -180,7 +192,8 @@ TEST(Tensor, FromBlobWrapsWithoutCopy) {
   EXPECT_EQ(data[5], 12.0f);
   Tensor s = from_blob(data, {3}, {2}, kFloat);
   EXPECT_EQ(s.sum().item<float>(), 2 + 6 + 10.0f);
-  EXPECT_THROW_MSG(from_blob(nullptr, {2}, kFloat), ValueError, "[from_blob] data is a null pointer");
+  EXPECT_THROW_MSG(from_blob(nullptr, {2}, kFloat), ValueError,
+                   "[from_blob] data is a null pointer");
   EXPECT_THROW_MSG(from_blob(data, {-1}, kFloat), ValueError, "sizes must be non-negative");
 }
 
@@ -191,7 +204,8 @@ TEST(Tensor, FromVectorsAndLists) {
   EXPECT_EQ(tensor(std::vector<int64_t>{1, 2}).dtype(), kLong);
   EXPECT_EQ(tensor(std::vector<bool>{true, false}).dtype(), kBool);
   EXPECT_EQ(tensor({1.0, 2.0}).dtype(), kDouble);
-  EXPECT_THROW_MSG(tensor({1, 2, 3}, IntArrayRef{2, 2}), ValueError, "shape (2, 2) holds 4 elements, but 3 values were given");
+  EXPECT_THROW_MSG(tensor({1, 2, 3}, IntArrayRef{2, 2}), ValueError,
+                   "shape (2, 2) holds 4 elements, but 3 values were given");
 }
 
 TEST(Print, PyTorchStyle) {
@@ -234,13 +248,15 @@ TEST(Errors, HierarchyAndTags) {
 }
 
 TEST(Errors, NegativeSizes) {
-  EXPECT_THROW_MSG(empty({2, -1}), ValueError, "[empty] sizes must be non-negative, but got (2, -1)");
+  EXPECT_THROW_MSG(empty({2, -1}), ValueError,
+                   "[empty] sizes must be non-negative, but got (2, -1)");
   EXPECT_THROW_MSG(zeros({-3}), ValueError, "sizes must be non-negative");
 }
 
 TEST(Errors, DeviceWithoutKernels) {
   // Until the XPU backend lands, XPU factories raise the missing-kernel error.
-  EXPECT_THROW_MSG(zeros({2}, Device("xpu")), NotImplementedError, "[dispatch] no kernel for 'empty' on XPU; registered: CPU");
+  EXPECT_THROW_MSG(zeros({2}, Device("xpu")), NotImplementedError,
+                   "[dispatch] no kernel for 'empty' on XPU; registered: CPU");
 }
 
 TEST(Parallel, NumThreads) {

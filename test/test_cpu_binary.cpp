@@ -43,30 +43,41 @@ void check_binary(const std::string& name, const BinaryFn& fn, const RefFn& ref,
     Tensor out = fn(a, b);
     EXPECT_EQ(out.sizes(), IntArrayRef(broadcast_shapes("test", a.sizes(), b.sizes())));
     const ScalarType compute = out.dtype() == kBool ? result_type(a, b) : out.dtype();
-    expect_elements(out, [&](auto& i) {
-      return ref(round_to(value_at(a, i), compute), round_to(value_at(b, i), compute));
-    }, name + " " + to_string(t) + " " + l.name);
+    expect_elements(
+        out,
+        [&](auto& i) {
+          return ref(round_to(value_at(a, i), compute), round_to(value_at(b, i), compute));
+        },
+        name + " " + to_string(t) + " " + l.name);
   }
 }
 
-double wrap_as(double v, ScalarType t) { return round_to(v, t); }
+double wrap_as(double v, ScalarType t) {
+  return round_to(v, t);
+}
 
 }  // namespace
 
 TEST(Binary, AddSubMul) {
   manual_seed(10);
   for (ScalarType t : all_dtypes()) {
-    check_binary("add", [](auto& a, auto& b) { return a + b; }, [](double x, double y) { return x + y; }, t);
-    check_binary("mul", [](auto& a, auto& b) { return a * b; }, [](double x, double y) { return x * y; }, t);
+    check_binary(
+        "add", [](auto& a, auto& b) { return a + b; }, [](double x, double y) { return x + y; }, t);
+    check_binary(
+        "mul", [](auto& a, auto& b) { return a * b; }, [](double x, double y) { return x * y; }, t);
     if (t == kBool) continue;
-    check_binary("sub", [](auto& a, auto& b) { return a - b; }, [](double x, double y) { return x - y; }, t);
-    check_binary("add alpha", [](auto& a, auto& b) { return add(a, b, 3); },
-                 [](double x, double y) { return x + 3 * y; }, t);
-    check_binary("sub alpha", [](auto& a, auto& b) { return sub(a, b, 2); },
-                 [](double x, double y) { return x - 2 * y; }, t);
+    check_binary(
+        "sub", [](auto& a, auto& b) { return a - b; }, [](double x, double y) { return x - y; }, t);
+    check_binary(
+        "add alpha", [](auto& a, auto& b) { return add(a, b, 3); },
+        [](double x, double y) { return x + 3 * y; }, t);
+    check_binary(
+        "sub alpha", [](auto& a, auto& b) { return sub(a, b, 2); },
+        [](double x, double y) { return x - 2 * y; }, t);
   }
-  check_binary("add float alpha", [](auto& a, auto& b) { return add(a, b, 0.5); },
-               [](double x, double y) { return x + 0.5 * y; }, kFloat);
+  check_binary(
+      "add float alpha", [](auto& a, auto& b) { return add(a, b, 0.5); },
+      [](double x, double y) { return x + 0.5 * y; }, kFloat);
 }
 
 TEST(Binary, IntegerOverflowWraps) {
@@ -79,53 +90,75 @@ TEST(Binary, IntegerOverflowWraps) {
 }
 
 TEST(Binary, AddSubErrors) {
-  EXPECT_THROW_MSG(ones({2}, kBool) - ones({2}, kBool), TypeError, "subtraction of bool tensors is not supported");
-  EXPECT_THROW_MSG(add(ones({2}, kInt), ones({2}, kInt), 0.5), TypeError,
-                   "for integral input tensors, alpha must not be a floating point number (got 0.5)");
-  EXPECT_THROW_MSG(ones({2, 3}) + ones({3, 2}), ValueError, "[add] shapes (2, 3) and (3, 2) are not broadcastable");
+  EXPECT_THROW_MSG(ones({2}, kBool) - ones({2}, kBool), TypeError,
+                   "subtraction of bool tensors is not supported");
+  EXPECT_THROW_MSG(
+      add(ones({2}, kInt), ones({2}, kInt), 0.5), TypeError,
+      "for integral input tensors, alpha must not be a floating point number (got 0.5)");
+  EXPECT_THROW_MSG(ones({2, 3}) + ones({3, 2}), ValueError,
+                   "[add] shapes (2, 3) and (3, 2) are not broadcastable");
   Tensor e = zeros({1}).expand({3});
-  EXPECT_THROW_MSG(e.add_(ones({3})), ValueError, "[add_] the written-to tensor (sizes (3), strides (0))");
+  EXPECT_THROW_MSG(e.add_(ones({3})), ValueError,
+                   "[add_] the written-to tensor (sizes (3), strides (0))");
   Tensor s = zeros({3});
-  EXPECT_THROW_MSG(s.add_(ones({2, 3})), ValueError, "[add_] output with shape (3) doesn't match the broadcast shape (2, 3)");
+  EXPECT_THROW_MSG(s.add_(ones({2, 3})), ValueError,
+                   "[add_] output with shape (3) doesn't match the broadcast shape (2, 3)");
 }
 
 TEST(Binary, InPlaceAndOperators) {
   Tensor a = arange(6, kFloat).reshape({2, 3});
   Tensor b = a.t();  // in-place through a non-contiguous view
   b.add_(1).mul_(2);
-  expect_elements(a, [](auto& i) { return 2.0 * (i[0] * 3 + i[1] + 1); }, "in-place on a view");
+  expect_elements(
+      a, [](auto& i) { return 2.0 * (i[0] * 3 + i[1] + 1); }, "in-place on a view");
   a -= 2;
   a /= 2;
   a += ones({3});
   a *= full({2, 1}, 3.0);
-  expect_elements(a, [](auto& i) { return 3.0 * (i[0] * 3 + i[1] + 1); }, "compound operators");
+  expect_elements(
+      a, [](auto& i) { return 3.0 * (i[0] * 3 + i[1] + 1); }, "compound operators");
   Tensor c = 1 - a;
   Tensor d = 2 * a / 4;
-  expect_elements(c, [&](auto& i) { return 1 - value_at(a, i); }, "scalar - tensor");
-  expect_elements(d, [&](auto& i) { return value_at(a, i) / 2; }, "scalar * tensor");
-  expect_elements(-a, [&](auto& i) { return -value_at(a, i); }, "unary minus");
+  expect_elements(
+      c, [&](auto& i) { return 1 - value_at(a, i); }, "scalar - tensor");
+  expect_elements(
+      d, [&](auto& i) { return value_at(a, i) / 2; }, "scalar * tensor");
+  expect_elements(
+      -a, [&](auto& i) { return -value_at(a, i); }, "unary minus");
 }
 
 TEST(Binary, Division) {
   manual_seed(11);
   for (ScalarType t : all_dtypes()) {
     if (t == kBool) continue;
-    check_binary("div", [](auto& a, auto& b) { return a / b; }, [](double x, double y) { return x / y; }, t, -8, 8, true);
-    check_binary("div trunc", [](auto& a, auto& b) { return div(a, b, "trunc"); },
-                 [](double x, double y) { return std::trunc(x / y); }, t, -8, 8, true);
-    check_binary("div floor", [](auto& a, auto& b) { return div(a, b, "floor"); },
-                 [](double x, double y) { return std::floor(x / y); }, t, -8, 8, true);
-    check_binary("remainder", [](auto& a, auto& b) { return remainder(a, b); },
-                 [](double x, double y) { double r = std::fmod(x, y); return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r; },
-                 t, -8, 8, true);
-    check_binary("fmod", [](auto& a, auto& b) { return fmod(a, b); },
-                 [](double x, double y) { return std::fmod(x, y); }, t, -8, 8, true);
+    check_binary(
+        "div", [](auto& a, auto& b) { return a / b; }, [](double x, double y) { return x / y; }, t,
+        -8, 8, true);
+    check_binary(
+        "div trunc", [](auto& a, auto& b) { return div(a, b, "trunc"); },
+        [](double x, double y) { return std::trunc(x / y); }, t, -8, 8, true);
+    check_binary(
+        "div floor", [](auto& a, auto& b) { return div(a, b, "floor"); },
+        [](double x, double y) { return std::floor(x / y); }, t, -8, 8, true);
+    check_binary(
+        "remainder", [](auto& a, auto& b) { return remainder(a, b); },
+        [](double x, double y) {
+          double r = std::fmod(x, y);
+          return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+        },
+        t, -8, 8, true);
+    check_binary(
+        "fmod", [](auto& a, auto& b) { return fmod(a, b); },
+        [](double x, double y) { return std::fmod(x, y); }, t, -8, 8, true);
   }
   EXPECT_EQ((ones({2}, kInt) / ones({2}, kInt)).dtype(), kFloat);
   EXPECT_TRUE(std::isinf((ones({1}) / zeros({1})).item<float>()));
-  EXPECT_THROW_MSG(div(ones({2}, kInt), zeros({2}, kInt), "floor"), ValueError, "[div] integer division by zero");
-  EXPECT_THROW_MSG(remainder(ones({2}, kLong), 0), ValueError, "[remainder] integer division by zero");
-  EXPECT_THROW_MSG(div(ones({2}), ones({2}), "round"), ValueError, "rounding_mode must be None, 'trunc' or 'floor', but got 'round'");
+  EXPECT_THROW_MSG(div(ones({2}, kInt), zeros({2}, kInt), "floor"), ValueError,
+                   "[div] integer division by zero");
+  EXPECT_THROW_MSG(remainder(ones({2}, kLong), 0), ValueError,
+                   "[remainder] integer division by zero");
+  EXPECT_THROW_MSG(div(ones({2}), ones({2}), "round"), ValueError,
+                   "rounding_mode must be None, 'trunc' or 'floor', but got 'round'");
   EXPECT_EQ(div(full({1}, -7), full({1}, 2), "floor").item<int64_t>(), -4);
   EXPECT_EQ(remainder(full({1}, -7), 3).item<int64_t>(), 2);
   EXPECT_EQ(fmod(full({1}, -7), 3).item<int64_t>(), -1);
@@ -136,13 +169,20 @@ TEST(Binary, PowMaxMinAtan2) {
   manual_seed(12);
   for (ScalarType t : all_dtypes()) {
     if (t == kBool) continue;
-    check_binary("pow", [](auto& a, auto& b) { return pow(a, b.abs()); },
-                 [t](double x, double y) { return wrap_as(std::pow(x, std::abs(y)), t); }, t, -3, 4);
-    check_binary("maximum", [](auto& a, auto& b) { return maximum(a, b); }, [](double x, double y) { return std::max(x, y); }, t);
-    check_binary("minimum", [](auto& a, auto& b) { return minimum(a, b); }, [](double x, double y) { return std::min(x, y); }, t);
+    check_binary(
+        "pow", [](auto& a, auto& b) { return pow(a, b.abs()); },
+        [t](double x, double y) { return wrap_as(std::pow(x, std::abs(y)), t); }, t, -3, 4);
+    check_binary(
+        "maximum", [](auto& a, auto& b) { return maximum(a, b); },
+        [](double x, double y) { return std::max(x, y); }, t);
+    check_binary(
+        "minimum", [](auto& a, auto& b) { return minimum(a, b); },
+        [](double x, double y) { return std::min(x, y); }, t);
   }
   for (ScalarType t : float_dtypes())
-    check_binary("atan2", [](auto& a, auto& b) { return atan2(a, b); }, [](double x, double y) { return std::atan2(x, y); }, t);
+    check_binary(
+        "atan2", [](auto& a, auto& b) { return atan2(a, b); },
+        [](double x, double y) { return std::atan2(x, y); }, t);
   EXPECT_EQ(atan2(ones({2}, kInt), ones({2}, kInt)).dtype(), kFloat);
   const float nan = std::nanf("");
   EXPECT_TRUE(std::isnan(maximum(tensor({nan}), tensor({1.f})).item<float>()));
@@ -152,25 +192,41 @@ TEST(Binary, PowMaxMinAtan2) {
   EXPECT_EQ(pow(full({1}, 3), 4).item<int64_t>(), 81);
   EXPECT_EQ(pow(2, arange(4)).sum().item<int64_t>(), 15);
   EXPECT_EQ(pow(full({1}, 4), 0.5).item<float>(), 2.0f);
-  EXPECT_THROW_MSG(pow(full({1}, 2), -1), ValueError, "integers to negative integer powers are not allowed");
+  EXPECT_THROW_MSG(pow(full({1}, 2), -1), ValueError,
+                   "integers to negative integer powers are not allowed");
   EXPECT_THROW_MSG(maximum(ones({2}), ones({3})), ValueError, "[maximum] shapes (2) and (3)");
 }
 
 TEST(Binary, ComparisonsAndLogical) {
   manual_seed(13);
   for (ScalarType t : all_dtypes()) {
-    check_binary("eq", [](auto& a, auto& b) { return a == b; }, [](double x, double y) { return x == y; }, t, -2, 2);
-    check_binary("ne", [](auto& a, auto& b) { return a != b; }, [](double x, double y) { return x != y; }, t, -2, 2);
-    check_binary("lt", [](auto& a, auto& b) { return a < b; }, [](double x, double y) { return x < y; }, t, -2, 2);
-    check_binary("le", [](auto& a, auto& b) { return a <= b; }, [](double x, double y) { return x <= y; }, t, -2, 2);
-    check_binary("gt", [](auto& a, auto& b) { return a > b; }, [](double x, double y) { return x > y; }, t, -2, 2);
-    check_binary("ge", [](auto& a, auto& b) { return a >= b; }, [](double x, double y) { return x >= y; }, t, -2, 2);
-    check_binary("logical_and", [](auto& a, auto& b) { return logical_and(a, b); },
-                 [](double x, double y) { return x != 0 && y != 0; }, t, -2, 2);
-    check_binary("logical_or", [](auto& a, auto& b) { return logical_or(a, b); },
-                 [](double x, double y) { return x != 0 || y != 0; }, t, -2, 2);
-    check_binary("logical_xor", [](auto& a, auto& b) { return logical_xor(a, b); },
-                 [](double x, double y) { return (x != 0) != (y != 0); }, t, -2, 2);
+    check_binary(
+        "eq", [](auto& a, auto& b) { return a == b; }, [](double x, double y) { return x == y; }, t,
+        -2, 2);
+    check_binary(
+        "ne", [](auto& a, auto& b) { return a != b; }, [](double x, double y) { return x != y; }, t,
+        -2, 2);
+    check_binary(
+        "lt", [](auto& a, auto& b) { return a < b; }, [](double x, double y) { return x < y; }, t,
+        -2, 2);
+    check_binary(
+        "le", [](auto& a, auto& b) { return a <= b; }, [](double x, double y) { return x <= y; }, t,
+        -2, 2);
+    check_binary(
+        "gt", [](auto& a, auto& b) { return a > b; }, [](double x, double y) { return x > y; }, t,
+        -2, 2);
+    check_binary(
+        "ge", [](auto& a, auto& b) { return a >= b; }, [](double x, double y) { return x >= y; }, t,
+        -2, 2);
+    check_binary(
+        "logical_and", [](auto& a, auto& b) { return logical_and(a, b); },
+        [](double x, double y) { return x != 0 && y != 0; }, t, -2, 2);
+    check_binary(
+        "logical_or", [](auto& a, auto& b) { return logical_or(a, b); },
+        [](double x, double y) { return x != 0 || y != 0; }, t, -2, 2);
+    check_binary(
+        "logical_xor", [](auto& a, auto& b) { return logical_xor(a, b); },
+        [](double x, double y) { return (x != 0) != (y != 0); }, t, -2, 2);
   }
   EXPECT_EQ((ones({2}) < 2).dtype(), kBool);
   EXPECT_EQ((arange(5) >= 2).sum().item<int64_t>(), 3);
@@ -180,26 +236,39 @@ TEST(Binary, ComparisonsAndLogical) {
 TEST(Binary, Bitwise) {
   manual_seed(14);
   for (ScalarType t : {kBool, kByte, kChar, kShort, kInt, kLong}) {
-    auto ref_and = [t](double x, double y) { return t == kBool ? double(x && y) : double(int64_t(x) & int64_t(y)); };
-    auto ref_or = [t](double x, double y) { return t == kBool ? double(x || y) : double(int64_t(x) | int64_t(y)); };
-    auto ref_xor = [t](double x, double y) { return t == kBool ? double((x != 0) != (y != 0)) : double(int64_t(x) ^ int64_t(y)); };
-    check_binary("bitwise_and", [](auto& a, auto& b) { return a & b; }, ref_and, t, -20, 20);
-    check_binary("bitwise_or", [](auto& a, auto& b) { return a | b; }, ref_or, t, -20, 20);
-    check_binary("bitwise_xor", [](auto& a, auto& b) { return a ^ b; }, ref_xor, t, -20, 20);
+    auto ref_and = [t](double x, double y) {
+      return t == kBool ? double(x && y) : double(int64_t(x) & int64_t(y));
+    };
+    auto ref_or = [t](double x, double y) {
+      return t == kBool ? double(x || y) : double(int64_t(x) | int64_t(y));
+    };
+    auto ref_xor = [t](double x, double y) {
+      return t == kBool ? double((x != 0) != (y != 0)) : double(int64_t(x) ^ int64_t(y));
+    };
+    check_binary(
+        "bitwise_and", [](auto& a, auto& b) { return a & b; }, ref_and, t, -20, 20);
+    check_binary(
+        "bitwise_or", [](auto& a, auto& b) { return a | b; }, ref_or, t, -20, 20);
+    check_binary(
+        "bitwise_xor", [](auto& a, auto& b) { return a ^ b; }, ref_xor, t, -20, 20);
   }
-  EXPECT_THROW_MSG(ones({2}) & ones({2}), NotImplementedError, "[bitwise_and] not implemented for dtype Float");
+  EXPECT_THROW_MSG(ones({2}) & ones({2}), NotImplementedError,
+                   "[bitwise_and] not implemented for dtype Float");
 }
 
 TEST(Ternary, Where) {
   manual_seed(15);
   for (ScalarType t : all_dtypes()) {
-    Tensor c = random_tensor({3, 4}, kBool), a = random_tensor({3, 4}, t), b = random_tensor({4}, t);
+    Tensor c = random_tensor({3, 4}, kBool), a = random_tensor({3, 4}, t),
+           b = random_tensor({4}, t);
     Tensor out = where(non_contiguous(c), a, b);
-    expect_elements(out, [&](auto& i) { return value_at(c, i) ? value_at(a, i) : value_at(b, i); }, "where");
+    expect_elements(
+        out, [&](auto& i) { return value_at(c, i) ? value_at(a, i) : value_at(b, i); }, "where");
   }
   EXPECT_EQ(where(ones({2}, kBool), ones({2}, kInt), ones({2}, kDouble)).dtype(), kDouble);
   EXPECT_EQ(where(ones({2}, kBool), 1, 2.5).dtype(), kFloat);
-  EXPECT_THROW_MSG(where(ones({2}), ones({2}), ones({2})), TypeError, "[where] expected the condition to be a bool tensor, but got Float");
+  EXPECT_THROW_MSG(where(ones({2}), ones({2}), ones({2})), TypeError,
+                   "[where] expected the condition to be a bool tensor, but got Float");
   EXPECT_THROW_MSG(where(ones({2}, kBool), ones({3}), ones({2})), ValueError, "[where] shapes");
 }
 
@@ -208,34 +277,77 @@ TEST(Ternary, Clamp) {
   for (ScalarType t : all_dtypes()) {
     if (t == kBool) continue;
     Tensor a = non_contiguous(random_tensor({5, 6}, t));
-    expect_elements(clamp(a, -2, 3), [&](auto& i) { return std::min(std::max(value_at(a, i), -2.0), 3.0); }, "clamp");
-    expect_elements(clamp(a, std::nullopt, 1), [&](auto& i) { return std::min(value_at(a, i), 1.0); }, "clamp max");
-    expect_elements(clamp(a, 4, 2), [&](auto&) { return 2.0; }, "clamp min > max");
+    expect_elements(
+        clamp(a, -2, 3), [&](auto& i) { return std::min(std::max(value_at(a, i), -2.0), 3.0); },
+        "clamp");
+    expect_elements(
+        clamp(a, std::nullopt, 1), [&](auto& i) { return std::min(value_at(a, i), 1.0); },
+        "clamp max");
+    expect_elements(
+        clamp(a, 4, 2), [&](auto&) { return 2.0; }, "clamp min > max");
   }
   EXPECT_EQ(clamp(ones({2}, kInt), 0.5).dtype(), kFloat);
   EXPECT_TRUE(std::isnan(clamp(tensor({std::nanf("")}), 0, 1).item<float>()));
   Tensor b = arange(5, kFloat);
   b.clamp_(1, 3);
   EXPECT_EQ(b.sum().item<float>(), 1 + 1 + 2 + 3 + 3.0f);
-  EXPECT_THROW_MSG(clamp(ones({2}), std::nullopt, std::nullopt), ValueError, "at least one of min and max must be given");
-  EXPECT_THROW_MSG(clamp(ones({2}, kBool), 0), NotImplementedError, "[clamp] not implemented for dtype Bool");
+  EXPECT_THROW_MSG(clamp(ones({2}), std::nullopt, std::nullopt), ValueError,
+                   "at least one of min and max must be given");
+  EXPECT_THROW_MSG(clamp(ones({2}, kBool), 0), NotImplementedError,
+                   "[clamp] not implemented for dtype Bool");
 }
 
 TEST(Ternary, Lerp) {
   manual_seed(17);
   for (ScalarType t : float_dtypes()) {
-    Tensor s = random_tensor({4, 5}, t), e = random_tensor({5}, t), w = random_tensor({4, 1}, t, 0, 1);
-    expect_elements(lerp(s, e, w), [&](auto& i) {
-      const double a = value_at(s, i), b = value_at(e, i), x = value_at(w, i);
-      return a + x * (b - a);
-    }, "lerp", 4.0);
-    expect_elements(lerp(s, e, 1.0), [&](auto& i) { return value_at(e, i); }, "lerp weight 1 is exact");
+    Tensor s = random_tensor({4, 5}, t), e = random_tensor({5}, t),
+           w = random_tensor({4, 1}, t, 0, 1);
+    expect_elements(
+        lerp(s, e, w),
+        [&](auto& i) {
+          const double a = value_at(s, i), b = value_at(e, i), x = value_at(w, i);
+          return a + x * (b - a);
+        },
+        "lerp", 4.0);
+    expect_elements(
+        lerp(s, e, 1.0), [&](auto& i) { return value_at(e, i); }, "lerp weight 1 is exact");
   }
-  EXPECT_THROW_MSG(lerp(ones({2}), ones({2}, kDouble), 0.5), TypeError, "expected end of dtype Float (self's), but got Double");
-  EXPECT_THROW_MSG(lerp(ones({2}, kInt), ones({2}, kInt), 0.5), NotImplementedError, "[lerp] not implemented for dtype Int");
+  EXPECT_THROW_MSG(lerp(ones({2}), ones({2}, kDouble), 0.5), TypeError,
+                   "expected end of dtype Float (self's), but got Double");
+  EXPECT_THROW_MSG(lerp(ones({2}, kInt), ones({2}, kInt), 0.5), NotImplementedError,
+                   "[lerp] not implemented for dtype Int");
 }
 
-TEST(Binary, Devices) {
-  // A zero-dim CPU tensor may join any device's op (like a Scalar); others must match.
+namespace {
+// Host memory labelled as an XPU device: enough to make tensors that claim another device.
+class FakeXpuAllocator : public Allocator {
+ public:
+  DataPtr allocate(size_t n, Device d) override {
+    DataPtr host = cpu_allocator()->allocate(n, Device(kCPU));
+    void* p = host.get();
+    auto* keep = new DataPtr(std::move(host));
+    return DataPtr(
+        p, keep, [](void* k) { delete static_cast<DataPtr*>(k); }, d);
+  }
+};
+}  // namespace
+
+TEST(Binary, TensorsOnDifferentDevices) {
+  FakeXpuAllocator fake;
+  set_allocator(kXPU, &fake);
+  Tensor x = empty_tensor({2}, kFloat, Device(kXPU, 0));
+  EXPECT_EQ(x.device().str(), "xpu:0");
+  // Through the CPU kernel directly (the XPU backend has no kernels yet): it must refuse.
+  auto add_op = Dispatcher::singleton()
+                    .find("xten::add.Tensor")
+                    .typed<Tensor(const Tensor&, const Tensor&, const Scalar&)>();
+  EXPECT_THROW_MSG(add_op.redispatch(DispatchKeySet(DispatchKey::CPU), ones({2}), x, 1),
+                   DeviceError,
+                   "[add] expected all tensors on the same device, but found cpu and xpu:0");
+  // Through the front end, the XPU key wins and has no kernel.
+  EXPECT_THROW_MSG(ones({2}) + x, NotImplementedError, "no kernel for 'add.Tensor' on XPU");
+  set_allocator(kXPU, nullptr);
+  // A zero-dim CPU tensor may join any device's op (like a Scalar).
   EXPECT_EQ((ones({2}) + ones({})).numel(), 2);
+  EXPECT_EQ(rand({2}, {kHalf, Device("cpu")}).dtype(), kHalf);
 }

@@ -13,8 +13,9 @@ TEST(Copy, EveryDtypePair) {
     for (ScalarType to : all_dtypes()) {
       Tensor dst = src.to(to);
       EXPECT_EQ(dst.dtype(), to);
-      expect_elements(dst, [&](auto& i) { return value_at(src, i); },
-                      std::string("copy ") + to_string(from) + "->" + to_string(to));
+      expect_elements(
+          dst, [&](auto& i) { return value_at(src, i); },
+          std::string("copy ") + to_string(from) + "->" + to_string(to));
     }
   }
 }
@@ -23,16 +24,19 @@ TEST(Copy, StridedBroadcastAndInPlaceIntoViews) {
   Tensor src = arange(12, kFloat).reshape({3, 4});
   Tensor dst = zeros({4, 3});
   dst.copy_(src.t());
-  expect_elements(dst, [](auto& i) { return static_cast<double>(i[1] * 4 + i[0]); }, "transposed copy");
+  expect_elements(
+      dst, [](auto& i) { return static_cast<double>(i[1] * 4 + i[0]); }, "transposed copy");
   Tensor row = arange(3, kFloat);
   Tensor b = zeros({2, 3});
   b.copy_(row);  // broadcast
-  expect_elements(b, [](auto& i) { return static_cast<double>(i[1]); }, "broadcast copy");
+  expect_elements(
+      b, [](auto& i) { return static_cast<double>(i[1]); }, "broadcast copy");
   Tensor base = zeros({4, 4}, kInt);
   base.slice(1, 0, std::nullopt, 2).copy_(ones({4, 2}, kInt));  // into a strided view
   EXPECT_EQ(base.sum().item<int64_t>(), 8);
   EXPECT_EQ(base.select(0, 0).select(0, 1).item<int>(), 0);
-  EXPECT_THROW_MSG(zeros({2}).copy_(ones({3})), ValueError, "[copy_] shapes (2) and (3) are not broadcastable");
+  EXPECT_THROW_MSG(zeros({2}).copy_(ones({3})), ValueError,
+                   "[copy_] shapes (2) and (3) are not broadcastable");
   Tensor e = zeros({1}).expand({3});
   EXPECT_THROW_MSG(e.copy_(ones({3})), ValueError, "several elements at one memory location");
   Tensor z = zeros({0, 2});
@@ -66,9 +70,11 @@ TEST(Fill, EveryDtypeAndLayouts) {
   for (ScalarType t : all_dtypes()) {
     Tensor a = empty({3, 4}, t);
     a.fill_(1);
-    expect_elements(a, [](auto&) { return 1.0; }, "fill");
+    expect_elements(
+        a, [](auto&) { return 1.0; }, "fill");
     a.zero_();
-    expect_elements(a, [](auto&) { return 0.0; }, "zero");
+    expect_elements(
+        a, [](auto&) { return 0.0; }, "zero");
   }
   Tensor m = zeros({4, 4});
   m.t().select(0, 1).fill_(2.5);  // a column

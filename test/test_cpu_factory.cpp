@@ -10,41 +10,51 @@ TEST(Factory, EmptyZerosOnesFull) {
   for (ScalarType t : all_dtypes()) {
     EXPECT_EQ(empty({2, 3}, t).dtype(), t);
     Tensor z = zeros({2, 3}, t), o = ones({3}, t);
-    expect_elements(z, [](auto&) { return 0.0; }, "zeros");
-    expect_elements(o, [](auto&) { return 1.0; }, "ones");
+    expect_elements(
+        z, [](auto&) { return 0.0; }, "zeros");
+    expect_elements(
+        o, [](auto&) { return 1.0; }, "ones");
   }
   EXPECT_EQ(full({2}, 7).dtype(), kLong);
   EXPECT_EQ(full({2}, 7.5).dtype(), kFloat);
   EXPECT_EQ(full({2}, true).dtype(), kBool);
-  expect_elements(full({2, 2}, -1.5, kHalf), [](auto&) { return -1.5; }, "full");
+  expect_elements(
+      full({2, 2}, -1.5, kHalf), [](auto&) { return -1.5; }, "full");
   EXPECT_EQ(zeros({0, 4}).numel(), 0);
   EXPECT_EQ(ones({}).dim(), 0);
   EXPECT_EQ(empty({2}, kInt, Device("cpu")).dtype(), kInt);
 }
 
 TEST(Factory, Arange) {
-  expect_elements(arange(5), [](auto& i) { return static_cast<double>(i[0]); }, "arange(5)");
+  expect_elements(
+      arange(5), [](auto& i) { return static_cast<double>(i[0]); }, "arange(5)");
   EXPECT_EQ(arange(5).dtype(), kLong);
   EXPECT_EQ(arange(0.0, 1.0, 0.25).dtype(), kFloat);
   EXPECT_EQ(arange(0.0, 1.0, 0.25).numel(), 4);
-  EXPECT_EQ(arange(1, 10, 3).numel(), 3);      // 1 4 7
-  EXPECT_EQ(arange(10, 0, -3).numel(), 4);     // 10 7 4 1
-  expect_elements(arange(10, 0, -3), [](auto& i) { return 10.0 - 3.0 * i[0]; }, "arange down");
+  EXPECT_EQ(arange(1, 10, 3).numel(), 3);   // 1 4 7
+  EXPECT_EQ(arange(10, 0, -3).numel(), 4);  // 10 7 4 1
+  expect_elements(
+      arange(10, 0, -3), [](auto& i) { return 10.0 - 3.0 * i[0]; }, "arange down");
   EXPECT_EQ(arange(3, 3).numel(), 0);
-  expect_elements(arange(0, 6, 1, kHalf), [](auto& i) { return static_cast<double>(i[0]); }, "arange half");
+  expect_elements(
+      arange(0, 6, 1, kHalf), [](auto& i) { return static_cast<double>(i[0]); }, "arange half");
   EXPECT_THROW_MSG(arange(0, 5, 0), ValueError, "[arange] step must be nonzero");
   EXPECT_THROW_MSG(arange(5, 0, 1), ValueError, "inconsistent with the step sign");
-  EXPECT_THROW_MSG(arange(0, 2, 1, kBool), NotImplementedError, "[arange] not implemented for dtype Bool");
+  EXPECT_THROW_MSG(arange(0, 2, 1, kBool), NotImplementedError,
+                   "[arange] not implemented for dtype Bool");
 }
 
 TEST(Factory, LinspaceAndEye) {
   Tensor l = linspace(0, 1, 5);
-  expect_elements(l, [](auto& i) { return i[0] * 0.25; }, "linspace");
+  expect_elements(
+      l, [](auto& i) { return i[0] * 0.25; }, "linspace");
   EXPECT_EQ(linspace(-1, 1, 7).select(0, 6).item<float>(), 1.0f);
   EXPECT_EQ(linspace(0, 1, 1).item<float>(), 0.0f);
   EXPECT_EQ(linspace(0, 1, 0).numel(), 0);
-  EXPECT_THROW_MSG(linspace(0, 1, -1), ValueError, "number of steps must be non-negative, but got -1");
-  expect_elements(eye(3, 4, kInt), [](auto& i) { return i[0] == i[1] ? 1.0 : 0.0; }, "eye");
+  EXPECT_THROW_MSG(linspace(0, 1, -1), ValueError,
+                   "number of steps must be non-negative, but got -1");
+  expect_elements(
+      eye(3, 4, kInt), [](auto& i) { return i[0] == i[1] ? 1.0 : 0.0; }, "eye");
   EXPECT_EQ(eye(2).sizes(), IntArrayRef({2, 2}));
   EXPECT_THROW_MSG(eye(-1), ValueError, "[eye] n and m must be non-negative");
 }
@@ -106,7 +116,8 @@ TEST(Random, Distributions) {
   Tensor i = randint(-3, 3, {10000});
   EXPECT_EQ(i.lt(-3).logical_or(i.ge(3)).sum().item<int64_t>(), 0);
   EXPECT_NEAR(i.to(kDouble).mean().item<double>(), -0.5, 0.1);
-  EXPECT_THROW_MSG(randint(5, 5, {2}), ValueError, "[randint] expects low < high, but got low=5, high=5");
+  EXPECT_THROW_MSG(randint(5, 5, {2}), ValueError,
+                   "[randint] expects low < high, but got low=5, high=5");
   EXPECT_THROW_MSG(randint(0, 300, {2}, kByte), ValueError, "[0, 300) does not fit dtype Byte");
   EXPECT_THROW_MSG(rand({2}, kInt), NotImplementedError, "[rand] not implemented for dtype Int");
 }

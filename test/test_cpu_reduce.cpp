@@ -12,23 +12,29 @@ TEST(Reduce, SumAndMeanOverDims) {
     Tensor s = a.sum({0, 2});
     EXPECT_EQ(s.dtype(), out_t);
     EXPECT_EQ(s.sizes(), IntArrayRef({4}));
-    expect_elements(s, [&](auto& i) {
-      double acc = 0;
-      for (int64_t x = 0; x < 3; ++x)
-        for (int64_t z = 0; z < 5; ++z) acc += value_at(a, {x, i[0], z});
-      return acc;
-    }, std::string("sum ") + to_string(t), 4.0);
+    expect_elements(
+        s,
+        [&](auto& i) {
+          double acc = 0;
+          for (int64_t x = 0; x < 3; ++x)
+            for (int64_t z = 0; z < 5; ++z) acc += value_at(a, {x, i[0], z});
+          return acc;
+        },
+        std::string("sum ") + to_string(t), 4.0);
     Tensor k = a.sum({1}, /*keepdim=*/true);
     EXPECT_EQ(k.sizes(), IntArrayRef({3, 1, 5}));
     Tensor all = a.sum();
     EXPECT_EQ(all.dim(), 0);
     if (is_floating_type(t)) {
       Tensor m = a.mean({-1});
-      expect_elements(m, [&](auto& i) {
-        double acc = 0;
-        for (int64_t z = 0; z < 5; ++z) acc += value_at(a, {i[0], i[1], z});
-        return acc / 5;
-      }, std::string("mean ") + to_string(t), 4.0);
+      expect_elements(
+          m,
+          [&](auto& i) {
+            double acc = 0;
+            for (int64_t z = 0; z < 5; ++z) acc += value_at(a, {i[0], i[1], z});
+            return acc / 5;
+          },
+          std::string("mean ") + to_string(t), 4.0);
     }
   }
 }
@@ -49,8 +55,10 @@ TEST(Reduce, DtypesEmptyAndErrors) {
   EXPECT_EQ(zeros({0, 3}).sum({0}).sizes(), IntArrayRef({3}));
   EXPECT_TRUE(std::isnan(zeros({0}).mean().item<float>()));
   EXPECT_EQ(full({}, 5).sum().item<int64_t>(), 5);
-  EXPECT_THROW_MSG(arange(4).mean(), TypeError, "[mean] could not infer the output dtype: input dtype Long is not floating");
-  EXPECT_THROW_MSG(ones({2, 3}).sum({2}), IndexError, "[sum] dim 2 is out of range for a tensor of 2 dims");
+  EXPECT_THROW_MSG(arange(4).mean(), TypeError,
+                   "[mean] could not infer the output dtype: input dtype Long is not floating");
+  EXPECT_THROW_MSG(ones({2, 3}).sum({2}), IndexError,
+                   "[sum] dim 2 is out of range for a tensor of 2 dims");
   EXPECT_THROW_MSG(ones({2, 3}).sum({1, -1}), ValueError, "dim 1 appears more than once");
   EXPECT_EQ(full({2}, std::numeric_limits<int64_t>::max()).sum().item<int64_t>(), -2);  // wraps
 }

@@ -24,9 +24,10 @@ void check_unary(const std::string& name, const UnaryFn& fn, const RefFn& ref, S
       EXPECT_EQ(out.sizes(), in.sizes());
       // The reference sees the input in the op's compute dtype (float32 for integers).
       const ScalarType compute = out.dtype() == kBool ? in.dtype() : out.dtype();
-      expect_elements(out, [&](auto& i) { return ref(round_to(value_at(in, i), compute)); },
-                      name + " " + to_string(t) + (strided ? " strided" : "") + " shape " + std::to_string(k),
-                      rtol_scale);
+      expect_elements(
+          out, [&](auto& i) { return ref(round_to(value_at(in, i), compute)); },
+          name + " " + to_string(t) + (strided ? " strided" : "") + " shape " + std::to_string(k),
+          rtol_scale);
     }
   }
 }
@@ -51,18 +52,25 @@ TEST(Unary, FloatFunctions) {
       {"log1p", [](auto& a) { return log1p(a); }, [](double x) { return std::log1p(x); }, -0.9, 4},
       {"expm1", [](auto& a) { return expm1(a); }, [](double x) { return std::expm1(x); }, -2, 2},
       {"sqrt", [](auto& a) { return sqrt(a); }, [](double x) { return std::sqrt(x); }, 0, 9},
-      {"rsqrt", [](auto& a) { return rsqrt(a); }, [](double x) { return 1 / std::sqrt(x); }, 0.1, 9},
+      {"rsqrt", [](auto& a) { return rsqrt(a); }, [](double x) { return 1 / std::sqrt(x); }, 0.1,
+       9},
       {"reciprocal", [](auto& a) { return reciprocal(a); }, [](double x) { return 1 / x; }, 0.5, 8},
       {"sin", [](auto& a) { return sin(a); }, [](double x) { return std::sin(x); }, -4, 4},
       {"cos", [](auto& a) { return cos(a); }, [](double x) { return std::cos(x); }, -4, 4},
       {"tan", [](auto& a) { return tan(a); }, [](double x) { return std::tan(x); }, -1, 1},
       {"tanh", [](auto& a) { return tanh(a); }, [](double x) { return std::tanh(x); }, -4, 4},
-      {"sigmoid", [](auto& a) { return sigmoid(a); }, [](double x) { return 1 / (1 + std::exp(-x)); }, -6, 6},
-      {"silu", [](auto& a) { return silu(a); }, [](double x) { return x / (1 + std::exp(-x)); }, -6, 6},
+      {"sigmoid", [](auto& a) { return sigmoid(a); },
+       [](double x) { return 1 / (1 + std::exp(-x)); }, -6, 6},
+      {"silu", [](auto& a) { return silu(a); }, [](double x) { return x / (1 + std::exp(-x)); }, -6,
+       6},
       {"erf", [](auto& a) { return erf(a); }, [](double x) { return std::erf(x); }, -3, 3},
-      {"gelu", [](auto& a) { return gelu(a); }, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -4, 4},
+      {"gelu", [](auto& a) { return gelu(a); },
+       [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -4, 4},
       {"gelu tanh", [](auto& a) { return gelu(a, "tanh"); },
-       [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }, -4, 4},
+       [](double x) {
+         return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+       },
+       -4, 4},
   };
   for (const auto& c : cases)
     for (ScalarType t : float_dtypes()) check_unary(c.name, c.fn, c.ref, t, c.lo, c.hi, 2.0);
@@ -74,34 +82,53 @@ TEST(Unary, IntegersPromoteToFloat) {
   }
   EXPECT_EQ(exp(arange(3)).dtype(), kFloat);
   EXPECT_EQ(sqrt(ones({2}, kBool)).dtype(), kFloat);
-  check_unary("exp int", [](auto& a) { return exp(a); }, [](double x) { return std::exp(x); }, kInt, -4, 4);
-  check_unary("sin uint8", [](auto& a) { return sin(a); }, [](double x) { return std::sin(x); }, kByte, 0, 50);
+  check_unary(
+      "exp int", [](auto& a) { return exp(a); }, [](double x) { return std::exp(x); }, kInt, -4, 4);
+  check_unary(
+      "sin uint8", [](auto& a) { return sin(a); }, [](double x) { return std::sin(x); }, kByte, 0,
+      50);
   EXPECT_THROW_MSG(gelu(arange(3)), NotImplementedError, "[gelu] not implemented for dtype Long");
   EXPECT_THROW_MSG(silu(arange(3)), NotImplementedError, "[silu] not implemented for dtype Long");
-  EXPECT_THROW_MSG(gelu(ones({2}), "fast"), ValueError, "approximate must be 'none' or 'tanh', but got 'fast'");
+  EXPECT_THROW_MSG(gelu(ones({2}), "fast"), ValueError,
+                   "approximate must be 'none' or 'tanh', but got 'fast'");
   Tensor i = arange(3);
-  EXPECT_THROW_MSG(i.exp_(), TypeError, "[exp_] result type Float can't be cast to the desired output type Long");
+  EXPECT_THROW_MSG(i.exp_(), TypeError,
+                   "[exp_] result type Float can't be cast to the desired output type Long");
 }
 
 TEST(Unary, SignedAndRounding) {
   manual_seed(21);
   for (ScalarType t : all_dtypes()) {
-    check_unary("sign", [](auto& a) { return sign(a); }, [](double x) { return double((x > 0) - (x < 0)); }, t);
+    check_unary(
+        "sign", [](auto& a) { return sign(a); }, [](double x) { return double((x > 0) - (x < 0)); },
+        t);
     if (t == kBool) continue;
-    check_unary("neg", [](auto& a) { return neg(a); }, [](double x) { return -x; }, t);
-    check_unary("abs", [](auto& a) { return abs(a); }, [](double x) { return std::abs(x); }, t);
-    check_unary("relu", [](auto& a) { return relu(a); }, [](double x) { return std::max(x, 0.0); }, t);
-    check_unary("floor", [](auto& a) { return floor(a); }, [](double x) { return std::floor(x); }, t);
-    check_unary("ceil", [](auto& a) { return ceil(a); }, [](double x) { return std::ceil(x); }, t);
-    check_unary("trunc", [](auto& a) { return trunc(a); }, [](double x) { return std::trunc(x); }, t);
-    check_unary("round", [](auto& a) { return round(a); }, [](double x) { return std::nearbyint(x); }, t);
+    check_unary(
+        "neg", [](auto& a) { return neg(a); }, [](double x) { return -x; }, t);
+    check_unary(
+        "abs", [](auto& a) { return abs(a); }, [](double x) { return std::abs(x); }, t);
+    check_unary(
+        "relu", [](auto& a) { return relu(a); }, [](double x) { return std::max(x, 0.0); }, t);
+    check_unary(
+        "floor", [](auto& a) { return floor(a); }, [](double x) { return std::floor(x); }, t);
+    check_unary(
+        "ceil", [](auto& a) { return ceil(a); }, [](double x) { return std::ceil(x); }, t);
+    check_unary(
+        "trunc", [](auto& a) { return trunc(a); }, [](double x) { return std::trunc(x); }, t);
+    check_unary(
+        "round", [](auto& a) { return round(a); }, [](double x) { return std::nearbyint(x); }, t);
   }
-  EXPECT_EQ(round(tensor({0.5f, 1.5f, 2.5f, -0.5f})).sum().item<float>(), 0 + 2 + 2 + 0.0f);  // half to even
+  EXPECT_EQ(round(tensor({0.5f, 1.5f, 2.5f, -0.5f})).sum().item<float>(),
+            0 + 2 + 2 + 0.0f);  // half to even
   EXPECT_TRUE(std::signbit(neg(zeros({1})).item<float>()));
-  EXPECT_EQ(abs(full({1}, std::numeric_limits<int64_t>::min())).item<int64_t>(), std::numeric_limits<int64_t>::min());
-  EXPECT_THROW_MSG(-ones({2}, kBool), NotImplementedError, "[neg] negation of a bool tensor is not supported");
-  EXPECT_THROW_MSG(floor(ones({2}, kBool)), NotImplementedError, "[floor] not implemented for dtype Bool");
-  EXPECT_THROW_MSG(relu(ones({2}, kBool)), NotImplementedError, "[relu] not implemented for dtype Bool");
+  EXPECT_EQ(abs(full({1}, std::numeric_limits<int64_t>::min())).item<int64_t>(),
+            std::numeric_limits<int64_t>::min());
+  EXPECT_THROW_MSG(-ones({2}, kBool), NotImplementedError,
+                   "[neg] negation of a bool tensor is not supported");
+  EXPECT_THROW_MSG(floor(ones({2}, kBool)), NotImplementedError,
+                   "[floor] not implemented for dtype Bool");
+  EXPECT_THROW_MSG(relu(ones({2}, kBool)), NotImplementedError,
+                   "[relu] not implemented for dtype Bool");
 }
 
 TEST(Unary, Predicates) {
@@ -116,7 +143,9 @@ TEST(Unary, Predicates) {
   }
   for (ScalarType t : all_dtypes()) {
     Tensor x = random_tensor({4, 5}, t, -2, 2);
-    check_unary("logical_not", [](auto& a) { return logical_not(a); }, [](double v) { return double(v == 0); }, t, -2, 2);
+    check_unary(
+        "logical_not", [](auto& a) { return logical_not(a); },
+        [](double v) { return double(v == 0); }, t, -2, 2);
     EXPECT_EQ(x.isnan().sum().item<int64_t>(), 0);
     EXPECT_EQ(x.isfinite().sum().item<int64_t>(), 20);
   }
@@ -124,10 +153,13 @@ TEST(Unary, Predicates) {
 
 TEST(Unary, BitwiseNot) {
   for (ScalarType t : {kBool, kByte, kChar, kShort, kInt, kLong}) {
-    check_unary("bitwise_not", [](auto& a) { return ~a; },
-                [t](double v) { return t == kBool ? double(v == 0) : round_to(double(~int64_t(v)), t); }, t, -20, 20);
+    check_unary(
+        "bitwise_not", [](auto& a) { return ~a; },
+        [t](double v) { return t == kBool ? double(v == 0) : round_to(double(~int64_t(v)), t); }, t,
+        -20, 20);
   }
-  EXPECT_THROW_MSG(~ones({2}), NotImplementedError, "[bitwise_not] not implemented for dtype Float");
+  EXPECT_THROW_MSG(~ones({2}), NotImplementedError,
+                   "[bitwise_not] not implemented for dtype Float");
 }
 
 TEST(Unary, NanToNum) {
@@ -148,9 +180,11 @@ TEST(Unary, InPlace) {
   Tensor a = arange(6, kFloat).reshape({2, 3});
   Tensor v = a.t();
   v.sqrt_();
-  expect_elements(a, [](auto& i) { return std::sqrt(double(i[0] * 3 + i[1])); }, "sqrt_ on a view");
+  expect_elements(
+      a, [](auto& i) { return std::sqrt(double(i[0] * 3 + i[1])); }, "sqrt_ on a view");
   a.neg_().abs_().exp_().log_();
-  expect_elements(a, [](auto& i) { return std::sqrt(double(i[0] * 3 + i[1])); }, "chained in-place", 2.0);
+  expect_elements(
+      a, [](auto& i) { return std::sqrt(double(i[0] * 3 + i[1])); }, "chained in-place", 2.0);
   Tensor e = zeros({1}).expand({3});
   EXPECT_THROW_MSG(e.relu_(), ValueError, "[relu_] the written-to tensor");
 }

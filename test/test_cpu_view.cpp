@@ -9,13 +9,16 @@ namespace {
 void expect_view_of(const Tensor& v, const Tensor& base,
                     const std::function<std::vector<int64_t>(const std::vector<int64_t>&)>& map) {
   EXPECT_TRUE(v.storage().is_alias_of(base.storage()));
-  expect_elements(v, [&](auto& i) { return value_at(base, map(i)); }, "view");
+  expect_elements(
+      v, [&](auto& i) { return value_at(base, map(i)); }, "view");
 }
 }  // namespace
 
 TEST(View, ViewReshapeFlatten) {
   Tensor a = arange(24).reshape({2, 3, 4});
-  expect_view_of(a.view({6, 4}), a, [](auto& i) { return std::vector<int64_t>{i[0] / 3, i[0] % 3, i[1]}; });
+  expect_view_of(a.view({6, 4}), a, [](auto& i) {
+    return std::vector<int64_t>{i[0] / 3, i[0] % 3, i[1]};
+  });
   EXPECT_EQ(a.view({-1, 2}).sizes(), IntArrayRef({12, 2}));
   EXPECT_EQ(a.flatten().sizes(), IntArrayRef({24}));
   EXPECT_EQ(a.flatten(1).sizes(), IntArrayRef({2, 12}));
@@ -24,11 +27,17 @@ TEST(View, ViewReshapeFlatten) {
   Tensor t = a.transpose(0, 2);
   Tensor r = t.reshape({24});
   EXPECT_FALSE(r.storage().is_alias_of(a.storage()));
-  expect_elements(r, [&](auto& i) { return value_at(t, {i[0] / 6, (i[0] / 2) % 3, i[0] % 2}); }, "reshape copy");
+  expect_elements(
+      r,
+      [&](auto& i) {
+        return value_at(t, {i[0] / 6, (i[0] / 2) % 3, i[0] % 2});
+      },
+      "reshape copy");
   // A transposed matrix can still be viewed where dims stay whole.
   EXPECT_TRUE(a.transpose(1, 2).view({2, 4, 3}).storage().is_alias_of(a.storage()));
   EXPECT_THROW_MSG(t.view({24}), ValueError, "use reshape(...) instead");
-  EXPECT_THROW_MSG(a.view({5, 5}), ValueError, "[view] shape (5, 5) is invalid for input of size 24");
+  EXPECT_THROW_MSG(a.view({5, 5}), ValueError,
+                   "[view] shape (5, 5) is invalid for input of size 24");
   EXPECT_THROW_MSG(a.view({-1, -1}), ValueError, "only one dimension can be inferred");
   EXPECT_THROW_MSG(a.flatten(2, 1), ValueError, "start_dim (2) must not come after end_dim (1)");
   EXPECT_EQ(zeros({0, 3}).view({3, 0, 5}).numel(), 0);
@@ -43,14 +52,21 @@ TEST(View, SqueezeUnsqueezePermuteTranspose) {
   EXPECT_EQ(a.unsqueeze(0).sizes(), IntArrayRef({1, 1, 2, 1, 3}));
   EXPECT_EQ(full({}, 1).unsqueeze(0).sizes(), IntArrayRef({1}));
   Tensor b = arange(24).reshape({2, 3, 4});
-  expect_view_of(b.permute({2, 0, 1}), b, [](auto& i) { return std::vector<int64_t>{i[1], i[2], i[0]}; });
-  expect_view_of(b.transpose(-1, 0), b, [](auto& i) { return std::vector<int64_t>{i[2], i[1], i[0]}; });
-  expect_view_of(b.select(1, 0).t(), b, [](auto& i) { return std::vector<int64_t>{i[1], 0, i[0]}; });
+  expect_view_of(b.permute({2, 0, 1}), b, [](auto& i) {
+    return std::vector<int64_t>{i[1], i[2], i[0]};
+  });
+  expect_view_of(b.transpose(-1, 0), b, [](auto& i) {
+    return std::vector<int64_t>{i[2], i[1], i[0]};
+  });
+  expect_view_of(b.select(1, 0).t(), b, [](auto& i) {
+    return std::vector<int64_t>{i[1], 0, i[0]};
+  });
   EXPECT_THROW_MSG(b.permute({0, 0, 1}), ValueError, "repeat dim 0");
   EXPECT_THROW_MSG(b.permute({0, 1}), ValueError, "must list each of the tensor's 3 dims once");
   EXPECT_THROW_MSG(b.t(), ValueError, "[t] expects a tensor with <= 2 dims, but got 3 dims");
   EXPECT_THROW_MSG(b.transpose(0, 3), IndexError, "[transpose] dim 3 is out of range");
-  EXPECT_THROW_MSG(b.unsqueeze(5), IndexError, "[unsqueeze] dim 5 is out of range for a tensor of 4 dims");
+  EXPECT_THROW_MSG(b.unsqueeze(5), IndexError,
+                   "[unsqueeze] dim 5 is out of range for a tensor of 4 dims");
 }
 
 TEST(View, ExpandNarrowSliceSelect) {
@@ -60,19 +76,24 @@ TEST(View, ExpandNarrowSliceSelect) {
   expect_view_of(e, a, [](auto& i) { return std::vector<int64_t>{i[1], 0}; });
   EXPECT_EQ(a.expand({-1, 5}).sizes(), IntArrayRef({3, 5}));
   EXPECT_EQ(a.expand_as(zeros({3, 2})).sizes(), IntArrayRef({3, 2}));
-  EXPECT_THROW_MSG(a.expand({4, 4}), ValueError, "the expanded size (4) must match the existing size (3) at non-singleton dimension 0");
+  EXPECT_THROW_MSG(
+      a.expand({4, 4}), ValueError,
+      "the expanded size (4) must match the existing size (3) at non-singleton dimension 0");
   EXPECT_THROW_MSG(a.expand({3}), ValueError, "must be at least the tensor's number of dims");
   Tensor b = arange(10);
   expect_view_of(b.narrow(0, 2, 3), b, [](auto& i) { return std::vector<int64_t>{i[0] + 2}; });
   expect_view_of(b.narrow(0, -4, 2), b, [](auto& i) { return std::vector<int64_t>{i[0] + 6}; });
-  expect_view_of(b.slice(0, 1, 8, 3), b, [](auto& i) { return std::vector<int64_t>{1 + 3 * i[0]}; });
+  expect_view_of(b.slice(0, 1, 8, 3), b,
+                 [](auto& i) { return std::vector<int64_t>{1 + 3 * i[0]}; });
   EXPECT_EQ(b.slice(0, 1, 8, 3).numel(), 3);
   EXPECT_EQ(b.slice(0, -3).numel(), 3);
   EXPECT_EQ(b.slice(0, 20, 30).numel(), 0);
   EXPECT_EQ(b.select(0, -1).item<int64_t>(), 9);
-  EXPECT_THROW_MSG(b.narrow(0, 8, 3), ValueError, "start (8) + length (3) exceeds dimension 0 of size 10");
+  EXPECT_THROW_MSG(b.narrow(0, 8, 3), ValueError,
+                   "start (8) + length (3) exceeds dimension 0 of size 10");
   EXPECT_THROW_MSG(b.slice(0, 0, 5, 0), ValueError, "step must be positive, but got 0");
-  EXPECT_THROW_MSG(b.select(0, 10), IndexError, "[select] index 10 is out of range for dimension 0 with size 10");
+  EXPECT_THROW_MSG(b.select(0, 10), IndexError,
+                   "[select] index 10 is out of range for dimension 0 with size 10");
   EXPECT_THROW_MSG(full({}, 1).select(0, 0), IndexError, "cannot select from a zero-dim tensor");
 }
 
@@ -103,7 +124,8 @@ TEST(View, AsStridedContiguousCloneDetach) {
   EXPECT_TRUE(c.is_contiguous());
   EXPECT_FALSE(c.storage().is_alias_of(a.storage()));
   EXPECT_TRUE(c.contiguous().is_same(c));
-  expect_elements(c, [&](auto& i) { return value_at(t, i); }, "contiguous");
+  expect_elements(
+      c, [&](auto& i) { return value_at(t, i); }, "contiguous");
   Tensor k = a.clone();
   k.fill_(0);
   EXPECT_EQ(a.sum().item<int64_t>(), 36);

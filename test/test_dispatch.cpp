@@ -10,15 +10,25 @@ using namespace xten::testing;
 
 namespace {
 // A private op per test: declared in a local Library, so it is withdrawn afterwards.
-Tensor identity_cpu(const Tensor& t) { return t; }
-Tensor double_cpu(const Tensor& t) { return t * 2; }
-Tensor triple_composite(const Tensor& t) { return t * 3; }
-Tensor negate_any(const Tensor& t) { return -t; }
+Tensor identity_cpu(const Tensor& t) {
+  return t;
+}
+Tensor double_cpu(const Tensor& t) {
+  return t * 2;
+}
+Tensor triple_composite(const Tensor& t) {
+  return t * 3;
+}
+Tensor negate_any(const Tensor& t) {
+  return -t;
+}
 Tensor bump_cpu(const Tensor& t) {  // dispatches nothing, so it runs under any included key
   t.data_ptr<float>()[0] += 1;
   return t;
 }
-Tensor wrong_signature(const Tensor& t, int64_t) { return t; }
+Tensor wrong_signature(const Tensor& t, int64_t) {
+  return t;
+}
 
 Tensor call_unary(const char* name, const Tensor& t) {
   return Dispatcher::singleton().find(name).typed<Tensor(const Tensor&)>().call(t);
@@ -93,10 +103,14 @@ TEST(Registration, DuplicateKernelNamesBothSites) {
   } catch (const ValueError& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("a second kernel for 'dup' on CPU"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("test/test_dispatch.cpp:" + std::to_string(first_line)), std::string::npos) << msg;
-    EXPECT_NE(msg.find("test/test_dispatch.cpp:" + std::to_string(first_line + 2)), std::string::npos) << msg;
+    EXPECT_NE(msg.find("test/test_dispatch.cpp:" + std::to_string(first_line)), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("test/test_dispatch.cpp:" + std::to_string(first_line + 2)),
+              std::string::npos)
+        << msg;
   }
-  EXPECT_THROW_MSG(def.def("dup(Tensor self) -> Tensor"), ValueError, "'test::dup' is declared twice");
+  EXPECT_THROW_MSG(def.def("dup(Tensor self) -> Tensor"), ValueError,
+                   "'test::dup' is declared twice");
 }
 
 TEST(Registration, WithdrawnWhenLibraryDies) {
@@ -117,10 +131,13 @@ TEST(Registration, SignatureMismatchIsATypeError) {
   Library cpu(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
   cpu.impl("sig", identity_cpu);
   Library xpu(Library::Kind::Impl, "test", DispatchKey::XPU, __FILE__, __LINE__);
-  EXPECT_THROW_MSG(xpu.impl("sig", wrong_signature), TypeError, "has a C++ signature other than the kernel at");
-  EXPECT_THROW_MSG((Dispatcher::singleton().find("test::sig").typed<Tensor(const Tensor&, int64_t)>()),
-                   TypeError, "declared with 1 arguments");
-  EXPECT_THROW_MSG(Dispatcher::singleton().find("test::nope"), ValueError, "no operator named 'test::nope'");
+  EXPECT_THROW_MSG(xpu.impl("sig", wrong_signature), TypeError,
+                   "has a C++ signature other than the kernel at");
+  EXPECT_THROW_MSG(
+      (Dispatcher::singleton().find("test::sig").typed<Tensor(const Tensor&, int64_t)>()),
+      TypeError, "declared with 1 arguments");
+  EXPECT_THROW_MSG(Dispatcher::singleton().find("test::nope"), ValueError,
+                   "no operator named 'test::nope'");
 }
 
 TEST(Resolution, DirectBeatsCompositeBeatsMissing) {
@@ -134,9 +151,11 @@ TEST(Resolution, DirectBeatsCompositeBeatsMissing) {
     cpu.impl("res", double_cpu);
     EXPECT_EQ(call_unary("test::res", ones({1})).item<float>(), 2.0f);  // 1. direct
     const std::string table = dump_dispatch_table("test::res");
-    EXPECT_NE(table.find("CPU          kernel from test/test_dispatch.cpp"), std::string::npos) << table;
+    EXPECT_NE(table.find("CPU          kernel from test/test_dispatch.cpp"), std::string::npos)
+        << table;
     EXPECT_NE(table.find("XPU          CompositeImplicit kernel"), std::string::npos) << table;
-    EXPECT_NE(table.find("AutogradCPU  fallthrough (backend fallback)"), std::string::npos) << table;
+    EXPECT_NE(table.find("AutogradCPU  fallthrough (backend fallback)"), std::string::npos)
+        << table;
   }
   EXPECT_EQ(call_unary("test::res", ones({1})).item<float>(), 3.0f);
 }
@@ -145,7 +164,8 @@ TEST(Resolution, MissingKernelErrorListsRegisteredKeys) {
   // Only CPU has a kernel: an XPU-keyed call must say so (forced with an included key).
   Tensor x = ones({1});
   IncludeDispatchKeyGuard xpu(DispatchKey::XPU);
-  EXPECT_THROW_MSG(exp(x), NotImplementedError, "[dispatch] no kernel for 'exp' on XPU; registered: CPU");
+  EXPECT_THROW_MSG(exp(x), NotImplementedError,
+                   "[dispatch] no kernel for 'exp' on XPU; registered: CPU");
   // A composite op runs on XPU through its CompositeImplicit kernel until it needs a backend.
   EXPECT_THROW_MSG(eye(2), NotImplementedError, "no kernel for 'empty' on XPU");
 }
@@ -188,10 +208,11 @@ TEST(Resolution, ModeKeyRedispatches) {
   Library cpu(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
   cpu.impl("mode", double_cpu);
   Library ac(Library::Kind::Impl, "test", DispatchKey::AutocastCPU, __FILE__, __LINE__);
-  ac.impl("mode", +[](const Tensor& t) {
-    ExcludeDispatchKeyGuard g(DispatchKey::AutocastCPU);
-    return call_unary("test::mode", negate_any(t));
-  });
+  ac.impl(
+      "mode", +[](const Tensor& t) {
+        ExcludeDispatchKeyGuard g(DispatchKey::AutocastCPU);
+        return call_unary("test::mode", negate_any(t));
+      });
   EXPECT_EQ(call_unary("test::mode", ones({1})).item<float>(), 2.0f);  // autocast key inert
   UnexcludeDispatchKeyGuard on(DispatchKeySet(DispatchKey::AutocastCPU));
   EXPECT_EQ(call_unary("test::mode", ones({1})).item<float>(), -2.0f);

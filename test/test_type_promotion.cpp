@@ -51,13 +51,13 @@ TEST(ResultType, ZeroDimTensorsRaiseCategoryNotWidth) {
 }
 
 TEST(ResultType, ScalarsRaiseCategoryToDefault) {
-  EXPECT_EQ((ones({2}, kInt) * 2.5).dtype(), kFloat);     // float Scalar -> default float
-  EXPECT_EQ((ones({2}, kInt) * 2).dtype(), kInt);         // int Scalar: no change
-  EXPECT_EQ((ones({2}, kByte) + (-1)).dtype(), kByte);    // not even for a negative value
+  EXPECT_EQ((ones({2}, kInt) * 2.5).dtype(), kFloat);   // float Scalar -> default float
+  EXPECT_EQ((ones({2}, kInt) * 2).dtype(), kInt);       // int Scalar: no change
+  EXPECT_EQ((ones({2}, kByte) + (-1)).dtype(), kByte);  // not even for a negative value
   EXPECT_EQ((ones({2}, kHalf) + 2.5).dtype(), kHalf);
   EXPECT_EQ((ones({2}, kBool) + 1).dtype(), kLong);
   EXPECT_EQ((ones({2}, kBool) + true).dtype(), kBool);
-  EXPECT_EQ((ones({}, kInt) + 2.5).dtype(), kFloat);      // zero-dim tensor vs Scalar
+  EXPECT_EQ((ones({}, kInt) + 2.5).dtype(), kFloat);  // zero-dim tensor vs Scalar
   EXPECT_EQ((ones({}, kDouble) + 2).dtype(), kDouble);
   EXPECT_EQ((ones({1}, kLong) * 0.5).item<float>(), 0.5f) << "value, not only dtype";
 }
@@ -75,11 +75,13 @@ TEST(ResultType, InPlaceMustHoldTheResult) {
   Tensor i = ones({2}, kInt);
   EXPECT_THROW_MSG(i.add_(ones({2}, kFloat)), TypeError,
                    "[add_] result type Float can't be cast to the desired output type Int");
-  EXPECT_THROW_MSG(i.mul_(1.5), TypeError, "result type Float can't be cast to the desired output type Int");
+  EXPECT_THROW_MSG(i.mul_(1.5), TypeError,
+                   "result type Float can't be cast to the desired output type Int");
   Tensor f = ones({2}, kFloat);
   f.add_(full({2}, 1e-10, kDouble));  // computes in float64, stores float32
   EXPECT_EQ(f.dtype(), kFloat);
   EXPECT_EQ(f.sum().item<float>(), 2.0f);
   Tensor b = ones({2}, kBool);
-  EXPECT_THROW_MSG(b.add_(ones({2}, kInt)), TypeError, "can't be cast to the desired output type Bool");
+  EXPECT_THROW_MSG(b.add_(ones({2}, kInt)), TypeError,
+                   "can't be cast to the desired output type Bool");
 }

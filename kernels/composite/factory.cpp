@@ -14,18 +14,20 @@ Tensor full_kernel(IntArrayRef size, const Scalar& value, ScalarType dtype, Devi
 }
 
 Tensor eye_kernel(int64_t n, int64_t m, ScalarType dtype, Device device) {
-  XTEN_CHECK(n >= 0 && m >= 0, ValueError, "eye", "n and m must be non-negative, but got n={}, m={}", n, m);
+  XTEN_CHECK(n >= 0 && m >= 0, ValueError, "eye",
+             "n and m must be non-negative, but got n={}, m={}", n, m);
   Tensor out = zeros({n, m}, dtype, device);
   if (n > 0 && m > 0) as_strided(out, {std::min(n, m)}, {m + 1}, 0).fill_(1);
   return out;
 }
 
 Tensor to_kernel(const Tensor& self, Device device, ScalarType dtype, bool copy) {
-  const bool same_device = self.device().type() == device.type() &&
-                           (!device.has_index() || !self.device().has_index() ||
-                            self.device().index() == device.index());
+  const bool same_device =
+      self.device().type() == device.type() && (!device.has_index() || !self.device().has_index() ||
+                                                self.device().index() == device.index());
   if (!copy && same_device && self.dtype() == dtype) return self;
-  Tensor out = empty(self.sizes(), dtype, device.has_index() || !same_device ? device : self.device());
+  Tensor out =
+      empty(self.sizes(), dtype, device.has_index() || !same_device ? device : self.device());
   return copy_(out, self);
 }
 

@@ -20,7 +20,8 @@ DimVector infer_size(const char* op, IntArrayRef shape, int64_t numel) {
   int infer = -1;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
-      XTEN_CHECK(infer < 0, ValueError, op, "only one dimension can be inferred, but shape is {}", shape);
+      XTEN_CHECK(infer < 0, ValueError, op, "only one dimension can be inferred, but shape is {}",
+                 shape);
       infer = static_cast<int>(i);
     } else {
       XTEN_CHECK(out[i] >= 0, ValueError, op, "invalid shape dimension {} in {}", out[i], shape);
@@ -32,7 +33,8 @@ DimVector infer_size(const char* op, IntArrayRef shape, int64_t numel) {
                "shape {} is invalid for input of size {}", shape, numel);
     out[infer] = numel / known;
   } else {
-    XTEN_CHECK(known == numel, ValueError, op, "shape {} is invalid for input of size {}", shape, numel);
+    XTEN_CHECK(known == numel, ValueError, op, "shape {} is invalid for input of size {}", shape,
+               numel);
   }
   return out;
 }
@@ -112,7 +114,8 @@ Tensor squeeze_kernel(const Tensor& self) {
 
 Tensor squeeze_dim_kernel(const Tensor& self, int64_t dim) {
   const int64_t d = wrap_dim("squeeze", dim, self.dim());
-  if (self.dim() == 0 || self.size(d) != 1) return make_view(self, self.sizes(), self.strides(), self.storage_offset());
+  if (self.dim() == 0 || self.size(d) != 1)
+    return make_view(self, self.sizes(), self.strides(), self.storage_offset());
   DimVector sizes(self.sizes()), strides(self.strides());
   sizes.erase(d);
   strides.erase(d);
@@ -245,7 +248,8 @@ std::vector<Tensor> split_kernel(const Tensor& self, int64_t split_size, int64_t
              "split_size must be positive (0 only for an empty dimension), but got {}", split_size);
   std::vector<Tensor> out;
   if (n == 0) return {slice(self, d, 0, 0, 1)};
-  for (int64_t s = 0; s < n; s += split_size) out.push_back(slice(self, d, s, std::min(n, s + split_size), 1));
+  for (int64_t s = 0; s < n; s += split_size)
+    out.push_back(slice(self, d, s, std::min(n, s + split_size), 1));
   return out;
 }
 
@@ -261,11 +265,13 @@ Tensor as_strided_kernel(const Tensor& self, IntArrayRef size, IntArrayRef strid
   XTEN_CHECK(size.size() == stride.size(), ValueError, "as_strided",
              "size {} and stride {} must have the same length", size, stride);
   const int64_t offset = storage_offset.value_or(self.storage_offset());
-  XTEN_CHECK(offset >= 0, ValueError, "as_strided", "storage_offset must be >= 0, but got {}", offset);
+  XTEN_CHECK(offset >= 0, ValueError, "as_strided", "storage_offset must be >= 0, but got {}",
+             offset);
   const int64_t numel = check_sizes("as_strided", size);
   int64_t last = offset;
   for (size_t i = 0; i < size.size(); ++i) {
-    XTEN_CHECK(stride[i] >= 0, ValueError, "as_strided", "strides must be >= 0, but got {}", stride);
+    XTEN_CHECK(stride[i] >= 0, ValueError, "as_strided", "strides must be >= 0, but got {}",
+               stride);
     last += (size[i] - 1) * stride[i];
   }
   const int64_t capacity = static_cast<int64_t>(self.storage().nbytes() / self.element_size());
@@ -276,7 +282,9 @@ Tensor as_strided_kernel(const Tensor& self, IntArrayRef size, IntArrayRef strid
   return make_view(self, size, stride, offset);
 }
 
-Tensor contiguous_kernel(const Tensor& self) { return self.is_contiguous() ? self : clone(self); }
+Tensor contiguous_kernel(const Tensor& self) {
+  return self.is_contiguous() ? self : clone(self);
+}
 
 Tensor clone_kernel(const Tensor& self) {
   Tensor out = empty(self.sizes(), self.dtype(), self.device());

@@ -17,35 +17,63 @@ namespace {
 
 // ---- functors (scalar form over the opmath type M; vec() where Eigen has one) -------------
 struct AddOp {
-  template <class M> M operator()(M a, M b) const { return wrap_add(a, b); }
-  template <class A> auto vec(const A& a, const A& b) const { return a + b; }
+  template <class M>
+  M operator()(M a, M b) const {
+    return wrap_add(a, b);
+  }
+  template <class A>
+  auto vec(const A& a, const A& b) const {
+    return a + b;
+  }
 };
 template <class M>
 struct AddAlphaOp {
   M alpha;
   M operator()(M a, M b) const { return wrap_add(a, wrap_mul(alpha, b)); }
-  template <class A> auto vec(const A& a, const A& b) const { return a + alpha * b; }
+  template <class A>
+  auto vec(const A& a, const A& b) const {
+    return a + alpha * b;
+  }
 };
 struct SubOp {
-  template <class M> M operator()(M a, M b) const { return wrap_sub(a, b); }
-  template <class A> auto vec(const A& a, const A& b) const { return a - b; }
+  template <class M>
+  M operator()(M a, M b) const {
+    return wrap_sub(a, b);
+  }
+  template <class A>
+  auto vec(const A& a, const A& b) const {
+    return a - b;
+  }
 };
 struct MulOp {
-  template <class M> M operator()(M a, M b) const { return wrap_mul(a, b); }
-  template <class A> auto vec(const A& a, const A& b) const { return a * b; }
+  template <class M>
+  M operator()(M a, M b) const {
+    return wrap_mul(a, b);
+  }
+  template <class A>
+  auto vec(const A& a, const A& b) const {
+    return a * b;
+  }
 };
 struct BoolMulOp {
   bool operator()(bool a, bool b) const { return a && b; }
 };
 struct DivOp {
-  template <class M> M operator()(M a, M b) const { return a / b; }
-  template <class A> auto vec(const A& a, const A& b) const { return a / b; }
+  template <class M>
+  M operator()(M a, M b) const {
+    return a / b;
+  }
+  template <class A>
+  auto vec(const A& a, const A& b) const {
+    return a / b;
+  }
 };
 
 // Integer division must not trap: x / 0 is a user error, INT_MIN / -1 wraps (as PyTorch).
 template <class M>
 void check_divisor(const char* op, M b) {
-  if constexpr (std::is_integral_v<M>) XTEN_CHECK(b != 0, ValueError, op, "integer division by zero");
+  if constexpr (std::is_integral_v<M>)
+    XTEN_CHECK(b != 0, ValueError, op, "integer division by zero");
 }
 template <class M>
 M int_div_trunc(M a, M b) {
@@ -63,7 +91,8 @@ M int_mod_trunc(M a, M b) {
 }
 
 struct DivTruncOp {
-  template <class M> M operator()(M a, M b) const {
+  template <class M>
+  M operator()(M a, M b) const {
     if constexpr (std::is_integral_v<M>) {
       check_divisor("div", b);
       return int_div_trunc(a, b);
@@ -73,7 +102,8 @@ struct DivTruncOp {
   }
 };
 struct DivFloorOp {
-  template <class M> M operator()(M a, M b) const {
+  template <class M>
+  M operator()(M a, M b) const {
     if constexpr (std::is_integral_v<M>) {
       check_divisor("div", b);
       const M q = int_div_trunc(a, b);
@@ -92,7 +122,8 @@ struct DivFloorOp {
   }
 };
 struct RemainderOp {
-  template <class M> M operator()(M a, M b) const {
+  template <class M>
+  M operator()(M a, M b) const {
     if constexpr (std::is_integral_v<M>) {
       check_divisor("remainder", b);
       M r = int_mod_trunc(a, b);
@@ -106,7 +137,8 @@ struct RemainderOp {
   }
 };
 struct FmodOp {
-  template <class M> M operator()(M a, M b) const {
+  template <class M>
+  M operator()(M a, M b) const {
     if constexpr (std::is_integral_v<M>) {
       check_divisor("fmod", b);
       return int_mod_trunc(a, b);
@@ -116,7 +148,8 @@ struct FmodOp {
   }
 };
 struct PowOp {
-  template <class M> M operator()(M base, M exp) const {
+  template <class M>
+  M operator()(M base, M exp) const {
     if constexpr (std::is_integral_v<M>) {
       // Square-and-multiply in unsigned arithmetic: wraps like PyTorch, never overflows UB.
       if constexpr (std::is_signed_v<M>) {
@@ -135,7 +168,8 @@ struct PowOp {
   }
 };
 struct MaximumOp {
-  template <class M> M operator()(M a, M b) const {
+  template <class M>
+  M operator()(M a, M b) const {
     if constexpr (!std::is_integral_v<M>) {
       if (a != a) return a;
       if (b != b) return b;
@@ -144,7 +178,8 @@ struct MaximumOp {
   }
 };
 struct MinimumOp {
-  template <class M> M operator()(M a, M b) const {
+  template <class M>
+  M operator()(M a, M b) const {
     if constexpr (!std::is_integral_v<M>) {
       if (a != a) return a;
       if (b != b) return b;
@@ -153,12 +188,21 @@ struct MinimumOp {
   }
 };
 struct Atan2Op {
-  template <class M> M operator()(M a, M b) const { return std::atan2(a, b); }
+  template <class M>
+  M operator()(M a, M b) const {
+    return std::atan2(a, b);
+  }
 };
-#define XTEN_COMPARE_OP(Name, expr_op)                                               \
-  struct Name {                                                                      \
-    template <class M> bool operator()(M a, M b) const { return a expr_op b; }      \
-    template <class A> auto vec(const A& a, const A& b) const { return a expr_op b; } \
+#define XTEN_COMPARE_OP(Name, expr_op)       \
+  struct Name {                              \
+    template <class M>                       \
+    bool operator()(M a, M b) const {        \
+      return a expr_op b;                    \
+    }                                        \
+    template <class A>                       \
+    auto vec(const A& a, const A& b) const { \
+      return a expr_op b;                    \
+    }                                        \
   };
 XTEN_COMPARE_OP(EqOp, ==)
 XTEN_COMPARE_OP(NeOp, !=)
@@ -168,22 +212,40 @@ XTEN_COMPARE_OP(GtOp, >)
 XTEN_COMPARE_OP(GeOp, >=)
 #undef XTEN_COMPARE_OP
 struct LogicalAndOp {
-  template <class M> bool operator()(M a, M b) const { return a != M(0) && b != M(0); }
+  template <class M>
+  bool operator()(M a, M b) const {
+    return a != M(0) && b != M(0);
+  }
 };
 struct LogicalOrOp {
-  template <class M> bool operator()(M a, M b) const { return a != M(0) || b != M(0); }
+  template <class M>
+  bool operator()(M a, M b) const {
+    return a != M(0) || b != M(0);
+  }
 };
 struct LogicalXorOp {
-  template <class M> bool operator()(M a, M b) const { return (a != M(0)) != (b != M(0)); }
+  template <class M>
+  bool operator()(M a, M b) const {
+    return (a != M(0)) != (b != M(0));
+  }
 };
 struct BitAndOp {
-  template <class M> M operator()(M a, M b) const { return static_cast<M>(a & b); }
+  template <class M>
+  M operator()(M a, M b) const {
+    return static_cast<M>(a & b);
+  }
 };
 struct BitOrOp {
-  template <class M> M operator()(M a, M b) const { return static_cast<M>(a | b); }
+  template <class M>
+  M operator()(M a, M b) const {
+    return static_cast<M>(a | b);
+  }
 };
 struct BitXorOp {
-  template <class M> M operator()(M a, M b) const { return static_cast<M>(a ^ b); }
+  template <class M>
+  M operator()(M a, M b) const {
+    return static_cast<M>(a ^ b);
+  }
 };
 
 // ---- the shared driver ------------------------------------------------------------------
@@ -208,7 +270,9 @@ auto fixed(Op op) {
   return [op](auto) { return op; };
 }
 
-ScalarType promoted(const Tensor& a, const Tensor& b) { return result_type(a, b); }
+ScalarType promoted(const Tensor& a, const Tensor& b) {
+  return result_type(a, b);
+}
 // The dtype true division and other float-valued ops compute in: integers go to float32.
 ScalarType float_promoted(const Tensor& a, const Tensor& b) {
   const ScalarType t = result_type(a, b);
@@ -231,7 +295,8 @@ Tensor add_impl(const char* name, const Tensor& out, const Tensor& self, const T
              "subtraction of bool tensors is not supported; use logical_xor() or bitwise_xor()");
   check_alpha(name, t, alpha);
   if (alpha.to_double() == 1.0) {
-    if (negate) return binary<dtypes::kAllButBool, false>(name, out, self, other, t, fixed(SubOp{}));
+    if (negate)
+      return binary<dtypes::kAllButBool, false>(name, out, self, other, t, fixed(SubOp{}));
     return binary<dtypes::kAll, false>(name, out, self, other, t, fixed(AddOp{}));
   }
   return binary<dtypes::kAll, false>(name, out, self, other, t, [&](auto tag) {
@@ -259,20 +324,30 @@ Tensor mul_impl(const char* name, const Tensor& out, const Tensor& a, const Tens
   if (t == kBool) return binary<dtypes::kBoolOnly, false>(name, out, a, b, t, fixed(BoolMulOp{}));
   return binary<dtypes::kAllButBool, false>(name, out, a, b, t, fixed(MulOp{}));
 }
-Tensor mul_kernel(const Tensor& a, const Tensor& b) { return mul_impl("mul", Tensor(), a, b); }
-Tensor mul__kernel(const Tensor& a, const Tensor& b) { return mul_impl("mul_", a, a, b); }
+Tensor mul_kernel(const Tensor& a, const Tensor& b) {
+  return mul_impl("mul", Tensor(), a, b);
+}
+Tensor mul__kernel(const Tensor& a, const Tensor& b) {
+  return mul_impl("mul_", a, a, b);
+}
 
 Tensor div_impl(const char* name, const Tensor& out, const Tensor& a, const Tensor& b,
                 const std::optional<std::string>& mode) {
-  if (!mode) return binary<dtypes::kFloating, false>(name, out, a, b, float_promoted(a, b), fixed(DivOp{}));
+  if (!mode)
+    return binary<dtypes::kFloating, false>(name, out, a, b, float_promoted(a, b), fixed(DivOp{}));
   XTEN_CHECK(*mode == "trunc" || *mode == "floor", ValueError, name,
              "rounding_mode must be None, 'trunc' or 'floor', but got '{}'", *mode);
   const ScalarType t = promoted(a, b);
-  if (*mode == "trunc") return binary<dtypes::kAllButBool, false>(name, out, a, b, t, fixed(DivTruncOp{}));
+  if (*mode == "trunc")
+    return binary<dtypes::kAllButBool, false>(name, out, a, b, t, fixed(DivTruncOp{}));
   return binary<dtypes::kAllButBool, false>(name, out, a, b, t, fixed(DivFloorOp{}));
 }
-Tensor div_kernel(const Tensor& a, const Tensor& b) { return div_impl("div", Tensor(), a, b, std::nullopt); }
-Tensor div__kernel(const Tensor& a, const Tensor& b) { return div_impl("div_", a, a, b, std::nullopt); }
+Tensor div_kernel(const Tensor& a, const Tensor& b) {
+  return div_impl("div", Tensor(), a, b, std::nullopt);
+}
+Tensor div__kernel(const Tensor& a, const Tensor& b) {
+  return div_impl("div_", a, a, b, std::nullopt);
+}
 Tensor div_mode_kernel(const Tensor& a, const Tensor& b, std::optional<std::string> mode) {
   return div_impl("div", Tensor(), a, b, mode);
 }
@@ -281,7 +356,8 @@ Tensor div__mode_kernel(const Tensor& a, const Tensor& b, std::optional<std::str
 }
 
 Tensor remainder_kernel(const Tensor& a, const Tensor& b) {
-  return binary<dtypes::kAllButBool, false>("remainder", Tensor(), a, b, std::nullopt, fixed(RemainderOp{}));
+  return binary<dtypes::kAllButBool, false>("remainder", Tensor(), a, b, std::nullopt,
+                                            fixed(RemainderOp{}));
 }
 Tensor fmod_kernel(const Tensor& a, const Tensor& b) {
   return binary<dtypes::kAllButBool, false>("fmod", Tensor(), a, b, std::nullopt, fixed(FmodOp{}));
@@ -291,12 +367,17 @@ Tensor pow_impl(const char* name, const Tensor& out, const Tensor& base, const T
   const ScalarType t = promoted(base, exp);
   if (is_integral_type(t, false) && is_wrapped_number(exp)) {
     XTEN_CHECK(exp.item<int64_t>() >= 0, ValueError, name,
-               "integers to negative integer powers are not allowed (exponent {})", exp.item<int64_t>());
+               "integers to negative integer powers are not allowed (exponent {})",
+               exp.item<int64_t>());
   }
   return binary<dtypes::kAllButBool, false>(name, out, base, exp, t, fixed(PowOp{}));
 }
-Tensor pow_kernel(const Tensor& a, const Tensor& b) { return pow_impl("pow", Tensor(), a, b); }
-Tensor pow__kernel(const Tensor& a, const Tensor& b) { return pow_impl("pow_", a, a, b); }
+Tensor pow_kernel(const Tensor& a, const Tensor& b) {
+  return pow_impl("pow", Tensor(), a, b);
+}
+Tensor pow__kernel(const Tensor& a, const Tensor& b) {
+  return pow_impl("pow_", a, a, b);
+}
 
 Tensor maximum_kernel(const Tensor& a, const Tensor& b) {
   return binary<dtypes::kAll, false>("maximum", Tensor(), a, b, std::nullopt, fixed(MaximumOp{}));
@@ -305,7 +386,8 @@ Tensor minimum_kernel(const Tensor& a, const Tensor& b) {
   return binary<dtypes::kAll, false>("minimum", Tensor(), a, b, std::nullopt, fixed(MinimumOp{}));
 }
 Tensor atan2_kernel(const Tensor& a, const Tensor& b) {
-  return binary<dtypes::kFloating, false>("atan2", Tensor(), a, b, float_promoted(a, b), fixed(Atan2Op{}));
+  return binary<dtypes::kFloating, false>("atan2", Tensor(), a, b, float_promoted(a, b),
+                                          fixed(Atan2Op{}));
 }
 
 // ---- predicates -----------------------------------------------------------------------------
@@ -324,9 +406,10 @@ XTEN_PREDICATE_KERNEL(logical_or_kernel, "logical_or", LogicalOrOp)
 XTEN_PREDICATE_KERNEL(logical_xor_kernel, "logical_xor", LogicalXorOp)
 #undef XTEN_PREDICATE_KERNEL
 
-#define XTEN_BITWISE_KERNEL(fn, name, Op)                                                         \
-  Tensor fn(const Tensor& a, const Tensor& b) {                                                   \
-    return binary<dtypes::kIntegralAndBool, false>(name, Tensor(), a, b, std::nullopt, fixed(Op{})); \
+#define XTEN_BITWISE_KERNEL(fn, name, Op)                                              \
+  Tensor fn(const Tensor& a, const Tensor& b) {                                        \
+    return binary<dtypes::kIntegralAndBool, false>(name, Tensor(), a, b, std::nullopt, \
+                                                   fixed(Op{}));                       \
   }
 XTEN_BITWISE_KERNEL(bitwise_and_kernel, "bitwise_and", BitAndOp)
 XTEN_BITWISE_KERNEL(bitwise_or_kernel, "bitwise_or", BitOrOp)
@@ -369,8 +452,10 @@ template <class M>
 M bound(const Scalar& s) {
   if constexpr (std::is_integral_v<M>) {
     const double v = s.to<double>();
-    if (v <= static_cast<double>(std::numeric_limits<M>::lowest())) return std::numeric_limits<M>::lowest();
-    if (v >= static_cast<double>(std::numeric_limits<M>::max())) return std::numeric_limits<M>::max();
+    if (v <= static_cast<double>(std::numeric_limits<M>::lowest()))
+      return std::numeric_limits<M>::lowest();
+    if (v >= static_cast<double>(std::numeric_limits<M>::max()))
+      return std::numeric_limits<M>::max();
     return s.is_floating_point() ? static_cast<M>(v) : static_cast<M>(s.to<int64_t>());
   } else {
     return s.to<M>();
@@ -391,20 +476,24 @@ Tensor clamp_impl(const char* name, const Tensor& out, const Tensor& self,
   return visit_dtype<dtypes::kAllButBool>(name, e.compute(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
-    const ClampOp<M> op{lo.has_value(), hi.has_value(), lo ? bound<M>(*lo) : M(0), hi ? bound<M>(*hi) : M(0)};
+    const ClampOp<M> op{lo.has_value(), hi.has_value(), lo ? bound<M>(*lo) : M(0),
+                        hi ? bound<M>(*hi) : M(0)};
     return e.run(make_loop<T, T>(op));
   });
 }
-Tensor clamp_kernel(const Tensor& self, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+Tensor clamp_kernel(const Tensor& self, const std::optional<Scalar>& lo,
+                    const std::optional<Scalar>& hi) {
   return clamp_impl("clamp", Tensor(), self, lo, hi);
 }
-Tensor clamp__kernel(const Tensor& self, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+Tensor clamp__kernel(const Tensor& self, const std::optional<Scalar>& lo,
+                     const std::optional<Scalar>& hi) {
   return clamp_impl("clamp_", self, self, lo, hi);
 }
 
 Tensor lerp_kernel(const Tensor& self, const Tensor& end, const Tensor& weight) {
   XTEN_CHECK(self.dtype() == end.dtype(), TypeError, "lerp",
-             "expected end of dtype {} (self's), but got {}", to_string(self.dtype()), to_string(end.dtype()));
+             "expected end of dtype {} (self's), but got {}", to_string(self.dtype()),
+             to_string(end.dtype()));
   XTEN_CHECK(is_wrapped_number(weight) || weight.dtype() == self.dtype(), TypeError, "lerp",
              "expected weight of dtype {} (self's), but got {}", to_string(self.dtype()),
              to_string(weight.dtype()));

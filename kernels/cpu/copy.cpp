@@ -20,13 +20,16 @@ void convert_element(const void* src, ScalarType src_dtype, void* dst, ScalarTyp
 namespace {
 struct Identity {
   template <class M>
-  M operator()(M x) const { return x; }
+  M operator()(M x) const {
+    return x;
+  }
 };
 }  // namespace
 
 void copy_into(const char* op, const Tensor& dst, const Tensor& src) {
   XTEN_CHECK(dst.is_cpu() && src.is_cpu(), DeviceError, op,
-             "the CPU copy kernel got tensors on {} and {}", dst.device().str(), src.device().str());
+             "the CPU copy kernel got tensors on {} and {}", dst.device().str(),
+             src.device().str());
   Elementwise e(op, dst, {src});
   // The input stays in its dtype; the loop converts each element on store.
   e.keep_input_dtype(0).compute_dtype(src.dtype()).result_dtype(dst.dtype());
@@ -72,8 +75,8 @@ Tensor fill_kernel(const Tensor& self, const Scalar& value) {
   visit_dtype<dtypes::kAll>("fill_", self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = value.is_floating_point() ? cast_value<T>(value.to<double>())
-                : value.is_boolean()       ? cast_value<T>(value.to<bool>())
-                                           : cast_value<T>(value.to<int64_t>());
+                : value.is_boolean()      ? cast_value<T>(value.to<bool>())
+                                          : cast_value<T>(value.to<int64_t>());
     Elementwise e("fill_", self, {});
     e.compute_dtype(self.dtype());
     e.run([v](char** data, const int64_t* st, int64_t n) {

@@ -29,7 +29,8 @@ void Elementwise::prepare() {
   // then have the broadcast shape itself (checked below).
   shape_ = out_.defined() ? DimVector(out_.sizes()) : DimVector(inputs_[0].sizes());
   for (int i = 0; i < num_inputs_; ++i)
-    if (inputs_[i].sizes() != IntArrayRef(shape_)) shape_ = broadcast_shapes(op_, shape_, inputs_[i].sizes());
+    if (inputs_[i].sizes() != IntArrayRef(shape_))
+      shape_ = broadcast_shapes(op_, shape_, inputs_[i].sizes());
   numel_ = 1;
   for (int64_t s : shape_) numel_ *= s;
 
@@ -69,14 +70,14 @@ void Elementwise::build_geometry() {
   for (int o = 0; o < nops; ++o) {
     const Tensor& t = o == 0 ? target_ : inputs_[o - 1];
     const bool from_buffer = o > 0 && !keep_dtype_[o - 1] && t.dtype() != compute_;
-    const int64_t esize = static_cast<int64_t>(
-        element_size(o == 0 ? result_ : keep_dtype_[o - 1] ? t.dtype() : compute_));
+    const int64_t esize = static_cast<int64_t>(element_size(o == 0               ? result_
+                                                            : keep_dtype_[o - 1] ? t.dtype()
+                                                                                 : compute_));
     data_[o] = from_buffer ? scalar_buf_[o].data() : static_cast<char*>(t.data_ptr());
     full[o] = DimVector(nd, 0);
     if (from_buffer) continue;  // a converted one-element input: stride 0 everywhere
     const int off = nd - static_cast<int>(t.dim());
-    for (int d = 0; d < t.dim(); ++d)
-      full[o][off + d] = t.size(d) == 1 ? 0 : t.stride(d) * esize;
+    for (int d = 0; d < t.dim(); ++d) full[o][off + d] = t.size(d) == 1 ? 0 : t.stride(d) * esize;
   }
   // Coalesce: drop size-1 dims; merge a dim into its outer neighbour when every operand
   // steps over the inner dim exactly to the outer one.
@@ -85,8 +86,7 @@ void Elementwise::build_geometry() {
   for (int d = 0; d < nd; ++d) {
     if (shape_[d] == 1) continue;
     bool merge = !dims_.empty();
-    for (int o = 0; merge && o < nops; ++o)
-      merge = strides_[o].back() == full[o][d] * shape_[d];
+    for (int o = 0; merge && o < nops; ++o) merge = strides_[o].back() == full[o][d] * shape_[d];
     if (merge) {
       dims_.back() *= shape_[d];
       for (int o = 0; o < nops; ++o) strides_[o].back() = full[o][d];
@@ -111,7 +111,9 @@ bool Elementwise::flat_geometry() {
       continue;
     }
     if (!t.is_contiguous() || t.numel() != numel_) return false;
-    stride[o] = static_cast<int64_t>(element_size(o == 0 ? result_ : keep_dtype_[o - 1] ? t.dtype() : compute_));
+    stride[o] = static_cast<int64_t>(element_size(o == 0               ? result_
+                                                  : keep_dtype_[o - 1] ? t.dtype()
+                                                                       : compute_));
     data_[o] = static_cast<char*>(t.data_ptr());
   }
   dims_.assign(1, numel_);

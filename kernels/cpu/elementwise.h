@@ -27,10 +27,19 @@ class Elementwise {
   // `out` undefined: allocate. `result_dtype`: what the loop writes (Undefined: compute).
   Elementwise(const char* op, const Tensor& out, std::initializer_list<Tensor> inputs);
 
-  Elementwise& compute_dtype(ScalarType t) { compute_ = t; return *this; }
-  Elementwise& result_dtype(ScalarType t) { result_ = t; return *this; }
+  Elementwise& compute_dtype(ScalarType t) {
+    compute_ = t;
+    return *this;
+  }
+  Elementwise& result_dtype(ScalarType t) {
+    result_ = t;
+    return *this;
+  }
   // Input i keeps its own dtype instead of converting to the compute dtype (where's cond).
-  Elementwise& keep_input_dtype(int i) { keep_dtype_[i] = true; return *this; }
+  Elementwise& keep_input_dtype(int i) {
+    keep_dtype_[i] = true;
+    return *this;
+  }
 
   // Prepares operands; after this the loop runs with run().
   void prepare();
@@ -50,8 +59,8 @@ class Elementwise {
 
   const char* op_;
   bool prepared_ = false;
-  Tensor out_;          // what the caller gets
-  Tensor target_;       // what the loop writes: out_, or a temporary of the result dtype
+  Tensor out_;     // what the caller gets
+  Tensor target_;  // what the loop writes: out_, or a temporary of the result dtype
   std::array<Tensor, kMaxOperands - 1> inputs_;
   std::array<bool, kMaxOperands - 1> keep_dtype_{};
   int num_inputs_ = 0;
@@ -113,8 +122,10 @@ Tensor Elementwise::run(const Loop& loop) {
     auto chunk = [&](int64_t b, int64_t e) {
       walk_range(nops, data_.data(), dims_, strides_, b, e, loop);
     };
-    if (numel_ < kParallelGrain) chunk(0, numel_);
-    else parallel_for(numel_, kParallelGrain, chunk);
+    if (numel_ < kParallelGrain)
+      chunk(0, numel_);
+    else
+      parallel_for(numel_, kParallelGrain, chunk);
   }
   return finish();
 }

@@ -37,8 +37,10 @@ Tensor arange_kernel(const Scalar& start, const Scalar& end, const Scalar& step,
   XTEN_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), ValueError, "arange",
              "the bounds [{}, {}) are inconsistent with the step sign ({})", s, e, st);
   const bool integral = start.is_integral(true) && end.is_integral(true) && step.is_integral(true);
-  const int64_t n = integral ? (end.to_long() - start.to_long() + step.to_long() - (st > 0 ? 1 : -1)) / step.to_long()
-                             : static_cast<int64_t>(std::ceil((e - s) / st));
+  const int64_t n =
+      integral
+          ? (end.to_long() - start.to_long() + step.to_long() - (st > 0 ? 1 : -1)) / step.to_long()
+          : static_cast<int64_t>(std::ceil((e - s) / st));
   Tensor out = empty_tensor({n}, dtype, device);
   visit_dtype<dtypes::kAllButBool>("arange", dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -46,7 +48,8 @@ Tensor arange_kernel(const Scalar& start, const Scalar& end, const Scalar& step,
       const int64_t s0 = start.to_long(), d = step.to_long();
       fill_indexed<T>(out, [=](int64_t i) { return cast_value<T>(s0 + i * d); });
     } else {
-      fill_indexed<T>(out, [=](int64_t i) { return cast_value<T>(s + static_cast<double>(i) * st); });
+      fill_indexed<T>(out,
+                      [=](int64_t i) { return cast_value<T>(s + static_cast<double>(i) * st); });
     }
   });
   return out;
@@ -54,7 +57,8 @@ Tensor arange_kernel(const Scalar& start, const Scalar& end, const Scalar& step,
 
 Tensor linspace_kernel(const Scalar& start, const Scalar& end, int64_t steps, ScalarType dtype,
                        Device device) {
-  XTEN_CHECK(steps >= 0, ValueError, "linspace", "number of steps must be non-negative, but got {}", steps);
+  XTEN_CHECK(steps >= 0, ValueError, "linspace", "number of steps must be non-negative, but got {}",
+             steps);
   Tensor out = empty_tensor({steps}, dtype, device);
   const double s = start.to<double>(), e = end.to<double>();
   const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
@@ -89,8 +93,10 @@ T uniform_from(const PhiloxCounter& r) {
 template <class T>
 T normal_from(const PhiloxCounter& r) {
   if constexpr (std::is_same_v<T, double>) {
-    const double u1 = (static_cast<double>((static_cast<uint64_t>(r[0]) << 32 | r[1]) >> 11) + 1.0) * 0x1.0p-53;
-    const double u2 = static_cast<double>((static_cast<uint64_t>(r[2]) << 32 | r[3]) >> 11) * 0x1.0p-53;
+    const double u1 =
+        (static_cast<double>((static_cast<uint64_t>(r[0]) << 32 | r[1]) >> 11) + 1.0) * 0x1.0p-53;
+    const double u2 =
+        static_cast<double>((static_cast<uint64_t>(r[2]) << 32 | r[3]) >> 11) * 0x1.0p-53;
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
   } else {
     const float u1 = (static_cast<float>(r[0] >> 8) + 1.0f) * 0x1.0p-24f;
@@ -104,7 +110,8 @@ Tensor rand_kernel(IntArrayRef size, ScalarType dtype, Device device) {
   const PhiloxState st = default_cpu_generator().next();
   visit_dtype<dtypes::kFloating>("rand", dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    fill_indexed<T>(out, [=](int64_t i) { return uniform_from<T>(philox_words(st.seed, st.offset, i)); });
+    fill_indexed<T>(
+        out, [=](int64_t i) { return uniform_from<T>(philox_words(st.seed, st.offset, i)); });
   });
   return out;
 }
@@ -114,13 +121,16 @@ Tensor randn_kernel(IntArrayRef size, ScalarType dtype, Device device) {
   const PhiloxState st = default_cpu_generator().next();
   visit_dtype<dtypes::kFloating>("randn", dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    fill_indexed<T>(out, [=](int64_t i) { return normal_from<T>(philox_words(st.seed, st.offset, i)); });
+    fill_indexed<T>(out,
+                    [=](int64_t i) { return normal_from<T>(philox_words(st.seed, st.offset, i)); });
   });
   return out;
 }
 
-Tensor randint_kernel(int64_t low, int64_t high, IntArrayRef size, ScalarType dtype, Device device) {
-  XTEN_CHECK(low < high, ValueError, "randint", "expects low < high, but got low={}, high={}", low, high);
+Tensor randint_kernel(int64_t low, int64_t high, IntArrayRef size, ScalarType dtype,
+                      Device device) {
+  XTEN_CHECK(low < high, ValueError, "randint", "expects low < high, but got low={}, high={}", low,
+             high);
   Tensor out = empty_tensor(size, dtype, device);
   const PhiloxState st = default_cpu_generator().next();
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
@@ -129,7 +139,8 @@ Tensor randint_kernel(int64_t low, int64_t high, IntArrayRef size, ScalarType dt
     if constexpr (std::is_integral_v<T>) {
       XTEN_CHECK(low >= static_cast<int64_t>(std::numeric_limits<T>::lowest()) &&
                      high - 1 <= static_cast<int64_t>(std::numeric_limits<T>::max()),
-                 ValueError, "randint", "[{}, {}) does not fit dtype {}", low, high, to_string(dtype));
+                 ValueError, "randint", "[{}, {}) does not fit dtype {}", low, high,
+                 to_string(dtype));
     }
     fill_indexed<T>(out, [=](int64_t i) {
       const PhiloxCounter r = philox_words(st.seed, st.offset, i);

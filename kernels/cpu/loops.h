@@ -54,39 +54,51 @@ inline To cast_value(From v) {
 
 // Signed integer arithmetic that wraps (two's complement) instead of overflowing.
 template <class M>
-constexpr bool kWraps = std::is_integral_v<M> && std::is_signed_v<M> && sizeof(M) >= sizeof(int);
+constexpr bool kWraps = std::is_integral_v<M>&& std::is_signed_v<M> && sizeof(M) >= sizeof(int);
 template <class M>
 inline M wrap_add(M a, M b) {
-  if constexpr (kWraps<M>) return static_cast<M>(static_cast<std::make_unsigned_t<M>>(a) + static_cast<std::make_unsigned_t<M>>(b));
-  else return static_cast<M>(a + b);
+  if constexpr (kWraps<M>)
+    return static_cast<M>(static_cast<std::make_unsigned_t<M>>(a) +
+                          static_cast<std::make_unsigned_t<M>>(b));
+  else
+    return static_cast<M>(a + b);
 }
 template <class M>
 inline M wrap_sub(M a, M b) {
-  if constexpr (kWraps<M>) return static_cast<M>(static_cast<std::make_unsigned_t<M>>(a) - static_cast<std::make_unsigned_t<M>>(b));
-  else return static_cast<M>(a - b);
+  if constexpr (kWraps<M>)
+    return static_cast<M>(static_cast<std::make_unsigned_t<M>>(a) -
+                          static_cast<std::make_unsigned_t<M>>(b));
+  else
+    return static_cast<M>(a - b);
 }
 template <class M>
 inline M wrap_mul(M a, M b) {
-  if constexpr (kWraps<M>) return static_cast<M>(static_cast<std::make_unsigned_t<M>>(a) * static_cast<std::make_unsigned_t<M>>(b));
-  else if constexpr (std::is_integral_v<M> && !std::is_same_v<M, bool>) return static_cast<M>(static_cast<unsigned>(a) * static_cast<unsigned>(b));
-  else return static_cast<M>(a * b);
+  if constexpr (kWraps<M>)
+    return static_cast<M>(static_cast<std::make_unsigned_t<M>>(a) *
+                          static_cast<std::make_unsigned_t<M>>(b));
+  else if constexpr (std::is_integral_v<M> && !std::is_same_v<M, bool>)
+    return static_cast<M>(static_cast<unsigned>(a) * static_cast<unsigned>(b));
+  else
+    return static_cast<M>(a * b);
 }
 template <class M>
 inline M wrap_neg(M a) {
-  if constexpr (std::is_integral_v<M>) return wrap_sub(M(0), a);
-  else return -a;  // keeps the sign of zero: -(0.0) is -0.0
+  if constexpr (std::is_integral_v<M>)
+    return wrap_sub(M(0), a);
+  else
+    return -a;  // keeps the sign of zero: -(0.0) is -0.0
 }
 
 template <class Op, class M, int N, class = void>
 struct has_vec : std::false_type {};
 template <class Op, class M>
-struct has_vec<Op, M, 1, std::void_t<decltype(std::declval<const Op&>().vec(std::declval<ECMap<M>>()))>>
+struct has_vec<Op, M, 1,
+               std::void_t<decltype(std::declval<const Op&>().vec(std::declval<ECMap<M>>()))>>
     : std::true_type {};
 template <class Op, class M>
 struct has_vec<Op, M, 2,
-               std::void_t<decltype(std::declval<const Op&>().vec(std::declval<ECMap<M>>(),
-                                                                   std::declval<ECMap<M>>()))>>
-    : std::true_type {};
+               std::void_t<decltype(std::declval<const Op&>().vec(
+                   std::declval<ECMap<M>>(), std::declval<ECMap<M>>()))>> : std::true_type {};
 
 // Element by element with the scalar functor; inputs of types Ts..., output R.
 template <class R, class... Ts, class Op, size_t... I>
@@ -96,7 +108,8 @@ inline void scalar_run(char** data, const int64_t* s, int64_t n, const Op& op,
   if (contiguous) {
     R* __restrict__ out = reinterpret_cast<R*>(data[0]);
     for (int64_t i = 0; i < n; ++i)
-      out[i] = cast_value<R>(op(static_cast<opmath_t<Ts>>(reinterpret_cast<const Ts*>(data[I + 1])[i])...));
+      out[i] = cast_value<R>(
+          op(static_cast<opmath_t<Ts>>(reinterpret_cast<const Ts*>(data[I + 1])[i])...));
     return;
   }
   for (int64_t i = 0; i < n; ++i)
@@ -115,11 +128,14 @@ auto make_loop(const Op& op) {
     if constexpr (same_types && (N == 1 || N == 2) &&
                   std::conjunction_v<std::is_floating_point<M>, has_vec<Op, M, N>>) {
       auto vec = [&op](const M* a, const M* b, int64_t m) {
-        if constexpr (N == 1) return op.vec(ECMap<M>(a, m));
-        else return op.vec(ECMap<M>(a, m), ECMap<M>(b, m));
+        if constexpr (N == 1)
+          return op.vec(ECMap<M>(a, m));
+        else
+          return op.vec(ECMap<M>(a, m), ECMap<M>(b, m));
       };
       using V = typename std::decay_t<decltype(vec(nullptr, nullptr, 0))>::Scalar;
-      const bool contiguous = s[0] == sizeof(R) && s[1] == sizeof(T0) && (N == 1 || s[N] == sizeof(T0));
+      const bool contiguous =
+          s[0] == sizeof(R) && s[1] == sizeof(T0) && (N == 1 || s[N] == sizeof(T0));
       if constexpr (std::is_same_v<T0, M> && std::is_same_v<R, V>) {
         if (contiguous) {
           EMap<R>(reinterpret_cast<R*>(data[0]), n) =

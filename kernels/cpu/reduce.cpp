@@ -47,7 +47,8 @@ std::vector<int64_t> reduction_dims(const char* op, const Tensor& self, IntArray
   std::vector<bool> mask(static_cast<size_t>(std::max<int64_t>(self.dim(), 1)), dims.empty());
   for (int64_t d : dims) {
     const int64_t w = wrap_dim(op, d, self.dim());
-    XTEN_CHECK(!mask[w] || dims.empty(), ValueError, op, "dim {} appears more than once in {}", w, dims);
+    XTEN_CHECK(!mask[w] || dims.empty(), ValueError, op, "dim {} appears more than once in {}", w,
+               dims);
     mask[w] = true;
   }
   std::vector<int64_t> out;
@@ -83,8 +84,10 @@ Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepd
     const T* src = static_cast<const T*>(in.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
     auto finish = [divisor](Acc v) {
-      if constexpr (std::is_integral_v<Acc>) return cast_value<T>(v);
-      else return cast_value<T>(divisor == 1.0 ? v : static_cast<Acc>(v / static_cast<Acc>(divisor)));
+      if constexpr (std::is_integral_v<Acc>)
+        return cast_value<T>(v);
+      else
+        return cast_value<T>(divisor == 1.0 ? v : static_cast<Acc>(v / static_cast<Acc>(divisor)));
     };
     if (outer == 1 && inner >= kParallelGrain) {
       // One long row: each thread sums a contiguous piece; pieces combine in order.
@@ -102,7 +105,8 @@ Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepd
     }
     parallel_for(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(inner, 1)),
                  [&](int64_t b, int64_t e) {
-                   for (int64_t i = b; i < e; ++i) dst[i] = finish(pairwise_sum<Acc>(src + i * inner, inner));
+                   for (int64_t i = b; i < e; ++i)
+                     dst[i] = finish(pairwise_sum<Acc>(src + i * inner, inner));
                  });
   });
   if (!keepdim) return out;
@@ -111,16 +115,21 @@ Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepd
   return out.view(kept);
 }
 
-Tensor sum_kernel(const Tensor& self, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
-  const ScalarType out = dtype ? *dtype : is_integral_type(self.dtype(), true) ? kLong : self.dtype();
+Tensor sum_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
+                  std::optional<ScalarType> dtype) {
+  const ScalarType out = dtype                                  ? *dtype
+                         : is_integral_type(self.dtype(), true) ? kLong
+                                                                : self.dtype();
   return sum_impl("sum", self, dims, keepdim, out, 1.0);
 }
 
-Tensor mean_kernel(const Tensor& self, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
+Tensor mean_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
+                   std::optional<ScalarType> dtype) {
   const ScalarType out = dtype.value_or(self.dtype());
-  XTEN_CHECK(is_floating_type(out), TypeError, "mean",
-             "could not infer the output dtype: input dtype {} is not floating; pass a floating dtype",
-             to_string(out));
+  XTEN_CHECK(
+      is_floating_type(out), TypeError, "mean",
+      "could not infer the output dtype: input dtype {} is not floating; pass a floating dtype",
+      to_string(out));
   int64_t count = 1;
   for (int64_t d : reduction_dims("mean", self, dims)) count *= self.size(d);
   return sum_impl("mean", self, dims, keepdim, out, static_cast<double>(count));

@@ -15,14 +15,23 @@ namespace xten::cpu {
 namespace {
 
 // One functor per op: a scalar form over the opmath type and, where Eigen vectorizes it, vec().
-#define XTEN_UNARY_FUNCTOR(Name, scalar_expr, vec_expr)               \
-  struct Name {                                                       \
-    template <class M> M operator()(M x) const { return scalar_expr; } \
-    template <class A> auto vec(const A& x) const { return vec_expr; } \
+#define XTEN_UNARY_FUNCTOR(Name, scalar_expr, vec_expr) \
+  struct Name {                                         \
+    template <class M>                                  \
+    M operator()(M x) const {                           \
+      return scalar_expr;                               \
+    }                                                   \
+    template <class A>                                  \
+    auto vec(const A& x) const {                        \
+      return vec_expr;                                  \
+    }                                                   \
   };
-#define XTEN_UNARY_SCALAR_FUNCTOR(Name, scalar_expr)                   \
-  struct Name {                                                       \
-    template <class M> M operator()(M x) const { return scalar_expr; } \
+#define XTEN_UNARY_SCALAR_FUNCTOR(Name, scalar_expr) \
+  struct Name {                                      \
+    template <class M>                               \
+    M operator()(M x) const {                        \
+      return scalar_expr;                            \
+    }                                                \
   };
 XTEN_UNARY_FUNCTOR(ExpOp, std::exp(x), x.exp())
 XTEN_UNARY_SCALAR_FUNCTOR(Exp2Op, std::exp2(x))
@@ -53,46 +62,68 @@ XTEN_UNARY_SCALAR_FUNCTOR(IdentityOp, x)
 #undef XTEN_UNARY_SCALAR_FUNCTOR
 
 struct SignOp {
-  template <class M> M operator()(M x) const {
-    if constexpr (std::is_same_v<M, bool>) return x;
-    else if constexpr (std::is_unsigned_v<M>) return static_cast<M>(x > 0);
-    else if constexpr (std::is_integral_v<M>) return static_cast<M>((x > 0) - (x < 0));
-    else return x != x ? x : static_cast<M>((x > 0) - (x < 0));  // NaN stays NaN
+  template <class M>
+  M operator()(M x) const {
+    if constexpr (std::is_same_v<M, bool>)
+      return x;
+    else if constexpr (std::is_unsigned_v<M>)
+      return static_cast<M>(x > 0);
+    else if constexpr (std::is_integral_v<M>)
+      return static_cast<M>((x > 0) - (x < 0));
+    else
+      return x != x ? x : static_cast<M>((x > 0) - (x < 0));  // NaN stays NaN
   }
 };
 struct GeluErfOp {
-  template <class M> M operator()(M x) const {
+  template <class M>
+  M operator()(M x) const {
     return M(0.5) * x * (M(1) + std::erf(x * M(0.70710678118654752440)));
   }
 };
 struct GeluTanhOp {
-  template <class M> M operator()(M x) const {
+  template <class M>
+  M operator()(M x) const {
     const M inner = M(0.79788456080286535588) * (x + M(0.044715) * x * x * x);
     return M(0.5) * x * (M(1) + std::tanh(inner));
   }
 };
 struct IsNanOp {
-  template <class M> bool operator()(M x) const { return x != x; }
+  template <class M>
+  bool operator()(M x) const {
+    return x != x;
+  }
 };
 struct IsInfOp {
-  template <class M> bool operator()(M x) const {
-    if constexpr (std::is_integral_v<M>) return false;
-    else return std::isinf(x);
+  template <class M>
+  bool operator()(M x) const {
+    if constexpr (std::is_integral_v<M>)
+      return false;
+    else
+      return std::isinf(x);
   }
 };
 struct IsFiniteOp {
-  template <class M> bool operator()(M x) const {
-    if constexpr (std::is_integral_v<M>) return true;
-    else return std::isfinite(x);
+  template <class M>
+  bool operator()(M x) const {
+    if constexpr (std::is_integral_v<M>)
+      return true;
+    else
+      return std::isfinite(x);
   }
 };
 struct LogicalNotOp {
-  template <class M> bool operator()(M x) const { return x == M(0); }
+  template <class M>
+  bool operator()(M x) const {
+    return x == M(0);
+  }
 };
 struct BitNotOp {
-  template <class M> M operator()(M x) const {
-    if constexpr (std::is_same_v<M, bool>) return !x;
-    else return static_cast<M>(~x);
+  template <class M>
+  M operator()(M x) const {
+    if constexpr (std::is_same_v<M, bool>)
+      return !x;
+    else
+      return static_cast<M>(~x);
   }
 };
 
@@ -113,12 +144,12 @@ Tensor unary(const char* name, const Tensor& out, const Tensor& self, const Op& 
 }
 
 // Kernels: `name` for the functional form, `name_` writing into self.
-#define XTEN_FLOAT_UNARY(name, Op)                                                          \
-  Tensor name##_kernel(const Tensor& s) {                                                   \
-    return unary<dtypes::kFloating>(#name, Tensor(), s, Op{}, /*to_float=*/true);           \
-  }                                                                                         \
-  Tensor name##__kernel(const Tensor& s) {                                                  \
-    return unary<dtypes::kFloating>(#name "_", s, s, Op{}, /*to_float=*/true);              \
+#define XTEN_FLOAT_UNARY(name, Op)                                                \
+  Tensor name##_kernel(const Tensor& s) {                                         \
+    return unary<dtypes::kFloating>(#name, Tensor(), s, Op{}, /*to_float=*/true); \
+  }                                                                               \
+  Tensor name##__kernel(const Tensor& s) {                                        \
+    return unary<dtypes::kFloating>(#name "_", s, s, Op{}, /*to_float=*/true);    \
   }
 XTEN_FLOAT_UNARY(exp, ExpOp)
 XTEN_FLOAT_UNARY(exp2, Exp2Op)
@@ -139,9 +170,13 @@ XTEN_FLOAT_UNARY(erf, ErfOp)
 #undef XTEN_FLOAT_UNARY
 
 // Same dtype in and out, over the dtype set `Set`.
-#define XTEN_SAME_DTYPE_UNARY(name, Set, Op)                                                 \
-  Tensor name##_kernel(const Tensor& s) { return unary<Set>(#name, Tensor(), s, Op{}); }     \
-  Tensor name##__kernel(const Tensor& s) { return unary<Set>(#name "_", s, s, Op{}); }
+#define XTEN_SAME_DTYPE_UNARY(name, Set, Op)     \
+  Tensor name##_kernel(const Tensor& s) {        \
+    return unary<Set>(#name, Tensor(), s, Op{}); \
+  }                                              \
+  Tensor name##__kernel(const Tensor& s) {       \
+    return unary<Set>(#name "_", s, s, Op{});    \
+  }
 XTEN_SAME_DTYPE_UNARY(silu, dtypes::kFloating, SiluOp)
 XTEN_SAME_DTYPE_UNARY(abs, dtypes::kAllButBool, AbsOp)
 XTEN_SAME_DTYPE_UNARY(sign, dtypes::kAll, SignOp)
@@ -154,29 +189,48 @@ Tensor neg_impl(const char* name, const Tensor& out, const Tensor& s) {
              "negation of a bool tensor is not supported; to invert a mask use logical_not() or ~");
   return unary<dtypes::kAllButBool>(name, out, s, NegOp{});
 }
-Tensor neg_kernel(const Tensor& s) { return neg_impl("neg", Tensor(), s); }
-Tensor neg__kernel(const Tensor& s) { return neg_impl("neg_", s, s); }
+Tensor neg_kernel(const Tensor& s) {
+  return neg_impl("neg", Tensor(), s);
+}
+Tensor neg__kernel(const Tensor& s) {
+  return neg_impl("neg_", s, s);
+}
 
 // Rounding: floating dtypes round; integer dtypes are already integral (a copy).
 template <class Op>
 Tensor round_impl(const char* name, const Tensor& out, const Tensor& s) {
-  if (is_integral_type(s.dtype(), false)) return unary<dtypes::kIntegral>(name, out, s, IdentityOp{});
+  if (is_integral_type(s.dtype(), false))
+    return unary<dtypes::kIntegral>(name, out, s, IdentityOp{});
   return unary<dtypes::kFloating>(name, out, s, Op{});
 }
-#define XTEN_ROUNDING_UNARY(name, Op)                                                            \
-  Tensor name##_kernel(const Tensor& s) { return round_impl<Op>(#name, Tensor(), s); }           \
-  Tensor name##__kernel(const Tensor& s) { return round_impl<Op>(#name "_", s, s); }
+#define XTEN_ROUNDING_UNARY(name, Op)          \
+  Tensor name##_kernel(const Tensor& s) {      \
+    return round_impl<Op>(#name, Tensor(), s); \
+  }                                            \
+  Tensor name##__kernel(const Tensor& s) {     \
+    return round_impl<Op>(#name "_", s, s);    \
+  }
 XTEN_ROUNDING_UNARY(floor, FloorOp)
 XTEN_ROUNDING_UNARY(ceil, CeilOp)
 XTEN_ROUNDING_UNARY(round, RoundOp)
 XTEN_ROUNDING_UNARY(trunc, TruncOp)
 #undef XTEN_ROUNDING_UNARY
 
-Tensor logical_not_kernel(const Tensor& s) { return unary<dtypes::kAll, true>("logical_not", Tensor(), s, LogicalNotOp{}); }
-Tensor logical_not__kernel(const Tensor& s) { return unary<dtypes::kAll, true>("logical_not_", s, s, LogicalNotOp{}); }
-Tensor isnan_kernel(const Tensor& s) { return unary<dtypes::kAll, true>("isnan", Tensor(), s, IsNanOp{}); }
-Tensor isinf_kernel(const Tensor& s) { return unary<dtypes::kAll, true>("isinf", Tensor(), s, IsInfOp{}); }
-Tensor isfinite_kernel(const Tensor& s) { return unary<dtypes::kAll, true>("isfinite", Tensor(), s, IsFiniteOp{}); }
+Tensor logical_not_kernel(const Tensor& s) {
+  return unary<dtypes::kAll, true>("logical_not", Tensor(), s, LogicalNotOp{});
+}
+Tensor logical_not__kernel(const Tensor& s) {
+  return unary<dtypes::kAll, true>("logical_not_", s, s, LogicalNotOp{});
+}
+Tensor isnan_kernel(const Tensor& s) {
+  return unary<dtypes::kAll, true>("isnan", Tensor(), s, IsNanOp{});
+}
+Tensor isinf_kernel(const Tensor& s) {
+  return unary<dtypes::kAll, true>("isinf", Tensor(), s, IsInfOp{});
+}
+Tensor isfinite_kernel(const Tensor& s) {
+  return unary<dtypes::kAll, true>("isfinite", Tensor(), s, IsFiniteOp{});
+}
 
 Tensor gelu_kernel(const Tensor& s, const std::string& approximate) {
   XTEN_CHECK(approximate == "none" || approximate == "tanh", ValueError, "gelu",
@@ -188,18 +242,25 @@ Tensor gelu_kernel(const Tensor& s, const std::string& approximate) {
 template <class M>
 struct NanToNumOp {
   M nan, posinf, neginf;
-  M operator()(M x) const { return x != x ? nan : x == std::numeric_limits<M>::infinity() ? posinf : x == -std::numeric_limits<M>::infinity() ? neginf : x; }
+  M operator()(M x) const {
+    return x != x                                     ? nan
+           : x == std::numeric_limits<M>::infinity()  ? posinf
+           : x == -std::numeric_limits<M>::infinity() ? neginf
+                                                      : x;
+  }
 };
 Tensor nan_to_num_kernel(const Tensor& s, std::optional<double> nan, std::optional<double> posinf,
                          std::optional<double> neginf) {
-  if (!is_floating_type(s.dtype())) return unary<dtypes::kAll>("nan_to_num", Tensor(), s, IdentityOp{});
+  if (!is_floating_type(s.dtype()))
+    return unary<dtypes::kAll>("nan_to_num", Tensor(), s, IdentityOp{});
   return visit_dtype<dtypes::kFloating>("nan_to_num", s.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
     // Defaults: the largest and lowest finite values of the tensor's dtype, not of M.
     const double max = std::is_same_v<T, Half> ? 65504.0
-                       : std::is_same_v<T, BFloat16> ? 3.3895313892515355e38
-                                                     : static_cast<double>(std::numeric_limits<M>::max());
+                       : std::is_same_v<T, BFloat16>
+                           ? 3.3895313892515355e38
+                           : static_cast<double>(std::numeric_limits<M>::max());
     const NanToNumOp<M> op{static_cast<M>(nan.value_or(0.0)), static_cast<M>(posinf.value_or(max)),
                            static_cast<M>(neginf.value_or(-max))};
     Elementwise e("nan_to_num", Tensor(), {s});
