@@ -14,6 +14,7 @@ class Scalar {
  public:
   Scalar() : Scalar(int64_t{0}) {}
   Scalar(bool v) : tag_(Tag::Bool) { v_.i = v; }  // NOLINT
+  Scalar(const char*) = delete;  // a string is not a number (it would convert to bool)
   template <class T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
   Scalar(T v) : tag_(Tag::Int) {  // NOLINT
     v_.i = static_cast<int64_t>(v);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -204,6 +205,26 @@ class Tensor {
   Tensor mean(std::optional<ScalarType> dtype = std::nullopt) const;
   Tensor mean(IntArrayRef dim, bool keepdim = false,
               std::optional<ScalarType> dtype = std::nullopt) const;
+
+  Tensor prod(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor prod(int64_t dim, bool keepdim = false,
+              std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor amax(IntArrayRef dim = {}, bool keepdim = false) const;
+  Tensor amin(IntArrayRef dim = {}, bool keepdim = false) const;
+  Tensor max() const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  Tensor min() const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor all(IntArrayRef dim = {}, bool keepdim = false) const;
+  Tensor any(IntArrayRef dim = {}, bool keepdim = false) const;
+  Tensor var(IntArrayRef dim = {}, double correction = 1, bool keepdim = false) const;
+  Tensor std(IntArrayRef dim = {}, double correction = 1, bool keepdim = false) const;
+  Tensor norm(const Scalar& p = 2, IntArrayRef dim = {}, bool keepdim = false) const;
+  Tensor logsumexp(IntArrayRef dim, bool keepdim = false) const;
+  Tensor cumsum(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor cumprod(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
 
   // --- operators ---------------------------------------------------------------------------
   Tensor operator-() const { return neg(); }

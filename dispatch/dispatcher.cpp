@@ -33,7 +33,7 @@ void KernelFunction::call_boxed(const OperatorHandle& op, DispatchKeySet ks, Sta
   if (boxed_) return boxed_(op, ks, stack);
   DispatchKey key;
   op.entry().lookup(ks, &key);
-  XTEN_FAIL(NotImplementedError, "dispatch", "no kernel for '{}' on {}; registered: {}",
+  XTEN_FAIL(NotImplementedError, "xten", "no kernel for '{}' on {}; registered: {}",
             op.entry().display_name(), to_string(key), op.entry().registered_keys());
 }
 

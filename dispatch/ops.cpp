@@ -99,6 +99,29 @@ LIBRARY(xten, m) {
       "Tensor");
   m.def(
       "mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
+  m.def(
+      "prod.dim_IntList(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> "
+      "Tensor");
+  m.def("amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor");
+  m.def("amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor");
+  m.def("max(Tensor self) -> Tensor");
+  m.def("min(Tensor self) -> Tensor");
+  m.def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)");
+  m.def("min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)");
+  m.def("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor");
+  m.def("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor");
+  m.def("all.dims(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor");
+  m.def("any.dims(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor");
+  m.def(
+      "var.correction(Tensor self, int[] dim=[], float correction=1, bool keepdim=False) -> "
+      "Tensor");
+  m.def(
+      "std.correction(Tensor self, int[] dim=[], float correction=1, bool keepdim=False) -> "
+      "Tensor");
+  m.def("norm.ScalarOpt_dim(Tensor self, Scalar p, int[] dim=[], bool keepdim=False) -> Tensor");
+  m.def("logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor");
+  m.def("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor");
+  m.def("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor");
 }
 
 // Finds the op once per front end; Sig is its C++ signature (checked against the kernels').
@@ -518,6 +541,88 @@ Tensor from_blob(void* data, IntArrayRef sizes, ScalarType dtype) {
 
 void manual_seed(uint64_t seed) {
   manual_seed_all_generators(seed);
+}
+
+using DimsKeepSig = Tensor(const Tensor&, IntArrayRef, bool);
+Tensor prod(const Tensor& self, std::optional<ScalarType> dtype) {
+  XTEN_OP("prod.dim_IntList", ReduceSig);
+  return op.call(self, {}, false, dtype);
+}
+Tensor prod(const Tensor& self, int64_t dim, bool keepdim, std::optional<ScalarType> dtype) {
+  XTEN_OP("prod.dim_IntList", ReduceSig);
+  return op.call(self, dim, keepdim, dtype);
+}
+Tensor amax(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  XTEN_OP("amax", DimsKeepSig);
+  return op.call(self, dim, keepdim);
+}
+Tensor amin(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  XTEN_OP("amin", DimsKeepSig);
+  return op.call(self, dim, keepdim);
+}
+Tensor max(const Tensor& self) {
+  XTEN_OP("max", Tensor(const Tensor&));
+  return op.call(self);
+}
+Tensor min(const Tensor& self) {
+  XTEN_OP("min", Tensor(const Tensor&));
+  return op.call(self);
+}
+using ValuesIndices = std::tuple<Tensor, Tensor>(const Tensor&, int64_t, bool);
+std::tuple<Tensor, Tensor> max(const Tensor& self, int64_t dim, bool keepdim) {
+  XTEN_OP("max.dim", ValuesIndices);
+  return op.call(self, dim, keepdim);
+}
+std::tuple<Tensor, Tensor> min(const Tensor& self, int64_t dim, bool keepdim) {
+  XTEN_OP("min.dim", ValuesIndices);
+  return op.call(self, dim, keepdim);
+}
+using ArgSig = Tensor(const Tensor&, std::optional<int64_t>, bool);
+Tensor argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  XTEN_OP("argmax", ArgSig);
+  return op.call(self, dim, keepdim);
+}
+Tensor argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  XTEN_OP("argmin", ArgSig);
+  return op.call(self, dim, keepdim);
+}
+Tensor all(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  XTEN_OP("all.dims", DimsKeepSig);
+  return op.call(self, dim, keepdim);
+}
+Tensor any(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  XTEN_OP("any.dims", DimsKeepSig);
+  return op.call(self, dim, keepdim);
+}
+using VarSig = Tensor(const Tensor&, IntArrayRef, double, bool);
+Tensor var(const Tensor& self, IntArrayRef dim, double correction, bool keepdim) {
+  XTEN_OP("var.correction", VarSig);
+  return op.call(self, dim, correction, keepdim);
+}
+Tensor std(const Tensor& self, IntArrayRef dim, double correction, bool keepdim) {
+  XTEN_OP("std.correction", VarSig);
+  return op.call(self, dim, correction, keepdim);
+}
+Tensor norm(const Tensor& self, const Scalar& p, IntArrayRef dim, bool keepdim) {
+  XTEN_OP("norm.ScalarOpt_dim", Tensor(const Tensor&, const Scalar&, IntArrayRef, bool));
+  return op.call(self, p, dim, keepdim);
+}
+Tensor norm(const Tensor& self, const std::string& p, IntArrayRef dim, bool keepdim) {
+  XTEN_CHECK(p == "fro", ValueError, "norm", "p must be a number or 'fro', but got '{}'", p);
+  return norm(self, 2, dim, keepdim);
+}
+Tensor logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  XTEN_OP("logsumexp", DimsKeepSig);
+  return op.call(self, dim, keepdim);
+}
+using ScanSig = Tensor(const Tensor&, int64_t, std::optional<ScalarType>);
+Tensor cumsum(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  XTEN_OP("cumsum", ScanSig);
+  return op.call(self, dim, dtype);
+}
+Tensor cumprod(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  XTEN_OP("cumprod", ScanSig);
+  return op.call(self, dim, dtype);
 }
 
 std::string dump_dispatch_table(const std::string& op) {

@@ -4,6 +4,7 @@
 // here. Kernels: kernels/cpu/<family>.cpp, device-independent ones kernels/composite/.
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <xten/core/tensor.h>
@@ -46,6 +47,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, ScalarType dtype);
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, ScalarType dtype);
 
 // A tensor holding a copy of `values`, of shape `shape` (default: 1-D of values.size()).
+// Its dtype is T's: float -> float32, double -> float64, int -> int32, int64_t -> int64.
 template <class T>
 Tensor tensor(const std::vector<T>& values, std::optional<IntArrayRef> shape = std::nullopt);
 template <class T>
@@ -153,11 +155,12 @@ Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight);
 
 // ---- unary ------------------------------------------------------------------------------
 // (name): each has `Tensor name(const Tensor&)`; the in-place list also `Tensor& name_(Tensor&)`.
-#define XTEN_UNARY_INPLACE_OPS(_)                                                           \
-  _(neg)                                                                                    \
-  _(abs) _(sign) _(exp) _(exp2) _(log) _(log2) _(log10) _(log1p) _(expm1) _(sqrt) _(rsqrt)  \
-      _(reciprocal) _(sin) _(cos) _(tan) _(tanh) _(sigmoid) _(relu) _(silu) _(erf) _(floor) \
-          _(ceil) _(round) _(trunc) _(logical_not) _(bitwise_not)
+#define XTEN_UNARY_INPLACE_OPS(_)                                                                 \
+  _(neg)                                                                                          \
+  _(abs)                                                                                          \
+  _(sign) _(exp) _(exp2) _(log) _(log2) _(log10) _(log1p) _(expm1) _(sqrt) _(rsqrt) _(reciprocal) \
+      _(sin) _(cos) _(tan) _(tanh) _(sigmoid) _(relu) _(silu) _(erf) _(floor) _(ceil) _(round)    \
+          _(trunc) _(logical_not) _(bitwise_not)
 #define XTEN_UNARY_OUT_OF_PLACE_OPS(_) _(isnan) _(isinf) _(isfinite)
 
 #define XTEN_DECLARE_UNARY(name) Tensor name(const Tensor& self);
@@ -184,6 +187,40 @@ Tensor sum(const Tensor& self, IntArrayRef dim, bool keepdim = false,
 Tensor mean(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt);
 Tensor mean(const Tensor& self, IntArrayRef dim, bool keepdim = false,
             std::optional<ScalarType> dtype = std::nullopt);
+
+// Product over `dim` (all if empty); integer and bool inputs multiply in int64.
+Tensor prod(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt);
+Tensor prod(const Tensor& self, int64_t dim, bool keepdim = false,
+            std::optional<ScalarType> dtype = std::nullopt);
+// Largest / smallest values over `dim` (all if empty); NaN propagates.
+Tensor amax(const Tensor& self, IntArrayRef dim = {}, bool keepdim = false);
+Tensor amin(const Tensor& self, IntArrayRef dim = {}, bool keepdim = false);
+// The largest element (zero-dim); with dim: (values, indices) along it.
+Tensor max(const Tensor& self);
+std::tuple<Tensor, Tensor> max(const Tensor& self, int64_t dim, bool keepdim = false);
+Tensor min(const Tensor& self);
+std::tuple<Tensor, Tensor> min(const Tensor& self, int64_t dim, bool keepdim = false);
+// Index of the first largest / smallest element (of the flattened tensor without dim).
+Tensor argmax(const Tensor& self, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& self, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+// Whether all / any elements are nonzero, over `dim` (all if empty); bool result.
+Tensor all(const Tensor& self, IntArrayRef dim = {}, bool keepdim = false);
+Tensor any(const Tensor& self, IntArrayRef dim = {}, bool keepdim = false);
+// Variance / standard deviation over `dim` (all if empty), dividing by N - correction.
+Tensor var(const Tensor& self, IntArrayRef dim = {}, double correction = 1, bool keepdim = false);
+Tensor std(const Tensor& self, IntArrayRef dim = {}, double correction = 1, bool keepdim = false);
+// Vector p-norm over `dim` (all if empty): p = 0, 1, 2, inf, -inf or any other number.
+Tensor norm(const Tensor& self, const Scalar& p = 2, IntArrayRef dim = {}, bool keepdim = false);
+// p = "fro" (the 2-norm over dim).
+Tensor norm(const Tensor& self, const std::string& p, IntArrayRef dim = {}, bool keepdim = false);
+inline Tensor norm(const Tensor& self, const char* p, IntArrayRef dim = {}, bool keepdim = false) {
+  return norm(self, std::string(p), dim, keepdim);
+}
+// log(sum(exp(self))) over `dim`, computed without overflow.
+Tensor logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim = false);
+// Running sum / product along `dim`; integer and bool inputs give int64.
+Tensor cumsum(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+Tensor cumprod(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
 
 // ---- dispatcher introspection -----------------------------------------------------------
 // The dispatch table of an op ("add.Tensor") as text: each key's kernel and where it came from.

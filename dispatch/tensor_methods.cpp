@@ -352,6 +352,61 @@ Tensor Tensor::mean(IntArrayRef dim, bool keepdim, std::optional<ScalarType> dty
   return xten::mean(*this, dim, keepdim, dtype);
 }
 
+Tensor Tensor::prod(std::optional<ScalarType> dtype) const {
+  return xten::prod(*this, dtype);
+}
+Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<ScalarType> dtype) const {
+  return xten::prod(*this, dim, keepdim, dtype);
+}
+Tensor Tensor::amax(IntArrayRef dim, bool keepdim) const {
+  return xten::amax(*this, dim, keepdim);
+}
+Tensor Tensor::amin(IntArrayRef dim, bool keepdim) const {
+  return xten::amin(*this, dim, keepdim);
+}
+Tensor Tensor::max() const {
+  return xten::max(*this);
+}
+std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
+  return xten::max(*this, dim, keepdim);
+}
+Tensor Tensor::min() const {
+  return xten::min(*this);
+}
+std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const {
+  return xten::min(*this, dim, keepdim);
+}
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
+  return xten::argmax(*this, dim, keepdim);
+}
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
+  return xten::argmin(*this, dim, keepdim);
+}
+Tensor Tensor::all(IntArrayRef dim, bool keepdim) const {
+  return xten::all(*this, dim, keepdim);
+}
+Tensor Tensor::any(IntArrayRef dim, bool keepdim) const {
+  return xten::any(*this, dim, keepdim);
+}
+Tensor Tensor::var(IntArrayRef dim, double correction, bool keepdim) const {
+  return xten::var(*this, dim, correction, keepdim);
+}
+Tensor Tensor::std(IntArrayRef dim, double correction, bool keepdim) const {
+  return xten::std(*this, dim, correction, keepdim);
+}
+Tensor Tensor::norm(const Scalar& p, IntArrayRef dim, bool keepdim) const {
+  return xten::norm(*this, p, dim, keepdim);
+}
+Tensor Tensor::logsumexp(IntArrayRef dim, bool keepdim) const {
+  return xten::logsumexp(*this, dim, keepdim);
+}
+Tensor Tensor::cumsum(int64_t dim, std::optional<ScalarType> dtype) const {
+  return xten::cumsum(*this, dim, dtype);
+}
+Tensor Tensor::cumprod(int64_t dim, std::optional<ScalarType> dtype) const {
+  return xten::cumprod(*this, dim, dtype);
+}
+
 // operators
 Tensor operator+(const Tensor& a, const Tensor& b) {
   return add(a, b);

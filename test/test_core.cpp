@@ -256,7 +256,7 @@ TEST(Errors, NegativeSizes) {
 TEST(Errors, DeviceWithoutKernels) {
   // Until the XPU backend lands, XPU factories raise the missing-kernel error.
   EXPECT_THROW_MSG(zeros({2}, Device("xpu")), NotImplementedError,
-                   "[dispatch] no kernel for 'empty' on XPU; registered: CPU");
+                   "[xten] no kernel for 'empty' on XPU; registered: CPU");
 }
 
 TEST(Parallel, NumThreads) {

@@ -62,3 +62,207 @@ TEST(Reduce, DtypesEmptyAndErrors) {
   EXPECT_THROW_MSG(ones({2, 3}).sum({1, -1}), ValueError, "dim 1 appears more than once");
   EXPECT_EQ(full({2}, std::numeric_limits<int64_t>::max()).sum().item<int64_t>(), -2);  // wraps
 }
+
+namespace {
+// Reference over dim `d` of a 3-D tensor: f(values along d) for every other index.
+Tensor reduce_ref_check(const Tensor& a, int64_t d, const Tensor& out,
+                        const std::function<double(const std::vector<double>&)>& f,
+                        const std::string& what) {
+  expect_elements(
+      out,
+      [&](auto& i) {
+        std::vector<double> vals;
+        for (int64_t k = 0; k < a.size(d); ++k) {
+          std::vector<int64_t> idx(i.begin(), i.end());
+          idx.insert(idx.begin() + d, k);
+          vals.push_back(value_at(a, idx));
+        }
+        return f(vals);
+      },
+      what, 4.0);
+  return out;
+}
+double vmax(const std::vector<double>& v) {
+  double m = v[0];
+  for (double x : v) m = (std::isnan(x) || x > m) ? x : m;
+  return m;
+}
+double vmin(const std::vector<double>& v) {
+  double m = v[0];
+  for (double x : v) m = (std::isnan(x) || x < m) ? x : m;
+  return m;
+}
+}  // namespace
+
+TEST(Reduce, ProdAmaxAmin) {
+  manual_seed(31);
+  for (ScalarType t : all_dtypes()) {
+    Tensor a = non_contiguous(random_tensor({3, 4, 5}, t, -3, 3));
+    for (int64_t d : {0, 1, 2}) {
+      reduce_ref_check(
+          a, d, a.prod(d),
+          [](auto& v) {
+            double p = 1;
+            for (double x : v) p *= x;
+            return p;
+          },
+          std::string("prod ") + to_string(t));
+      reduce_ref_check(a, d, a.amax({d}), vmax, std::string("amax ") + to_string(t));
+      reduce_ref_check(a, d, a.amin({d}), vmin, std::string("amin ") + to_string(t));
+    }
+  }
+  EXPECT_EQ(arange(1, 6).prod().item<int64_t>(), 120);
+  EXPECT_EQ(ones({2}, kInt).prod().dtype(), kLong);
+  EXPECT_EQ(arange(12).reshape({3, 4}).amax({0, 1}).item<int64_t>(), 11);
+  EXPECT_EQ(arange(12).reshape({3, 4}).amax({1}, true).sizes(), IntArrayRef({3, 1}));
+  EXPECT_TRUE(std::isnan(tensor({1.f, std::nanf(""), 3.f}).amax().item<float>()));
+  EXPECT_THROW_MSG(zeros({0, 3}).amax(), ValueError,
+                   "[amax] cannot reduce over a zero-size dimension");
+  EXPECT_EQ(zeros({0, 3}).amax({1}).sizes(), IntArrayRef({0}));
+}
+
+TEST(Reduce, MaxMinWithIndicesAndArg) {
+  Tensor a = tensor({3.f, 7.f, 7.f, 1.f, -2.f, 5.f}, IntArrayRef{2, 3});
+  auto [values, indices] = a.max(1);
+  EXPECT_EQ(values.select(0, 0).item<float>(), 7.f);
+  EXPECT_EQ(indices.select(0, 0).item<int64_t>(), 1);  // the first of equals
+  EXPECT_EQ(indices.select(0, 1).item<int64_t>(), 2);
+  auto [mv, mi] = a.min(0, /*keepdim=*/true);
+  EXPECT_EQ(mv.sizes(), IntArrayRef({1, 3}));
+  EXPECT_EQ(mi.select(1, 1).item<int64_t>(), 1);
+  EXPECT_EQ(a.max().item<float>(), 7.f);
+  EXPECT_EQ(a.min().item<float>(), -2.f);
+  EXPECT_EQ(a.argmax().item<int64_t>(), 1);
+  EXPECT_EQ(a.argmin().item<int64_t>(), 4);
+  EXPECT_EQ(a.argmax(0).sizes(), IntArrayRef({3}));
+  EXPECT_EQ(a.argmax(std::nullopt, true).sizes(), IntArrayRef({1, 1}));
+  EXPECT_EQ(tensor({1.f, std::nanf(""), 3.f}).argmax().item<int64_t>(), 1);
+  manual_seed(32);
+  for (ScalarType t : all_dtypes()) {
+    Tensor r = random_tensor({4, 6}, t, -50, 50);
+    auto [v, i] = r.max(1);
+    for (int64_t row = 0; row < 4; ++row)
+      EXPECT_EQ(value_at(r, {row, i.select(0, row).item<int64_t>()}), value_at(v, {row}))
+          << to_string(t);
+  }
+  EXPECT_THROW_MSG(a.max(2), IndexError, "[max] dim 2 is out of range");
+  EXPECT_THROW_MSG(zeros({0}).argmax(), ValueError,
+                   "[argmax] cannot reduce over a zero-size dimension");
+}
+
+TEST(Reduce, AllAny) {
+  for (ScalarType t : all_dtypes()) {
+    Tensor a = tensor({1, 0, 2, 3}, IntArrayRef{2, 2}).to(t);
+    EXPECT_FALSE(a.all().item<bool>());
+    EXPECT_TRUE(a.any().item<bool>());
+    Tensor rows = a.all({1});
+    EXPECT_FALSE(rows.select(0, 0).item<bool>());
+    EXPECT_TRUE(rows.select(0, 1).item<bool>());
+    EXPECT_EQ(rows.dtype(), kBool);
+  }
+  EXPECT_TRUE(zeros({0}).all().item<bool>());
+  EXPECT_FALSE(zeros({0}).any().item<bool>());
+  EXPECT_TRUE(tensor({std::nanf("")}).all().item<bool>());
+}
+
+TEST(Reduce, VarStd) {
+  manual_seed(33);
+  for (ScalarType t : float_dtypes()) {
+    Tensor a = non_contiguous(random_tensor({3, 4, 5}, t));
+    for (int64_t d : {0, 2}) {
+      auto var_ref = [](const std::vector<double>& v, double corr) {
+        double m = 0;
+        for (double x : v) m += x;
+        m /= v.size();
+        double ss = 0;
+        for (double x : v) ss += (x - m) * (x - m);
+        return ss / (v.size() - corr);
+      };
+      reduce_ref_check(
+          a, d, a.var({d}), [&](auto& v) { return var_ref(v, 1); }, "var");
+      reduce_ref_check(
+          a, d, a.var({d}, 0), [&](auto& v) { return var_ref(v, 0); }, "var correction 0");
+      reduce_ref_check(
+          a, d, a.std({d}), [&](auto& v) { return std::sqrt(var_ref(v, 1)); }, "std");
+    }
+  }
+  // Stable far from zero: values 1e8 + {1, 2, 3} in double.
+  EXPECT_NEAR((full({3}, 1e8, kDouble) + arange(1, 4, 1, kDouble)).var().item<double>(), 1.0, 1e-6);
+  EXPECT_TRUE(std::isinf(ones({1}).var().item<float>()) ||
+              std::isnan(ones({1}).var().item<float>()));
+  EXPECT_THROW_MSG(arange(3).var(), NotImplementedError, "[var] not implemented for dtype Long");
+}
+
+TEST(Reduce, Norm) {
+  Tensor a = tensor({3.f, -4.f, 0.f, 1.f}, IntArrayRef{2, 2});
+  EXPECT_FLOAT_EQ(a.norm().item<float>(), std::sqrt(26.f));
+  EXPECT_FLOAT_EQ(a.norm(1).item<float>(), 8.f);
+  EXPECT_FLOAT_EQ(a.norm(INFINITY).item<float>(), 4.f);
+  EXPECT_FLOAT_EQ(a.norm(-INFINITY).item<float>(), 0.f);
+  EXPECT_FLOAT_EQ(a.norm(0).item<float>(), 3.f);
+  EXPECT_NEAR(a.norm(3).item<float>(), std::cbrt(27.f + 64.f + 1.f), 1e-5);
+  EXPECT_FLOAT_EQ(norm(a, "fro").item<float>(), std::sqrt(26.f));
+  Tensor rows = a.norm(2, {1});
+  EXPECT_FLOAT_EQ(rows.select(0, 0).item<float>(), 5.f);
+  EXPECT_EQ(a.norm(2, {1}, true).sizes(), IntArrayRef({2, 1}));
+  EXPECT_NEAR(ones({1 << 18}).norm().item<float>(), 512.f, 1e-3);  // threaded partial sums
+  EXPECT_THROW_MSG(norm(a, "nuc"), ValueError, "p must be a number or 'fro', but got 'nuc'");
+  EXPECT_THROW_MSG(arange(3).norm(), NotImplementedError, "[norm] not implemented for dtype Long");
+}
+
+TEST(Reduce, Logsumexp) {
+  manual_seed(34);
+  for (ScalarType t : float_dtypes()) {
+    Tensor a = random_tensor({3, 5}, t);
+    reduce_ref_check(
+        a.unsqueeze(2), 1, a.logsumexp({1}).unsqueeze(1),
+        [](auto& v) {
+          double s = 0;
+          for (double x : v) s += std::exp(x);
+          return std::log(s);
+        },
+        std::string("logsumexp ") + to_string(t));
+  }
+  Tensor big = tensor({1000.f, 1000.f});
+  EXPECT_NEAR(big.logsumexp({0}).item<float>(), 1000.f + std::log(2.f), 1e-3);
+  EXPECT_EQ(full({2}, -INFINITY).logsumexp({0}).item<float>(), -INFINITY);
+  EXPECT_EQ(ones({2, 3}).logsumexp({1}, true).sizes(), IntArrayRef({2, 1}));
+  EXPECT_EQ(arange(3).logsumexp({0}).dtype(), kFloat);
+}
+
+TEST(Reduce, CumsumCumprod) {
+  manual_seed(35);
+  for (ScalarType t : all_dtypes()) {
+    if (t == kBool) continue;
+    Tensor a = non_contiguous(random_tensor({3, 4}, t, -3, 3));
+    for (int64_t d : {0, 1}) {
+      Tensor cs = a.cumsum(d), cp = a.cumprod(d);
+      EXPECT_EQ(cs.dtype(), is_integral_type(t, false) ? kLong : t);
+      expect_elements(
+          cs,
+          [&](auto& i) {
+            double s = 0;
+            for (int64_t k = 0; k <= i[d]; ++k)
+              s += value_at(a,
+                            d == 0 ? std::vector<int64_t>{k, i[1]} : std::vector<int64_t>{i[0], k});
+            return s;
+          },
+          std::string("cumsum ") + to_string(t), 4.0);
+      expect_elements(
+          cp,
+          [&](auto& i) {
+            double s = 1;
+            for (int64_t k = 0; k <= i[d]; ++k)
+              s *= value_at(a,
+                            d == 0 ? std::vector<int64_t>{k, i[1]} : std::vector<int64_t>{i[0], k});
+            return s;
+          },
+          std::string("cumprod ") + to_string(t), 4.0);
+    }
+  }
+  EXPECT_EQ(ones({3}, kBool).cumsum(0).select(0, 2).item<int64_t>(), 3);
+  EXPECT_EQ(arange(4).cumsum(0, kFloat).dtype(), kFloat);
+  EXPECT_EQ(full({}, 5).cumsum(0).item<int64_t>(), 5);
+  EXPECT_EQ(zeros({0, 2}).cumsum(0).sizes(), IntArrayRef({0, 2}));
+  EXPECT_THROW_MSG(ones({2}).cumsum(1), IndexError, "[cumsum] dim 1 is out of range");
+}

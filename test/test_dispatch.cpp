@@ -165,7 +165,7 @@ TEST(Resolution, MissingKernelErrorListsRegisteredKeys) {
   Tensor x = ones({1});
   IncludeDispatchKeyGuard xpu(DispatchKey::XPU);
   EXPECT_THROW_MSG(exp(x), NotImplementedError,
-                   "[dispatch] no kernel for 'exp' on XPU; registered: CPU");
+                   "[xten] no kernel for 'exp' on XPU; registered: CPU");
   // A composite op runs on XPU through its CompositeImplicit kernel until it needs a backend.
   EXPECT_THROW_MSG(eye(2), NotImplementedError, "no kernel for 'empty' on XPU");
 }

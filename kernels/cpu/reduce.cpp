@@ -1,4 +1,5 @@
-// Reductions on CPU: sum and mean over any set of dims.
+// Reductions on CPU: sum, mean, prod, amax/amin, max/min (with indices), argmax/argmin,
+// all/any, var/std, norm over any set of dims; cumsum and cumprod along one dim.
 //
 // Note [Summation accuracy]
 // Sums use pairwise (cascade) summation over contiguous runs: blocks of kLeaf elements are
@@ -6,6 +7,9 @@
 // rounding error grows with log(n), not n (float32: the sum of 2^24 ones is exactly 2^24).
 // Half and BFloat16 accumulate in float, integers in int64.
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
 #include <vector>
 
 #include <xten/core/dtype_dispatch.h>
@@ -57,82 +61,399 @@ std::vector<int64_t> reduction_dims(const char* op, const Tensor& self, IntArray
   return out;
 }
 
-// Sums `self` over `dims` into dtype `out_dtype`, dividing by `divisor` (mean: the count).
-Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepdim,
-                ScalarType out_dtype, double divisor) {
-  const std::vector<int64_t> rdims = reduction_dims(op, self, dims);
+// A reduction's view of its input: kept dims first, reduced dims last, made contiguous, so
+// that the input is `outer` rows of `inner` elements and output element i reduces row i.
+struct Rows {
+  Tensor in;
+  int64_t outer = 1, inner = 1;
+  DimVector out_shape;
+  std::vector<int64_t> rdims;
+};
+
+Rows make_rows(const char* op, const Tensor& self, IntArrayRef dims, ScalarType dtype) {
+  Rows r;
+  r.rdims = reduction_dims(op, self, dims);
   std::vector<bool> reduced(static_cast<size_t>(self.dim()), false);
-  for (int64_t d : rdims) reduced[d] = true;
-  // Kept dims first, reduced dims last, then contiguous: each output element sums one row.
-  DimVector order, out_shape;
-  int64_t inner = 1;
+  for (int64_t d : r.rdims) reduced[d] = true;
+  DimVector order;
   for (int64_t d = 0; d < self.dim(); ++d) {
     if (reduced[d]) continue;
     order.push_back(d);
-    out_shape.push_back(self.size(d));
+    r.out_shape.push_back(self.size(d));
+    r.outer *= self.size(d);
   }
-  for (int64_t d : rdims) {
+  for (int64_t d : r.rdims) {
     order.push_back(d);
-    inner *= self.size(d);
+    r.inner *= self.size(d);
   }
-  const Tensor in = permute(self.to(out_dtype), order).contiguous();
-  Tensor out = empty_tensor(out_shape, out_dtype, self.device());
-  const int64_t outer = out.numel();
+  r.in = permute(self.to(dtype), order).contiguous();
+  return r;
+}
+
+// `out` has the kept dims; with keepdim the reduced ones come back as size 1.
+Tensor finish(const Tensor& out, const Tensor& self, const Rows& r, bool keepdim) {
+  if (!keepdim) return out;
+  DimVector kept(self.sizes());
+  for (int64_t d : r.rdims) kept[d] = 1;
+  return out.view(kept);
+}
+
+void check_nonempty(const char* op, const Tensor& self, const Rows& r) {
+  XTEN_CHECK(r.inner > 0 || r.outer == 0, ValueError, op,
+             "cannot reduce over a zero-size dimension (input shape {}); give a dim of nonzero "
+             "size",
+             self.sizes());
+}
+
+// Calls store(i, row(ptr, n)) for every row; one long row is cut into a piece per thread,
+// and the pieces are joined with combine.
+template <class T, class RowFn, class Combine, class Store>
+void for_each_row(const Rows& r, const RowFn& row, const Combine& combine, const Store& store) {
+  const T* src = static_cast<const T*>(r.in.data_ptr());
+  const int64_t inner = r.inner;
+  if (r.outer == 1 && inner >= kParallelGrain && get_num_threads() > 1) {
+    using Acc = decltype(row(src, inner));
+    const int threads = get_num_threads();
+    const int64_t piece = (inner + threads - 1) / threads;
+    std::vector<Acc> part(static_cast<size_t>(threads));
+    std::vector<bool> used(static_cast<size_t>(threads), false);
+    parallel_for(threads, 1, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t lo = t * piece, n = std::min(inner, lo + piece) - lo;
+        if (n > 0) {
+          part[t] = row(src + lo, n);
+          used[t] = true;
+        }
+      }
+    });
+    Acc acc = part[0];
+    for (int t = 1; t < threads; ++t)
+      if (used[t]) acc = combine(acc, part[t]);
+    store(0, acc);
+    return;
+  }
+  parallel_for(r.outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(inner, 1)),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t i = b; i < e; ++i) store(i, row(src + i * inner, inner));
+               });
+}
+
+// ---- sum, mean, prod ------------------------------------------------------------------------
+Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepdim,
+                ScalarType out_dtype, double divisor) {
+  const Rows r = make_rows(op, self, dims, out_dtype);
+  Tensor out = empty_tensor(r.out_shape, out_dtype, self.device());
   visit_dtype<dtypes::kAll>(op, out_dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Acc = std::conditional_t<std::is_same_v<T, bool>, int64_t, acc_t<T>>;
-    const T* src = static_cast<const T*>(in.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
-    auto finish = [divisor](Acc v) {
-      if constexpr (std::is_integral_v<Acc>)
-        return cast_value<T>(v);
-      else
-        return cast_value<T>(divisor == 1.0 ? v : static_cast<Acc>(v / static_cast<Acc>(divisor)));
-    };
-    if (outer == 1 && inner >= kParallelGrain) {
-      // One long row: each thread sums a contiguous piece; pieces combine in order.
-      const int threads = get_num_threads();
-      std::vector<Acc> partial(static_cast<size_t>(threads), Acc(0));
-      const int64_t piece = (inner + threads - 1) / threads;
-      parallel_for(threads, 1, [&](int64_t b, int64_t e) {
-        for (int64_t t = b; t < e; ++t) {
-          const int64_t lo = t * piece, n = std::min(inner, lo + piece) - lo;
-          if (n > 0) partial[t] = pairwise_sum<Acc>(src + lo, n);
-        }
-      });
-      dst[0] = finish(pairwise_sum<Acc>(partial.data(), threads));
-      return;
-    }
-    parallel_for(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(inner, 1)),
-                 [&](int64_t b, int64_t e) {
-                   for (int64_t i = b; i < e; ++i)
-                     dst[i] = finish(pairwise_sum<Acc>(src + i * inner, inner));
-                 });
+    for_each_row<T>(
+        r, [](const T* p, int64_t n) { return pairwise_sum<Acc>(p, n); },
+        [](Acc a, Acc b) { return static_cast<Acc>(a + b); },
+        [&](int64_t i, Acc v) {
+          if constexpr (std::is_integral_v<Acc>)
+            dst[i] = cast_value<T>(v);
+          else
+            dst[i] =
+                cast_value<T>(divisor == 1.0 ? v : static_cast<Acc>(v / static_cast<Acc>(divisor)));
+        });
   });
-  if (!keepdim) return out;
-  DimVector kept(self.sizes());
-  for (int64_t d : rdims) kept[d] = 1;
-  return out.view(kept);
+  return finish(out, self, r, keepdim);
+}
+
+ScalarType sum_dtype(const Tensor& self, std::optional<ScalarType> dtype) {
+  return dtype ? *dtype : is_integral_type(self.dtype(), true) ? kLong : self.dtype();
 }
 
 Tensor sum_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
                   std::optional<ScalarType> dtype) {
-  const ScalarType out = dtype                                  ? *dtype
-                         : is_integral_type(self.dtype(), true) ? kLong
-                                                                : self.dtype();
-  return sum_impl("sum", self, dims, keepdim, out, 1.0);
+  return sum_impl("sum", self, dims, keepdim, sum_dtype(self, dtype), 1.0);
 }
 
 Tensor mean_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
                    std::optional<ScalarType> dtype) {
   const ScalarType out = dtype.value_or(self.dtype());
-  XTEN_CHECK(
-      is_floating_type(out), TypeError, "mean",
-      "could not infer the output dtype: input dtype {} is not floating; pass a floating dtype",
-      to_string(out));
+  XTEN_CHECK(is_floating_type(out), TypeError, "mean",
+             "could not infer the output dtype: input dtype {} is not floating; pass a floating "
+             "dtype",
+             to_string(out));
   int64_t count = 1;
   for (int64_t d : reduction_dims("mean", self, dims)) count *= self.size(d);
   return sum_impl("mean", self, dims, keepdim, out, static_cast<double>(count));
+}
+
+Tensor prod_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
+                   std::optional<ScalarType> dtype) {
+  const ScalarType out_dtype = sum_dtype(self, dtype);
+  const Rows r = make_rows("prod", self, dims, out_dtype);
+  Tensor out = empty_tensor(r.out_shape, out_dtype, self.device());
+  visit_dtype<dtypes::kAll>("prod", out_dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = std::conditional_t<std::is_same_v<T, bool>, int64_t, acc_t<T>>;
+    T* dst = static_cast<T*>(out.data_ptr());
+    auto mul = [](Acc a, Acc b) { return wrap_mul(a, b); };
+    for_each_row<T>(
+        r,
+        [&](const T* p, int64_t n) {
+          Acc acc = 1;
+          for (int64_t i = 0; i < n; ++i) acc = mul(acc, static_cast<Acc>(p[i]));
+          return acc;
+        },
+        mul, [&](int64_t i, Acc v) { dst[i] = cast_value<T>(v); });
+  });
+  return finish(out, self, r, keepdim);
+}
+
+// ---- extremes ---------------------------------------------------------------------------------
+// NaN wins (it propagates, as in PyTorch); among equals the first index wins.
+template <bool kMax, class M>
+bool better(M candidate, M best) {
+  if constexpr (!std::is_integral_v<M>) {
+    if (best != best) return false;
+    if (candidate != candidate) return true;
+  }
+  return kMax ? candidate > best : candidate < best;
+}
+
+template <bool kMax>
+struct ValueIndex {
+  template <class T>
+  static std::pair<opmath_t<T>, int64_t> row(const T* p, int64_t n) {
+    using M = opmath_t<T>;
+    M best = static_cast<M>(p[0]);
+    int64_t at = 0;
+    for (int64_t i = 1; i < n; ++i) {
+      const M v = static_cast<M>(p[i]);
+      if (better<kMax>(v, best)) {
+        best = v;
+        at = i;
+      }
+    }
+    return {best, at};
+  }
+};
+
+// Writes the extreme value (and/or its index within the row) of every row.
+template <bool kMax>
+std::tuple<Tensor, Tensor, Rows> extremes(const char* op, const Tensor& self, IntArrayRef dims,
+                                          bool want_values, bool want_indices) {
+  Rows r = make_rows(op, self, dims, self.dtype());
+  check_nonempty(op, self, r);
+  Tensor values = want_values ? empty_tensor(r.out_shape, self.dtype(), self.device()) : Tensor();
+  Tensor indices = want_indices ? empty_tensor(r.out_shape, kLong, self.device()) : Tensor();
+  visit_dtype<dtypes::kAll>(op, self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    T* vdst = want_values ? static_cast<T*>(values.data_ptr()) : nullptr;
+    int64_t* idst = want_indices ? static_cast<int64_t*>(indices.data_ptr()) : nullptr;
+    // The whole-row split joins (value, index) pairs; piece offsets are not needed for values
+    // only, and rows with indices are never split (outer == 1 with indices goes row by row).
+    const T* src = static_cast<const T*>(r.in.data_ptr());
+    parallel_for(r.outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(r.inner, 1)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t i = b; i < e; ++i) {
+                     const auto [v, at] = ValueIndex<kMax>::row(src + i * r.inner, r.inner);
+                     if (vdst) vdst[i] = cast_value<T>(static_cast<M>(v));
+                     if (idst) idst[i] = at;
+                   }
+                 });
+  });
+  return {values, indices, std::move(r)};
+}
+
+template <bool kMax>
+Tensor amax_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepdim) {
+  auto [values, indices, r] = extremes<kMax>(op, self, dims, true, false);
+  return finish(values, self, r, keepdim);
+}
+Tensor amax_kernel(const Tensor& self, IntArrayRef dims, bool keepdim) {
+  return amax_impl<true>("amax", self, dims, keepdim);
+}
+Tensor amin_kernel(const Tensor& self, IntArrayRef dims, bool keepdim) {
+  return amax_impl<false>("amin", self, dims, keepdim);
+}
+Tensor max_kernel(const Tensor& self) {
+  return amax_impl<true>("max", self, {}, false);
+}
+Tensor min_kernel(const Tensor& self) {
+  return amax_impl<false>("min", self, {}, false);
+}
+
+template <bool kMax>
+std::tuple<Tensor, Tensor> max_dim_impl(const char* op, const Tensor& self, int64_t dim,
+                                        bool keepdim) {
+  auto [values, indices, r] = extremes<kMax>(op, self, {dim}, true, true);
+  return {finish(values, self, r, keepdim), finish(indices, self, r, keepdim)};
+}
+std::tuple<Tensor, Tensor> max_dim_kernel(const Tensor& self, int64_t dim, bool keepdim) {
+  return max_dim_impl<true>("max", self, dim, keepdim);
+}
+std::tuple<Tensor, Tensor> min_dim_kernel(const Tensor& self, int64_t dim, bool keepdim) {
+  return max_dim_impl<false>("min", self, dim, keepdim);
+}
+
+template <bool kMax>
+Tensor argmax_impl(const char* op, const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  if (!dim) {  // over the flattened tensor
+    auto [values, indices, r] = extremes<kMax>(op, self.reshape({-1}), {}, false, true);
+    if (!keepdim) return indices;
+    return indices.view(DimVector(static_cast<size_t>(self.dim()), 1));
+  }
+  auto [values, indices, r] = extremes<kMax>(op, self, {*dim}, false, true);
+  return finish(indices, self, r, keepdim);
+}
+Tensor argmax_kernel(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  return argmax_impl<true>("argmax", self, dim, keepdim);
+}
+Tensor argmin_kernel(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  return argmax_impl<false>("argmin", self, dim, keepdim);
+}
+
+// ---- all, any -------------------------------------------------------------------------------
+template <bool kAll>
+Tensor all_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepdim) {
+  const Rows r = make_rows(op, self, dims, self.dtype());
+  Tensor out = empty_tensor(r.out_shape, kBool, self.device());
+  bool* dst = static_cast<bool*>(out.data_ptr());
+  visit_dtype<dtypes::kAll>(op, self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    for_each_row<T>(
+        r,
+        [](const T* p, int64_t n) {
+          for (int64_t i = 0; i < n; ++i)
+            if ((static_cast<M>(p[i]) != M(0)) != kAll) return !kAll;
+          return kAll;
+        },
+        [](bool a, bool b) { return kAll ? (a && b) : (a || b); },
+        [&](int64_t i, bool v) { dst[i] = v; });
+  });
+  return finish(out, self, r, keepdim);
+}
+Tensor all_kernel(const Tensor& self, IntArrayRef dims, bool keepdim) {
+  return all_impl<true>("all", self, dims, keepdim);
+}
+Tensor any_kernel(const Tensor& self, IntArrayRef dims, bool keepdim) {
+  return all_impl<false>("any", self, dims, keepdim);
+}
+
+// ---- var, std -------------------------------------------------------------------------------
+// Two passes per row in double: the mean, then the sum of squared deviations (stable for
+// data far from zero, unlike sum(x^2) - n mean^2).
+Tensor var_impl(const char* op, const Tensor& self, IntArrayRef dims, double correction,
+                bool keepdim, bool take_sqrt) {
+  XTEN_CHECK(is_floating_type(self.dtype()), NotImplementedError, op,
+             "not implemented for dtype {} (var and std need a floating dtype)",
+             to_string(self.dtype()));
+  const Rows r = make_rows(op, self, dims, self.dtype());
+  Tensor out = empty_tensor(r.out_shape, self.dtype(), self.device());
+  visit_dtype<dtypes::kFloating>(op, self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* dst = static_cast<T*>(out.data_ptr());
+    const T* src = static_cast<const T*>(r.in.data_ptr());
+    parallel_for(r.outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(r.inner, 1)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t i = b; i < e; ++i) {
+                     const T* p = src + i * r.inner;
+                     const int64_t n = r.inner;
+                     const double mean =
+                         n ? pairwise_sum<double>(p, n) / static_cast<double>(n) : 0.0;
+                     double ss = 0;
+                     for (int64_t k = 0; k < n; ++k) {
+                       const double d = static_cast<double>(static_cast<opmath_t<T>>(p[k])) - mean;
+                       ss += d * d;
+                     }
+                     const double v = ss / std::max(0.0, static_cast<double>(n) - correction);
+                     dst[i] = cast_value<T>(take_sqrt ? std::sqrt(v) : v);
+                   }
+                 });
+  });
+  return finish(out, self, r, keepdim);
+}
+Tensor var_kernel(const Tensor& self, IntArrayRef dims, double correction, bool keepdim) {
+  return var_impl("var", self, dims, correction, keepdim, false);
+}
+Tensor std_kernel(const Tensor& self, IntArrayRef dims, double correction, bool keepdim) {
+  return var_impl("std", self, dims, correction, keepdim, true);
+}
+
+// ---- norm -----------------------------------------------------------------------------------
+Tensor norm_kernel(const Tensor& self, const Scalar& p_scalar, IntArrayRef dims, bool keepdim) {
+  XTEN_CHECK(is_floating_type(self.dtype()), NotImplementedError, "norm",
+             "not implemented for dtype {} (norm needs a floating dtype)", to_string(self.dtype()));
+  const double p = p_scalar.to<double>();
+  const Rows r = make_rows("norm", self, dims, self.dtype());
+  Tensor out = empty_tensor(r.out_shape, self.dtype(), self.device());
+  visit_dtype<dtypes::kFloating>("norm", self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    T* dst = static_cast<T*>(out.data_ptr());
+    for_each_row<T>(
+        r,
+        [p](const T* x, int64_t n) {
+          // Partial form: sum |x|^p, or the max/min |x| for p = +-inf, the count for p = 0.
+          M acc = std::isinf(p) && p < 0 ? std::numeric_limits<M>::infinity() : M(0);
+          for (int64_t i = 0; i < n; ++i) {
+            const M a = std::abs(static_cast<M>(x[i]));
+            if (std::isinf(p))
+              acc = (a != a) ? a : (p > 0 ? std::max(acc, a) : std::min(acc, a));
+            else if (p == 0)
+              acc += a != 0;
+            else if (p == 1)
+              acc += a;
+            else if (p == 2)
+              acc += a * a;
+            else
+              acc += std::pow(a, static_cast<M>(p));
+          }
+          return acc;
+        },
+        [p](M a, M b) { return std::isinf(p) ? (p > 0 ? std::max(a, b) : std::min(a, b)) : a + b; },
+        [&](int64_t i, M v) {
+          const M res = (std::isinf(p) || p == 0 || p == 1) ? v
+                        : p == 2                            ? std::sqrt(v)
+                                                            : std::pow(v, static_cast<M>(1.0 / p));
+          dst[i] = cast_value<T>(res);
+        });
+  });
+  return finish(out, self, r, keepdim);
+}
+
+// ---- cumulative -----------------------------------------------------------------------------
+template <bool kProd>
+Tensor scan_impl(const char* op, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  const ScalarType out_dtype = sum_dtype(self, dtype);
+  if (self.dim() == 0) return self.to(out_dtype, /*copy=*/true);
+  const int64_t d = wrap_dim(op, dim, self.dim());
+  Tensor moved = self.to(out_dtype).transpose(d, -1).contiguous();
+  Tensor out = empty_tensor(moved.sizes(), out_dtype, self.device());
+  const int64_t n = moved.dim() ? moved.size(-1) : 1;
+  const int64_t rows = n ? moved.numel() / n : 0;
+  visit_dtype<dtypes::kAllButBool>(op, out_dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    // Floating scans accumulate in double (PyTorch's CPU accumulation type), integers wrap.
+    using Acc = std::conditional_t<std::is_integral_v<T>, T, double>;
+    const T* src = static_cast<const T*>(moved.data_ptr());
+    T* dst = static_cast<T*>(out.data_ptr());
+    parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t i = b; i < e; ++i) {
+                     Acc acc = kProd ? Acc(1) : Acc(0);
+                     for (int64_t k = 0; k < n; ++k) {
+                       const Acc v = static_cast<Acc>(static_cast<opmath_t<T>>(src[i * n + k]));
+                       acc = kProd ? wrap_mul(acc, v) : wrap_add(acc, v);
+                       dst[i * n + k] = cast_value<T>(acc);
+                     }
+                   }
+                 });
+  });
+  return out.transpose(d, -1).contiguous();
+}
+Tensor cumsum_kernel(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  return scan_impl<false>("cumsum", self, dim, dtype);
+}
+Tensor cumprod_kernel(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  return scan_impl<true>("cumprod", self, dim, dtype);
 }
 
 }  // namespace
@@ -140,6 +461,22 @@ Tensor mean_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
 LIBRARY_IMPL(xten, CPU, m) {
   m.impl("sum.dim_IntList", sum_kernel);
   m.impl("mean.dim", mean_kernel);
+  m.impl("prod.dim_IntList", prod_kernel);
+  m.impl("amax", amax_kernel);
+  m.impl("amin", amin_kernel);
+  m.impl("max", max_kernel);
+  m.impl("min", min_kernel);
+  m.impl("max.dim", max_dim_kernel);
+  m.impl("min.dim", min_dim_kernel);
+  m.impl("argmax", argmax_kernel);
+  m.impl("argmin", argmin_kernel);
+  m.impl("all.dims", all_kernel);
+  m.impl("any.dims", any_kernel);
+  m.impl("var.correction", var_kernel);
+  m.impl("std.correction", std_kernel);
+  m.impl("norm.ScalarOpt_dim", norm_kernel);
+  m.impl("cumsum", cumsum_kernel);
+  m.impl("cumprod", cumprod_kernel);
 }
 
 }  // namespace xten::cpu
