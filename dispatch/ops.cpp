@@ -122,6 +122,18 @@ LIBRARY(xten, m) {
   m.def("logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor");
   m.def("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor");
   m.def("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor");
+  // linear algebra (kernels/cpu/linalg.cpp; composites in kernels/composite/linalg.cpp)
+  m.def("mm(Tensor self, Tensor mat2) -> Tensor");
+  m.def("bmm(Tensor self, Tensor mat2) -> Tensor");
+  m.def("matmul(Tensor self, Tensor other) -> Tensor");
+  m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor");
+  m.def(
+      "baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> "
+      "Tensor");
+  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
+  m.def("dot(Tensor self, Tensor tensor) -> Tensor");
+  m.def("mv(Tensor self, Tensor vec) -> Tensor");
+  m.def("outer(Tensor self, Tensor vec2) -> Tensor");
 }
 
 // Finds the op once per front end; Sig is its C++ signature (checked against the kernels').
@@ -420,7 +432,6 @@ XTEN_BINARY_FRONT_END(logical_xor, "logical_xor")
 XTEN_BINARY_FRONT_END(bitwise_and, "bitwise_and.Tensor")
 XTEN_BINARY_FRONT_END(bitwise_or, "bitwise_or.Tensor")
 XTEN_BINARY_FRONT_END(bitwise_xor, "bitwise_xor.Tensor")
-#undef XTEN_BINARY_FRONT_END
 #undef XTEN_BINARY_SCALAR_FRONT_END
 #undef XTEN_BINARY_INPLACE_FRONT_END
 
@@ -623,6 +634,29 @@ Tensor cumsum(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) 
 Tensor cumprod(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
   XTEN_OP("cumprod", ScanSig);
   return op.call(self, dim, dtype);
+}
+
+// ---- linear algebra ---------------------------------------------------------------------
+XTEN_BINARY_FRONT_END(mm, "mm")
+XTEN_BINARY_FRONT_END(bmm, "bmm")
+XTEN_BINARY_FRONT_END(matmul, "matmul")
+XTEN_BINARY_FRONT_END(dot, "dot")
+XTEN_BINARY_FRONT_END(mv, "mv")
+XTEN_BINARY_FRONT_END(outer, "outer")
+using AddmmSig = Tensor(const Tensor&, const Tensor&, const Tensor&, const Scalar&, const Scalar&);
+Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const Scalar& beta,
+             const Scalar& alpha) {
+  XTEN_OP("addmm", AddmmSig);
+  return op.call(self, m1, m2, beta, alpha);
+}
+Tensor baddbmm(const Tensor& self, const Tensor& b1, const Tensor& b2, const Scalar& beta,
+               const Scalar& alpha) {
+  XTEN_OP("baddbmm", AddmmSig);
+  return op.call(self, b1, b2, beta, alpha);
+}
+Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  XTEN_OP("linear", Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&));
+  return op.call(input, weight, bias);
 }
 
 std::string dump_dispatch_table(const std::string& op) {

@@ -155,12 +155,13 @@ Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight);
 
 // ---- unary ------------------------------------------------------------------------------
 // (name): each has `Tensor name(const Tensor&)`; the in-place list also `Tensor& name_(Tensor&)`.
-#define XTEN_UNARY_INPLACE_OPS(_)                                                                 \
-  _(neg)                                                                                          \
-  _(abs)                                                                                          \
-  _(sign) _(exp) _(exp2) _(log) _(log2) _(log10) _(log1p) _(expm1) _(sqrt) _(rsqrt) _(reciprocal) \
-      _(sin) _(cos) _(tan) _(tanh) _(sigmoid) _(relu) _(silu) _(erf) _(floor) _(ceil) _(round)    \
-          _(trunc) _(logical_not) _(bitwise_not)
+#define XTEN_UNARY_INPLACE_OPS(_)                                                                \
+  _(neg)                                                                                         \
+  _(abs)                                                                                         \
+  _(sign)                                                                                        \
+  _(exp) _(exp2) _(log) _(log2) _(log10) _(log1p) _(expm1) _(sqrt) _(rsqrt) _(reciprocal) _(sin) \
+      _(cos) _(tan) _(tanh) _(sigmoid) _(relu) _(silu) _(erf) _(floor) _(ceil) _(round) _(trunc) \
+          _(logical_not) _(bitwise_not)
 #define XTEN_UNARY_OUT_OF_PLACE_OPS(_) _(isnan) _(isinf) _(isfinite)
 
 #define XTEN_DECLARE_UNARY(name) Tensor name(const Tensor& self);
@@ -221,6 +222,23 @@ Tensor logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim = false);
 // Running sum / product along `dim`; integer and bool inputs give int64.
 Tensor cumsum(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
 Tensor cumprod(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+
+// ---- linear algebra (operands of one dtype; Half/BFloat16 accumulate in float) ------------
+Tensor mm(const Tensor& self, const Tensor& mat2);
+Tensor bmm(const Tensor& self, const Tensor& mat2);
+// PyTorch's matmul: dot, mv, mm, or a broadcast batched product, by the operands' dims.
+Tensor matmul(const Tensor& self, const Tensor& other);
+// beta * self + alpha * (mat1 @ mat2)
+Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1,
+             const Scalar& alpha = 1);
+Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2,
+               const Scalar& beta = 1, const Scalar& alpha = 1);
+// input @ weight.t() + bias; weight is [out_features, in_features].
+Tensor linear(const Tensor& input, const Tensor& weight,
+              const std::optional<Tensor>& bias = std::nullopt);
+Tensor dot(const Tensor& self, const Tensor& other);
+Tensor mv(const Tensor& self, const Tensor& vec);
+Tensor outer(const Tensor& self, const Tensor& vec2);
 
 // ---- dispatcher introspection -----------------------------------------------------------
 // The dispatch table of an op ("add.Tensor") as text: each key's kernel and where it came from.

@@ -1,0 +1,112 @@
+// The matrix-product family written with mm and bmm (valid on every backend that has them).
+#include <xten/core/meta.h>
+#include <xten/dispatch/library.h>
+#include <xten/dispatch/ops.h>
+
+namespace xten {
+namespace {
+
+Tensor dot_kernel(const Tensor& a, const Tensor& b) {
+  XTEN_CHECK(a.dim() == 1 && b.dim() == 1, ValueError, "dot",
+             "expected 1-D tensors, but got {}-D and {}-D", a.dim(), b.dim());
+  XTEN_CHECK(a.size(0) == b.size(0), ValueError, "dot",
+             "inconsistent tensor size: self has {} elements, but tensor has {}", a.size(0),
+             b.size(0));
+  XTEN_CHECK(a.dtype() == b.dtype(), TypeError, "dot",
+             "expected both vectors to have the same dtype, but got {} and {}",
+             to_string(a.dtype()), to_string(b.dtype()));
+  return mm(a.unsqueeze(0), b.unsqueeze(1)).reshape({});
+}
+
+Tensor mv_kernel(const Tensor& m, const Tensor& v) {
+  XTEN_CHECK(m.dim() == 2 && v.dim() == 1, ValueError, "mv",
+             "expected a 2-D matrix and a 1-D vector, but got {}-D and {}-D", m.dim(), v.dim());
+  XTEN_CHECK(m.size(1) == v.size(0), ValueError, "mv", "size mismatch: matrix {} and vector {}",
+             m.sizes(), v.sizes());
+  return mm(m, v.unsqueeze(1)).squeeze(1);
+}
+
+Tensor outer_kernel(const Tensor& a, const Tensor& b) {
+  XTEN_CHECK(a.dim() == 1 && b.dim() == 1, ValueError, "outer",
+             "expected 1-D tensors, but got {}-D and {}-D", a.dim(), b.dim());
+  return a.unsqueeze(1) * b.unsqueeze(0);
+}
+
+// PyTorch's matmul: 1-D . 1-D is dot; a 1-D operand gains a dim (prepended on the left,
+// appended on the right) that is dropped again; more than 2 dims broadcast as a batch.
+Tensor matmul_kernel(const Tensor& a, const Tensor& b) {
+  XTEN_CHECK(a.dim() > 0 && b.dim() > 0, ValueError, "matmul",
+             "both arguments need at least 1 dimension, but got {}-D and {}-D", a.dim(), b.dim());
+  if (a.dim() == 1 && b.dim() == 1) return dot(a, b);
+  if (a.dim() == 2 && b.dim() == 1) return mv(a, b);
+  if (a.dim() == 1 && b.dim() == 2) return mm(a.unsqueeze(0), b).squeeze(0);
+  if (a.dim() == 2 && b.dim() == 2) return mm(a, b);
+  const Tensor a3 = a.dim() == 1 ? a.unsqueeze(0) : a;
+  const Tensor b3 = b.dim() == 1 ? b.unsqueeze(1) : b;
+  const int64_t n = a3.size(-2), k = a3.size(-1), m = b3.size(-1);
+  XTEN_CHECK(k == b3.size(-2), ValueError, "matmul",
+             "shapes {} and {} cannot be multiplied ({} != {})", a.sizes(), b.sizes(), k,
+             b3.size(-2));
+  const IntArrayRef abatch = a3.sizes().slice(0, a3.dim() - 2),
+                    bbatch = b3.sizes().slice(0, b3.dim() - 2);
+  const DimVector batch = broadcast_shapes("matmul", abatch, bbatch);
+  int64_t count = 1;
+  for (int64_t s : batch) count *= s;
+  DimVector ae(batch), be(batch);
+  ae.push_back(n);
+  ae.push_back(k);
+  be.push_back(k);
+  be.push_back(m);
+  Tensor out = bmm(a3.expand(ae).reshape({count, n, k}), b3.expand(be).reshape({count, k, m}));
+  DimVector shape(batch);
+  if (a.dim() > 1) shape.push_back(n);
+  if (b.dim() > 1) shape.push_back(m);
+  return out.view(shape);
+}
+
+// beta * input + alpha * product; beta = 0 ignores input entirely (NaN in it does not show).
+Tensor scaled_sum(const Tensor& input, const Tensor& product, const Scalar& beta,
+                  const Scalar& alpha) {
+  const Tensor p = alpha.to_double() == 1.0 ? product : product * alpha;
+  if (beta.to_double() == 0.0) return p + zeros_like(input);  // still broadcasts against input
+  return beta.to_double() == 1.0 ? input + p : input * beta + p;
+}
+
+Tensor addmm_kernel(const Tensor& input, const Tensor& m1, const Tensor& m2, const Scalar& beta,
+                    const Scalar& alpha) {
+  return scaled_sum(input, mm(m1, m2), beta, alpha);
+}
+
+Tensor baddbmm_kernel(const Tensor& input, const Tensor& b1, const Tensor& b2, const Scalar& beta,
+                      const Scalar& alpha) {
+  return scaled_sum(input, bmm(b1, b2), beta, alpha);
+}
+
+Tensor linear_kernel(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  XTEN_CHECK(weight.dim() == 2, ValueError, "linear",
+             "weight must be 2-D [out_features, in_features], but got {}-D", weight.dim());
+  XTEN_CHECK(input.dim() > 0 && input.size(-1) == weight.size(1), ValueError, "linear",
+             "input's last dim ({}) must equal weight's in_features ({})",
+             input.dim() ? input.size(-1) : 0, weight.size(1));
+  Tensor out = matmul(input, weight.t());
+  if (bias && bias->defined()) {
+    XTEN_CHECK(bias->dim() == 1 && bias->size(0) == weight.size(0), ValueError, "linear",
+               "bias must have shape ({}), but got {}", weight.size(0), bias->sizes());
+    out = out + *bias;
+  }
+  return out;
+}
+
+}  // namespace
+
+LIBRARY_IMPL(xten, CompositeImplicit, m) {
+  m.impl("dot", dot_kernel);
+  m.impl("mv", mv_kernel);
+  m.impl("outer", outer_kernel);
+  m.impl("matmul", matmul_kernel);
+  m.impl("addmm", addmm_kernel);
+  m.impl("baddbmm", baddbmm_kernel);
+  m.impl("linear", linear_kernel);
+}
+
+}  // namespace xten

@@ -1,0 +1,140 @@
+// Matrix products against double-precision loops.
+#include "test_util.h"
+
+using namespace xten;
+using namespace xten::testing;
+
+namespace {
+// Reference product of the last two dims of a (.., n, k) and b (.., k, m), batch-broadcast.
+// The tolerance scales with sum |a_ij b_jk| (the size of the rounding a dot product can
+// make), relative 1e-5 for float32 and 1e-2 for 16-bit floats; exact for integers.
+void expect_matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
+  const int64_t k = a.size(-1);
+  const ScalarType t = out.dtype();
+  const double rel = t == kFloat ? 1e-5 : t == kDouble ? 1e-12 : 1e-2;
+  int failures = 0;
+  for_each_index(out.sizes(), [&](const std::vector<int64_t>& i) {
+    const size_t nd = i.size();
+    double s = 0, mag = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      std::vector<int64_t> ia(i.begin(), i.end()), ib(i.begin(), i.end());
+      ia[nd - 1] = j;
+      ib[nd - 2] = j;
+      s += value_at(a, ia) * value_at(b, ib);
+      mag += std::abs(value_at(a, ia) * value_at(b, ib));
+    }
+    const double got = value_at(out, i), want = round_to(s, t);
+    const bool ok =
+        is_integral_type(t, false) ? got == want : std::abs(got - s) <= rel * (mag + 1e-30);
+    if (!ok && failures++ < 5)
+      ADD_FAILURE() << "matmul " << to_string(t) << " at " << to_string(IntArrayRef(i)) << ": got "
+                    << got << ", expected " << s;
+  });
+}
+}  // namespace
+
+TEST(Linalg, MmAllDtypesAndLayouts) {
+  manual_seed(40);
+  for (ScalarType t : {kByte, kChar, kShort, kInt, kLong, kHalf, kBFloat16, kFloat, kDouble}) {
+    Tensor a = random_tensor({5, 7}, t, -3, 3), b = random_tensor({7, 4}, t, -3, 3);
+    expect_matmul(mm(a, b), a, b);
+    expect_matmul(mm(a.t().contiguous().t(), b), a, b);  // column-major operand
+    Tensor at = non_contiguous(a);
+    expect_matmul(mm(at, non_contiguous(b)), a, b);  // strided: copied first
+  }
+  Tensor big_a = random_tensor({70, 130}, kFloat), big_b = random_tensor({130, 90}, kFloat);
+  expect_matmul(mm(big_a, big_b), big_a, big_b);
+  EXPECT_EQ(mm(zeros({3, 0}), zeros({0, 2})).sum().item<float>(), 0.0f);
+  EXPECT_EQ(mm(zeros({0, 3}), zeros({3, 2})).sizes(), IntArrayRef({0, 2}));
+}
+
+TEST(Linalg, MmErrors) {
+  EXPECT_THROW_MSG(mm(ones({2, 3}), ones({4, 5})), ValueError,
+                   "[mm] mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)");
+  EXPECT_THROW_MSG(mm(ones({3}), ones({3, 2})), ValueError,
+                   "[mm] expected 2-D tensors, but got 1-D and 2-D");
+  EXPECT_THROW_MSG(mm(ones({2, 2}), ones({2, 2}, kDouble)), TypeError,
+                   "[mm] expected mat1 and mat2 to have the same dtype, but got Float and Double");
+  EXPECT_THROW_MSG(mm(ones({2, 2}, kBool), ones({2, 2}, kBool)), NotImplementedError,
+                   "[mm] not implemented for dtype Bool");
+  EXPECT_THROW_MSG(bmm(ones({2, 2, 3}), ones({3, 3, 2})), ValueError,
+                   "[bmm] batch sizes differ: 2 and 3");
+  EXPECT_THROW_MSG(dot(ones({2}), ones({3})), ValueError, "[dot] inconsistent tensor size");
+  EXPECT_THROW_MSG(matmul(ones({2, 3}), ones({2, 3})), ValueError,
+                   "[mm] mat1 and mat2 shapes cannot be multiplied");
+  EXPECT_THROW_MSG(matmul(ones({2, 2, 3}), ones({3, 2, 3})), ValueError,
+                   "[matmul] shapes (2, 2, 3) and (3, 2, 3) cannot be multiplied");
+  EXPECT_THROW_MSG(linear(ones({2, 3}), ones({4, 2})), ValueError,
+                   "[linear] input's last dim (3) must equal weight's in_features (2)");
+}
+
+TEST(Linalg, BmmAndMatmulCases) {
+  manual_seed(41);
+  Tensor a = random_tensor({3, 4, 5}, kFloat), b = random_tensor({3, 5, 2}, kFloat);
+  expect_matmul(bmm(a, b), a, b);
+  // Every dimension case of matmul.
+  Tensor v = random_tensor({5}, kFloat), w = random_tensor({5}, kFloat),
+         m = random_tensor({4, 5}, kFloat);
+  EXPECT_NEAR(matmul(v, w).item<float>(), dot(v, w).item<float>(), 1e-6);
+  EXPECT_EQ(matmul(v, w).dim(), 0);
+  expect_elements(
+      matmul(m, v),
+      [&](auto& i) {
+        double s = 0;
+        for (int64_t j = 0; j < 5; ++j) s += value_at(m, {i[0], j}) * value_at(v, {j});
+        return s;
+      },
+      "mv", 20.0);
+  expect_elements(
+      matmul(v, m.t()),
+      [&](auto& i) {
+        double s = 0;
+        for (int64_t j = 0; j < 5; ++j) s += value_at(v, {j}) * value_at(m, {i[0], j});
+        return s;
+      },
+      "vm", 20.0);
+  Tensor batch_a = random_tensor({2, 1, 4, 5}, kFloat), batch_b = random_tensor({3, 5, 2}, kFloat);
+  Tensor out = matmul(batch_a, batch_b);  // batch dims (2, 1) and (3) broadcast to (2, 3)
+  EXPECT_EQ(out.sizes(), IntArrayRef({2, 3, 4, 2}));
+  expect_matmul(out, batch_a, batch_b);
+  EXPECT_EQ(matmul(random_tensor({2, 3, 5}, kFloat), v).sizes(), IntArrayRef({2, 3}));
+  EXPECT_EQ(matmul(v, random_tensor({2, 5, 3}, kFloat)).sizes(), IntArrayRef({2, 3}));
+  Tensor many_a = random_tensor({64, 8, 8}, kDouble), many_b = random_tensor({64, 8, 8}, kDouble);
+  expect_matmul(bmm(many_a, many_b), many_a, many_b);  // parallel over the batch
+}
+
+TEST(Linalg, AddmmBaddbmmLinearOuter) {
+  manual_seed(42);
+  Tensor in = random_tensor({4, 3}, kFloat), a = random_tensor({4, 5}, kFloat),
+         b = random_tensor({5, 3}, kFloat);
+  Tensor ab = mm(a, b);
+  expect_elements(
+      addmm(in, a, b, 0.5, 2), [&](auto& i) { return 0.5 * value_at(in, i) + 2 * value_at(ab, i); },
+      "addmm", 20.0);
+  Tensor nan_in = full({4, 3}, NAN);
+  EXPECT_EQ(addmm(nan_in, a, b, 0).isnan().sum().item<int64_t>(), 0);  // beta 0 ignores input
+  Tensor bi = random_tensor({2, 4, 3}, kFloat), b1 = random_tensor({2, 4, 5}, kFloat),
+         b2 = random_tensor({2, 5, 3}, kFloat);
+  Tensor p = bmm(b1, b2);
+  expect_elements(
+      baddbmm(bi, b1, b2, 1, -1), [&](auto& i) { return value_at(bi, i) - value_at(p, i); },
+      "baddbmm", 20.0);
+  Tensor x = random_tensor({2, 6, 5}, kFloat), wt = random_tensor({3, 5}, kFloat),
+         bias = random_tensor({3}, kFloat);
+  Tensor y = linear(x, wt, bias);
+  EXPECT_EQ(y.sizes(), IntArrayRef({2, 6, 3}));
+  expect_elements(
+      y,
+      [&](auto& i) {
+        double s = value_at(bias, {i[2]});
+        for (int64_t j = 0; j < 5; ++j) s += value_at(x, {i[0], i[1], j}) * value_at(wt, {i[2], j});
+        return s;
+      },
+      "linear", 20.0);
+  EXPECT_EQ(linear(x, wt).sizes(), IntArrayRef({2, 6, 3}));
+  Tensor o = outer(arange(3, kFloat), arange(4, kFloat));
+  expect_elements(
+      o, [](auto& i) { return double(i[0] * i[1]); }, "outer");
+  EXPECT_EQ(dot(arange(4, kInt), arange(4, kInt)).dtype(), kInt);
+  EXPECT_EQ(dot(arange(4, kInt), arange(4, kInt)).item<int>(), 14);
+}
