@@ -134,6 +134,16 @@ LIBRARY(xten, m) {
   m.def("dot(Tensor self, Tensor tensor) -> Tensor");
   m.def("mv(Tensor self, Tensor vec) -> Tensor");
   m.def("outer(Tensor self, Tensor vec2) -> Tensor");
+  // activations (kernels/cpu/activation.cpp; composites in kernels/composite/activation.cpp)
+  m.def("softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");
+  m.def("log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");
+  m.def("dropout(Tensor input, float p, bool train) -> Tensor");
+  m.def("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor");
+  m.def("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor");
+  m.def("elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor");
+  m.def("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor");
+  m.def("hardswish(Tensor self) -> Tensor");
+  m.def("prelu(Tensor self, Tensor weight) -> Tensor");
 }
 
 // Finds the op once per front end; Sig is its C++ signature (checked against the kernels').
@@ -658,6 +668,42 @@ Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Ten
   XTEN_OP("linear", Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&));
   return op.call(input, weight, bias);
 }
+
+// ---- activations ------------------------------------------------------------------------
+Tensor softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  XTEN_OP("softmax", ScanSig);
+  return op.call(self, dim, dtype);
+}
+Tensor log_softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  XTEN_OP("log_softmax", ScanSig);
+  return op.call(self, dim, dtype);
+}
+Tensor dropout(const Tensor& self, double p, bool train) {
+  XTEN_OP("dropout", Tensor(const Tensor&, double, bool));
+  return op.call(self, p, train);
+}
+Tensor hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
+  XTEN_OP("hardtanh", Tensor(const Tensor&, const Scalar&, const Scalar&));
+  return op.call(self, min_val, max_val);
+}
+Tensor leaky_relu(const Tensor& self, const Scalar& slope) {
+  XTEN_OP("leaky_relu", Tensor(const Tensor&, const Scalar&));
+  return op.call(self, slope);
+}
+Tensor elu(const Tensor& self, const Scalar& alpha, const Scalar& scale,
+           const Scalar& input_scale) {
+  XTEN_OP("elu", Tensor(const Tensor&, const Scalar&, const Scalar&, const Scalar&));
+  return op.call(self, alpha, scale, input_scale);
+}
+Tensor softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
+  XTEN_OP("softplus", Tensor(const Tensor&, const Scalar&, const Scalar&));
+  return op.call(self, beta, threshold);
+}
+Tensor hardswish(const Tensor& self) {
+  XTEN_OP("hardswish", Tensor(const Tensor&));
+  return op.call(self);
+}
+XTEN_BINARY_FRONT_END(prelu, "prelu")
 
 std::string dump_dispatch_table(const std::string& op) {
   return Dispatcher::singleton().dump_table(op.find("::") == std::string::npos ? "xten::" + op

@@ -159,8 +159,9 @@ Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight);
   _(neg)                                                                                         \
   _(abs)                                                                                         \
   _(sign)                                                                                        \
-  _(exp) _(exp2) _(log) _(log2) _(log10) _(log1p) _(expm1) _(sqrt) _(rsqrt) _(reciprocal) _(sin) \
-      _(cos) _(tan) _(tanh) _(sigmoid) _(relu) _(silu) _(erf) _(floor) _(ceil) _(round) _(trunc) \
+  _(exp)                                                                                         \
+  _(exp2) _(log) _(log2) _(log10) _(log1p) _(expm1) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) \
+      _(tan) _(tanh) _(sigmoid) _(relu) _(silu) _(erf) _(floor) _(ceil) _(round) _(trunc)        \
           _(logical_not) _(bitwise_not)
 #define XTEN_UNARY_OUT_OF_PLACE_OPS(_) _(isnan) _(isinf) _(isfinite)
 
@@ -239,6 +240,22 @@ Tensor linear(const Tensor& input, const Tensor& weight,
 Tensor dot(const Tensor& self, const Tensor& other);
 Tensor mv(const Tensor& self, const Tensor& vec);
 Tensor outer(const Tensor& self, const Tensor& vec2);
+
+// ---- activations --------------------------------------------------------------------------
+// exp(x) / sum(exp(x)) along dim, computed in the input (or given) floating dtype.
+Tensor softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+Tensor log_softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+// Zeroes elements with probability p and scales the rest by 1/(1-p) when training.
+Tensor dropout(const Tensor& self, double p = 0.5, bool train = true);
+Tensor hardtanh(const Tensor& self, const Scalar& min_val = -1, const Scalar& max_val = 1);
+Tensor leaky_relu(const Tensor& self, const Scalar& negative_slope = 0.01);
+Tensor elu(const Tensor& self, const Scalar& alpha = 1, const Scalar& scale = 1,
+           const Scalar& input_scale = 1);
+// log(1 + exp(beta x)) / beta; x itself where beta x > threshold.
+Tensor softplus(const Tensor& self, const Scalar& beta = 1, const Scalar& threshold = 20);
+Tensor hardswish(const Tensor& self);
+// x > 0 ? x : weight * x, weight one value or one per channel (dim 1).
+Tensor prelu(const Tensor& self, const Tensor& weight);
 
 // ---- dispatcher introspection -----------------------------------------------------------
 // The dispatch table of an op ("add.Tensor") as text: each key's kernel and where it came from.

@@ -1,0 +1,51 @@
+// Activations written with other ops (valid on every backend).
+#include <xten/core/meta.h>
+#include <xten/dispatch/library.h>
+#include <xten/dispatch/ops.h>
+
+namespace xten {
+namespace {
+
+Tensor hardtanh_kernel(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
+  XTEN_CHECK(min_val.to<double>() <= max_val.to<double>(), ValueError, "hardtanh",
+             "min_val ({}) must not exceed max_val ({})", min_val.to_string(), max_val.to_string());
+  return clamp(self, min_val, max_val);
+}
+
+// weight: one value, or one per channel (dim 1 of the input).
+Tensor prelu_kernel(const Tensor& self, const Tensor& weight) {
+  XTEN_CHECK(weight.dim() <= 1, ValueError, "prelu", "weight must be 0-D or 1-D, but got {}-D",
+             weight.dim());
+  const int64_t channels = self.dim() >= 2 ? self.size(1) : 1;
+  XTEN_CHECK(weight.numel() == 1 || weight.numel() == channels, ValueError, "prelu",
+             "weight has {} values, but the input has {} channels (dim 1); give 1 or {}",
+             weight.numel(), channels, channels);
+  Tensor w = weight.reshape({-1});
+  if (w.numel() > 1) {
+    DimVector shape(static_cast<size_t>(self.dim()), 1);
+    shape[1] = channels;
+    w = w.view(shape);
+  }
+  return where(self > 0, self, self * w);
+}
+
+// Zeroes each element with probability p (from the default generator) and scales the
+// kept ones by 1 / (1 - p); the identity when not training.
+Tensor dropout_kernel(const Tensor& self, double p, bool train) {
+  XTEN_CHECK(p >= 0 && p <= 1, ValueError, "dropout", "probability must be in [0, 1], but got {}",
+             p);
+  if (!train || p == 0) return self;
+  if (p == 1) return zeros_like(self);
+  const Tensor keep = rand(self.sizes(), TensorOptions(kFloat).device(self.device())) >= p;
+  return self * keep * (1.0 / (1.0 - p));
+}
+
+}  // namespace
+
+LIBRARY_IMPL(xten, CompositeImplicit, m) {
+  m.impl("hardtanh", hardtanh_kernel);
+  m.impl("prelu", prelu_kernel);
+  m.impl("dropout", dropout_kernel);
+}
+
+}  // namespace xten

@@ -1,0 +1,121 @@
+// Activations on CPU: softmax and log_softmax (one pass per row over a contiguous copy with
+// the dim innermost, vectorized by Eigen), and the parameterized pointwise activations
+// (leaky_relu, elu, softplus, hardswish) through the elementwise engine. Composite ones
+// (hardtanh, prelu, dropout) are in kernels/composite/activation.cpp.
+#include <cmath>
+
+#include <Eigen/Core>
+
+#include <xten/core/dtype_dispatch.h>
+#include <xten/core/meta.h>
+#include <xten/core/parallel.h>
+#include <xten/dispatch/library.h>
+#include <xten/dispatch/ops.h>
+
+#include "elementwise.h"
+#include "loops.h"
+
+namespace xten::cpu {
+namespace {
+
+template <bool kLog>
+Tensor softmax_impl(const char* op, const Tensor& self, int64_t dim,
+                    std::optional<ScalarType> dtype) {
+  const ScalarType out_dtype = dtype.value_or(self.dtype());
+  XTEN_CHECK(is_floating_type(out_dtype), NotImplementedError, op,
+             "not implemented for dtype {} (pass a floating dtype)", to_string(out_dtype));
+  if (self.dim() == 0) return softmax_impl<kLog>(op, self.reshape({1}), 0, dtype).reshape({});
+  const int64_t d = wrap_dim(op, dim, self.dim());
+  const Tensor rows_in = self.to(out_dtype).transpose(d, -1).contiguous();
+  Tensor out = empty_tensor(rows_in.sizes(), out_dtype, self.device());
+  const int64_t n = rows_in.size(-1);
+  const int64_t rows = n ? rows_in.numel() / n : 0;
+  visit_dtype<dtypes::kFloating>(op, out_dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    const T* src = static_cast<const T*>(rows_in.data_ptr());
+    T* dst = static_cast<T*>(out.data_ptr());
+    parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)),
+                 [&](int64_t b, int64_t e) {
+                   EArray<M> x(n);
+                   for (int64_t r = b; r < e; ++r) {
+                     for (int64_t i = 0; i < n; ++i) x[i] = static_cast<M>(src[r * n + i]);
+                     const M m = x.maxCoeff();
+                     x = x - m;
+                     const M s = x.exp().sum();
+                     if (kLog)
+                       x = x - std::log(s);
+                     else
+                       x = x.exp() / s;
+                     for (int64_t i = 0; i < n; ++i) dst[r * n + i] = cast_value<T>(x[i]);
+                   }
+                 });
+  });
+  return out.transpose(d, -1).contiguous();
+}
+
+Tensor softmax_kernel(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  return softmax_impl<false>("softmax", self, dim, dtype);
+}
+Tensor log_softmax_kernel(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  return softmax_impl<true>("log_softmax", self, dim, dtype);
+}
+
+// A pointwise activation over floating inputs, the functor built per opmath type.
+template <class MakeOp>
+Tensor activation(const char* op, const Tensor& self, const MakeOp& make) {
+  Elementwise e(op, Tensor(), {self});
+  e.prepare();
+  return visit_dtype<dtypes::kFloating>(op, e.compute(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return e.run(make_loop<T, T>(make(TypeTag<opmath_t<T>>{})));
+  });
+}
+
+Tensor leaky_relu_kernel(const Tensor& self, const Scalar& slope) {
+  return activation("leaky_relu", self, [&](auto tag) {
+    using M = typename decltype(tag)::type;
+    return [s = slope.to<M>()](M x) { return x > M(0) ? x : x * s; };
+  });
+}
+
+Tensor elu_kernel(const Tensor& self, const Scalar& alpha, const Scalar& scale,
+                  const Scalar& input_scale) {
+  return activation("elu", self, [&](auto tag) {
+    using M = typename decltype(tag)::type;
+    return [a = alpha.to<M>(), s = scale.to<M>(), is = input_scale.to<M>()](M x) {
+      return x > M(0) ? s * x : s * a * std::expm1(x * is);
+    };
+  });
+}
+
+Tensor softplus_kernel(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
+  XTEN_CHECK(beta.to<double>() != 0, ValueError, "softplus", "beta must be nonzero");
+  return activation("softplus", self, [&](auto tag) {
+    using M = typename decltype(tag)::type;
+    // Above the threshold the function is linear to within rounding: return x, as PyTorch.
+    return [b = beta.to<M>(), t = threshold.to<M>()](M x) {
+      return x * b > t ? x : std::log1p(std::exp(x * b)) / b;
+    };
+  });
+}
+
+Tensor hardswish_kernel(const Tensor& self) {
+  return activation("hardswish", self, [](auto tag) {
+    using M = typename decltype(tag)::type;
+    return [](M x) { return x * std::min(std::max(x + M(3), M(0)), M(6)) / M(6); };
+  });
+}
+
+}  // namespace
+
+LIBRARY_IMPL(xten, CPU, m) {
+  m.impl("softmax", softmax_kernel);
+  m.impl("log_softmax", log_softmax_kernel);
+  m.impl("leaky_relu", leaky_relu_kernel);
+  m.impl("elu", elu_kernel);
+  m.impl("softplus", softplus_kernel);
+  m.impl("hardswish", hardswish_kernel);
+}
+
+}  // namespace xten::cpu

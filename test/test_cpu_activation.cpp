@@ -1,0 +1,117 @@
+// softmax, log_softmax and the activation functions against double-precision references.
+#include <cmath>
+
+#include "test_util.h"
+
+using namespace xten;
+using namespace xten::testing;
+
+TEST(Activation, SoftmaxAndLogSoftmax) {
+  manual_seed(50);
+  for (ScalarType t : float_dtypes()) {
+    Tensor a = non_contiguous(random_tensor({3, 4, 5}, t));
+    for (int64_t d : {0, 1, 2, -1}) {
+      const int64_t dd = d < 0 ? d + 3 : d;
+      auto ref = [&](const std::vector<int64_t>& i, bool log) {
+        double m = -INFINITY, s = 0;
+        std::vector<int64_t> j(i);
+        for (int64_t k = 0; k < a.size(dd); ++k) {
+          j[dd] = k;
+          m = std::max(m, value_at(a, j));
+        }
+        for (int64_t k = 0; k < a.size(dd); ++k) {
+          j[dd] = k;
+          s += std::exp(value_at(a, j) - m);
+        }
+        const double x = value_at(a, i);
+        return log ? x - m - std::log(s) : std::exp(x - m) / s;
+      };
+      expect_elements(
+          softmax(a, d), [&](auto& i) { return ref(i, false); },
+          std::string("softmax ") + to_string(t), 2.0);
+      expect_elements(
+          log_softmax(a, d), [&](auto& i) { return ref(i, true); },
+          std::string("log_softmax ") + to_string(t), 4.0);
+    }
+  }
+  Tensor big = tensor({1000.f, 1000.f, -1000.f});
+  EXPECT_NEAR(softmax(big, 0).select(0, 0).item<float>(), 0.5f, 1e-6);  // no overflow
+  EXPECT_EQ(softmax(arange(3), 0, kDouble).dtype(), kDouble);
+  EXPECT_NEAR(softmax(ones({4}, kHalf), 0).select(0, 0).item<float>(), 0.25f, 1e-3);
+  EXPECT_EQ(softmax(full({}, 3.0), 0).item<float>(), 1.0f);
+  EXPECT_EQ(softmax(zeros({0, 3}), 1).sizes(), IntArrayRef({0, 3}));
+  Tensor rows = softmax(random_tensor({100, 4096}, kFloat), 1).sum({1});
+  EXPECT_LT((rows - 1).abs().amax().item<float>(), 1e-5);
+  EXPECT_THROW_MSG(softmax(arange(3), 0), NotImplementedError,
+                   "[softmax] not implemented for dtype Long");
+  EXPECT_THROW_MSG(softmax(ones({2}), 1), IndexError, "[softmax] dim 1 is out of range");
+}
+
+TEST(Activation, Pointwise) {
+  manual_seed(51);
+  for (ScalarType t : float_dtypes()) {
+    Tensor a = non_contiguous(random_tensor({4, 6}, t, -5, 5));
+    expect_elements(
+        leaky_relu(a, 0.2),
+        [&](auto& i) {
+          double x = value_at(a, i);
+          return x > 0 ? x : 0.2 * x;
+        },
+        "leaky_relu", 2.0);
+    expect_elements(
+        elu(a, 1.5),
+        [&](auto& i) {
+          double x = value_at(a, i);
+          return x > 0 ? x : 1.5 * std::expm1(x);
+        },
+        "elu", 2.0);
+    expect_elements(
+        softplus(a, 2, 5),
+        [&](auto& i) {
+          double x = value_at(a, i);
+          return 2 * x > 5 ? x : std::log1p(std::exp(2 * x)) / 2;
+        },
+        "softplus", 2.0);
+    expect_elements(
+        hardswish(a),
+        [&](auto& i) {
+          double x = value_at(a, i);
+          return x * std::min(std::max(x + 3, 0.0), 6.0) / 6;
+        },
+        "hardswish", 2.0);
+    expect_elements(
+        hardtanh(a, -2, 3), [&](auto& i) { return std::min(std::max(value_at(a, i), -2.0), 3.0); },
+        "hardtanh");
+  }
+  EXPECT_THROW_MSG(leaky_relu(arange(3)), NotImplementedError,
+                   "[leaky_relu] not implemented for dtype Long");
+  EXPECT_THROW_MSG(hardtanh(ones({2}), 2, 1), ValueError,
+                   "min_val (2) must not exceed max_val (1)");
+  EXPECT_THROW_MSG(softplus(ones({2}), 0), ValueError, "[softplus] beta must be nonzero");
+}
+
+TEST(Activation, Prelu) {
+  Tensor x = tensor({-1.f, 2.f, -3.f, 4.f, -5.f, 6.f}, IntArrayRef{1, 3, 2});
+  Tensor w = tensor({0.1f, 0.2f, 0.3f});
+  Tensor y = prelu(x, w);
+  EXPECT_FLOAT_EQ(y.select(1, 1).select(1, 0).item<float>(), -0.6f);
+  EXPECT_FLOAT_EQ(y.select(1, 2).select(1, 1).item<float>(), 6.f);
+  EXPECT_FLOAT_EQ(prelu(x, tensor({0.5f})).sum().item<float>(), 12 - 4.5f);
+  EXPECT_THROW_MSG(prelu(x, tensor({0.1f, 0.2f})), ValueError,
+                   "weight has 2 values, but the input has 3 channels");
+}
+
+TEST(Activation, Dropout) {
+  manual_seed(52);
+  Tensor x = ones({100000});
+  Tensor y = dropout(x, 0.3, true);
+  const double kept = (y != 0).sum().item<int64_t>() / 100000.0;
+  EXPECT_NEAR(kept, 0.7, 0.01);
+  EXPECT_FLOAT_EQ(y.amax().item<float>(), 1.0f / 0.7f);
+  EXPECT_TRUE(dropout(x, 0.3, false).is_same(x));
+  EXPECT_EQ(dropout(x, 1.0, true).sum().item<float>(), 0.0f);
+  manual_seed(52);
+  EXPECT_EQ((dropout(x, 0.3, true) != y).sum().item<int64_t>(), 0);  // reproducible
+  EXPECT_THROW_MSG(dropout(x, 1.5, true), ValueError,
+                   "[dropout] probability must be in [0, 1], but got 1.5");
+}
