@@ -3,6 +3,7 @@
 // declares the schemas and holds these front ends); Tensor methods and operators forward
 // here. Kernels: kernels/cpu/<family>.cpp, device-independent ones kernels/composite/.
 #include <optional>
+#include <initializer_list>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -256,6 +257,96 @@ Tensor softplus(const Tensor& self, const Scalar& beta = 1, const Scalar& thresh
 Tensor hardswish(const Tensor& self);
 // x > 0 ? x : weight * x, weight one value or one per channel (dim 1).
 Tensor prelu(const Tensor& self, const Tensor& weight);
+
+// ---- convolution and pooling (3-D unbatched or 4-D batched inputs, NCHW) -------------------
+// A convolution's padding: numbers ({1, 1}, or 1 for every dim) or "same" / "valid".
+class ConvPadding {
+ public:
+  ConvPadding(std::initializer_list<int64_t> v) : values_(IntArrayRef(v)) {}  // NOLINT
+  ConvPadding(IntArrayRef v) : values_(v) {}                                  // NOLINT
+  ConvPadding(int64_t v) : values_({v}) {}                                     // NOLINT
+  ConvPadding(int v) : values_({v}) {}                                         // NOLINT
+  ConvPadding(const char* mode) : mode_(mode) {}                               // NOLINT
+  ConvPadding(std::string mode) : mode_(std::move(mode)) {}                    // NOLINT
+  bool is_mode() const { return !mode_.empty(); }
+  const std::string& mode() const { return mode_; }
+  IntArrayRef values() const { return values_; }
+
+ private:
+  DimVector values_;
+  std::string mode_;
+};
+
+// A 1-value stride/padding/dilation applies to every spatial dim.
+Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt,
+              IntArrayRef stride = {1, 1}, const ConvPadding& padding = {0, 0}, IntArrayRef dilation = {1, 1},
+              int64_t groups = 1);
+Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt,
+              IntArrayRef stride = {1}, const ConvPadding& padding = {0}, IntArrayRef dilation = {1},
+              int64_t groups = 1);
+// weight: [in_channels, out_channels / groups, kh, kw].
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt,
+                        IntArrayRef stride = {1, 1}, IntArrayRef padding = {0, 0},
+                        IntArrayRef output_padding = {0, 0}, int64_t groups = 1, IntArrayRef dilation = {1, 1});
+// stride defaults to kernel_size.
+Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = {0},
+                  IntArrayRef dilation = {1}, bool ceil_mode = false);
+// (values, indices): indices are flat positions in each input H x W plane.
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size,
+                                                   IntArrayRef stride = {}, IntArrayRef padding = {0},
+                                                   IntArrayRef dilation = {1}, bool ceil_mode = false);
+Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = {0},
+                  bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
+Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size);
+std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size);
+// Pads the last dims: pad = (last_left, last_right, second_last_left, ...); mode "constant"
+// (with value, default 0), "reflect" or "replicate".
+Tensor pad(const Tensor& input, IntArrayRef pad, const std::string& mode = "constant",
+           std::optional<double> value = std::nullopt);
+
+// ---- joining and indexing ----------------------------------------------------------------
+// Joins along dim in the promoted dtype (1-D empty tensors are skipped).
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+// Joins along a new dim; all tensors have one shape.
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+// Elements at `index` (1-D, int64 or int32) along dim.
+Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index);
+// out[i][j] = self[index[i][j]][j] (dim 0); index has self's number of dims.
+Tensor gather(const Tensor& self, int64_t dim, const Tensor& index);
+// A copy of self with self[index[i][j]][j] = src[i][j] (dim 0), or the value; scatter_add adds.
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value);
+Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
+// self where mask is false, value where it is true (self's dtype).
+Tensor masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value);
+// The elements where mask (broadcast) is true, as 1-D.
+Tensor masked_select(const Tensor& self, const Tensor& mask);
+// Advanced indexing of the leading dims: int64/int32 index tensors (broadcast together) or
+// bool masks, e.g. index(t, {rows, cols}) or index(t, {t > 0}).
+Tensor index(const Tensor& self, const std::vector<Tensor>& indices);
+// self[indices] = values (or += with accumulate; repeated indices then add up).
+Tensor& index_put_(Tensor& self, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
+// Coordinates of the nonzero elements: [count, dims], int64.
+Tensor nonzero(const Tensor& self);
+// (values, indices) sorted along dim (stable; NaN last ascending, first descending).
+std::tuple<Tensor, Tensor> sort(const Tensor& self, int64_t dim = -1, bool descending = false);
+Tensor argsort(const Tensor& self, int64_t dim = -1, bool descending = false);
+// The k largest (or smallest) along dim, in order when sorted.
+std::tuple<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim = -1, bool largest = true,
+                                bool sorted = true);
+// Rows of weight [num, dim] picked by integer indices; padding_idx only matters for training.
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1);
+// [.., num_classes] int64 with a 1 at each class (num_classes -1: max + 1).
+Tensor one_hot(const Tensor& self, int64_t num_classes = -1);
+// The tensor tiled repeats[i] times along each dim.
+Tensor repeat(const Tensor& self, IntArrayRef repeats);
+Tensor flip(const Tensor& self, IntArrayRef dims);
+// Shifts elements along dims, wrapping around (no dims: over the flattened tensor).
+Tensor roll(const Tensor& self, IntArrayRef shifts, IntArrayRef dims = {});
+// The lower / upper triangle of the last two dims (relative to `diagonal`); the rest is 0.
+Tensor tril(const Tensor& self, int64_t diagonal = 0);
+Tensor triu(const Tensor& self, int64_t diagonal = 0);
 
 // ---- dispatcher introspection -----------------------------------------------------------
 // The dispatch table of an op ("add.Tensor") as text: each key's kernel and where it came from.

@@ -1,0 +1,274 @@
+// Indexing on CPU: index_select, gather, scatter (src or value, optionally adding),
+// nonzero, masked_select, sort and topk, and the row writes behind index_put_. Copies move
+// raw elements (any dtype, no conversion); only the adding forms and sorting need types.
+// The rest of the family (cat, stack, flip, roll, repeat, tril, triu, embedding, one_hot,
+// masked_fill, index, index_put_, argsort, pad) is written with these in
+// kernels/composite/index.cpp.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include <xten/core/dtype_dispatch.h>
+#include <xten/core/meta.h>
+#include <xten/core/parallel.h>
+#include <xten/dispatch/library.h>
+#include <xten/dispatch/ops.h>
+
+#include "loops.h"
+
+namespace xten::cpu {
+namespace {
+
+// An index tensor as int64 values, checked against [-size, size) and wrapped.
+std::vector<int64_t> index_values(const char* op, const Tensor& index, int64_t size, int64_t dim) {
+  XTEN_CHECK(index.dtype() == kLong || index.dtype() == kInt, TypeError, op,
+             "expected an int64 or int32 index tensor, but got {}", to_string(index.dtype()));
+  const Tensor flat = index.to(kLong).contiguous();
+  std::vector<int64_t> v(static_cast<const int64_t*>(flat.data_ptr()),
+                         static_cast<const int64_t*>(flat.data_ptr()) + flat.numel());
+  for (int64_t& i : v) {
+    XTEN_CHECK(i >= -size && i < size, IndexError, op, "index {} is out of range for dim {} of size {}", i, dim, size);
+    if (i < 0) i += size;
+  }
+  return v;
+}
+
+Tensor index_select_kernel(const Tensor& self, int64_t dim, const Tensor& index) {
+  XTEN_CHECK(index.dim() <= 1, ValueError, "index_select", "index must be 0-D or 1-D, but got shape {}", index.sizes());
+  const Tensor s = self.dim() == 0 ? self.reshape({1}) : self;
+  const int64_t d = wrap_dim("index_select", dim, s.dim());
+  const std::vector<int64_t> idx = index_values("index_select", index, s.size(d), d);
+  // Rows: dims before d (outer) x selected (k) x dims after d (inner block, contiguous).
+  const Tensor x = s.contiguous();
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= s.size(i);
+  for (int64_t i = d + 1; i < s.dim(); ++i) inner *= s.size(i);
+  DimVector shape(s.sizes());
+  shape[d] = static_cast<int64_t>(idx.size());
+  Tensor out = empty_tensor(shape, self.dtype(), self.device());
+  const size_t block = static_cast<size_t>(inner) * self.element_size();
+  const char* src = static_cast<const char*>(x.data_ptr());
+  char* dst = static_cast<char*>(out.data_ptr());
+  const int64_t n = s.size(d), k = static_cast<int64_t>(idx.size());
+  parallel_for(outer * k, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(inner, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t o = r / k, j = r % k;
+      std::memcpy(dst + r * block, src + (o * n + idx[j]) * block, block);
+    }
+  });
+  return self.dim() == 0 && index.dim() == 0 ? out.reshape({}) : out;
+}
+
+// Offsets, in elements, of every position of `shape` in a tensor of `strides`; along `dim`
+// the coordinate comes from `along` (one value per position) instead.
+template <class F>
+void for_each_position(IntArrayRef shape, const F& f) {
+  std::vector<int64_t> idx(shape.size(), 0);
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  for (int64_t p = 0; p < n; ++p) {
+    f(p, idx);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+void check_gather_shapes(const char* op, const Tensor& self, int64_t d, const Tensor& index, const Tensor* src) {
+  XTEN_CHECK(index.dim() == self.dim(), ValueError, op, "index ({}-D) must have as many dims as self ({}-D)",
+             index.dim(), self.dim());
+  for (int64_t i = 0; i < self.dim(); ++i) {
+    XTEN_CHECK(i == d || index.size(i) <= self.size(i), ValueError, op,
+               "index {} is larger than self {} outside dim {} (dim {})", index.sizes(), self.sizes(), d, i);
+    if (src) XTEN_CHECK(index.size(i) <= src->size(i), ValueError, op, "index {} is larger than src {} at dim {}",
+                        index.sizes(), src->sizes(), i);
+  }
+}
+
+Tensor gather_kernel(const Tensor& self, int64_t dim, const Tensor& index) {
+  const int64_t d = wrap_dim("gather", dim, self.dim());
+  if (self.dim() == 0) return index_select_kernel(self, 0, index);
+  check_gather_shapes("gather", self, d, index, nullptr);
+  const std::vector<int64_t> idx = index_values("gather", index, self.size(d), d);
+  Tensor out = empty_tensor(index.sizes(), self.dtype(), self.device());
+  const size_t es = self.element_size();
+  const char* src = static_cast<const char*>(self.data_ptr());
+  char* dst = static_cast<char*>(out.data_ptr());
+  for_each_position(index.sizes(), [&](int64_t p, const std::vector<int64_t>& at) {
+    int64_t off = 0;
+    for (int64_t i = 0; i < self.dim(); ++i) off += (i == d ? idx[p] : at[i]) * self.stride(i);
+    std::memcpy(dst + p * es, src + off * es, es);
+  });
+  return out;
+}
+
+// out = self with out[... index[p] ...] = src[p] (or += when adding), along dim.
+Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, bool add) {
+  const int64_t d = wrap_dim(op, dim, self.dim());
+  XTEN_CHECK(src.dtype() == self.dtype(), TypeError, op, "expected src of dtype {} (self's), but got {}",
+             to_string(self.dtype()), to_string(src.dtype()));
+  Tensor out = self.clone();
+  if (self.dim() == 0 || index.numel() == 0) return out;
+  check_gather_shapes(op, self, d, index, &src);
+  const std::vector<int64_t> idx = index_values(op, index, self.size(d), d);
+  visit_dtype<dtypes::kAll>(op, self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* s = static_cast<const T*>(src.data_ptr());
+    T* o = static_cast<T*>(out.data_ptr());
+    for_each_position(index.sizes(), [&](int64_t p, const std::vector<int64_t>& at) {
+      int64_t off = 0, soff = 0;
+      for (int64_t i = 0; i < self.dim(); ++i) {
+        off += (i == d ? idx[p] : at[i]) * out.stride(i);
+        soff += at[i] * src.stride(i);
+      }
+      if (add) o[off] = cast_value<T>(wrap_add(static_cast<opmath_t<T>>(o[off]), static_cast<opmath_t<T>>(s[soff])));
+      else o[off] = s[soff];
+    });
+  });
+  return out;
+}
+
+Tensor scatter_src_kernel(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_impl("scatter", self, dim, index, src, false);
+}
+Tensor scatter_value_kernel(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
+  return scatter_impl("scatter", self, dim, index, full(index.sizes(), value, self.options()), false);
+}
+Tensor scatter_add_kernel(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  XTEN_CHECK(self.dtype() != kBool, NotImplementedError, "scatter_add", "not implemented for dtype Bool");
+  return scatter_impl("scatter_add", self, dim, index, src, true);
+}
+
+Tensor nonzero_kernel(const Tensor& self) {
+  const Tensor x = self.contiguous();
+  std::vector<int64_t> coords;
+  int64_t count = 0;
+  visit_dtype<dtypes::kAll>("nonzero", self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = static_cast<const T*>(x.data_ptr());
+    for_each_position(x.sizes(), [&](int64_t i, const std::vector<int64_t>& at) {
+      if (static_cast<opmath_t<T>>(p[i]) == opmath_t<T>(0)) return;
+      coords.insert(coords.end(), at.begin(), at.end());
+      ++count;
+    });
+  });
+  Tensor out = empty_tensor({count, self.dim()}, kLong, self.device());
+  if (!coords.empty()) std::memcpy(out.data_ptr(), coords.data(), coords.size() * sizeof(int64_t));
+  return out;
+}
+
+Tensor masked_select_kernel(const Tensor& self, const Tensor& mask) {
+  XTEN_CHECK(mask.dtype() == kBool, TypeError, "masked_select", "expected a bool mask, but got {}",
+             to_string(mask.dtype()));
+  const DimVector shape = broadcast_shapes("masked_select", self.sizes(), mask.sizes());
+  const Tensor x = self.expand(shape).contiguous(), m = mask.expand(shape).contiguous();
+  const bool* mp = static_cast<const bool*>(m.data_ptr());
+  const int64_t n = m.numel(), kept = std::count(mp, mp + n, true);
+  Tensor out = empty_tensor({kept}, self.dtype(), self.device());
+  const size_t es = self.element_size();
+  const char* src = static_cast<const char*>(x.data_ptr());
+  char* dst = static_cast<char*>(out.data_ptr());
+  for (int64_t i = 0, j = 0; i < n; ++i)
+    if (mp[i]) std::memcpy(dst + (j++) * es, src + i * es, es);
+  return out;
+}
+
+// Sorting and topk over rows with the dim innermost. NaN counts as larger than everything
+// (sorted last ascending, first descending), as in PyTorch.
+template <class M>
+bool less_nan_last(M a, M b) {
+  if constexpr (!std::is_integral_v<M>) {
+    if (b != b) return a == a;
+    if (a != a) return false;
+  }
+  return a < b;
+}
+
+std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t dim, bool descending, int64_t k,
+                                     bool sorted) {
+  if (self.dim() == 0) return {self.clone(), zeros({}, kLong)};
+  const int64_t d = wrap_dim(op, dim, self.dim());
+  const Tensor rows_in = self.transpose(d, -1).contiguous();
+  const int64_t n = rows_in.size(-1);
+  XTEN_CHECK(k >= 0 && k <= n, ValueError, op, "k ({}) must be in [0, {}] (the size of dim {})", k, n, d);
+  DimVector shape(rows_in.sizes());
+  shape.back() = k;
+  Tensor values = empty_tensor(shape, self.dtype(), self.device());
+  Tensor indices = empty_tensor(shape, kLong, self.device());
+  const int64_t rows = n ? rows_in.numel() / n : 0;
+  visit_dtype<dtypes::kAll>(op, self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    const T* src = static_cast<const T*>(rows_in.data_ptr());
+    T* vdst = static_cast<T*>(values.data_ptr());
+    int64_t* idst = static_cast<int64_t*>(indices.data_ptr());
+    parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+      std::vector<int64_t> order(static_cast<size_t>(n));
+      for (int64_t r = b; r < e; ++r) {
+        const T* x = src + r * n;
+        std::iota(order.begin(), order.end(), 0);
+        auto cmp = [&](int64_t i, int64_t j) {
+          const M a = static_cast<M>(x[i]), c = static_cast<M>(x[j]);
+          return descending ? less_nan_last(c, a) : less_nan_last(a, c);
+        };
+        if (k == n) std::stable_sort(order.begin(), order.end(), cmp);
+        else if (sorted) std::partial_sort(order.begin(), order.begin() + k, order.end(), cmp);
+        else std::nth_element(order.begin(), order.begin() + k, order.end(), cmp);
+        for (int64_t j = 0; j < k; ++j) {
+          vdst[r * k + j] = x[order[j]];
+          idst[r * k + j] = order[j];
+        }
+      }
+    });
+  });
+  return {values.transpose(d, -1).contiguous(), indices.transpose(d, -1).contiguous()};
+}
+
+std::tuple<Tensor, Tensor> sort_kernel(const Tensor& self, int64_t dim, bool descending) {
+  return sort_rows("sort", self, dim, descending, self.dim() ? self.size(wrap_dim("sort", dim, self.dim())) : 1, true);
+}
+std::tuple<Tensor, Tensor> topk_kernel(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
+  return sort_rows("topk", self, dim, largest, k, sorted);
+}
+
+// self[index[j], ...] = values[j, ...] along dim 0 (+= when accumulating), for index_put_.
+Tensor index_put_rows_kernel(const Tensor& self, const Tensor& index, const Tensor& values, bool accumulate) {
+  XTEN_CHECK(self.dim() >= 1 && index.dim() == 1, ValueError, "index_put_", "internal row layout expected");
+  const std::vector<int64_t> idx = index_values("index_put_", index, self.size(0), 0);
+  DimVector vshape(self.sizes());
+  vshape[0] = static_cast<int64_t>(idx.size());
+  const Tensor v = values.to(self.dtype()).expand(vshape).contiguous();
+  XTEN_CHECK(self.is_contiguous(), ValueError, "index_put_", "internal: rows must be contiguous");
+  const int64_t inner = self.numel() / std::max<int64_t>(self.size(0), 1);
+  visit_dtype<dtypes::kAll>("index_put_", self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* dst = static_cast<T*>(self.data_ptr());
+    const T* src = static_cast<const T*>(v.data_ptr());
+    for (size_t j = 0; j < idx.size(); ++j)
+      for (int64_t i = 0; i < inner; ++i) {
+        T& o = dst[idx[j] * inner + i];
+        const T s = src[static_cast<int64_t>(j) * inner + i];
+        o = accumulate ? cast_value<T>(wrap_add(static_cast<opmath_t<T>>(o), static_cast<opmath_t<T>>(s))) : s;
+      }
+  });
+  return self;
+}
+
+}  // namespace
+
+LIBRARY_IMPL(xten, CPU, m) {
+  m.impl("index_select", index_select_kernel);
+  m.impl("gather", gather_kernel);
+  m.impl("scatter.src", scatter_src_kernel);
+  m.impl("scatter.value", scatter_value_kernel);
+  m.impl("scatter_add", scatter_add_kernel);
+  m.impl("nonzero", nonzero_kernel);
+  m.impl("masked_select", masked_select_kernel);
+  m.impl("sort", sort_kernel);
+  m.impl("topk", topk_kernel);
+  m.impl("_index_put_rows_", index_put_rows_kernel);
+}
+
+}  // namespace xten::cpu
