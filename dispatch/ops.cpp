@@ -145,14 +145,30 @@ LIBRARY(xten, m) {
   m.def("hardswish(Tensor self) -> Tensor");
   m.def("prelu(Tensor self, Tensor weight) -> Tensor");
   // convolution and pooling (kernels/cpu/conv.cpp, pool.cpp; composites in composite/conv.cpp)
-  m.def("conv2d(Tensor input, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor");
-  m.def("conv2d.padding(Tensor input, Tensor weight, Tensor? bias, int[2] stride, str padding, int[2] dilation, int groups) -> Tensor");
-  m.def("conv1d(Tensor input, Tensor weight, Tensor? bias, int[1] stride, int[1] padding, int[1] dilation, int groups) -> Tensor");
-  m.def("conv1d.padding(Tensor input, Tensor weight, Tensor? bias, int[1] stride, str padding, int[1] dilation, int groups) -> Tensor");
-  m.def("conv_transpose2d(Tensor input, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] output_padding, int groups, int[2] dilation) -> Tensor");
-  m.def("max_pool2d(Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode) -> Tensor");
-  m.def("max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode) -> (Tensor, Tensor)");
-  m.def("avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor");
+  m.def(
+      "conv2d(Tensor input, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] "
+      "dilation, int groups) -> Tensor");
+  m.def(
+      "conv2d.padding(Tensor input, Tensor weight, Tensor? bias, int[2] stride, str padding, "
+      "int[2] dilation, int groups) -> Tensor");
+  m.def(
+      "conv1d(Tensor input, Tensor weight, Tensor? bias, int[1] stride, int[1] padding, int[1] "
+      "dilation, int groups) -> Tensor");
+  m.def(
+      "conv1d.padding(Tensor input, Tensor weight, Tensor? bias, int[1] stride, str padding, "
+      "int[1] dilation, int groups) -> Tensor");
+  m.def(
+      "conv_transpose2d(Tensor input, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, "
+      "int[2] output_padding, int groups, int[2] dilation) -> Tensor");
+  m.def(
+      "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, "
+      "bool ceil_mode) -> Tensor");
+  m.def(
+      "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, "
+      "int[2] dilation, bool ceil_mode) -> (Tensor, Tensor)");
+  m.def(
+      "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, "
+      "bool count_include_pad, int? divisor_override) -> Tensor");
   m.def("adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor");
   m.def("adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)");
   m.def("pad(Tensor self, int[] pad, str mode='constant', float? value=None) -> Tensor");
@@ -167,12 +183,18 @@ LIBRARY(xten, m) {
   m.def("masked_fill(Tensor self, Tensor mask, Scalar value) -> Tensor");
   m.def("masked_select(Tensor self, Tensor mask) -> Tensor");
   m.def("index.Tensor(Tensor self, Tensor[] indices) -> Tensor");
-  m.def("index_put_(Tensor(a!) self, Tensor[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)");
-  m.def("_index_put_rows_(Tensor(a!) self, Tensor index, Tensor values, bool accumulate) -> Tensor(a!)");
+  m.def(
+      "index_put_(Tensor(a!) self, Tensor[] indices, Tensor values, bool accumulate=False) -> "
+      "Tensor(a!)");
+  m.def(
+      "_index_put_rows_(Tensor(a!) self, Tensor index, Tensor values, bool accumulate) -> "
+      "Tensor(a!)");
   m.def("nonzero(Tensor self) -> Tensor");
   m.def("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)");
   m.def("argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor");
-  m.def("topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)");
+  m.def(
+      "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor "
+      "values, Tensor indices)");
   m.def("embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor");
   m.def("one_hot(Tensor self, int num_classes=-1) -> Tensor");
   m.def("repeat(Tensor self, int[] repeats) -> Tensor");
@@ -744,23 +766,28 @@ XTEN_BINARY_FRONT_END(prelu, "prelu")
 // ---- convolution and pooling --------------------------------------------------------------
 namespace {
 // (a) -> (a, a): a one-value spatial argument applies to both dims.
-DimVector pair_of(IntArrayRef v) { return v.size() == 1 ? DimVector{v[0], v[0]} : DimVector(v); }
+DimVector pair_of(IntArrayRef v) {
+  return v.size() == 1 ? DimVector{v[0], v[0]} : DimVector(v);
+}
 }  // namespace
-using ConvSig = Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, IntArrayRef, IntArrayRef,
-                       IntArrayRef, int64_t);
-using ConvPadSig = Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, IntArrayRef, const std::string&,
-                          IntArrayRef, int64_t);
-Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
-              const ConvPadding& padding, IntArrayRef dilation, int64_t groups) {
+using ConvSig = Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, IntArrayRef,
+                       IntArrayRef, IntArrayRef, int64_t);
+using ConvPadSig = Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, IntArrayRef,
+                          const std::string&, IntArrayRef, int64_t);
+Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+              IntArrayRef stride, const ConvPadding& padding, IntArrayRef dilation,
+              int64_t groups) {
   if (padding.is_mode()) {
     XTEN_OP("conv2d.padding", ConvPadSig);
     return op.call(input, weight, bias, pair_of(stride), padding.mode(), pair_of(dilation), groups);
   }
   XTEN_OP("conv2d", ConvSig);
-  return op.call(input, weight, bias, pair_of(stride), pair_of(padding.values()), pair_of(dilation), groups);
+  return op.call(input, weight, bias, pair_of(stride), pair_of(padding.values()), pair_of(dilation),
+                 groups);
 }
-Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
-              const ConvPadding& padding, IntArrayRef dilation, int64_t groups) {
+Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+              IntArrayRef stride, const ConvPadding& padding, IntArrayRef dilation,
+              int64_t groups) {
   if (padding.is_mode()) {
     XTEN_OP("conv1d.padding", ConvPadSig);
     return op.call(input, weight, bias, stride, padding.mode(), dilation, groups);
@@ -768,13 +795,13 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Ten
   XTEN_OP("conv1d", ConvSig);
   return op.call(input, weight, bias, stride, padding.values(), dilation, groups);
 }
-Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
-                        IntArrayRef stride, IntArrayRef padding, IntArrayRef output_padding, int64_t groups,
-                        IntArrayRef dilation) {
-  XTEN_OP("conv_transpose2d", Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, IntArrayRef,
-                                     IntArrayRef, IntArrayRef, int64_t, IntArrayRef));
-  return op.call(input, weight, bias, pair_of(stride), pair_of(padding), pair_of(output_padding), groups,
-                 pair_of(dilation));
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight,
+                        const std::optional<Tensor>& bias, IntArrayRef stride, IntArrayRef padding,
+                        IntArrayRef output_padding, int64_t groups, IntArrayRef dilation) {
+  XTEN_OP("conv_transpose2d", Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&,
+                                     IntArrayRef, IntArrayRef, IntArrayRef, int64_t, IntArrayRef));
+  return op.call(input, weight, bias, pair_of(stride), pair_of(padding), pair_of(output_padding),
+                 groups, pair_of(dilation));
 }
 using PoolSig = Tensor(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, IntArrayRef, bool);
 Tensor max_pool2d(const Tensor& input, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
@@ -782,16 +809,18 @@ Tensor max_pool2d(const Tensor& input, IntArrayRef kernel, IntArrayRef stride, I
   XTEN_OP("max_pool2d", PoolSig);
   return op.call(input, kernel, stride, padding, dilation, ceil_mode);
 }
-std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
-                                                   IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel,
+                                                   IntArrayRef stride, IntArrayRef padding,
+                                                   IntArrayRef dilation, bool ceil_mode) {
   XTEN_OP("max_pool2d_with_indices",
-          std::tuple<Tensor, Tensor>(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, IntArrayRef, bool));
+          std::tuple<Tensor, Tensor>(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef,
+                                     IntArrayRef, bool));
   return op.call(input, kernel, stride, padding, dilation, ceil_mode);
 }
-Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
-                  bool count_include_pad, std::optional<int64_t> divisor_override) {
-  XTEN_OP("avg_pool2d",
-          Tensor(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, bool, bool, std::optional<int64_t>));
+Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
+                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  XTEN_OP("avg_pool2d", Tensor(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, bool, bool,
+                               std::optional<int64_t>));
   return op.call(input, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
@@ -802,7 +831,8 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef 
   XTEN_OP("adaptive_max_pool2d", std::tuple<Tensor, Tensor>(const Tensor&, IntArrayRef));
   return op.call(input, pair_of(output_size));
 }
-Tensor pad(const Tensor& input, IntArrayRef pad, const std::string& mode, std::optional<double> value) {
+Tensor pad(const Tensor& input, IntArrayRef pad, const std::string& mode,
+           std::optional<double> value) {
   XTEN_OP("pad", Tensor(const Tensor&, IntArrayRef, const std::string&, std::optional<double>));
   return op.call(input, pad, mode, value);
 }
@@ -810,10 +840,13 @@ Tensor pad(const Tensor& input, IntArrayRef pad, const std::string& mode, std::o
 // ---- joining and indexing ---------------------------------------------------------------
 using ListDimSig = Tensor(const std::vector<Tensor>&, int64_t);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  // Checked here too: with no tensor there is no device to dispatch on.
+  XTEN_CHECK(!tensors.empty(), ValueError, "cat", "expected a non-empty list of tensors");
   XTEN_OP("cat", ListDimSig);
   return op.call(tensors, dim);
 }
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  XTEN_CHECK(!tensors.empty(), ValueError, "stack", "expected a non-empty list of tensors");
   XTEN_OP("stack", ListDimSig);
   return op.call(tensors, dim);
 }
@@ -848,7 +881,8 @@ Tensor index(const Tensor& self, const std::vector<Tensor>& indices) {
   XTEN_OP("index.Tensor", Tensor(const Tensor&, const std::vector<Tensor>&));
   return op.call(self, indices);
 }
-Tensor& index_put_(Tensor& self, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
+Tensor& index_put_(Tensor& self, const std::vector<Tensor>& indices, const Tensor& values,
+                   bool accumulate) {
   XTEN_OP("index_put_", Tensor(const Tensor&, const std::vector<Tensor>&, const Tensor&, bool));
   op.call(self, indices, values, accumulate);
   return self;
@@ -865,7 +899,8 @@ Tensor argsort(const Tensor& self, int64_t dim, bool descending) {
   XTEN_OP("argsort", Tensor(const Tensor&, int64_t, bool));
   return op.call(self, dim, descending);
 }
-std::tuple<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
+std::tuple<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim, bool largest,
+                                bool sorted) {
   XTEN_OP("topk", std::tuple<Tensor, Tensor>(const Tensor&, int64_t, int64_t, bool, bool));
   return op.call(self, k, dim, largest, sorted);
 }

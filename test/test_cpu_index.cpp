@@ -1,0 +1,206 @@
+// Joining and indexing ops.
+#include "test_util.h"
+
+using namespace xten;
+using namespace xten::testing;
+
+TEST(Index, IndexSelectGatherScatter) {
+  manual_seed(70);
+  for (ScalarType t : all_dtypes()) {
+    Tensor a = random_tensor({4, 5}, t, -9, 9);
+    Tensor idx = tensor(std::vector<int64_t>{3, 0, -1, 3});
+    Tensor s = index_select(a, 0, idx);
+    expect_elements(
+        s,
+        [&](auto& i) {
+          const int64_t r[] = {3, 0, 3, 3};
+          return value_at(a, {r[i[0]], i[1]});
+        },
+        "index_select");
+    Tensor s1 = index_select(a.t(), 1, tensor({1, 2}));  // non-contiguous self, dim 1
+    expect_elements(
+        s1,
+        [&](auto& i) {
+          return value_at(a, {1 + i[1], i[0]});
+        },
+        "index_select dim 1");
+    Tensor g_idx =
+        tensor(std::vector<int64_t>{0, 4, 2, 1, 3, 0}, IntArrayRef{3, 2});  // distinct per row
+    Tensor g = gather(a, 1, g_idx);
+    expect_elements(
+        g,
+        [&](auto& i) {
+          return value_at(a, {i[0], static_cast<int64_t>(value_at(g_idx, i))});
+        },
+        "gather");
+    Tensor src = random_tensor({3, 2}, t, -9, 9);
+    Tensor sc = scatter(a, 1, g_idx, src);
+    for_each_index(g_idx.sizes(), [&](const std::vector<int64_t>& i) {
+      EXPECT_EQ(value_at(sc, {i[0], static_cast<int64_t>(value_at(g_idx, i))}), value_at(src, i));
+    });
+  }
+  Tensor z = zeros({3});
+  Tensor sa = scatter_add(z, 0, tensor({0, 0, 2, 0}).to(kLong), tensor({1.f, 2.f, 3.f, 4.f}));
+  EXPECT_EQ(sa.select(0, 0).item<float>(), 7.f);  // repeated indices add up
+  EXPECT_EQ(sa.select(0, 2).item<float>(), 3.f);
+  EXPECT_EQ(scatter(z, 0, tensor({1}).to(kLong), 5).select(0, 1).item<float>(), 5.f);
+  EXPECT_THROW_MSG(index_select(z, 0, tensor({3}).to(kLong)), IndexError,
+                   "[index_select] index 3 is out of range for dim 0 of size 3");
+  EXPECT_THROW_MSG(index_select(z, 0, tensor({0.f})), TypeError,
+                   "expected an int64 or int32 index tensor, but got Float");
+  EXPECT_THROW_MSG(
+      gather(ones({2, 2}), 1, tensor(std::vector<int64_t>{0, 2, 1, 1}, IntArrayRef{2, 2})),
+      IndexError, "[gather] index 2 is out of range for dim 1 of size 2");
+  EXPECT_THROW_MSG(gather(ones({2, 2}), 0, zeros({2}, kLong)), ValueError,
+                   "index (1-D) must have as many dims as self (2-D)");
+}
+
+TEST(Index, CatStackAndShapes) {
+  Tensor a = arange(6).reshape({2, 3}), b = arange(3).reshape({1, 3}).to(kInt);
+  Tensor c = cat({a, b}, 0);
+  EXPECT_EQ(c.sizes(), IntArrayRef({3, 3}));
+  EXPECT_EQ(c.dtype(), kLong);  // promoted
+  EXPECT_EQ(c.select(0, 2).sum().item<int64_t>(), 3);
+  EXPECT_EQ(cat({a, a.t().t()}, -1).sizes(), IntArrayRef({2, 6}));
+  EXPECT_EQ(cat({a, empty({0})}).sizes(), a.sizes());  // 1-D empty skipped
+  EXPECT_EQ(stack({a, a, a}, 1).sizes(), IntArrayRef({2, 3, 3}));
+  EXPECT_EQ(stack({a, a}, -1).select(-1, 1).sum().item<int64_t>(), 15);
+  EXPECT_THROW_MSG(cat({a, ones({2, 2})}, 0), ValueError,
+                   "sizes must match except in dim 0: tensor 0 has (2, 3), tensor 1 has (2, 2)");
+  EXPECT_THROW_MSG(cat({}), ValueError, "[cat] expected a non-empty list of tensors");
+  EXPECT_THROW_MSG(stack({a, ones({3, 2})}), ValueError, "all tensors must have the same shape");
+  EXPECT_EQ(repeat(tensor({1, 2}), {2, 3}).sizes(), IntArrayRef({2, 6}));
+  expect_elements(
+      repeat(tensor({1, 2}), {2, 3}), [](auto& i) { return 1.0 + i[1] % 2; }, "repeat");
+  expect_elements(
+      flip(a, {0, 1}),
+      [&](auto& i) {
+        return value_at(a, {1 - i[0], 2 - i[1]});
+      },
+      "flip");
+  expect_elements(
+      roll(a, {1}, {1}),
+      [&](auto& i) {
+        return value_at(a, {i[0], (i[1] + 2) % 3});
+      },
+      "roll");
+  expect_elements(
+      roll(a, {-2}), [&](auto& i) { return double((i[0] * 3 + i[1] + 2) % 6); }, "roll flat");
+  expect_elements(
+      tril(ones({3, 4})), [](auto& i) { return i[1] <= i[0] ? 1.0 : 0.0; }, "tril");
+  expect_elements(
+      triu(ones({2, 3, 4}), 1), [](auto& i) { return i[2] >= i[1] + 1 ? 1.0 : 0.0; }, "triu");
+  EXPECT_THROW_MSG(tril(ones({3})), ValueError, "[tril] expected a tensor with at least 2 dims");
+}
+
+TEST(Index, MaskedAndAdvanced) {
+  Tensor a = arange(12, kFloat).reshape({3, 4});
+  Tensor m = a.gt(6);
+  EXPECT_EQ(masked_select(a, m).sizes(), IntArrayRef({5}));
+  EXPECT_EQ(masked_select(a, m).sum().item<float>(), 7 + 8 + 9 + 10 + 11.f);
+  EXPECT_EQ(masked_fill(a, m, -1).sum().item<float>(), 21 - 5.f);
+  EXPECT_EQ(masked_fill(arange(4), arange(4) > 1, 2.7).dtype(), kLong);  // keeps self's dtype
+  EXPECT_THROW_MSG(masked_fill(a, ones({3, 4}), 0), TypeError,
+                   "[masked_fill] expected a bool mask, but got Float");
+  Tensor nz = nonzero(tensor({0, 3, 0, 5}, IntArrayRef{2, 2}));
+  EXPECT_EQ(nz.sizes(), IntArrayRef({2, 2}));
+  EXPECT_EQ(nz.select(0, 1).select(0, 0).item<int64_t>(), 1);
+  // Advanced indexing: rows and columns broadcast together, a bool mask.
+  Tensor rows = tensor(std::vector<int64_t>{0, 2, 2}),
+         cols = tensor(std::vector<int64_t>{1, 3, -1});
+  Tensor picked = index(a, {rows, cols});
+  EXPECT_EQ(picked.sizes(), IntArrayRef({3}));
+  EXPECT_EQ(picked.sum().item<float>(), 1 + 11 + 11.f);
+  EXPECT_EQ(index(a, {rows}).sizes(), IntArrayRef({3, 4}));
+  EXPECT_EQ(index(a, {m}).sum().item<float>(), 45.f);
+  Tensor b = zeros({3, 4});
+  index_put_(b, {rows, cols}, full({}, 1.0));
+  EXPECT_EQ(b.sum().item<float>(), 2.f);  // (2, 3) written twice
+  index_put_(b, {rows, cols}, ones({3}), /*accumulate=*/true);
+  EXPECT_EQ(b.select(0, 2).select(0, 3).item<float>(), 3.f);
+  Tensor bt = zeros({4, 3}).t();  // non-contiguous self
+  index_put_(bt, {tensor(std::vector<int64_t>{1})}, full({4}, 2.0));
+  EXPECT_EQ(bt.select(0, 1).sum().item<float>(), 8.f);
+  EXPECT_THROW_MSG(index(a, {tensor(std::vector<int64_t>{3})}), IndexError,
+                   "[index] index 3 is out of range for dim 0 of size 3");
+  EXPECT_THROW_MSG(index(a, {rows, cols, cols}), IndexError,
+                   "too many indices (3) for a tensor of 2 dims");
+}
+
+TEST(Index, SortArgsortTopk) {
+  Tensor a = tensor({3.f, 1.f, NAN, 2.f, 1.f});
+  auto [v, i] = sort(a);
+  EXPECT_EQ(v.select(0, 0).item<float>(), 1.f);
+  EXPECT_EQ(i.select(0, 0).item<int64_t>(), 1);  // stable
+  EXPECT_EQ(i.select(0, 1).item<int64_t>(), 4);
+  EXPECT_TRUE(std::isnan(v.select(0, 4).item<float>()));  // NaN last
+  auto [vd, id] = sort(a, 0, true);
+  EXPECT_TRUE(std::isnan(vd.select(0, 0).item<float>()));
+  EXPECT_EQ(vd.select(0, 1).item<float>(), 3.f);
+  manual_seed(71);
+  for (ScalarType t : all_dtypes()) {
+    Tensor r = random_tensor({4, 9}, t, -50, 50);
+    auto [sv, si] = sort(r, 1);
+    for (int64_t row = 0; row < 4; ++row)
+      for (int64_t k = 1; k < 9; ++k)
+        EXPECT_LE(value_at(sv, {row, k - 1}), value_at(sv, {row, k})) << to_string(t);
+    expect_elements(
+        sv,
+        [&](auto& ix) {
+          return value_at(r, {ix[0], static_cast<int64_t>(value_at(si, ix))});
+        },
+        "sort indices");
+    auto [tv, ti] = topk(r, 3, 1);
+    expect_elements(
+        tv,
+        [&](auto& ix) {
+          return value_at(sv, {ix[0], 8 - ix[1]});
+        },
+        std::string("topk ") + to_string(t));
+  }
+  EXPECT_EQ(argsort(tensor({3, 1, 2}), 0, true).select(0, 0).item<int64_t>(), 0);
+  auto [small, si] = topk(tensor({5.f, 1.f, 3.f}), 2, 0, /*largest=*/false);
+  EXPECT_EQ(small.select(0, 1).item<float>(), 3.f);
+  EXPECT_THROW_MSG(topk(ones({3}), 4), ValueError, "[topk] k (4) must be in [0, 3]");
+}
+
+TEST(Index, EmbeddingOneHotPad) {
+  Tensor w = arange(12, kFloat).reshape({4, 3});
+  Tensor e = embedding(w, tensor(std::vector<int64_t>{3, 0, 3, 1}, IntArrayRef{2, 2}));
+  EXPECT_EQ(e.sizes(), IntArrayRef({2, 2, 3}));
+  EXPECT_EQ(e.select(0, 0).select(0, 0).sum().item<float>(), 9 + 10 + 11.f);
+  EXPECT_THROW_MSG(embedding(w, tensor(std::vector<int64_t>{4})), IndexError,
+                   "index 4 is out of range for dim 0 of size 4");
+  EXPECT_THROW_MSG(embedding(w, tensor({1.f})), TypeError,
+                   "[embedding] expected int64 or int32 indices, but got Float");
+  Tensor oh = one_hot(tensor(std::vector<int64_t>{2, 0}), 4);
+  EXPECT_EQ(oh.sizes(), IntArrayRef({2, 4}));
+  EXPECT_EQ(oh.select(0, 0).select(0, 2).item<int64_t>(), 1);
+  EXPECT_EQ(one_hot(tensor(std::vector<int64_t>{2, 0})).size(1), 3);
+  EXPECT_THROW_MSG(one_hot(tensor(std::vector<int64_t>{5}), 3), ValueError,
+                   "class values must be in [0, 3), but got [5, 5]");
+  Tensor x = arange(6, kFloat).reshape({1, 2, 3});
+  Tensor pc = pad(x, {1, 2}, "constant", 9.0);
+  EXPECT_EQ(pc.sizes(), IntArrayRef({1, 2, 6}));
+  EXPECT_EQ(pc.select(2, 0).sum().item<float>(), 18.f);
+  Tensor pr = pad(x, {2, 1}, "reflect");
+  expect_elements(
+      pr.select(0, 0),
+      [](auto& i) {
+        const int64_t src[] = {2, 1, 0, 1, 2, 1};
+        return double(i[0] * 3 + src[i[1]]);
+      },
+      "reflect");
+  Tensor pp = pad(x, {1, 1, 1, 0}, "replicate");
+  EXPECT_EQ(pp.sizes(), IntArrayRef({1, 3, 5}));
+  expect_elements(
+      pp.select(0, 0),
+      [](auto& i) {
+        return double(std::max<int64_t>(i[0] - 1, 0) * 3 + std::clamp<int64_t>(i[1] - 1, 0, 2));
+      },
+      "replicate");
+  EXPECT_EQ(pad(x, {-1, -1}).sizes(), IntArrayRef({1, 2, 1}));  // negative crops
+  EXPECT_THROW_MSG(pad(x, {3, 0}, "reflect"), ValueError,
+                   "padding (3, 0) must be smaller than the input's dim 2 (3)");
+  EXPECT_THROW_MSG(pad(x, {1}), ValueError, "must have an even length");
+}
