@@ -202,6 +202,36 @@ LIBRARY(xten, m) {
   m.def("roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor");
   m.def("tril(Tensor self, int diagonal=0) -> Tensor");
   m.def("triu(Tensor self, int diagonal=0) -> Tensor");
+  // normalization and losses (kernels/composite/norm.cpp, loss.cpp)
+  m.def(
+      "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? "
+      "running_var, bool training, float momentum, float eps) -> Tensor");
+  m.def(
+      "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
+      "float eps=1e-05) -> Tensor");
+  m.def(
+      "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float "
+      "eps=1e-05) -> Tensor");
+  m.def("mse_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor");
+  m.def("l1_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor");
+  m.def(
+      "smooth_l1_loss(Tensor self, Tensor target, str reduction='mean', float beta=1.0) -> Tensor");
+  m.def("huber_loss(Tensor self, Tensor target, str reduction='mean', float delta=1.0) -> Tensor");
+  m.def(
+      "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') "
+      "-> Tensor");
+  m.def(
+      "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? "
+      "pos_weight=None, str reduction='mean') -> Tensor");
+  m.def(
+      "kl_div(Tensor self, Tensor target, str reduction='mean', *, bool log_target=False) -> "
+      "Tensor");
+  m.def(
+      "nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean', int "
+      "ignore_index=-100) -> Tensor");
+  m.def(
+      "cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean', int "
+      "ignore_index=-100, float label_smoothing=0.0) -> Tensor");
 }
 
 // Finds the op once per front end; Sig is its C++ signature (checked against the kernels').
@@ -931,6 +961,76 @@ Tensor tril(const Tensor& self, int64_t diagonal) {
 Tensor triu(const Tensor& self, int64_t diagonal) {
   XTEN_OP("triu", Tensor(const Tensor&, int64_t));
   return op.call(self, diagonal);
+}
+
+// ---- normalization and losses -----------------------------------------------------------
+using OptT = std::optional<Tensor>;
+Tensor batch_norm(const Tensor& input, const OptT& weight, const OptT& bias,
+                  const OptT& running_mean, const OptT& running_var, bool training, double momentum,
+                  double eps) {
+  XTEN_OP("batch_norm", Tensor(const Tensor&, const OptT&, const OptT&, const OptT&, const OptT&,
+                               bool, double, double));
+  return op.call(input, weight, bias, running_mean, running_var, training, momentum, eps);
+}
+Tensor layer_norm(const Tensor& input, IntArrayRef shape, const OptT& weight, const OptT& bias,
+                  double eps) {
+  XTEN_OP("layer_norm", Tensor(const Tensor&, IntArrayRef, const OptT&, const OptT&, double));
+  return op.call(input, shape, weight, bias, eps);
+}
+Tensor group_norm(const Tensor& input, int64_t groups, const OptT& weight, const OptT& bias,
+                  double eps) {
+  XTEN_OP("group_norm", Tensor(const Tensor&, int64_t, const OptT&, const OptT&, double));
+  return op.call(input, groups, weight, bias, eps);
+}
+using LossSig = Tensor(const Tensor&, const Tensor&, const std::string&);
+Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  XTEN_OP("mse_loss", LossSig);
+  return op.call(input, target, reduction);
+}
+Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  XTEN_OP("l1_loss", LossSig);
+  return op.call(input, target, reduction);
+}
+using LossParamSig = Tensor(const Tensor&, const Tensor&, const std::string&, double);
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction,
+                      double beta) {
+  XTEN_OP("smooth_l1_loss", LossParamSig);
+  return op.call(input, target, reduction, beta);
+}
+Tensor huber_loss(const Tensor& input, const Tensor& target, const std::string& reduction,
+                  double delta) {
+  XTEN_OP("huber_loss", LossParamSig);
+  return op.call(input, target, reduction, delta);
+}
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const OptT& weight,
+                            const std::string& reduction) {
+  XTEN_OP("binary_cross_entropy",
+          Tensor(const Tensor&, const Tensor&, const OptT&, const std::string&));
+  return op.call(input, target, weight, reduction);
+}
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const OptT& weight, const OptT& pos_weight,
+                                        const std::string& reduction) {
+  XTEN_OP("binary_cross_entropy_with_logits",
+          Tensor(const Tensor&, const Tensor&, const OptT&, const OptT&, const std::string&));
+  return op.call(input, target, weight, pos_weight, reduction);
+}
+Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& reduction,
+              bool log_target) {
+  XTEN_OP("kl_div", Tensor(const Tensor&, const Tensor&, const std::string&, bool));
+  return op.call(input, target, reduction, log_target);
+}
+Tensor nll_loss(const Tensor& input, const Tensor& target, const OptT& weight,
+                const std::string& reduction, int64_t ignore_index) {
+  XTEN_OP("nll_loss",
+          Tensor(const Tensor&, const Tensor&, const OptT&, const std::string&, int64_t));
+  return op.call(input, target, weight, reduction, ignore_index);
+}
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const OptT& weight,
+                     const std::string& reduction, int64_t ignore_index, double label_smoothing) {
+  XTEN_OP("cross_entropy",
+          Tensor(const Tensor&, const Tensor&, const OptT&, const std::string&, int64_t, double));
+  return op.call(input, target, weight, reduction, ignore_index, label_smoothing);
 }
 
 std::string dump_dispatch_table(const std::string& op) {

@@ -2,8 +2,8 @@
 // Every public op, as a free function. Each goes through the Dispatcher (dispatch/ops.cpp
 // declares the schemas and holds these front ends); Tensor methods and operators forward
 // here. Kernels: kernels/cpu/<family>.cpp, device-independent ones kernels/composite/.
-#include <optional>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -156,14 +156,15 @@ Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight);
 
 // ---- unary ------------------------------------------------------------------------------
 // (name): each has `Tensor name(const Tensor&)`; the in-place list also `Tensor& name_(Tensor&)`.
-#define XTEN_UNARY_INPLACE_OPS(_)                                                                \
-  _(neg)                                                                                         \
-  _(abs)                                                                                         \
-  _(sign)                                                                                        \
-  _(exp)                                                                                         \
-  _(exp2) _(log) _(log2) _(log10) _(log1p) _(expm1) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) \
-      _(tan) _(tanh) _(sigmoid) _(relu) _(silu) _(erf) _(floor) _(ceil) _(round) _(trunc)        \
-          _(logical_not) _(bitwise_not)
+#define XTEN_UNARY_INPLACE_OPS(_)                                                                 \
+  _(neg)                                                                                          \
+  _(abs)                                                                                          \
+  _(sign)                                                                                         \
+  _(exp)                                                                                          \
+  _(exp2)                                                                                         \
+  _(log) _(log2) _(log10) _(log1p) _(expm1) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan)   \
+      _(tanh) _(sigmoid) _(relu) _(silu) _(erf) _(floor) _(ceil) _(round) _(trunc) _(logical_not) \
+          _(bitwise_not)
 #define XTEN_UNARY_OUT_OF_PLACE_OPS(_) _(isnan) _(isinf) _(isfinite)
 
 #define XTEN_DECLARE_UNARY(name) Tensor name(const Tensor& self);
@@ -264,10 +265,10 @@ class ConvPadding {
  public:
   ConvPadding(std::initializer_list<int64_t> v) : values_(IntArrayRef(v)) {}  // NOLINT
   ConvPadding(IntArrayRef v) : values_(v) {}                                  // NOLINT
-  ConvPadding(int64_t v) : values_({v}) {}                                     // NOLINT
-  ConvPadding(int v) : values_({v}) {}                                         // NOLINT
-  ConvPadding(const char* mode) : mode_(mode) {}                               // NOLINT
-  ConvPadding(std::string mode) : mode_(std::move(mode)) {}                    // NOLINT
+  ConvPadding(int64_t v) : values_({v}) {}                                    // NOLINT
+  ConvPadding(int v) : values_({v}) {}                                        // NOLINT
+  ConvPadding(const char* mode) : mode_(mode) {}                              // NOLINT
+  ConvPadding(std::string mode) : mode_(std::move(mode)) {}                   // NOLINT
   bool is_mode() const { return !mode_.empty(); }
   const std::string& mode() const { return mode_; }
   IntArrayRef values() const { return values_; }
@@ -278,25 +279,30 @@ class ConvPadding {
 };
 
 // A 1-value stride/padding/dilation applies to every spatial dim.
-Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt,
-              IntArrayRef stride = {1, 1}, const ConvPadding& padding = {0, 0}, IntArrayRef dilation = {1, 1},
+Tensor conv2d(const Tensor& input, const Tensor& weight,
+              const std::optional<Tensor>& bias = std::nullopt, IntArrayRef stride = {1, 1},
+              const ConvPadding& padding = {0, 0}, IntArrayRef dilation = {1, 1},
               int64_t groups = 1);
-Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt,
-              IntArrayRef stride = {1}, const ConvPadding& padding = {0}, IntArrayRef dilation = {1},
-              int64_t groups = 1);
+Tensor conv1d(const Tensor& input, const Tensor& weight,
+              const std::optional<Tensor>& bias = std::nullopt, IntArrayRef stride = {1},
+              const ConvPadding& padding = {0}, IntArrayRef dilation = {1}, int64_t groups = 1);
 // weight: [in_channels, out_channels / groups, kh, kw].
-Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt,
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight,
+                        const std::optional<Tensor>& bias = std::nullopt,
                         IntArrayRef stride = {1, 1}, IntArrayRef padding = {0, 0},
-                        IntArrayRef output_padding = {0, 0}, int64_t groups = 1, IntArrayRef dilation = {1, 1});
+                        IntArrayRef output_padding = {0, 0}, int64_t groups = 1,
+                        IntArrayRef dilation = {1, 1});
 // stride defaults to kernel_size.
-Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = {0},
-                  IntArrayRef dilation = {1}, bool ceil_mode = false);
+Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
+                  IntArrayRef padding = {0}, IntArrayRef dilation = {1}, bool ceil_mode = false);
 // (values, indices): indices are flat positions in each input H x W plane.
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size,
-                                                   IntArrayRef stride = {}, IntArrayRef padding = {0},
-                                                   IntArrayRef dilation = {1}, bool ceil_mode = false);
-Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = {0},
-                  bool ceil_mode = false, bool count_include_pad = true,
+                                                   IntArrayRef stride = {},
+                                                   IntArrayRef padding = {0},
+                                                   IntArrayRef dilation = {1},
+                                                   bool ceil_mode = false);
+Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
+                  IntArrayRef padding = {0}, bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<int64_t> divisor_override = std::nullopt);
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size);
 std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size);
@@ -326,15 +332,16 @@ Tensor masked_select(const Tensor& self, const Tensor& mask);
 // bool masks, e.g. index(t, {rows, cols}) or index(t, {t > 0}).
 Tensor index(const Tensor& self, const std::vector<Tensor>& indices);
 // self[indices] = values (or += with accumulate; repeated indices then add up).
-Tensor& index_put_(Tensor& self, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
+Tensor& index_put_(Tensor& self, const std::vector<Tensor>& indices, const Tensor& values,
+                   bool accumulate = false);
 // Coordinates of the nonzero elements: [count, dims], int64.
 Tensor nonzero(const Tensor& self);
 // (values, indices) sorted along dim (stable; NaN last ascending, first descending).
 std::tuple<Tensor, Tensor> sort(const Tensor& self, int64_t dim = -1, bool descending = false);
 Tensor argsort(const Tensor& self, int64_t dim = -1, bool descending = false);
 // The k largest (or smallest) along dim, in order when sorted.
-std::tuple<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim = -1, bool largest = true,
-                                bool sorted = true);
+std::tuple<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim = -1,
+                                bool largest = true, bool sorted = true);
 // Rows of weight [num, dim] picked by integer indices; padding_idx only matters for training.
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1);
 // [.., num_classes] int64 with a 1 at each class (num_classes -1: max + 1).
@@ -347,6 +354,50 @@ Tensor roll(const Tensor& self, IntArrayRef shifts, IntArrayRef dims = {});
 // The lower / upper triangle of the last two dims (relative to `diagonal`); the rest is 0.
 Tensor tril(const Tensor& self, int64_t diagonal = 0);
 Tensor triu(const Tensor& self, int64_t diagonal = 0);
+
+// ---- normalization --------------------------------------------------------------------------
+// Per-channel (dim 1) normalization. Training: batch statistics, and running_mean/var (if
+// given) updated in place with momentum (running_var unbiased). Evaluation: running stats.
+Tensor batch_norm(const Tensor& input, const std::optional<Tensor>& weight,
+                  const std::optional<Tensor>& bias, const std::optional<Tensor>& running_mean,
+                  const std::optional<Tensor>& running_var, bool training, double momentum = 0.1,
+                  double eps = 1e-5);
+// Normalizes over the last dims given by normalized_shape.
+Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape,
+                  const std::optional<Tensor>& weight = std::nullopt,
+                  const std::optional<Tensor>& bias = std::nullopt, double eps = 1e-5);
+Tensor group_norm(const Tensor& input, int64_t num_groups,
+                  const std::optional<Tensor>& weight = std::nullopt,
+                  const std::optional<Tensor>& bias = std::nullopt, double eps = 1e-5);
+
+// ---- losses (reduction: "none", "mean" or "sum") -----------------------------------------
+Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
+Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,
+                      const std::string& reduction = "mean", double beta = 1.0);
+Tensor huber_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
+                  double delta = 1.0);
+// input: probabilities in [0, 1].
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
+                            const std::optional<Tensor>& weight = std::nullopt,
+                            const std::string& reduction = "mean");
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const std::optional<Tensor>& weight = std::nullopt,
+                                        const std::optional<Tensor>& pos_weight = std::nullopt,
+                                        const std::string& reduction = "mean");
+// input: log-probabilities; reduction may also be "batchmean".
+Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
+              bool log_target = false);
+// input: log-probabilities [N, C, ...] or [C]; target: int64 class indices.
+Tensor nll_loss(const Tensor& input, const Tensor& target,
+                const std::optional<Tensor>& weight = std::nullopt,
+                const std::string& reduction = "mean", int64_t ignore_index = -100);
+// input: logits [N, C, ...] or [C]; target: int64 class indices, or class probabilities of input's
+// shape.
+Tensor cross_entropy(const Tensor& input, const Tensor& target,
+                     const std::optional<Tensor>& weight = std::nullopt,
+                     const std::string& reduction = "mean", int64_t ignore_index = -100,
+                     double label_smoothing = 0.0);
 
 // ---- dispatcher introspection -----------------------------------------------------------
 // The dispatch table of an op ("add.Tensor") as text: each key's kernel and where it came from.

@@ -1,0 +1,125 @@
+// Normalization written with reductions and pointwise ops (valid on every backend):
+// batch_norm, layer_norm, group_norm. Half and BFloat16 inputs compute their statistics in
+// float and return their own dtype.
+#include <xten/core/meta.h>
+#include <xten/dispatch/library.h>
+#include <xten/dispatch/ops.h>
+
+namespace xten {
+namespace {
+
+ScalarType stats_dtype(const Tensor& t) {
+  return t.dtype() == kHalf || t.dtype() == kBFloat16 ? kFloat : t.dtype();
+}
+
+void check_channels(const char* op, const char* what, const std::optional<Tensor>& t,
+                    int64_t channels) {
+  if (t && t->defined())
+    XTEN_CHECK(t->dim() == 1 && t->size(0) == channels, ValueError, op,
+               "{} must have shape ({}), but got {}", what, channels, t->sizes());
+}
+
+// x * weight + bias with weight and bias of shape `shape` (broadcast), either optional.
+Tensor affine(Tensor x, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+              IntArrayRef shape) {
+  if (weight && weight->defined()) x = x * weight->view(shape);
+  if (bias && bias->defined()) x = x + bias->view(shape);
+  return x;
+}
+
+Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weight,
+                         const std::optional<Tensor>& bias,
+                         const std::optional<Tensor>& running_mean,
+                         const std::optional<Tensor>& running_var, bool training, double momentum,
+                         double eps) {
+  XTEN_CHECK(input.dim() >= 2, ValueError, "batch_norm",
+             "expected an input of at least 2 dims (N, C, ...), but got shape {}", input.sizes());
+  XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, "batch_norm",
+             "not implemented for dtype {}", to_string(input.dtype()));
+  const int64_t c = input.size(1);
+  check_channels("batch_norm", "weight", weight, c);
+  check_channels("batch_norm", "bias", bias, c);
+  check_channels("batch_norm", "running_mean", running_mean, c);
+  check_channels("batch_norm", "running_var", running_var, c);
+  DimVector dims{0}, shape(static_cast<size_t>(input.dim()), 1);
+  for (int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
+  shape[1] = c;
+  const Tensor x = input.to(stats_dtype(input));
+  Tensor mean, var;
+  if (training) {
+    const int64_t count = input.numel() / std::max<int64_t>(c, 1);
+    XTEN_CHECK(count > 1, ValueError, "batch_norm",
+               "expected more than 1 value per channel when training, but got input of shape {}",
+               input.sizes());
+    mean = x.mean(dims);
+    var = x.var(dims, /*correction=*/0);
+    // Running statistics: exponential averages, the variance unbiased.
+    if (running_mean && running_mean->defined()) {
+      Tensor rm = *running_mean;
+      rm.copy_(rm * (1 - momentum) + mean * momentum);
+    }
+    if (running_var && running_var->defined()) {
+      Tensor rv = *running_var;
+      rv.copy_(rv * (1 - momentum) + var * (momentum * count / (count - 1.0)));
+    }
+  } else {
+    XTEN_CHECK(running_mean && running_mean->defined() && running_var && running_var->defined(),
+               ValueError, "batch_norm",
+               "running_mean and running_var must be given in evaluation mode (training=false)");
+    mean = running_mean->to(x.dtype());
+    var = running_var->to(x.dtype());
+  }
+  const Tensor y = (x - mean.view(shape)) * rsqrt(var.view(shape) + eps);
+  return affine(y, weight, bias, shape).to(input.dtype());
+}
+
+Tensor layer_norm_kernel(const Tensor& input, IntArrayRef normalized_shape,
+                         const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                         double eps) {
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  XTEN_CHECK(
+      k >= 1 && k <= input.dim() && input.sizes().slice(input.dim() - k, k) == normalized_shape,
+      ValueError, "layer_norm",
+      "normalized_shape {} must match the last dims of the input's shape {}", normalized_shape,
+      input.sizes());
+  XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, "layer_norm",
+             "not implemented for dtype {}", to_string(input.dtype()));
+  for (const auto* t : {&weight, &bias})
+    if (*t && (*t)->defined())
+      XTEN_CHECK((*t)->sizes() == normalized_shape, ValueError, "layer_norm",
+                 "weight and bias must have shape {}, but got {}", normalized_shape, (*t)->sizes());
+  DimVector dims;
+  for (int64_t d = input.dim() - k; d < input.dim(); ++d) dims.push_back(d);
+  const Tensor x = input.to(stats_dtype(input));
+  const Tensor mean = x.mean(dims, true), var = x.var(dims, 0, true);
+  const Tensor y = (x - mean) * rsqrt(var + eps);
+  return affine(y, weight, bias, normalized_shape).to(input.dtype());
+}
+
+Tensor group_norm_kernel(const Tensor& input, int64_t groups, const std::optional<Tensor>& weight,
+                         const std::optional<Tensor>& bias, double eps) {
+  XTEN_CHECK(input.dim() >= 2, ValueError, "group_norm",
+             "expected an input of at least 2 dims (N, C, ...), but got shape {}", input.sizes());
+  XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, "group_norm",
+             "not implemented for dtype {}", to_string(input.dtype()));
+  const int64_t n = input.size(0), c = input.size(1);
+  XTEN_CHECK(groups > 0 && c % groups == 0, ValueError, "group_norm",
+             "the number of channels ({}) must be divisible by num_groups ({})", c, groups);
+  check_channels("group_norm", "weight", weight, c);
+  check_channels("group_norm", "bias", bias, c);
+  const Tensor x = input.to(stats_dtype(input)).reshape({n, groups, -1});
+  const Tensor y = ((x - x.mean({2}, true)) * rsqrt(x.var({2}, 0, true) + eps)).view(input.sizes());
+  DimVector shape(static_cast<size_t>(input.dim()), 1);
+  shape[1] = c;
+  return affine(y, weight, bias, shape).to(input.dtype());
+}
+
+}  // namespace
+
+LIBRARY_IMPL(xten, CompositeImplicit, m) {
+  m.impl("batch_norm", batch_norm_kernel);
+  m.impl("layer_norm", layer_norm_kernel);
+  m.impl("group_norm", group_norm_kernel);
+}
+
+}  // namespace xten

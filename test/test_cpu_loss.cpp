@@ -1,0 +1,150 @@
+// Losses against double-precision references.
+#include <cmath>
+
+#include "test_util.h"
+
+using namespace xten;
+using namespace xten::testing;
+
+namespace {
+double reduce_ref(const std::vector<double>& v, const std::string& r) {
+  double s = 0;
+  for (double x : v) s += x;
+  return r == "sum" ? s : s / v.size();
+}
+std::vector<double> elems(const Tensor& a, const Tensor& b,
+                          const std::function<double(double, double)>& f) {
+  std::vector<double> out;
+  for_each_index(a.sizes(), [&](const std::vector<int64_t>& i) {
+    out.push_back(f(value_at(a, i), value_at(b, i)));
+  });
+  return out;
+}
+}  // namespace
+
+TEST(Loss, Regression) {
+  manual_seed(90);
+  Tensor x = random_tensor({4, 5}, kDouble), y = random_tensor({4, 5}, kDouble);
+  for (const std::string r : {"mean", "sum"}) {
+    EXPECT_NEAR(mse_loss(x, y, r).item<double>(),
+                reduce_ref(elems(x, y, [](double a, double b) { return (a - b) * (a - b); }), r),
+                1e-9);
+    EXPECT_NEAR(l1_loss(x, y, r).item<double>(),
+                reduce_ref(elems(x, y, [](double a, double b) { return std::abs(a - b); }), r),
+                1e-9);
+    EXPECT_NEAR(smooth_l1_loss(x, y, r, 2.0).item<double>(),
+                reduce_ref(elems(x, y,
+                                 [](double a, double b) {
+                                   const double d = std::abs(a - b);
+                                   return d < 2 ? 0.5 * d * d / 2 : d - 1;
+                                 }),
+                           r),
+                1e-9);
+    EXPECT_NEAR(huber_loss(x, y, r, 1.5).item<double>(),
+                reduce_ref(elems(x, y,
+                                 [](double a, double b) {
+                                   const double d = std::abs(a - b);
+                                   return d <= 1.5 ? 0.5 * d * d : 1.5 * (d - 0.75);
+                                 }),
+                           r),
+                1e-9);
+  }
+  EXPECT_EQ(mse_loss(x, y, "none").sizes(), x.sizes());
+  EXPECT_THROW_MSG(mse_loss(x, y, "avg"), ValueError,
+                   "reduction must be 'none', 'mean' or 'sum', but got 'avg'");
+  EXPECT_THROW_MSG(mse_loss(x, arange(20).reshape({4, 5})), TypeError,
+                   "[mse_loss] expected a floating target, but got Long");
+  EXPECT_THROW_MSG(smooth_l1_loss(x, y, "mean", -1), ValueError, "beta must be non-negative");
+}
+
+TEST(Loss, BinaryCrossEntropy) {
+  manual_seed(91);
+  Tensor logits = random_tensor({6, 3}, kDouble, -5, 5), t = random_tensor({6, 3}, kDouble, 0, 1),
+         pw = random_tensor({3}, kDouble, 0.5, 2);
+  Tensor p = sigmoid(logits);
+  const double bce = reduce_ref(
+      elems(p, t,
+            [](double a, double b) { return -(b * std::log(a) + (1 - b) * std::log(1 - a)); }),
+      "mean");
+  EXPECT_NEAR(binary_cross_entropy(p, t).item<double>(), bce, 1e-9);
+  EXPECT_NEAR(binary_cross_entropy_with_logits(logits, t).item<double>(), bce, 1e-9);
+  std::vector<double> wl;
+  for_each_index(logits.sizes(), [&](const std::vector<int64_t>& i) {
+    const double x = value_at(logits, i), y = value_at(t, i), w = value_at(pw, {i[1]});
+    const double s = 1 / (1 + std::exp(-x));
+    wl.push_back(-(w * y * std::log(s) + (1 - y) * std::log(1 - s)));
+  });
+  EXPECT_NEAR(binary_cross_entropy_with_logits(logits, t, std::nullopt, pw, "sum").item<double>(),
+              reduce_ref(wl, "sum"), 1e-8);
+  EXPECT_TRUE(
+      std::isfinite(binary_cross_entropy_with_logits(full({1}, 1000.0), zeros({1})).item<float>()));
+  EXPECT_EQ(binary_cross_entropy(zeros({1}), zeros({1})).item<float>(), 0.0f);  // 0 log 0 is 0
+  EXPECT_THROW_MSG(binary_cross_entropy(full({1}, 1.5), zeros({1})), ValueError,
+                   "all elements of input must be in [0, 1]");
+}
+
+TEST(Loss, KlDiv) {
+  manual_seed(92);
+  Tensor logq = log_softmax(random_tensor({3, 4}, kDouble), 1),
+         p = softmax(random_tensor({3, 4}, kDouble), 1);
+  const std::vector<double> e =
+      elems(logq, p, [](double lq, double pp) { return pp * (std::log(pp) - lq); });
+  EXPECT_NEAR(kl_div(logq, p, "sum").item<double>(), reduce_ref(e, "sum"), 1e-9);
+  EXPECT_NEAR(kl_div(logq, p, "batchmean").item<double>(), reduce_ref(e, "sum") / 3, 1e-9);
+  EXPECT_NEAR(kl_div(logq, log(p), "mean", true).item<double>(), reduce_ref(e, "mean"), 1e-9);
+}
+
+TEST(Loss, NllAndCrossEntropy) {
+  manual_seed(93);
+  Tensor x = random_tensor({5, 4}, kDouble), w = random_tensor({4}, kDouble, 0.5, 2);
+  Tensor target = tensor(std::vector<int64_t>{0, 3, -100, 1, 3});
+  Tensor logp = log_softmax(x, 1);
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < 5; ++i) {
+    const int64_t c = target.select(0, i).item<int64_t>();
+    if (c == -100) continue;
+    num += -value_at(w, {c}) * value_at(logp, {i, c});
+    den += value_at(w, {c});
+  }
+  EXPECT_NEAR(nll_loss(logp, target, w).item<double>(), num / den, 1e-9);
+  EXPECT_NEAR(cross_entropy(x, target, w).item<double>(), num / den, 1e-9);
+  EXPECT_NEAR(cross_entropy(x, target, w, "sum").item<double>(), num, 1e-9);
+  EXPECT_EQ(cross_entropy(x, target, std::nullopt, "none").select(0, 2).item<double>(), 0.0);
+  // Spatial: [N, C, d] with target [N, d].
+  Tensor xs = random_tensor({2, 3, 4}, kDouble);
+  Tensor ts = randint(0, 3, {2, 4});
+  double s = 0;
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t d = 0; d < 4; ++d) {
+      double z = 0;
+      for (int64_t c = 0; c < 3; ++c) z += std::exp(value_at(xs, {n, c, d}));
+      s += std::log(z) -
+           value_at(xs, {n, value_at(ts, {n, d}) > 1.5 ? 2 : int64_t(value_at(ts, {n, d})), d});
+    }
+  EXPECT_NEAR(cross_entropy(xs, ts).item<double>(), s / 8, 1e-9);
+  // Label smoothing and probability targets.
+  const double ls = 0.2;
+  Tensor t2 = tensor(std::vector<int64_t>{1, 0, 2, 3, 3});
+  double smooth = 0;
+  for (int64_t i = 0; i < 5; ++i) {
+    const int64_t c = t2.select(0, i).item<int64_t>();
+    double mean_all = 0;
+    for (int64_t k = 0; k < 4; ++k) mean_all += -value_at(logp, {i, k}) / 4;
+    smooth += (1 - ls) * -value_at(logp, {i, c}) + ls * mean_all;
+  }
+  EXPECT_NEAR(cross_entropy(x, t2, std::nullopt, "mean", -100, ls).item<double>(), smooth / 5,
+              1e-9);
+  Tensor probs = one_hot(t2, 4).to(kDouble);
+  EXPECT_NEAR(cross_entropy(x, probs).item<double>(), cross_entropy(x, t2).item<double>(), 1e-9);
+  EXPECT_NEAR(cross_entropy(x, probs, std::nullopt, "mean", -100, ls).item<double>(), smooth / 5,
+              1e-9);
+  // Errors.
+  EXPECT_THROW_MSG(nll_loss(logp, target.to(kInt)), TypeError,
+                   "expected a target of class indices of dtype Long, but got Int");
+  EXPECT_THROW_MSG(cross_entropy(x, tensor(std::vector<int64_t>{0, 4, 1, 1, 1})), IndexError,
+                   "target 4 is out of bounds for 4 classes");
+  EXPECT_THROW_MSG(cross_entropy(x, tensor(std::vector<int64_t>{0, 1})), ValueError,
+                   "target shape (2) does not fit input shape (5, 4)");
+  EXPECT_THROW_MSG(cross_entropy(x, t2, std::nullopt, "mean", -100, 1.5), ValueError,
+                   "label_smoothing must be in [0, 1]");
+}
