@@ -204,3 +204,16 @@ TEST(Index, EmbeddingOneHotPad) {
                    "padding (3, 0) must be smaller than the input's dim 2 (3)");
   EXPECT_THROW_MSG(pad(x, {1}), ValueError, "must have an even length");
 }
+
+TEST(Index, TensorMethodsForward) {
+  Tensor a = arange(6, kFloat).reshape({2, 3});
+  EXPECT_EQ(a.matmul(a.t()).sizes(), IntArrayRef({2, 2}));
+  EXPECT_EQ(a.softmax(1).sum().item<float>(), 2.0f);
+  EXPECT_EQ(a.index_select(1, tensor(std::vector<int64_t>{2})).sum().item<float>(), 7.0f);
+  EXPECT_EQ(a.flip({1}).select(1, 0).sum().item<float>(), 7.0f);
+  EXPECT_EQ(std::get<0>(a.topk(1, 1)).sum().item<float>(), 7.0f);
+  Tensor b = a.clone();
+  b.masked_fill_(b > 3, 0);
+  EXPECT_EQ(b.sum().item<float>(), 6.0f);
+  EXPECT_EQ(a.tril().sum().item<float>(), 0 + 3 + 4.0f);
+}
