@@ -35,21 +35,28 @@ Tensor softmax_impl(const char* op, const Tensor& self, int64_t dim,
     using M = opmath_t<T>;
     const T* src = static_cast<const T*>(rows_in.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
-    parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)),
-                 [&](int64_t b, int64_t e) {
-                   EArray<M> x(n);
-                   for (int64_t r = b; r < e; ++r) {
-                     for (int64_t i = 0; i < n; ++i) x[i] = static_cast<M>(src[r * n + i]);
-                     const M m = x.maxCoeff();
-                     x = x - m;
-                     const M s = x.exp().sum();
-                     if (kLog)
-                       x = x - std::log(s);
-                     else
-                       x = x.exp() / s;
-                     for (int64_t i = 0; i < n; ++i) dst[r * n + i] = cast_value<T>(x[i]);
-                   }
-                 });
+    // One exp per element: softmax = exp(x - max) / sum, log_softmax = x - (max + log(sum)).
+    auto row = [](const auto& x, auto&& y) {
+      const M m = x.maxCoeff();
+      if (kLog) {
+        y = x - (m + std::log((x - m).exp().sum()));
+      } else {
+        y = (x - m).exp();
+        y /= y.sum();
+      }
+    };
+    parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+      if constexpr (std::is_same_v<T, M>) {  // float/double: straight from and into the tensors
+        for (int64_t r = b; r < e; ++r) row(ECMap<M>(src + r * n, n), EMap<M>(dst + r * n, n));
+      } else {  // 16-bit floats: through a float row
+        EArray<M> x(n), y(n);
+        for (int64_t r = b; r < e; ++r) {
+          for (int64_t i = 0; i < n; ++i) x[i] = static_cast<M>(src[r * n + i]);
+          row(x, y);
+          for (int64_t i = 0; i < n; ++i) dst[r * n + i] = cast_value<T>(y[i]);
+        }
+      }
+    });
   });
   return out.transpose(d, -1).contiguous();
 }

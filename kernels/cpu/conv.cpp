@@ -3,9 +3,9 @@
 // (kernels/composite/conv.cpp). Half and BFloat16 compute in float.
 //
 // Note [Convolution work split]
-// Each (image, group) pair is one unit: its im2col buffer and one GEMM. With several units,
-// threads take units and Eigen runs single-threaded inside each; with one unit (batch 1,
-// groups 1), Eigen threads the GEMM itself.
+// Each (image, group) pair is one unit: its im2col buffer and one GEMM. With at least as
+// many units as threads, threads take units and Eigen runs single-threaded inside each;
+// with fewer (batch 8 on 16 cores), units run one after another and Eigen threads each GEMM.
 #include <Eigen/Core>
 
 #include <xten/core/dtype_dispatch.h>
@@ -36,7 +36,10 @@ void check_pair(const char* op, const char* what, IntArrayRef v, int64_t min) {
 template <class F>
 void for_each_unit(int64_t units, const F& f) {
   Eigen::setNbThreads(get_num_threads());
-  if (units == 1) return f(0);
+  if (units < get_num_threads()) {
+    for (int64_t u = 0; u < units; ++u) f(u);
+    return;
+  }
   parallel_for(units, 1, [&](int64_t b, int64_t e) {
     for (int64_t u = b; u < e; ++u) f(u);
   });
