@@ -3,9 +3,10 @@
 // (kernels/composite/conv.cpp). Half and BFloat16 compute in float.
 //
 // Note [Convolution work split]
-// Each (image, group) pair is one unit: its im2col buffer and one GEMM. With at least as
-// many units as threads, threads take units and Eigen runs single-threaded inside each;
-// with fewer (batch 8 on 16 cores), units run one after another and Eigen threads each GEMM.
+// Each (image, group) pair is one unit: its im2col buffer and one GEMM. With several units,
+// threads take units and Eigen runs single-threaded inside each; with one unit (batch 1,
+// groups 1), Eigen threads the GEMM itself. (Measured: running 8 units one after another
+// with Eigen threading each GEMM on 16 cores halved the GFLOP/s, bench/README.md.)
 #include <Eigen/Core>
 
 #include <xten/core/dtype_dispatch.h>
@@ -36,10 +37,7 @@ void check_pair(const char* op, const char* what, IntArrayRef v, int64_t min) {
 template <class F>
 void for_each_unit(int64_t units, const F& f) {
   Eigen::setNbThreads(get_num_threads());
-  if (units < get_num_threads()) {
-    for (int64_t u = 0; u < units; ++u) f(u);
-    return;
-  }
+  if (units == 1) return f(0);
   parallel_for(units, 1, [&](int64_t b, int64_t e) {
     for (int64_t u = b; u < e; ++u) f(u);
   });
