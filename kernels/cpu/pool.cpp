@@ -25,16 +25,16 @@ struct Planes {
 Planes planes_of(const char* op, const Tensor& input) {
   XTEN_CHECK(input.dim() == 3 || input.dim() == 4, ValueError, op,
              "expected a 3-D (unbatched) or 4-D (batched) input, but got shape {}", input.sizes());
-  XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, op, "not implemented for dtype {}",
-             to_string(input.dtype()));
+  XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, op,
+             "not implemented for dtype {}", to_string(input.dtype()));
   Planes p;
   p.h = input.size(-2);
   p.w = input.size(-1);
   p.lead = DimVector(input.sizes().slice(0, input.dim() - 2));
   p.planes = 1;
   for (int64_t s : p.lead) p.planes *= s;
-  XTEN_CHECK(p.h > 0 && p.w > 0, ValueError, op, "the input's spatial size must be nonzero, but got shape {}",
-             input.sizes());
+  XTEN_CHECK(p.h > 0 && p.w > 0, ValueError, op,
+             "the input's spatial size must be nonzero, but got shape {}", input.sizes());
   p.in = input.contiguous();
   return p;
 }
@@ -59,37 +59,53 @@ struct Window {
   int64_t kh, kw, sh, sw, ph, pw, dh, dw, ho, wo;
 };
 
-Window window_args(const char* op, const Planes& p, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
-                   IntArrayRef dilation, bool ceil_mode) {
-  auto two = [&](IntArrayRef v, const char* what, int64_t dflt0, int64_t dflt1) -> std::pair<int64_t, int64_t> {
+Window window_args(const char* op, const Planes& p, IntArrayRef kernel, IntArrayRef stride,
+                   IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  auto two = [&](IntArrayRef v, const char* what, int64_t dflt0,
+                 int64_t dflt1) -> std::pair<int64_t, int64_t> {
     XTEN_CHECK(v.size() <= 2, ValueError, op, "{} must have 1 or 2 values, but got {}", what, v);
     if (v.empty()) return {dflt0, dflt1};
     return {v[0], v.size() == 2 ? v[1] : v[0]};
   };
-  XTEN_CHECK(!kernel.empty(), ValueError, op, "kernel_size must have 1 or 2 values, but got {}", kernel);
+  XTEN_CHECK(!kernel.empty(), ValueError, op, "kernel_size must have 1 or 2 values, but got {}",
+             kernel);
   const auto [kh, kw] = two(kernel, "kernel_size", 0, 0);
   const auto [sh, sw] = two(stride, "stride", kh, kw);
   const auto [ph, pw] = two(padding, "padding", 0, 0);
   const auto [dh, dw] = two(dilation, "dilation", 1, 1);
   XTEN_CHECK(kh > 0 && kw > 0 && sh > 0 && sw > 0 && dh > 0 && dw > 0, ValueError, op,
-             "kernel_size {}, stride {} and dilation {} must be positive", kernel, stride, dilation);
-  XTEN_CHECK(ph >= 0 && pw >= 0 && ph <= (dh * (kh - 1) + 1) / 2 && pw <= (dw * (kw - 1) + 1) / 2, ValueError, op,
-             "padding {} must be non-negative and at most half the (dilated) kernel size {}", padding, kernel);
-  Window w{kh, kw, sh, sw, ph, pw, dh, dw, pooled_size(p.h, kh, sh, ph, dh, ceil_mode),
+             "kernel_size {}, stride {} and dilation {} must be positive", kernel, stride,
+             dilation);
+  XTEN_CHECK(ph >= 0 && pw >= 0 && ph <= (dh * (kh - 1) + 1) / 2 && pw <= (dw * (kw - 1) + 1) / 2,
+             ValueError, op,
+             "padding {} must be non-negative and at most half the (dilated) kernel size {}",
+             padding, kernel);
+  Window w{kh,
+           kw,
+           sh,
+           sw,
+           ph,
+           pw,
+           dh,
+           dw,
+           pooled_size(p.h, kh, sh, ph, dh, ceil_mode),
            pooled_size(p.w, kw, sw, pw, dw, ceil_mode)};
-  XTEN_CHECK(w.ho > 0 && w.wo > 0, ValueError, op, "the output would be {}x{} for an input of {}x{}", w.ho, w.wo, p.h, p.w);
+  XTEN_CHECK(w.ho > 0 && w.wo > 0, ValueError, op,
+             "the output would be {}x{} for an input of {}x{}", w.ho, w.wo, p.h, p.w);
   return w;
 }
 
 template <class F>
 void for_each_plane(int64_t planes, int64_t work, const F& f) {
-  parallel_for(planes, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(work, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) f(i);
-  });
+  parallel_for(planes, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(work, 1)),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t i = b; i < e; ++i) f(i);
+               });
 }
 
-std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
-                                                          IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, IntArrayRef kernel,
+                                                          IntArrayRef stride, IntArrayRef padding,
+                                                          IntArrayRef dilation, bool ceil_mode) {
   const Planes p = planes_of("max_pool2d", input);
   const Window w = window_args("max_pool2d", p, kernel, stride, padding, dilation, ceil_mode);
   Tensor out = empty_tensor(with_plane(p.lead, w.ho, w.wo), input.dtype(), input.device());
@@ -129,16 +145,19 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, I
   return {out, idx};
 }
 
-Tensor max_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
-                         IntArrayRef dilation, bool ceil_mode) {
-  return std::get<0>(max_pool2d_with_indices_kernel(input, kernel, stride, padding, dilation, ceil_mode));
+Tensor max_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
+                         IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  return std::get<0>(
+      max_pool2d_with_indices_kernel(input, kernel, stride, padding, dilation, ceil_mode));
 }
 
-Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
-                         bool count_include_pad, std::optional<int64_t> divisor_override) {
+Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
+                         IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                         std::optional<int64_t> divisor_override) {
   const Planes p = planes_of("avg_pool2d", input);
   const Window w = window_args("avg_pool2d", p, kernel, stride, padding, {}, ceil_mode);
-  XTEN_CHECK(!divisor_override || *divisor_override != 0, ValueError, "avg_pool2d", "divisor_override must be nonzero");
+  XTEN_CHECK(!divisor_override || *divisor_override != 0, ValueError, "avg_pool2d",
+             "divisor_override must be nonzero");
   Tensor out = empty_tensor(with_plane(p.lead, w.ho, w.wo), input.dtype(), input.device());
   visit_dtype<dtypes::kFloating>("avg_pool2d", input.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -149,7 +168,8 @@ Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef st
       const T* x = src + pl * p.h * p.w;
       for (int64_t oy = 0; oy < w.ho; ++oy)
         for (int64_t ox = 0; ox < w.wo; ++ox) {
-          // The window, clipped to the padded input (for the divisor) and to the input (for the sum).
+          // The window, clipped to the padded input (for the divisor) and to the input (for the
+          // sum).
           int64_t y0 = oy * w.sh - w.ph, x0 = ox * w.sw - w.pw;
           int64_t y1 = std::min(y0 + w.kh, p.h + w.ph), x1 = std::min(x0 + w.kw, p.w + w.pw);
           const int64_t padded_count = (y1 - y0) * (x1 - x0);
@@ -158,7 +178,7 @@ Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef st
           M sum = 0;
           for (int64_t iy = y0; iy < y1; ++iy)
             for (int64_t ix = x0; ix < x1; ++ix) sum += static_cast<M>(x[iy * p.w + ix]);
-          const int64_t divisor = divisor_override ? *divisor_override
+          const int64_t divisor = divisor_override    ? *divisor_override
                                   : count_include_pad ? padded_count
                                                       : (y1 - y0) * (x1 - x0);
           dst[(pl * w.ho + oy) * w.wo + ox] = cast_value<T>(sum / static_cast<M>(divisor));
@@ -169,12 +189,28 @@ Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef st
 }
 
 // Adaptive windows: output cell i covers [floor(i*in/out), ceil((i+1)*in/out)).
-int64_t adaptive_start(int64_t i, int64_t in, int64_t out) { return (i * in) / out; }
-int64_t adaptive_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out - 1) / out; }
+int64_t adaptive_start(int64_t i, int64_t in, int64_t out) {
+  return (i * in) / out;
+}
+int64_t adaptive_end(int64_t i, int64_t in, int64_t out) {
+  return ((i + 1) * in + out - 1) / out;
+}
 
 void check_output_size(const char* op, IntArrayRef output_size) {
   XTEN_CHECK(output_size.size() == 2 && output_size[0] > 0 && output_size[1] > 0, ValueError, op,
              "output_size must be 2 positive values, but got {}", output_size);
+}
+
+// Calls cell(plane, o, y0, y1, x0, x1) for every output cell o (flat over all planes) with
+// its input window [y0, y1) x [x0, x1); planes are split across threads.
+template <class F>
+void for_each_adaptive_cell(const Planes& p, int64_t ho, int64_t wo, const F& cell) {
+  for_each_plane(p.planes, p.h * p.w, [&](int64_t pl) {
+    for (int64_t oy = 0; oy < ho; ++oy)
+      for (int64_t ox = 0; ox < wo; ++ox)
+        cell(pl, (pl * ho + oy) * wo + ox, adaptive_start(oy, p.h, ho), adaptive_end(oy, p.h, ho),
+             adaptive_start(ox, p.w, wo), adaptive_end(ox, p.w, wo));
+  });
 }
 
 Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) {
@@ -187,23 +223,20 @@ Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) 
     using M = opmath_t<T>;
     const T* src = static_cast<const T*>(p.in.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
-    for_each_plane(p.planes, p.h * p.w, [&](int64_t pl) {
-      const T* x = src + pl * p.h * p.w;
-      for (int64_t oy = 0; oy < ho; ++oy)
-        for (int64_t ox = 0; ox < wo; ++ox) {
-          const int64_t y0 = adaptive_start(oy, p.h, ho), y1 = adaptive_end(oy, p.h, ho);
-          const int64_t x0 = adaptive_start(ox, p.w, wo), x1 = adaptive_end(ox, p.w, wo);
+    for_each_adaptive_cell(
+        p, ho, wo, [&](int64_t pl, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+          const T* x = src + pl * p.h * p.w;
           M sum = 0;
           for (int64_t iy = y0; iy < y1; ++iy)
             for (int64_t ix = x0; ix < x1; ++ix) sum += static_cast<M>(x[iy * p.w + ix]);
-          dst[(pl * ho + oy) * wo + ox] = cast_value<T>(sum / static_cast<M>((y1 - y0) * (x1 - x0)));
-        }
-    });
+          dst[o] = cast_value<T>(sum / static_cast<M>((y1 - y0) * (x1 - x0)));
+        });
   });
   return out;
 }
 
-std::tuple<Tensor, Tensor> adaptive_max_pool2d_kernel(const Tensor& input, IntArrayRef output_size) {
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_kernel(const Tensor& input,
+                                                      IntArrayRef output_size) {
   check_output_size("adaptive_max_pool2d", output_size);
   const Planes p = planes_of("adaptive_max_pool2d", input);
   const int64_t ho = output_size[0], wo = output_size[1];
@@ -215,27 +248,22 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d_kernel(const Tensor& input, IntAr
     const T* src = static_cast<const T*>(p.in.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
     int64_t* ind = static_cast<int64_t*>(idx.data_ptr());
-    for_each_plane(p.planes, p.h * p.w, [&](int64_t pl) {
-      const T* x = src + pl * p.h * p.w;
-      for (int64_t oy = 0; oy < ho; ++oy)
-        for (int64_t ox = 0; ox < wo; ++ox) {
-          const int64_t y0 = adaptive_start(oy, p.h, ho), y1 = adaptive_end(oy, p.h, ho);
-          const int64_t x0 = adaptive_start(ox, p.w, wo), x1 = adaptive_end(ox, p.w, wo);
+    for_each_adaptive_cell(
+        p, ho, wo, [&](int64_t pl, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+          const T* x = src + pl * p.h * p.w;
           M best = static_cast<M>(x[y0 * p.w + x0]);
           int64_t at = y0 * p.w + x0;
           for (int64_t iy = y0; iy < y1; ++iy)
             for (int64_t ix = x0; ix < x1; ++ix) {
               const M v = static_cast<M>(x[iy * p.w + ix]);
-              if ((v > best || v != v) && best == best) {
+              if ((v > best || v != v) && best == best) {  // NaN wins, as in PyTorch
                 best = v;
                 at = iy * p.w + ix;
               }
             }
-          const int64_t o = (pl * ho + oy) * wo + ox;
           dst[o] = cast_value<T>(best);
           ind[o] = at;
-        }
-    });
+        });
   });
   return {out, idx};
 }
