@@ -1,19 +1,15 @@
 // The spine's performance goals (issue "Spine"): per-op overhead, elementwise bandwidth
 // against memcpy, and the cost of a chain of views. Run: build/bench/bench_core
 // Figures and what limits them: bench/README.md.
-#include <cstring>
-#include <map>
 #include <string>
-#include <vector>
 
-#include <benchmark/benchmark.h>
-#include <xten/xten.h>
+#include "bench_util.h"
 
 using namespace xten;
 
 namespace {
 
-constexpr int64_t kBig = 16 * 1024 * 1024;  // 16M float32 = 64 MiB per tensor
+using bench::kBig;
 
 // --- per-op overhead ------------------------------------------------------------------------
 void BM_tiny_add(benchmark::State& s) {
@@ -30,18 +26,7 @@ BENCHMARK(BM_view_chain);
 
 // --- bandwidth: bytes counted as read + written ---------------------------------------------
 void BM_memcpy(benchmark::State& s) {
-  std::vector<float> src(kBig, 1.0f), dst(kBig, 0.0f);
-  const int threads = static_cast<int>(s.range(0));
-  for (auto _ : s) {
-    parallel_for(threads, 1, [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t) {
-        const int64_t chunk = kBig / threads;
-        std::memcpy(dst.data() + t * chunk, src.data() + t * chunk, chunk * sizeof(float));
-      }
-    });
-    benchmark::ClobberMemory();
-  }
-  s.SetBytesProcessed(s.iterations() * kBig * 4 * 2);
+  bench::memcpy_reference(s, static_cast<int>(s.range(0)));
 }
 
 template <bool kMul>
@@ -64,23 +49,6 @@ void BM_binary_alloc(benchmark::State& s) {
   for (auto _ : s) benchmark::DoNotOptimize(kMul ? a * b : a + b);
   s.SetBytesProcessed(s.iterations() * kBig * 4 * 3);
 }
-
-// Collects each run's time and bytes/s so that ratios can be printed after the table.
-class Collector : public benchmark::ConsoleReporter {
- public:
-  std::map<std::string, Run> runs;
-  void ReportRuns(const std::vector<Run>& report) override {
-    for (const Run& r : report) runs[r.benchmark_name()] = r;
-    ConsoleReporter::ReportRuns(report);
-  }
-  double ns(const std::string& n) const {
-    const Run& r = runs.at(n);
-    return r.GetAdjustedRealTime();  // in the run's time unit (ns by default)
-  }
-  double gbps(const std::string& n) const {
-    return runs.at(n).counters.at("bytes_per_second").value / 1e9;
-  }
-};
 
 }  // namespace
 
@@ -113,18 +81,18 @@ int main(int argc, char** argv) {
       ->Unit(benchmark::kMillisecond);
 
   benchmark::Initialize(&argc, argv);
-  Collector c;
+  bench::Collector c;
   benchmark::RunSpecifiedBenchmarks(&c);
   set_num_threads(all);
 
   std::printf("\nGoals (ratios against references measured above, %d threads = all):\n", all);
-  auto have = [&](const std::string& n) { return c.runs.count(n) > 0; };
+  auto have = [&](const std::string& n) { return c.has(n); };
   if (have("BM_tiny_add"))
     std::printf("  tiny add (1 element, output allocated): %.3f us   goal <= 0.3 us\n",
-                c.ns("BM_tiny_add") / 1e3);
+                c.time("BM_tiny_add") / 1e3);
   if (have("BM_view_chain"))
     std::printf("  view chain t/reshape/narrow:           %.3f us   goal <= 0.5 us\n",
-                c.ns("BM_view_chain") / 1e3);
+                c.time("BM_view_chain") / 1e3);
   for (const char* op : {"add", "mul"}) {
     for (int t : {1, all}) {
       const std::string ref = "BM_memcpy/" + std::to_string(t) + "/real_time";

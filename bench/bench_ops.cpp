@@ -1,34 +1,19 @@
 // The CPU op library's goals (issue "CPU op library"): reduction and softmax bandwidth, GEMM
 // against raw Eigen, convolution GFLOP/s, and a ResNet basic block. Run: build/bench/bench_ops
 // Figures and what limits them: bench/README.md.
-#include <cstring>
-#include <map>
 #include <string>
-#include <vector>
 
 #include <Eigen/Core>
-#include <benchmark/benchmark.h>
-#include <xten/xten.h>
+#include "bench_util.h"
 
 using namespace xten;
 
 namespace {
 
-constexpr int64_t kBig = 16 * 1024 * 1024;
+using bench::kBig;
 
 void BM_memcpy(benchmark::State& s) {
-  std::vector<float> src(kBig, 1.0f), dst(kBig, 0.0f);
-  const int threads = get_num_threads();
-  for (auto _ : s) {
-    parallel_for(threads, 1, [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t) {
-        const int64_t chunk = kBig / threads;
-        std::memcpy(dst.data() + t * chunk, src.data() + t * chunk, chunk * sizeof(float));
-      }
-    });
-    benchmark::ClobberMemory();
-  }
-  s.SetBytesProcessed(s.iterations() * kBig * 4 * 2);
+  bench::memcpy_reference(s, get_num_threads());
 }
 BENCHMARK(BM_memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
 
@@ -54,30 +39,44 @@ void BM_eigen_gemm(benchmark::State& s) {
     c.noalias() = a * b;
     benchmark::DoNotOptimize(c.data());
   }
-  s.counters["GFLOPS"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
+  s.counters["GFLOPS"] =
+      benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_eigen_gemm)->Arg(256)->Arg(1024)->Arg(2048)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_eigen_gemm)
+    ->Arg(256)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 void BM_mm(benchmark::State& s) {
   const int64_t n = s.range(0);
   const ScalarType t = s.range(1) ? kBFloat16 : kFloat;
   Tensor a = randn({n, n}).to(t), b = randn({n, n}).to(t);
   for (auto _ : s) benchmark::DoNotOptimize(mm(a, b));
-  s.counters["GFLOPS"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
+  s.counters["GFLOPS"] =
+      benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_mm)->Args({256, 0})->Args({1024, 0})->Args({2048, 0})->Args({1024, 1})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mm)
+    ->Args({256, 0})
+    ->Args({1024, 0})
+    ->Args({2048, 0})
+    ->Args({1024, 1})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 void BM_conv2d(benchmark::State& s) {
   Tensor x = randn({8, 64, 56, 56}), w = randn({64, 64, 3, 3});
   for (auto _ : s) benchmark::DoNotOptimize(conv2d(x, w, std::nullopt, {1, 1}, {1, 1}));
-  s.counters["GFLOPS"] =
-      benchmark::Counter(2.0 * 8 * 64 * 56 * 56 * 64 * 9, benchmark::Counter::kIsIterationInvariantRate);
+  s.counters["GFLOPS"] = benchmark::Counter(2.0 * 8 * 64 * 56 * 56 * 64 * 9,
+                                            benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_conv2d)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // conv-bn-relu-conv-bn + residual + relu, batch norm in evaluation mode (inference).
 void BM_resnet_basic_block(benchmark::State& s) {
-  Tensor x = randn({8, 64, 56, 56}), w1 = randn({64, 64, 3, 3}) * 0.05, w2 = randn({64, 64, 3, 3}) * 0.05;
+  Tensor x = randn({8, 64, 56, 56}), w1 = randn({64, 64, 3, 3}) * 0.05,
+         w2 = randn({64, 64, 3, 3}) * 0.05;
   Tensor g = ones({64}), b = zeros({64}), rm = zeros({64}), rv = ones({64});
   for (auto _ : s) {
     Tensor y = conv2d(x, w1, std::nullopt, {1, 1}, {1, 1});
@@ -88,49 +87,40 @@ void BM_resnet_basic_block(benchmark::State& s) {
 }
 BENCHMARK(BM_resnet_basic_block)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-class Collector : public benchmark::ConsoleReporter {
- public:
-  std::map<std::string, Run> runs;
-  void ReportRuns(const std::vector<Run>& report) override {
-    for (const Run& r : report) runs[r.benchmark_name()] = r;
-    ConsoleReporter::ReportRuns(report);
-  }
-  bool has(const std::string& n) const { return runs.count(n) > 0; }
-  double counter(const std::string& n, const char* c) const { return runs.at(n).counters.at(c).value; }
-  double ms(const std::string& n) const { return runs.at(n).GetAdjustedRealTime(); }
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  Collector c;
+  bench::Collector c;
   benchmark::RunSpecifiedBenchmarks(&c);
-  std::printf("\nGoals (%d threads; ratios against references measured above):\n", get_num_threads());
+  std::printf("\nGoals (%d threads; ratios against references measured above):\n",
+              get_num_threads());
   const std::string mem = "BM_memcpy/real_time";
   if (c.has("BM_sum/real_time") && c.has(mem))
     std::printf("  sum 16M f32: %.2f GB/s read = %.2f x memcpy (%.2f GB/s)   goal >= 0.80\n",
-                c.counter("BM_sum/real_time", "bytes_per_second") / 1e9,
-                c.counter("BM_sum/real_time", "bytes_per_second") / c.counter(mem, "bytes_per_second"),
-                c.counter(mem, "bytes_per_second") / 1e9);
+                c.gbps("BM_sum/real_time"), c.gbps("BM_sum/real_time") / c.gbps(mem), c.gbps(mem));
   if (c.has("BM_softmax/real_time"))
-    std::printf("  softmax 4096x4096 dim 1: %.2f ms, %.2f GB/s (read + write)\n", c.ms("BM_softmax/real_time"),
-                c.counter("BM_softmax/real_time", "bytes_per_second") / 1e9);
+    std::printf("  softmax 4096x4096 dim 1: %.2f ms, %.2f GB/s (read + write)\n",
+                c.time("BM_softmax/real_time"), c.gbps("BM_softmax/real_time"));
   for (int n : {256, 1024, 2048}) {
     const std::string ours = "BM_mm/" + std::to_string(n) + "/0/real_time";
     const std::string ref = "BM_eigen_gemm/" + std::to_string(n) + "/real_time";
     if (c.has(ours) && c.has(ref))
       std::printf("  mm f32 %4d: %7.1f GFLOP/s = %.2f x raw Eigen GEMM (%.1f)   goal >= 0.90\n", n,
-                  c.counter(ours, "GFLOPS") / 1e9, c.counter(ours, "GFLOPS") / c.counter(ref, "GFLOPS"),
+                  c.counter(ours, "GFLOPS") / 1e9,
+                  c.counter(ours, "GFLOPS") / c.counter(ref, "GFLOPS"),
                   c.counter(ref, "GFLOPS") / 1e9);
   }
   if (c.has("BM_mm/1024/1/real_time") && c.has("BM_mm/1024/0/real_time"))
-    std::printf("  mm bf16 1024: %.1f GFLOP/s = %.2f x mm f32\n", c.counter("BM_mm/1024/1/real_time", "GFLOPS") / 1e9,
-                c.counter("BM_mm/1024/1/real_time", "GFLOPS") / c.counter("BM_mm/1024/0/real_time", "GFLOPS"));
+    std::printf("  mm bf16 1024: %.1f GFLOP/s = %.2f x mm f32\n",
+                c.counter("BM_mm/1024/1/real_time", "GFLOPS") / 1e9,
+                c.counter("BM_mm/1024/1/real_time", "GFLOPS") /
+                    c.counter("BM_mm/1024/0/real_time", "GFLOPS"));
   if (c.has("BM_conv2d/real_time"))
-    std::printf("  conv2d 8x64x56x56, 3x3, 64 out: %.1f ms, %.1f GFLOP/s\n", c.ms("BM_conv2d/real_time"),
-                c.counter("BM_conv2d/real_time", "GFLOPS") / 1e9);
+    std::printf("  conv2d 8x64x56x56, 3x3, 64 out: %.1f ms, %.1f GFLOP/s\n",
+                c.time("BM_conv2d/real_time"), c.counter("BM_conv2d/real_time", "GFLOPS") / 1e9);
   if (c.has("BM_resnet_basic_block/real_time"))
-    std::printf("  ResNet basic block 8x64x56x56: %.1f ms\n", c.ms("BM_resnet_basic_block/real_time"));
+    std::printf("  ResNet basic block 8x64x56x56: %.1f ms\n",
+                c.time("BM_resnet_basic_block/real_time"));
   return 0;
 }

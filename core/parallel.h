@@ -12,6 +12,13 @@ int get_num_threads();
 // Below this many elements of work a kernel runs on the calling thread.
 constexpr int64_t kParallelGrain = 32768;
 
+// The grain for a loop over items that each cost `work_per_item` elements of work, so that a
+// thread gets at least kParallelGrain elements.
+inline int64_t grain_for(int64_t work_per_item) {
+  return work_per_item >= kParallelGrain ? 1
+                                         : kParallelGrain / (work_per_item > 0 ? work_per_item : 1);
+}
+
 // Calls f(begin, end) on disjoint chunks covering [0, n), in parallel when n >= grain.
 // An exception thrown by f is rethrown on the calling thread.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f);

@@ -45,7 +45,7 @@ Tensor softmax_impl(const char* op, const Tensor& self, int64_t dim,
         y /= y.sum();
       }
     };
-    parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+    parallel_for(rows, grain_for(n), [&](int64_t b, int64_t e) {
       if constexpr (std::is_same_v<T, M>) {  // float/double: straight from and into the tensors
         for (int64_t r = b; r < e; ++r) row(ECMap<M>(src + r * n, n), EMap<M>(dst + r * n, n));
       } else {  // 16-bit floats: through a float row

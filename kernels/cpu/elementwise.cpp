@@ -62,22 +62,29 @@ void Elementwise::prepare() {
   build_geometry();
 }
 
+Elementwise::Operand Elementwise::operand(int o) {
+  const Tensor& t = o == 0 ? target_ : inputs_[o - 1];
+  // A one-element input whose dtype is not the compute dtype was converted into scalar_buf_.
+  const bool buffered = o > 0 && !keep_dtype_[o - 1] && t.dtype() != compute_;
+  const ScalarType dtype = o == 0 ? result_ : keep_dtype_[o - 1] ? t.dtype() : compute_;
+  return {&t, buffered, static_cast<int64_t>(element_size(dtype)),
+          buffered ? scalar_buf_[o].data() : static_cast<char*>(t.data_ptr())};
+}
+
 void Elementwise::build_geometry() {
   const int nd = static_cast<int>(shape_.size());
   const int nops = num_inputs_ + 1;
   if (flat_geometry()) return;
   std::array<DimVector, kMaxOperands> full;
   for (int o = 0; o < nops; ++o) {
-    const Tensor& t = o == 0 ? target_ : inputs_[o - 1];
-    const bool from_buffer = o > 0 && !keep_dtype_[o - 1] && t.dtype() != compute_;
-    const int64_t esize = static_cast<int64_t>(element_size(o == 0               ? result_
-                                                            : keep_dtype_[o - 1] ? t.dtype()
-                                                                                 : compute_));
-    data_[o] = from_buffer ? scalar_buf_[o].data() : static_cast<char*>(t.data_ptr());
+    const Operand op = operand(o);
+    data_[o] = op.data;
     full[o] = DimVector(nd, 0);
-    if (from_buffer) continue;  // a converted one-element input: stride 0 everywhere
+    if (op.buffered) continue;  // a converted one-element input: stride 0 everywhere
+    const Tensor& t = *op.tensor;
     const int off = nd - static_cast<int>(t.dim());
-    for (int d = 0; d < t.dim(); ++d) full[o][off + d] = t.size(d) == 1 ? 0 : t.stride(d) * esize;
+    for (int d = 0; d < t.dim(); ++d)
+      full[o][off + d] = t.size(d) == 1 ? 0 : t.stride(d) * op.esize;
   }
   // Coalesce: drop size-1 dims; merge a dim into its outer neighbour when every operand
   // steps over the inner dim exactly to the outer one.
@@ -103,18 +110,14 @@ bool Elementwise::flat_geometry() {
   const int nops = num_inputs_ + 1;
   std::array<int64_t, kMaxOperands> stride{};
   for (int o = 0; o < nops; ++o) {
-    const Tensor& t = o == 0 ? target_ : inputs_[o - 1];
-    const bool converted = o > 0 && !keep_dtype_[o - 1] && t.dtype() != compute_;
-    if (converted || (t.numel() == 1 && numel_ != 1)) {
+    const Operand op = operand(o);
+    data_[o] = op.data;
+    if (op.buffered || (op.tensor->numel() == 1 && numel_ != 1)) {
       stride[o] = 0;
-      data_[o] = converted ? scalar_buf_[o].data() : static_cast<char*>(t.data_ptr());
       continue;
     }
-    if (!t.is_contiguous() || t.numel() != numel_) return false;
-    stride[o] = static_cast<int64_t>(element_size(o == 0               ? result_
-                                                  : keep_dtype_[o - 1] ? t.dtype()
-                                                                       : compute_));
-    data_[o] = static_cast<char*>(t.data_ptr());
+    if (!op.tensor->is_contiguous() || op.tensor->numel() != numel_) return false;
+    stride[o] = op.esize;
   }
   dims_.assign(1, numel_);
   for (int o = 0; o < nops; ++o) strides_[o].assign(1, stride[o]);

@@ -53,6 +53,15 @@ class Elementwise {
   Tensor run(const Loop& loop);
 
  private:
+  // What the loop sees of operand o (0: the output): its tensor, whether it was converted
+  // into scalar_buf_, its element size, and the address of its first element.
+  struct Operand {
+    const Tensor* tensor;
+    bool buffered;
+    int64_t esize;
+    char* data;
+  };
+  Operand operand(int o);
   void build_geometry();
   bool flat_geometry();
   Tensor finish();

@@ -28,14 +28,16 @@ std::vector<int64_t> index_values(const char* op, const Tensor& index, int64_t s
   std::vector<int64_t> v(static_cast<const int64_t*>(flat.data_ptr()),
                          static_cast<const int64_t*>(flat.data_ptr()) + flat.numel());
   for (int64_t& i : v) {
-    XTEN_CHECK(i >= -size && i < size, IndexError, op, "index {} is out of range for dim {} of size {}", i, dim, size);
+    XTEN_CHECK(i >= -size && i < size, IndexError, op,
+               "index {} is out of range for dim {} of size {}", i, dim, size);
     if (i < 0) i += size;
   }
   return v;
 }
 
 Tensor index_select_kernel(const Tensor& self, int64_t dim, const Tensor& index) {
-  XTEN_CHECK(index.dim() <= 1, ValueError, "index_select", "index must be 0-D or 1-D, but got shape {}", index.sizes());
+  XTEN_CHECK(index.dim() <= 1, ValueError, "index_select",
+             "index must be 0-D or 1-D, but got shape {}", index.sizes());
   const Tensor s = self.dim() == 0 ? self.reshape({1}) : self;
   const int64_t d = wrap_dim("index_select", dim, s.dim());
   const std::vector<int64_t> idx = index_values("index_select", index, s.size(d), d);
@@ -51,7 +53,7 @@ Tensor index_select_kernel(const Tensor& self, int64_t dim, const Tensor& index)
   const char* src = static_cast<const char*>(x.data_ptr());
   char* dst = static_cast<char*>(out.data_ptr());
   const int64_t n = s.size(d), k = static_cast<int64_t>(idx.size());
-  parallel_for(outer * k, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(inner, 1)), [&](int64_t b, int64_t e) {
+  parallel_for(outer * k, grain_for(inner), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const int64_t o = r / k, j = r % k;
       std::memcpy(dst + r * block, src + (o * n + idx[j]) * block, block);
@@ -76,14 +78,17 @@ void for_each_position(IntArrayRef shape, const F& f) {
   }
 }
 
-void check_gather_shapes(const char* op, const Tensor& self, int64_t d, const Tensor& index, const Tensor* src) {
-  XTEN_CHECK(index.dim() == self.dim(), ValueError, op, "index ({}-D) must have as many dims as self ({}-D)",
-             index.dim(), self.dim());
+void check_gather_shapes(const char* op, const Tensor& self, int64_t d, const Tensor& index,
+                         const Tensor* src) {
+  XTEN_CHECK(index.dim() == self.dim(), ValueError, op,
+             "index ({}-D) must have as many dims as self ({}-D)", index.dim(), self.dim());
   for (int64_t i = 0; i < self.dim(); ++i) {
     XTEN_CHECK(i == d || index.size(i) <= self.size(i), ValueError, op,
-               "index {} is larger than self {} outside dim {} (dim {})", index.sizes(), self.sizes(), d, i);
-    if (src) XTEN_CHECK(index.size(i) <= src->size(i), ValueError, op, "index {} is larger than src {} at dim {}",
-                        index.sizes(), src->sizes(), i);
+               "index {} is larger than self {} outside dim {} (dim {})", index.sizes(),
+               self.sizes(), d, i);
+    if (src)
+      XTEN_CHECK(index.size(i) <= src->size(i), ValueError, op,
+                 "index {} is larger than src {} at dim {}", index.sizes(), src->sizes(), i);
   }
 }
 
@@ -105,10 +110,12 @@ Tensor gather_kernel(const Tensor& self, int64_t dim, const Tensor& index) {
 }
 
 // out = self with out[... index[p] ...] = src[p] (or += when adding), along dim.
-Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, bool add) {
+Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
+                    const Tensor& src, bool add) {
   const int64_t d = wrap_dim(op, dim, self.dim());
-  XTEN_CHECK(src.dtype() == self.dtype(), TypeError, op, "expected src of dtype {} (self's), but got {}",
-             to_string(self.dtype()), to_string(src.dtype()));
+  XTEN_CHECK(src.dtype() == self.dtype(), TypeError, op,
+             "expected src of dtype {} (self's), but got {}", to_string(self.dtype()),
+             to_string(src.dtype()));
   Tensor out = self.clone();
   if (self.dim() == 0 || index.numel() == 0) return out;
   check_gather_shapes(op, self, d, index, &src);
@@ -123,8 +130,11 @@ Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tenso
         off += (i == d ? idx[p] : at[i]) * out.stride(i);
         soff += at[i] * src.stride(i);
       }
-      if (add) o[off] = cast_value<T>(wrap_add(static_cast<opmath_t<T>>(o[off]), static_cast<opmath_t<T>>(s[soff])));
-      else o[off] = s[soff];
+      if (add)
+        o[off] = cast_value<T>(
+            wrap_add(static_cast<opmath_t<T>>(o[off]), static_cast<opmath_t<T>>(s[soff])));
+      else
+        o[off] = s[soff];
     });
   });
   return out;
@@ -133,11 +143,14 @@ Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tenso
 Tensor scatter_src_kernel(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
   return scatter_impl("scatter", self, dim, index, src, false);
 }
-Tensor scatter_value_kernel(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
-  return scatter_impl("scatter", self, dim, index, full(index.sizes(), value, self.options()), false);
+Tensor scatter_value_kernel(const Tensor& self, int64_t dim, const Tensor& index,
+                            const Scalar& value) {
+  return scatter_impl("scatter", self, dim, index, full(index.sizes(), value, self.options()),
+                      false);
 }
 Tensor scatter_add_kernel(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  XTEN_CHECK(self.dtype() != kBool, NotImplementedError, "scatter_add", "not implemented for dtype Bool");
+  XTEN_CHECK(self.dtype() != kBool, NotImplementedError, "scatter_add",
+             "not implemented for dtype Bool");
   return scatter_impl("scatter_add", self, dim, index, src, true);
 }
 
@@ -186,13 +199,14 @@ bool less_nan_last(M a, M b) {
   return a < b;
 }
 
-std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t dim, bool descending, int64_t k,
-                                     bool sorted) {
+std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t dim,
+                                     bool descending, int64_t k, bool sorted) {
   if (self.dim() == 0) return {self.clone(), zeros({}, kLong)};
   const int64_t d = wrap_dim(op, dim, self.dim());
   const Tensor rows_in = self.transpose(d, -1).contiguous();
   const int64_t n = rows_in.size(-1);
-  XTEN_CHECK(k >= 0 && k <= n, ValueError, op, "k ({}) must be in [0, {}] (the size of dim {})", k, n, d);
+  XTEN_CHECK(k >= 0 && k <= n, ValueError, op, "k ({}) must be in [0, {}] (the size of dim {})", k,
+             n, d);
   DimVector shape(rows_in.sizes());
   shape.back() = k;
   Tensor values = empty_tensor(shape, self.dtype(), self.device());
@@ -204,7 +218,7 @@ std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t
     const T* src = static_cast<const T*>(rows_in.data_ptr());
     T* vdst = static_cast<T*>(values.data_ptr());
     int64_t* idst = static_cast<int64_t*>(indices.data_ptr());
-    parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+    parallel_for(rows, grain_for(n), [&](int64_t b, int64_t e) {
       std::vector<int64_t> order(static_cast<size_t>(n));
       for (int64_t r = b; r < e; ++r) {
         const T* x = src + r * n;
@@ -213,9 +227,12 @@ std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t
           const M a = static_cast<M>(x[i]), c = static_cast<M>(x[j]);
           return descending ? less_nan_last(c, a) : less_nan_last(a, c);
         };
-        if (k == n) std::stable_sort(order.begin(), order.end(), cmp);
-        else if (sorted) std::partial_sort(order.begin(), order.begin() + k, order.end(), cmp);
-        else std::nth_element(order.begin(), order.begin() + k, order.end(), cmp);
+        if (k == n)
+          std::stable_sort(order.begin(), order.end(), cmp);
+        else if (sorted)
+          std::partial_sort(order.begin(), order.begin() + k, order.end(), cmp);
+        else
+          std::nth_element(order.begin(), order.begin() + k, order.end(), cmp);
         for (int64_t j = 0; j < k; ++j) {
           vdst[r * k + j] = x[order[j]];
           idst[r * k + j] = order[j];
@@ -227,15 +244,19 @@ std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t
 }
 
 std::tuple<Tensor, Tensor> sort_kernel(const Tensor& self, int64_t dim, bool descending) {
-  return sort_rows("sort", self, dim, descending, self.dim() ? self.size(wrap_dim("sort", dim, self.dim())) : 1, true);
+  return sort_rows("sort", self, dim, descending,
+                   self.dim() ? self.size(wrap_dim("sort", dim, self.dim())) : 1, true);
 }
-std::tuple<Tensor, Tensor> topk_kernel(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
+std::tuple<Tensor, Tensor> topk_kernel(const Tensor& self, int64_t k, int64_t dim, bool largest,
+                                       bool sorted) {
   return sort_rows("topk", self, dim, largest, k, sorted);
 }
 
 // self[index[j], ...] = values[j, ...] along dim 0 (+= when accumulating), for index_put_.
-Tensor index_put_rows_kernel(const Tensor& self, const Tensor& index, const Tensor& values, bool accumulate) {
-  XTEN_CHECK(self.dim() >= 1 && index.dim() == 1, ValueError, "index_put_", "internal row layout expected");
+Tensor index_put_rows_kernel(const Tensor& self, const Tensor& index, const Tensor& values,
+                             bool accumulate) {
+  XTEN_CHECK(self.dim() >= 1 && index.dim() == 1, ValueError, "index_put_",
+             "internal row layout expected");
   const std::vector<int64_t> idx = index_values("index_put_", index, self.size(0), 0);
   DimVector vshape(self.sizes());
   vshape[0] = static_cast<int64_t>(idx.size());
@@ -250,7 +271,9 @@ Tensor index_put_rows_kernel(const Tensor& self, const Tensor& index, const Tens
       for (int64_t i = 0; i < inner; ++i) {
         T& o = dst[idx[j] * inner + i];
         const T s = src[static_cast<int64_t>(j) * inner + i];
-        o = accumulate ? cast_value<T>(wrap_add(static_cast<opmath_t<T>>(o), static_cast<opmath_t<T>>(s))) : s;
+        o = accumulate
+                ? cast_value<T>(wrap_add(static_cast<opmath_t<T>>(o), static_cast<opmath_t<T>>(s)))
+                : s;
       }
   });
   return self;

@@ -97,10 +97,9 @@ Window window_args(const char* op, const Planes& p, IntArrayRef kernel, IntArray
 
 template <class F>
 void for_each_plane(int64_t planes, int64_t work, const F& f) {
-  parallel_for(planes, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(work, 1)),
-               [&](int64_t b, int64_t e) {
-                 for (int64_t i = b; i < e; ++i) f(i);
-               });
+  parallel_for(planes, grain_for(work), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) f(i);
+  });
 }
 
 std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, IntArrayRef kernel,

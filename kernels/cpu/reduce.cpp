@@ -132,10 +132,9 @@ void for_each_row(const Rows& r, const RowFn& row, const Combine& combine, const
     store(0, acc);
     return;
   }
-  parallel_for(r.outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(inner, 1)),
-               [&](int64_t b, int64_t e) {
-                 for (int64_t i = b; i < e; ++i) store(i, row(src + i * inner, inner));
-               });
+  parallel_for(r.outer, grain_for(inner), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) store(i, row(src + i * inner, inner));
+  });
 }
 
 // ---- sum, mean, prod ------------------------------------------------------------------------
@@ -246,17 +245,15 @@ std::tuple<Tensor, Tensor, Rows> extremes(const char* op, const Tensor& self, In
     using M = opmath_t<T>;
     T* vdst = want_values ? static_cast<T*>(values.data_ptr()) : nullptr;
     int64_t* idst = want_indices ? static_cast<int64_t*>(indices.data_ptr()) : nullptr;
-    // The whole-row split joins (value, index) pairs; piece offsets are not needed for values
-    // only, and rows with indices are never split (outer == 1 with indices goes row by row).
+    // Row by row (a single long row is not split: its index would need the piece's offset).
     const T* src = static_cast<const T*>(r.in.data_ptr());
-    parallel_for(r.outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(r.inner, 1)),
-                 [&](int64_t b, int64_t e) {
-                   for (int64_t i = b; i < e; ++i) {
-                     const auto [v, at] = ValueIndex<kMax>::row(src + i * r.inner, r.inner);
-                     if (vdst) vdst[i] = cast_value<T>(static_cast<M>(v));
-                     if (idst) idst[i] = at;
-                   }
-                 });
+    parallel_for(r.outer, grain_for(r.inner), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const auto [v, at] = ValueIndex<kMax>::row(src + i * r.inner, r.inner);
+        if (vdst) vdst[i] = cast_value<T>(static_cast<M>(v));
+        if (idst) idst[i] = at;
+      }
+    });
   });
   return {values, indices, std::move(r)};
 }
@@ -351,22 +348,20 @@ Tensor var_impl(const char* op, const Tensor& self, IntArrayRef dims, double cor
     using T = typename decltype(tag)::type;
     T* dst = static_cast<T*>(out.data_ptr());
     const T* src = static_cast<const T*>(r.in.data_ptr());
-    parallel_for(r.outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(r.inner, 1)),
-                 [&](int64_t b, int64_t e) {
-                   for (int64_t i = b; i < e; ++i) {
-                     const T* p = src + i * r.inner;
-                     const int64_t n = r.inner;
-                     const double mean =
-                         n ? pairwise_sum<double>(p, n) / static_cast<double>(n) : 0.0;
-                     double ss = 0;
-                     for (int64_t k = 0; k < n; ++k) {
-                       const double d = static_cast<double>(static_cast<opmath_t<T>>(p[k])) - mean;
-                       ss += d * d;
-                     }
-                     const double v = ss / std::max(0.0, static_cast<double>(n) - correction);
-                     dst[i] = cast_value<T>(take_sqrt ? std::sqrt(v) : v);
-                   }
-                 });
+    parallel_for(r.outer, grain_for(r.inner), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const T* p = src + i * r.inner;
+        const int64_t n = r.inner;
+        const double mean = n ? pairwise_sum<double>(p, n) / static_cast<double>(n) : 0.0;
+        double ss = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          const double d = static_cast<double>(static_cast<opmath_t<T>>(p[k])) - mean;
+          ss += d * d;
+        }
+        const double v = ss / std::max(0.0, static_cast<double>(n) - correction);
+        dst[i] = cast_value<T>(take_sqrt ? std::sqrt(v) : v);
+      }
+    });
   });
   return finish(out, self, r, keepdim);
 }
@@ -435,17 +430,16 @@ Tensor scan_impl(const char* op, const Tensor& self, int64_t dim, std::optional<
     using Acc = std::conditional_t<std::is_integral_v<T>, T, double>;
     const T* src = static_cast<const T*>(moved.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
-    parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)),
-                 [&](int64_t b, int64_t e) {
-                   for (int64_t i = b; i < e; ++i) {
-                     Acc acc = kProd ? Acc(1) : Acc(0);
-                     for (int64_t k = 0; k < n; ++k) {
-                       const Acc v = static_cast<Acc>(static_cast<opmath_t<T>>(src[i * n + k]));
-                       acc = kProd ? wrap_mul(acc, v) : wrap_add(acc, v);
-                       dst[i * n + k] = cast_value<T>(acc);
-                     }
-                   }
-                 });
+    parallel_for(rows, grain_for(n), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        Acc acc = kProd ? Acc(1) : Acc(0);
+        for (int64_t k = 0; k < n; ++k) {
+          const Acc v = static_cast<Acc>(static_cast<opmath_t<T>>(src[i * n + k]));
+          acc = kProd ? wrap_mul(acc, v) : wrap_add(acc, v);
+          dst[i * n + k] = cast_value<T>(acc);
+        }
+      }
+    });
   });
   return out.transpose(d, -1).contiguous();
 }
