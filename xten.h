@@ -13,3 +13,4 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/local_dispatch_key_set.h>
 #include <xten/dispatch/ops.h>
+#include <xten/xpu/xpu.h>

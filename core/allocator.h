@@ -17,6 +17,9 @@ class DataPtr {
       : data_(data), ctx_(ctx, deleter), device_(device) {}
   void* get() const { return data_; }
   Device device() const { return device_; }
+  // What the deleter receives, and the deleter: an allocator recognises its own blocks by these.
+  void* context() const { return ctx_.get(); }
+  DeleterFn deleter() const { return ctx_.get_deleter(); }
 
  private:
   void* data_ = nullptr;

@@ -1,7 +1,11 @@
 #include <xten/core/meta.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
+
+#include <xten/core/dtype_dispatch.h>
 
 namespace xten {
 
@@ -155,6 +159,35 @@ Tensor empty_tensor(IntArrayRef sizes, ScalarType dtype, Device device) {
                   device);
   return Tensor(
       std::make_shared<TensorImpl>(std::move(storage), dtype, sizes, contiguous_strides(sizes), 0));
+}
+
+ArangeSpec arange_spec(const Scalar& start, const Scalar& end, const Scalar& step) {
+  const double s = start.to<double>(), e = end.to<double>(), st = step.to<double>();
+  XTEN_CHECK(std::isfinite(s) && std::isfinite(e), ValueError, "arange",
+             "start ({}) and end ({}) must be finite", s, e);
+  XTEN_CHECK(st != 0, ValueError, "arange", "step must be nonzero");
+  XTEN_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), ValueError, "arange",
+             "the bounds [{}, {}) are inconsistent with the step sign ({})", s, e, st);
+  const bool integral = start.is_integral(true) && end.is_integral(true) && step.is_integral(true);
+  const int64_t n =
+      integral
+          ? (end.to_long() - start.to_long() + step.to_long() - (st > 0 ? 1 : -1)) / step.to_long()
+          : static_cast<int64_t>(std::ceil((e - s) / st));
+  return {n, integral};
+}
+
+void check_randint_bounds(int64_t low, int64_t high, ScalarType dtype) {
+  XTEN_CHECK(low < high, ValueError, "randint", "expects low < high, but got low={}, high={}", low,
+             high);
+  visit_dtype<dtypes::kAllButBool>("randint", dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>) {
+      XTEN_CHECK(low >= static_cast<int64_t>(std::numeric_limits<T>::lowest()) &&
+                     high - 1 <= static_cast<int64_t>(std::numeric_limits<T>::max()),
+                 ValueError, "randint", "[{}, {}) does not fit dtype {}", low, high,
+                 to_string(dtype));
+    }
+  });
 }
 
 }  // namespace xten

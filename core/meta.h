@@ -53,4 +53,15 @@ void check_no_internal_overlap(const char* op, const Tensor& t);
 // A fresh contiguous tensor on a device (through its allocator), no dispatch involved.
 Tensor empty_tensor(IntArrayRef sizes, ScalarType dtype, Device device);
 
+// arange's argument checks and length, shared by every backend. `integral`: all three are
+// integers, and values are computed as start + i * step in int64 (else in double).
+struct ArangeSpec {
+  int64_t length;
+  bool integral;
+};
+ArangeSpec arange_spec(const Scalar& start, const Scalar& end, const Scalar& step);
+
+// randint's checks (low < high; [low, high) fits `dtype`), shared by every backend.
+void check_randint_bounds(int64_t low, int64_t high, ScalarType dtype);
+
 }  // namespace xten

@@ -23,6 +23,7 @@ class Storage {
   size_t nbytes() const { return impl_->nbytes; }
   Device device() const { return impl_->data.device(); }
   Allocator* allocator() const { return impl_->allocator; }
+  const DataPtr& data_ptr() const { return impl_->data; }
   long use_count() const { return impl_.use_count(); }
   bool is_alias_of(const Storage& o) const { return impl_ == o.impl_; }
 

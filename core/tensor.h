@@ -96,6 +96,7 @@ class Tensor {
   Tensor to(Device device, bool copy = false) const;
   Tensor to(Device device, ScalarType dtype, bool copy = false) const;
   Tensor to(const char* device, bool copy = false) const { return to(Device(device), copy); }
+  Tensor to(DeviceType type, bool copy = false) const { return to(Device(type), copy); }
   Tensor to(const TensorOptions& options, bool copy = false) const;
   Tensor& fill_(const Scalar& value);
   Tensor& zero_();

@@ -30,17 +30,10 @@ void fill_indexed(const Tensor& out, const F& value_at) {
 
 Tensor arange_kernel(const Scalar& start, const Scalar& end, const Scalar& step, ScalarType dtype,
                      Device device) {
-  const double s = start.to<double>(), e = end.to<double>(), st = step.to<double>();
-  XTEN_CHECK(std::isfinite(s) && std::isfinite(e), ValueError, "arange",
-             "start ({}) and end ({}) must be finite", s, e);
-  XTEN_CHECK(st != 0, ValueError, "arange", "step must be nonzero");
-  XTEN_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), ValueError, "arange",
-             "the bounds [{}, {}) are inconsistent with the step sign ({})", s, e, st);
-  const bool integral = start.is_integral(true) && end.is_integral(true) && step.is_integral(true);
-  const int64_t n =
-      integral
-          ? (end.to_long() - start.to_long() + step.to_long() - (st > 0 ? 1 : -1)) / step.to_long()
-          : static_cast<int64_t>(std::ceil((e - s) / st));
+  const ArangeSpec spec = arange_spec(start, end, step);
+  const int64_t n = spec.length;
+  const bool integral = spec.integral;
+  const double s = start.to<double>(), st = step.to<double>();
   Tensor out = empty_tensor({n}, dtype, device);
   visit_dtype<dtypes::kAllButBool>("arange", dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -129,19 +122,12 @@ Tensor randn_kernel(IntArrayRef size, ScalarType dtype, Device device) {
 
 Tensor randint_kernel(int64_t low, int64_t high, IntArrayRef size, ScalarType dtype,
                       Device device) {
-  XTEN_CHECK(low < high, ValueError, "randint", "expects low < high, but got low={}, high={}", low,
-             high);
+  check_randint_bounds(low, high, dtype);
   Tensor out = empty_tensor(size, dtype, device);
   const PhiloxState st = default_cpu_generator().next();
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   visit_dtype<dtypes::kAllButBool>("randint", dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_integral_v<T>) {
-      XTEN_CHECK(low >= static_cast<int64_t>(std::numeric_limits<T>::lowest()) &&
-                     high - 1 <= static_cast<int64_t>(std::numeric_limits<T>::max()),
-                 ValueError, "randint", "[{}, {}) does not fit dtype {}", low, high,
-                 to_string(dtype));
-    }
     fill_indexed<T>(out, [=](int64_t i) {
       const PhiloxCounter r = philox_words(st.seed, st.offset, i);
       const uint64_t v = (static_cast<uint64_t>(r[0]) << 32 | r[1]) % range;

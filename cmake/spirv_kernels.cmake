@@ -1,0 +1,39 @@
+# Included from the top CMakeLists.txt (custom commands must live in the directory of the
+# target that compiles their outputs).
+# OpenCL C kernel sources -> SPIR-V -> C++ arrays in libxten (docs/xpu_kernels.md). Each
+# family file is compiled twice: without float64 (module "<family>") and with only its
+# float64 variants (module "<family>_f64"), so that a device without fp64 never sees double.
+find_program(XTEN_CLANG15 clang-15 REQUIRED)
+find_program(XTEN_LLVM_SPIRV llvm-spirv-15 REQUIRED)
+find_program(XTEN_SPIRV_VAL spirv-val REQUIRED)
+
+file(GLOB XTEN_SPIRV_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/kernels/xpu/spirv/*.cl)
+set(out_dir ${PROJECT_BINARY_DIR}/spirv)
+file(MAKE_DIRECTORY ${out_dir})
+set(XTEN_SPIRV_CPP "")
+foreach(src ${XTEN_SPIRV_SOURCES})
+  get_filename_component(family ${src} NAME_WE)
+  foreach(variant "" "_f64")
+    set(name ${family}${variant})
+    set(defs "")
+    if(variant STREQUAL "_f64")
+      set(defs -DXTEN_F64)
+    endif()
+    add_custom_command(
+      OUTPUT ${out_dir}/${name}.spv
+      COMMAND ${XTEN_CLANG15} -target spir64 -cl-std=CL1.2 -O2 -Werror ${defs}
+              -c -emit-llvm ${src} -o ${out_dir}/${name}.bc
+      COMMAND ${XTEN_LLVM_SPIRV} ${out_dir}/${name}.bc -o ${out_dir}/${name}.spv
+      COMMAND ${XTEN_SPIRV_VAL} ${out_dir}/${name}.spv
+      DEPENDS ${src} ${PROJECT_SOURCE_DIR}/kernels/xpu/spirv/common.h
+      COMMENT "SPIR-V module ${name}"
+      VERBATIM)
+    add_custom_command(
+      OUTPUT ${out_dir}/spirv_${name}.cpp
+      COMMAND ${CMAKE_COMMAND} -DIN=${out_dir}/${name}.spv -DOUT=${out_dir}/spirv_${name}.cpp
+              -DFAMILY=${name} -P ${PROJECT_SOURCE_DIR}/cmake/embed_spirv.cmake
+      DEPENDS ${out_dir}/${name}.spv ${PROJECT_SOURCE_DIR}/cmake/embed_spirv.cmake
+      VERBATIM)
+    list(APPEND XTEN_SPIRV_CPP ${out_dir}/spirv_${name}.cpp)
+  endforeach()
+endforeach()

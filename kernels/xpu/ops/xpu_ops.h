@@ -1,0 +1,35 @@
+#pragma once
+// Helpers shared by the host side of XPU kernels (kernels/xpu/ops/*.cpp).
+#include <xten/core/tensor.h>
+
+#include "../runtime/runtime.h"
+
+namespace xten::xpu {
+
+// The dtype's tag in kernel names (add_f32, copy_i64_bf16): docs/xpu_kernels.md.
+const char* dtype_tag(ScalarType t);
+
+// The module holding a kernel for these dtypes: "<family>_f64" if any is float64.
+std::string family_for(const char* family, std::initializer_list<ScalarType> dtypes);
+
+// A strided iteration space of at most 8 dims over two operands (element strides), with
+// size-1 dims dropped and mergeable neighbours merged. NotImplementedError beyond 8 dims.
+struct Geometry {
+  int32_t ndim = 1;
+  Long8 sizes{}, a{}, b{};
+  int64_t numel = 0;
+};
+Geometry geometry(const char* op, IntArrayRef sizes, IntArrayRef a_strides, IntArrayRef b_strides);
+
+// The XPU device index of a tensor, and its current stream.
+inline int device_of(const Tensor& t) {
+  return t.device().index();
+}
+inline Stream stream_of(const Tensor& t) {
+  return get_current_stream(device_of(t));
+}
+
+// dst = src (same shape, any dtypes, any strides), both on the same XPU device.
+void device_copy(const Tensor& dst, const Tensor& src);
+
+}  // namespace xten::xpu

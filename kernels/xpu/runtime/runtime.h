@@ -1,0 +1,90 @@
+#pragma once
+// Internals of the XPU runtime shared by the runtime files and the XPU op files
+// (kernels/xpu/ops): Level Zero handles per device, error checking, stream access, kernel
+// lookup and launch. Not installed; users see xpu.h.
+#include <level_zero/ze_api.h>
+
+#include <array>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <xten/core/error.h>
+#include <xten/xpu/xpu.h>
+
+namespace xten::xpu {
+
+// Level Zero result name, for messages.
+const char* ze_result_name(ze_result_t r);
+
+// Throws DeviceError naming the call and the result unless it succeeded.
+#define XTEN_ZE_CHECK(call)                                                              \
+  do {                                                                                   \
+    const ze_result_t xten_ze_r_ = (call);                                               \
+    XTEN_CHECK(xten_ze_r_ == ZE_RESULT_SUCCESS, DeviceError, "xpu", "{} failed: {}", \
+               #call, ::xten::xpu::ze_result_name(xten_ze_r_));                          \
+  } while (0)
+
+struct DeviceState;
+// The device's state; DeviceError if there is no XPU, IndexError if out of range. -1: current.
+DeviceState& device_state(int device = -1);
+ze_context_handle_t ze_context(int device);
+ze_device_handle_t ze_device(int device);
+int normalize_device(int device);  // -1 -> current; checks the range
+
+struct StreamImpl {
+  int device;
+  int id;
+  ze_command_list_handle_t list = nullptr;  // an immediate, in-order command list
+  std::mutex mutex;                         // command lists are not thread-safe
+};
+
+// Events from per-device pools, reused (host-visible; `timing` ones carry kernel timestamps).
+ze_event_handle_t acquire_event(int device, bool timing);
+void release_event(int device, ze_event_handle_t e, bool timing);
+
+// A kernel of an embedded family, built for `device` on first use. `family` is the module
+// name ("copy", "copy_f64"); asking for an _f64 family on a device without fp64 raises
+// TypeError naming `op` and the device's missing capability.
+struct Kernel {
+  ze_kernel_handle_t handle;
+  std::mutex mutex;  // argument setting + append is not thread-safe in Level Zero
+};
+Kernel& get_kernel(int device, const char* op, const std::string& family, const std::string& name);
+
+// Appends a 1-D launch over n work-items (a multiple of the kernel's fixed group size of
+// 256 is launched; kernels check i < n) to the stream. Arguments are passed by value, pointers
+// as pointers; vectors (long8) as std::array<int64_t, 8>.
+constexpr uint32_t kGroupSize = 256;
+template <class... Args>
+void launch(const Stream& stream, Kernel& k, int64_t n, const Args&... args);
+
+void launch_prepared(const Stream& stream, Kernel& k, int64_t n);  // args already set (k.mutex held)
+
+template <class... Args>
+void launch(const Stream& stream, Kernel& k, int64_t n, const Args&... args) {
+  if (n == 0) return;
+  std::lock_guard<std::mutex> lock(k.mutex);
+  uint32_t index = 0;
+  auto set = [&](const auto& a) {
+    XTEN_ZE_CHECK(zeKernelSetArgumentValue(k.handle, index++, sizeof(a), &a));
+  };
+  (set(args), ...);
+  launch_prepared(stream, k, n);
+}
+
+// Strided geometry of up to 8 dims in the form kernels take (sizes, strides as long8).
+using Long8 = std::array<int64_t, 8>;
+
+// Copies between host and device memory on `stream` and waits for it.
+void memcpy_blocking(const Stream& stream, void* dst, const void* src, size_t nbytes);
+void memcpy_async(const Stream& stream, void* dst, const void* src, size_t nbytes);
+void memset_async(const Stream& stream, void* dst, const void* pattern, size_t pattern_size,
+                  size_t nbytes);
+
+// The caching allocator (allocator.cpp).
+Allocator* caching_allocator();
+
+}  // namespace xten::xpu

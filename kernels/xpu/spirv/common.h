@@ -1,0 +1,112 @@
+// Shared by every kernel family (OpenCL C 1.2, compiled to SPIR-V at build time; see
+// docs/xpu_kernels.md). Each dtype has a tag (b8 u8 i8 i16 i32 i64 f16 bf16 f32 f64), a
+// storage type TAG_t, a load that yields the opmath value (float for f16/bf16/f32, double
+// for f64, the integer itself otherwise) and a store that rounds once. float16 is read and
+// written with vload_half/vstore_half_rte and bfloat16 is kept as ushort bits, so kernels
+// need neither cl_khr_fp16 nor any bfloat16 support. float64 code is compiled only into the
+// separate "<family>_f64" module (XTEN_F64 defined), which a device without fp64 never builds.
+#pragma once
+#ifdef XTEN_F64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#define OVL __attribute__((overloadable))
+
+typedef uchar b8_t;
+typedef uchar u8_t;
+typedef char i8_t;
+typedef short i16_t;
+typedef int i32_t;
+typedef long i64_t;
+typedef ushort f16_t;
+typedef ushort bf16_t;
+typedef float f32_t;
+
+#define DEFINE_PLAIN_LOAD_STORE(TAG)                                                   \
+  static inline TAG##_t TAG##_load(global const TAG##_t* p, long i) { return p[i]; }           \
+  static inline void TAG##_store(global TAG##_t* p, long i, TAG##_t v) { p[i] = v; }
+DEFINE_PLAIN_LOAD_STORE(b8)
+DEFINE_PLAIN_LOAD_STORE(u8)
+DEFINE_PLAIN_LOAD_STORE(i8)
+DEFINE_PLAIN_LOAD_STORE(i16)
+DEFINE_PLAIN_LOAD_STORE(i32)
+DEFINE_PLAIN_LOAD_STORE(i64)
+DEFINE_PLAIN_LOAD_STORE(f32)
+
+static inline float f16_load(global const f16_t* p, long i) { return vload_half(i, (global const half*)p); }
+static inline void f16_store(global f16_t* p, long i, float v) { vstore_half_rte(v, i, (global half*)p); }
+
+static inline float bf16_load(global const bf16_t* p, long i) { return as_float(((uint)p[i]) << 16); }
+// Round to nearest even on the dropped 16 bits; NaN stays a quiet NaN (as core/half.h).
+static inline ushort float_to_bf16_bits(float f) {
+  const uint x = as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
+  return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+static inline void bf16_store(global bf16_t* p, long i, float v) { p[i] = float_to_bf16_bits(v); }
+
+#ifdef XTEN_F64
+typedef double f64_t;
+DEFINE_PLAIN_LOAD_STORE(f64)
+#endif
+
+// Float to integer as the CPU kernels cast (kernels/cpu/loops.h cast_value): NaN gives 0,
+// values beyond int64 saturate, then the int64 is narrowed (two's complement truncation).
+OVL static inline long to_long(float v) {
+  if (isnan(v)) return 0;
+  if (v >= 0x1p63f) return LONG_MAX;
+  if (v <= -0x1p63f) return LONG_MIN;
+  return (long)v;
+}
+#ifdef XTEN_F64
+OVL static inline long to_long(double v) {
+  if (isnan(v)) return 0;
+  if (v >= 0x1p63) return LONG_MAX;
+  if (v <= -0x1p63) return LONG_MIN;
+  return (long)v;
+}
+#endif
+OVL static inline long to_long(uchar v) { return v; }
+OVL static inline long to_long(char v) { return v; }
+OVL static inline long to_long(short v) { return v; }
+OVL static inline long to_long(int v) { return v; }
+OVL static inline long to_long(long v) { return v; }
+
+// Conversion of an opmath value to the opmath value of the destination dtype.
+#define CONV_b8(v) ((uchar)((v) != 0))
+#define CONV_u8(v) ((uchar)to_long(v))
+#define CONV_i8(v) ((char)to_long(v))
+#define CONV_i16(v) ((short)to_long(v))
+#define CONV_i32(v) ((int)to_long(v))
+#define CONV_i64(v) (to_long(v))
+#define CONV_f16(v) ((float)(v))
+#define CONV_bf16(v) ((float)(v))
+#define CONV_f32(v) ((float)(v))
+#define CONV_f64(v) ((double)(v))
+
+// The dtype lists; two copies so that one can be expanded inside the other.
+#define XTEN_DTYPES_NO64_A(X, ...) \
+  X(b8, __VA_ARGS__) X(u8, __VA_ARGS__) X(i8, __VA_ARGS__) X(i16, __VA_ARGS__) X(i32, __VA_ARGS__) \
+  X(i64, __VA_ARGS__) X(f16, __VA_ARGS__) X(bf16, __VA_ARGS__) X(f32, __VA_ARGS__)
+#define XTEN_DTYPES_NO64_B(X, ...) \
+  X(b8, __VA_ARGS__) X(u8, __VA_ARGS__) X(i8, __VA_ARGS__) X(i16, __VA_ARGS__) X(i32, __VA_ARGS__) \
+  X(i64, __VA_ARGS__) X(f16, __VA_ARGS__) X(bf16, __VA_ARGS__) X(f32, __VA_ARGS__)
+
+// Offsets (in elements) of element i of a strided iteration space in up to two tensors.
+// Dimensions are given innermost last, as in Tensor::sizes().
+static inline void strided_offsets(long i, int ndim, long8 sizes, long8 a_st, long8 b_st, long* a, long* b) {
+  long oa = 0, ob = 0;
+  for (int d = ndim - 1; d >= 0; --d) {
+    const long s = sizes[d];
+    const long q = i / s;
+    const long idx = i - q * s;
+    i = q;
+    oa += idx * a_st[d];
+    ob += idx * b_st[d];
+  }
+  *a = oa;
+  *b = ob;
+}
+
+#define XTEN_GROUP_SIZE 256
+#define KERNEL kernel __attribute__((reqd_work_group_size(XTEN_GROUP_SIZE, 1, 1))) void

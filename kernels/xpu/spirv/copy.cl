@@ -1,0 +1,37 @@
+// copy: strided copy with dtype conversion (copy_<src>_<dst>) and strided fill by element
+// width (fill_<bits>). Host side: kernels/xpu/ops/copy.cpp.
+#include "common.h"
+
+#define COPY_KERNEL(D, S)                                                                   \
+  KERNEL copy_##S##_##D(global D##_t* dst, global const S##_t* src, long n, int ndim,      \
+                        long8 sizes, long8 dst_st, long8 src_st) {                          \
+    const long i = get_global_id(0);                                                        \
+    if (i >= n) return;                                                                     \
+    long od, os;                                                                            \
+    strided_offsets(i, ndim, sizes, dst_st, src_st, &od, &os);                             \
+    D##_store(dst, od, CONV_##D(S##_load(src, os)));                                        \
+  }
+#define COPY_ROW(S, unused) XTEN_DTYPES_NO64_B(COPY_KERNEL, S)
+
+#ifndef XTEN_F64
+XTEN_DTYPES_NO64_A(COPY_ROW, _)
+
+#define FILL_KERNEL(BITS, T)                                                                \
+  KERNEL fill_##BITS(global T* dst, T value, long n, int ndim, long8 sizes, long8 st) {     \
+    const long i = get_global_id(0);                                                        \
+    if (i >= n) return;                                                                     \
+    long o, unused;                                                                         \
+    strided_offsets(i, ndim, sizes, st, st, &o, &unused);                                  \
+    dst[o] = value;                                                                         \
+  }
+FILL_KERNEL(8, uchar)
+FILL_KERNEL(16, ushort)
+FILL_KERNEL(32, uint)
+FILL_KERNEL(64, ulong)
+#else
+COPY_KERNEL(f64, f64)
+#define COPY_TO_F64(S, unused) COPY_KERNEL(f64, S)
+#define COPY_FROM_F64(D, unused) COPY_KERNEL(D, f64)
+XTEN_DTYPES_NO64_A(COPY_TO_F64, _)
+XTEN_DTYPES_NO64_A(COPY_FROM_F64, _)
+#endif
