@@ -253,12 +253,6 @@ TEST(Errors, NegativeSizes) {
   EXPECT_THROW_MSG(zeros({-3}), ValueError, "sizes must be non-negative");
 }
 
-TEST(Errors, DeviceWithoutKernels) {
-  // Until the XPU backend lands, XPU factories raise the missing-kernel error.
-  EXPECT_THROW_MSG(zeros({2}, Device("xpu")), NotImplementedError,
-                   "[xten] no kernel for 'empty' on XPU; registered: CPU");
-}
-
 TEST(Parallel, NumThreads) {
   const int before = get_num_threads();
   set_num_threads(1);

@@ -44,6 +44,7 @@ Settings read_settings() {
     s.cache_dir = std::string(h) + "/.cache/ze_opencl";
   }
   if (const char* v = std::getenv("ZE_OPENCL_SPIRV_TRANSLATOR")) s.translator = v;
+  if (const char* v = std::getenv("ZE_OPENCL_FP64")) s.hide_fp64 = std::string(v) == "0";
   return s;
 }
 
@@ -97,7 +98,8 @@ void init_once() {
       d->max_alloc = std::min<uint64_t>(total, device_value<cl_ulong>(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
       d->fp16_config = device_value<cl_device_fp_config>(dev, CL_DEVICE_HALF_FP_CONFIG);
       d->fp32_config = device_value<cl_device_fp_config>(dev, CL_DEVICE_SINGLE_FP_CONFIG);
-      d->fp64_config = device_value<cl_device_fp_config>(dev, CL_DEVICE_DOUBLE_FP_CONFIG);
+      d->fp64_config =
+          settings().hide_fp64 ? 0 : device_value<cl_device_fp_config>(dev, CL_DEVICE_DOUBLE_FP_CONFIG);
       d->fp64 = d->fp64_config != 0;
       drv->devices.push_back(std::move(d));
     }

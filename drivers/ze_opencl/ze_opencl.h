@@ -29,7 +29,9 @@ inline constexpr const char* kExtensionName = "ZE_experimental_xten_opencl_drive
 //   ZE_OPENCL_DEVICES        exposes the OpenCL device as this many Level Zero devices (1..8)
 //   ZE_OPENCL_CACHE_DIR      where translated modules are kept (default ~/.cache/ze_opencl)
 //   ZE_OPENCL_SPIRV_TRANSLATOR  the llvm-spirv program (default llvm-spirv-15)
+//   ZE_OPENCL_FP64=0         hides the device's fp64 support (as on Intel Arc GPUs), for tests
 struct Settings {
+  bool hide_fp64 = false;
   uint64_t memory_cap = 0;  // 0: the OpenCL device's global memory
   uint32_t device_copies = 1;
   std::string cache_dir;

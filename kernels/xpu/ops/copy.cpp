@@ -79,6 +79,8 @@ Tensor copy_kernel(const Tensor& self, const Tensor& src) {
   if (self.is_same(src) || self.numel() == 0) return self;
   check_no_internal_overlap("copy_", self);
   const bool dst_xpu = self.device().type() == kXPU, src_xpu = src.device().type() == kXPU;
+  XTEN_CHECK(dst_xpu || src_xpu, DeviceError, "copy_", "the XPU copy kernel got tensors on {} and {}",
+             self.device().str(), src.device().str());
   XTEN_CHECK((dst_xpu || self.is_cpu()) && (src_xpu || src.is_cpu()), NotImplementedError, "copy_",
              "copy between {} and {} is not supported", self.device().str(), src.device().str());
 
@@ -119,6 +121,7 @@ Tensor copy_kernel(const Tensor& self, const Tensor& src) {
 }
 
 Tensor fill_kernel(const Tensor& self, const Scalar& value) {
+  device_of(self);
   if (self.numel() == 0) return self;
   check_no_internal_overlap("fill_", self);
   // The value's bytes in the tensor's dtype, converted exactly as on the CPU.

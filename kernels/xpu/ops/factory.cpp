@@ -11,6 +11,8 @@ namespace {
 
 // "xpu" means the current XPU device.
 Device resolve(Device d) {
+  XTEN_CHECK(d.type() == kXPU, DeviceError, "xpu", "an XPU factory was asked for a tensor on {}",
+             d.str());
   return Device(kXPU, normalize_device(d.has_index() ? d.index() : -1));
 }
 

@@ -21,8 +21,11 @@ struct Geometry {
 };
 Geometry geometry(const char* op, IntArrayRef sizes, IntArrayRef a_strides, IntArrayRef b_strides);
 
-// The XPU device index of a tensor, and its current stream.
+// The XPU device index of a tensor, and its current stream. A kernel reached with a tensor
+// of another device (only possible by forcing the XPU key) is a DeviceError, never a launch.
 inline int device_of(const Tensor& t) {
+  XTEN_CHECK(t.device().type() == kXPU, DeviceError, "xpu", "an XPU kernel got a tensor on {}",
+             t.device().str());
   return t.device().index();
 }
 inline Stream stream_of(const Tensor& t) {

@@ -154,6 +154,8 @@ Runtime* discover() {
       s->device = dev;
       s->context = ctx;
       s->props = read_properties(dev, chosen_bundled);
+      // A manual_seed before the runtime started must reach this generator too.
+      s->generator.manual_seed(default_cpu_generator().seed());
       rt->devices.push_back(std::move(s));
     }
   }
