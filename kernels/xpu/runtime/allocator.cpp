@@ -253,14 +253,15 @@ class DeviceAllocator {
   int64_t num_allocs_ = 0, num_frees_ = 0, num_retries_ = 0, num_ooms_ = 0;
 };
 
+// One allocator per device, made once for all devices (never destroyed, like the runtime),
+// so that the hot path takes no lock to find it.
 DeviceAllocator& allocator_of(int device) {
-  static std::mutex m;
-  static std::array<DeviceAllocator*, 64> all{};
-  const int d = normalize_device(device);
-  std::lock_guard<std::mutex> lock(m);
-  auto& slot = all[static_cast<size_t>(d)];
-  if (!slot) slot = new DeviceAllocator(d);  // never destroyed, like the runtime
-  return *slot;
+  static const std::vector<DeviceAllocator*> all = [] {
+    std::vector<DeviceAllocator*> v;
+    for (int d = 0; d < device_count(); ++d) v.push_back(new DeviceAllocator(d));
+    return v;
+  }();
+  return *all[static_cast<size_t>(normalize_device(device))];
 }
 
 void delete_block(void* ctx) {

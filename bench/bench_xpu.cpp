@@ -1,0 +1,112 @@
+// XPU runtime figures (issue: XPU runtime), each beside a reference measured in the same run:
+// - a tiny XPU op (fill of a 1-element tensor + stream synchronize) against a raw OpenCL
+//   fill + clFinish on the same PoCL device: goal <= 1.3x;
+// - 64 MiB host->device and device->host copies against memcpy of the same bytes;
+// - the caching allocator's malloc+free of a cached block: goal <= 100 ns.
+// On a machine without an Intel GPU the XPU is the bundled driver over PoCL on these cores.
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+
+#include <cstring>
+#include <vector>
+
+#include <xten/xpu/runtime.h>
+
+#include "bench_util.h"
+
+using namespace xten;
+
+namespace {
+
+constexpr size_t kCopyBytes = 64u << 20;
+
+void BM_xpu_tiny_fill_sync(benchmark::State& s) {
+  Tensor x = empty({1}, TensorOptions().device(Device("xpu")));
+  const xpu::Stream st = xpu::get_current_stream();
+  for (auto _ : s) {
+    x.fill_(1.0);
+    st.synchronize();
+  }
+}
+
+// The same work straight on OpenCL: one SVM fill of 4 bytes and clFinish.
+void BM_opencl_tiny_fill_finish(benchmark::State& s) {
+  cl_platform_id p;
+  cl_device_id d;
+  clGetPlatformIDs(1, &p, nullptr);
+  clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &d, nullptr);
+  cl_context ctx = clCreateContext(nullptr, 1, &d, nullptr, nullptr, nullptr);
+  cl_command_queue q = clCreateCommandQueueWithProperties(ctx, d, nullptr, nullptr);
+  void* buf = clSVMAlloc(ctx, CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER, 64, 64);
+  const float one = 1.0f;
+  for (auto _ : s) {
+    clEnqueueSVMMemFill(q, buf, &one, sizeof(one), sizeof(one), 0, nullptr, nullptr);
+    clFinish(q);
+  }
+  clSVMFree(ctx, buf);
+  clReleaseCommandQueue(q);
+  clReleaseContext(ctx);
+}
+
+void BM_host_to_device(benchmark::State& s) {
+  Tensor h = ones({static_cast<int64_t>(kCopyBytes / 4)});
+  Tensor x = empty({static_cast<int64_t>(kCopyBytes / 4)}, TensorOptions().device(Device("xpu")));
+  for (auto _ : s) x.copy_(h);
+  s.SetBytesProcessed(static_cast<int64_t>(s.iterations() * kCopyBytes));
+}
+
+void BM_device_to_host(benchmark::State& s) {
+  Tensor x = ones({static_cast<int64_t>(kCopyBytes / 4)}, TensorOptions().device(Device("xpu")));
+  Tensor h = empty({static_cast<int64_t>(kCopyBytes / 4)});
+  for (auto _ : s) h.copy_(x);
+  s.SetBytesProcessed(static_cast<int64_t>(s.iterations() * kCopyBytes));
+}
+
+void BM_memcpy_64MiB(benchmark::State& s) {
+  std::vector<char> a(kCopyBytes, 1), b(kCopyBytes, 0);
+  for (auto _ : s) {
+    std::memcpy(b.data(), a.data(), kCopyBytes);
+    benchmark::ClobberMemory();
+  }
+  s.SetBytesProcessed(static_cast<int64_t>(s.iterations() * kCopyBytes));
+}
+
+void BM_allocator_cached_malloc_free(benchmark::State& s) {
+  Allocator* a = xpu::caching_allocator();
+  const Device d(kXPU, 0);
+  { DataPtr warm = a->allocate(4096, d); }  // the block is cached from here on
+  for (auto _ : s) {
+    DataPtr p = a->allocate(4096, d);
+    benchmark::DoNotOptimize(p.get());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BENCHMARK(BM_xpu_tiny_fill_sync)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  BENCHMARK(BM_opencl_tiny_fill_finish)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  BENCHMARK(BM_host_to_device)->UseRealTime()->Unit(benchmark::kMillisecond);
+  BENCHMARK(BM_device_to_host)->UseRealTime()->Unit(benchmark::kMillisecond);
+  BENCHMARK(BM_memcpy_64MiB)->UseRealTime()->Unit(benchmark::kMillisecond);
+  BENCHMARK(BM_allocator_cached_malloc_free)->UseRealTime()->Unit(benchmark::kNanosecond);
+  benchmark::Initialize(&argc, argv);
+  std::printf("XPU device: %s\n", xpu::get_device_properties(0).name.c_str());
+  bench::Collector c;
+  benchmark::RunSpecifiedBenchmarks(&c);
+  std::printf("\nGoals (ratios against references measured above):\n");
+  auto have = [&](const char* n) { return c.has(n); };
+  if (have("BM_xpu_tiny_fill_sync/real_time") && have("BM_opencl_tiny_fill_finish/real_time"))
+    std::printf("  tiny XPU fill + synchronize: %.2f us = %.2f x raw OpenCL fill + finish (%.2f us)   goal <= 1.3\n",
+                c.time("BM_xpu_tiny_fill_sync/real_time"),
+                c.time("BM_xpu_tiny_fill_sync/real_time") / c.time("BM_opencl_tiny_fill_finish/real_time"),
+                c.time("BM_opencl_tiny_fill_finish/real_time"));
+  for (const char* n : {"BM_host_to_device/real_time", "BM_device_to_host/real_time"})
+    if (have(n) && have("BM_memcpy_64MiB/real_time"))
+      std::printf("  %-28s %.2f GB/s = %.2f x memcpy (%.2f GB/s)\n", n, c.gbps(n),
+                  c.gbps(n) / c.gbps("BM_memcpy_64MiB/real_time"), c.gbps("BM_memcpy_64MiB/real_time"));
+  if (have("BM_allocator_cached_malloc_free/real_time"))
+    std::printf("  allocator malloc+free of a cached block: %.1f ns   goal <= 100 ns\n",
+                c.time("BM_allocator_cached_malloc_free/real_time"));
+  return 0;
+}
