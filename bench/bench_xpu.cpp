@@ -97,14 +97,17 @@ int main(int argc, char** argv) {
   std::printf("\nGoals (ratios against references measured above):\n");
   auto have = [&](const char* n) { return c.has(n); };
   if (have("BM_xpu_tiny_fill_sync/real_time") && have("BM_opencl_tiny_fill_finish/real_time"))
-    std::printf("  tiny XPU fill + synchronize: %.2f us = %.2f x raw OpenCL fill + finish (%.2f us)   goal <= 1.3\n",
-                c.time("BM_xpu_tiny_fill_sync/real_time"),
-                c.time("BM_xpu_tiny_fill_sync/real_time") / c.time("BM_opencl_tiny_fill_finish/real_time"),
-                c.time("BM_opencl_tiny_fill_finish/real_time"));
+    std::printf(
+        "  tiny XPU fill + synchronize: %.2f us = %.2f x raw OpenCL fill + finish (%.2f us)   goal "
+        "<= 1.3\n",
+        c.time("BM_xpu_tiny_fill_sync/real_time"),
+        c.time("BM_xpu_tiny_fill_sync/real_time") / c.time("BM_opencl_tiny_fill_finish/real_time"),
+        c.time("BM_opencl_tiny_fill_finish/real_time"));
   for (const char* n : {"BM_host_to_device/real_time", "BM_device_to_host/real_time"})
     if (have(n) && have("BM_memcpy_64MiB/real_time"))
       std::printf("  %-28s %.2f GB/s = %.2f x memcpy (%.2f GB/s)\n", n, c.gbps(n),
-                  c.gbps(n) / c.gbps("BM_memcpy_64MiB/real_time"), c.gbps("BM_memcpy_64MiB/real_time"));
+                  c.gbps(n) / c.gbps("BM_memcpy_64MiB/real_time"),
+                  c.gbps("BM_memcpy_64MiB/real_time"));
   if (have("BM_allocator_cached_malloc_free/real_time"))
     std::printf("  allocator malloc+free of a cached block: %.1f ns   goal <= 100 ns\n",
                 c.time("BM_allocator_cached_malloc_free/real_time"));

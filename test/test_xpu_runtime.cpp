@@ -5,8 +5,11 @@
 #include <sys/wait.h>
 
 #include <atomic>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
+#include <xten/xpu/module_cache.h>
 #include <xten/xpu/runtime.h>
 
 #include "test_util.h"
@@ -50,7 +53,8 @@ TEST(XpuDevice, CountPropertiesAndCurrentDevice) {
   }
   EXPECT_EQ(xpu::current_device(), 1);
   xpu::set_device(0);
-  EXPECT_THROW_MSG(xpu::set_device(2), IndexError, "[set_device] device index must be in [0, 2), but got 2");
+  EXPECT_THROW_MSG(xpu::set_device(2), IndexError,
+                   "[set_device] device index must be in [0, 2), but got 2");
   EXPECT_THROW_MSG(xpu::set_device(-1), IndexError, "must be in [0, 2), but got -1");
   EXPECT_THROW_MSG(zeros({1}, TensorOptions().device(Device("xpu:5"))), IndexError,
                    "must be in [0, 2), but got 5");
@@ -130,7 +134,7 @@ TEST(XpuAllocator, RoundingReuseSplitMergeAndStats) {
   Tensor a = empty({1000}, kXpu);  // 4000 bytes -> 4096
   EXPECT_EQ(xpu::memory_allocated(0), 4096u);
   EXPECT_EQ(xpu::memory_reserved(0), 2u << 20);  // one small segment
-  Tensor b = empty({256}, kXpu);  // 1024 bytes, split off the same segment
+  Tensor b = empty({256}, kXpu);                 // 1024 bytes, split off the same segment
   EXPECT_EQ(static_cast<char*>(b.data_ptr()), static_cast<char*>(a.data_ptr()) + 4096);
   EXPECT_EQ(xpu::memory_allocated(0), 5120u);
   void* pa = a.data_ptr();
@@ -192,7 +196,8 @@ TEST(XpuAllocator, OutOfMemoryFreesTheCacheRetriesThenRaises) {
     Tensor a = empty({600ll << 18}, TensorOptions().device(Device("xpu:0")));
   }  // 600 MiB now cached
   EXPECT_EQ(xpu::memory_reserved(0), 600u << 20);
-  Tensor b = empty({700ll << 18}, TensorOptions().device(Device("xpu:0")));  // fits only after the cache is freed
+  Tensor b = empty({700ll << 18},
+                   TensorOptions().device(Device("xpu:0")));  // fits only after the cache is freed
   EXPECT_EQ(xpu::memory_stats(0)["num_alloc_retries"], retries + 1);
   EXPECT_EQ(xpu::memory_reserved(0), 700u << 20);
   EXPECT_THROW_MSG(empty({500ll << 18}, TensorOptions().device(Device("xpu:0"))), OutOfMemoryError,
@@ -200,8 +205,10 @@ TEST(XpuAllocator, OutOfMemoryFreesTheCacheRetriesThenRaises) {
   try {
     empty({500ll << 18}, TensorOptions().device(Device("xpu:0")));
   } catch (const OutOfMemoryError& e) {
-    EXPECT_NE(std::string(e.what()).find("734003200 bytes allocated"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("device total 1073741824 bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("734003200 bytes allocated"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("device total 1073741824 bytes"), std::string::npos)
+        << e.what();
   }
   EXPECT_GE(xpu::memory_stats(0)["num_ooms"], 2);
   b = Tensor();
@@ -224,7 +231,8 @@ TEST(XpuGenerator, SameNumbersAsTheCpuForTheSameSeed) {
     const Tensor xn = randn({2000}, kXpu.dtype(t)).to(kCPU);
     // log/cos of the device's math library: within a few ulp of the CPU's.
     const double tol = t == kDouble ? 1e-12 : t == kFloat ? 4e-6 : t == kHalf ? 2e-3 : 1.6e-2;
-    EXPECT_LE((xn.to(kDouble) - cn.to(kDouble)).abs().max().item<double>(), tol * 8) << to_string(t);
+    EXPECT_LE((xn.to(kDouble) - cn.to(kDouble)).abs().max().item<double>(), tol * 8)
+        << to_string(t);
   }
   for (ScalarType t : {kByte, kChar, kShort, kInt, kLong, kHalf, kBFloat16, kFloat, kDouble}) {
     manual_seed(7);
@@ -251,7 +259,8 @@ TEST(XpuThreads, EightThreadsEachOnItsOwnStream) {
         Tensor x = full({4096}, t * 100 + i, kXpu.dtype(kInt));
         Tensor y = arange(0, 4096, 1, kXpu.dtype(kLong));
         Tensor h = x.to(kCPU), hy = y.to(kCPU);
-        if (h.data_ptr<int32_t>()[4095] != t * 100 + i || hy.data_ptr<int64_t>()[4095] != 4095) ++bad;
+        if (h.data_ptr<int32_t>()[4095] != t * 100 + i || hy.data_ptr<int64_t>()[4095] != 4095)
+          ++bad;
       }
     });
   }
@@ -259,35 +268,74 @@ TEST(XpuThreads, EightThreadsEachOnItsOwnStream) {
   EXPECT_EQ(bad.load(), 0);
 }
 
-TEST(XpuModule, Float64NeedsTheDeviceCapability) {
-  if (std::getenv("XTEN_TEST_NO_FP64")) {
-    // The child: fp64 hidden, as on an Intel Arc GPU.
-    EXPECT_FALSE(xpu::get_device_properties(0).has_fp64);
-    EXPECT_THROW_MSG(rand({3}, kXpu.dtype(kDouble)), TypeError,
-                     "[rand] float64 is not supported on xpu:0");
-    EXPECT_THROW_MSG(ones({3}, kXpu).to(kDouble), TypeError, "reports no fp64 capability");
-    // Programs that use no float64 never reach float64 code.
-    const Tensor a = arange(0, 2, 0.5, kXpu);
-    EXPECT_TRUE(same_bytes(a, arange(0, 2, 0.5)));
-    EXPECT_TRUE(same_bytes(ones({3}, kXpu).to(kHalf), ones({3}, kHalf)));
-    return;
-  }
-  // The parent runs this test again in a child process with fp64 hidden.
-  std::vector<std::string> args = {"/proc/self/exe", "--gtest_filter=XpuModule.Float64NeedsTheDeviceCapability"};
+// Runs this program's test `name` again in a child process with `env` added; true if it passed.
+bool run_in_child(const std::string& name, const std::string& env) {
+  std::vector<std::string> args = {"/proc/self/exe", "--gtest_filter=" + name};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::vector<std::string> envs;
   for (char** e = environ; *e; ++e) envs.emplace_back(*e);
-  envs.emplace_back("XTEN_TEST_NO_FP64=1");
+  envs.push_back("XTEN_TEST_CHILD=1");
+  envs.push_back(env);
   std::vector<char*> envp;
   for (auto& e : envs) envp.push_back(e.data());
   envp.push_back(nullptr);
   pid_t pid;
-  ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data()), 0);
+  if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data()) != 0) return false;
   int status = 0;
   waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the fp64-less child failed";
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+bool in_child() {
+  return std::getenv("XTEN_TEST_CHILD") != nullptr;
+}
+
+TEST(XpuModule, Float64NeedsTheDeviceCapability) {
+  if (!in_child()) {  // again, in a child process with fp64 hidden (as on an Intel Arc GPU)
+    EXPECT_TRUE(run_in_child("XpuModule.Float64NeedsTheDeviceCapability", "XTEN_TEST_NO_FP64=1"));
+    return;
+  }
+  EXPECT_FALSE(xpu::get_device_properties(0).has_fp64);
+  EXPECT_THROW_MSG(rand({3}, kXpu.dtype(kDouble)), TypeError,
+                   "[rand] float64 is not supported on xpu:0");
+  EXPECT_THROW_MSG(ones({3}, kXpu).to(kDouble), TypeError, "reports no fp64 capability");
+  // Programs that use no float64 never reach float64 code.
+  const Tensor a = arange(0, 2, 0.5, kXpu);
+  EXPECT_TRUE(same_bytes(a, arange(0, 2, 0.5)));
+  EXPECT_TRUE(same_bytes(ones({3}, kXpu).to(kHalf), ones({3}, kHalf)));
+}
+
+TEST(XpuModule, BuildFailureRaisesDeviceErrorWithTheLog) {
+  static const unsigned char garbage[64] = {3, 2, 35, 7};  // SPIR-V magic, version 0: invalid
+  xpu::register_spirv_module("test_garbage", garbage, sizeof(garbage));
+  EXPECT_THROW_MSG(xpu::get_kernel(0, "test_op", "test_garbage", "k"), DeviceError,
+                   "[test_op] building kernel module 'test_garbage' for xpu:0 failed "
+                   "(ZE_RESULT_ERROR_MODULE_BUILD_FAILURE): ze_opencl: SPIR-V translation failed");
+  EXPECT_THROW_MSG(xpu::get_kernel(0, "test_op", "copy", "no_such_kernel"), NotImplementedError,
+                   "kernel 'no_such_kernel' is not in module 'copy'");
+}
+
+TEST(XpuDevice, NoDeviceIsADeviceErrorSayingWhatWasLookedFor) {
+  if (!in_child()) {  // no Intel GPU here: asking for vendor devices only finds none
+    EXPECT_TRUE(run_in_child("XpuDevice.NoDeviceIsADeviceErrorSayingWhatWasLookedFor",
+                             "XTEN_XPU_DRIVER=vendor"));
+    return;
+  }
+  EXPECT_EQ(xpu::device_count(), 0);
+  EXPECT_FALSE(xpu::is_available());
+  EXPECT_THROW_MSG(zeros({2}, kXpu), DeviceError,
+                   "no XPU device found: looked for Intel GPUs through the Level Zero loader");
+  EXPECT_THROW_MSG(xpu::set_device(0), DeviceError, "XTEN_XPU_DRIVER=vendor");
+}
+
+TEST(XpuDevice, RunsUnderTheValidationLayer) {
+  ASSERT_GT(xpu::device_count(), 0);
+  std::ifstream maps("/proc/self/maps");
+  const std::string all((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+  EXPECT_NE(all.find("libze_validation_layer"), std::string::npos);
+  EXPECT_NE(all.find("libze_opencl.so"), std::string::npos);
 }
 
 }  // namespace

@@ -17,7 +17,8 @@ const TensorOptions kXpu = TensorOptions().device(Device("xpu"));
 ::testing::AssertionResult same_bytes(const Tensor& a, const Tensor& b) {
   const Tensor x = a.to(kCPU).contiguous(), y = b.to(kCPU).contiguous();
   if (x.dtype() != y.dtype()) return ::testing::AssertionFailure() << "dtypes differ";
-  if (x.sizes() != y.sizes()) return ::testing::AssertionFailure() << "shapes " << x.sizes() << " " << y.sizes();
+  if (x.sizes() != y.sizes())
+    return ::testing::AssertionFailure() << "shapes " << x.sizes() << " " << y.sizes();
   if (std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) != 0)
     return ::testing::AssertionFailure() << "values differ:\n" << x << "\n" << y;
   return ::testing::AssertionSuccess();
@@ -25,7 +26,8 @@ const TensorOptions kXpu = TensorOptions().device(Device("xpu"));
 
 TEST(XpuTensor, RoundTripOfEveryDtypeIsBitExact) {
   for (ScalarType t : all_dtypes()) {
-    for (const std::vector<int64_t>& shape : {std::vector<int64_t>{}, {0}, {7}, {33, 65}, {2, 3, 4, 5}}) {
+    for (const std::vector<int64_t>& shape :
+         {std::vector<int64_t>{}, {0}, {7}, {33, 65}, {2, 3, 4, 5}}) {
       const Tensor c = random_tensor(shape, t);
       const Tensor x = c.to("xpu");
       EXPECT_EQ(x.device().str(), "xpu:0");
@@ -97,14 +99,18 @@ TEST(XpuTensor, FactoriesMatchTheCpu) {
   for (ScalarType t : all_dtypes()) {
     EXPECT_TRUE(same_bytes(zeros({3, 4}, kXpu.dtype(t)), zeros({3, 4}, TensorOptions().dtype(t))));
     EXPECT_TRUE(same_bytes(ones({5}, kXpu.dtype(t)), ones({5}, TensorOptions().dtype(t))));
-    EXPECT_TRUE(same_bytes(full({2, 2}, 3, kXpu.dtype(t)), full({2, 2}, 3, TensorOptions().dtype(t))));
+    EXPECT_TRUE(
+        same_bytes(full({2, 2}, 3, kXpu.dtype(t)), full({2, 2}, 3, TensorOptions().dtype(t))));
     if (t == kBool) continue;
-    EXPECT_TRUE(same_bytes(arange(-5, 50, 3, kXpu.dtype(t)), arange(-5, 50, 3, TensorOptions().dtype(t))));
-    EXPECT_TRUE(same_bytes(arange(0.1, 9.7, 0.3, kXpu.dtype(t)), arange(0.1, 9.7, 0.3, TensorOptions().dtype(t))))
+    EXPECT_TRUE(
+        same_bytes(arange(-5, 50, 3, kXpu.dtype(t)), arange(-5, 50, 3, TensorOptions().dtype(t))));
+    EXPECT_TRUE(same_bytes(arange(0.1, 9.7, 0.3, kXpu.dtype(t)),
+                           arange(0.1, 9.7, 0.3, TensorOptions().dtype(t))))
         << to_string(t);
   }
   EXPECT_TRUE(same_bytes(eye(3, 4, kXpu), eye(3, 4)));
-  EXPECT_TRUE(same_bytes(full({2}, 1.5, kXpu.dtype(kHalf)), full({2}, 1.5, TensorOptions().dtype(kHalf))));
+  EXPECT_TRUE(
+      same_bytes(full({2}, 1.5, kXpu.dtype(kHalf)), full({2}, 1.5, TensorOptions().dtype(kHalf))));
   EXPECT_EQ(zeros({2}, TensorOptions().device(Device("xpu:1"))).device().str(), "xpu:1");
   // The CPU's argument errors, on XPU too.
   EXPECT_THROW_MSG(arange(0, 10, 0, kXpu), ValueError, "[arange] step must be nonzero");
@@ -150,7 +156,8 @@ TEST(XpuTensor, PrintingDataPtrAndItem) {
 
 TEST(XpuTensor, OtherOpsRaiseTheMissingKernelError) {
   const Tensor x = ones({3}, kXpu);
-  EXPECT_THROW_MSG(exp(x), NotImplementedError, "[xten] no kernel for 'exp' on XPU; registered: CPU");
+  EXPECT_THROW_MSG(exp(x), NotImplementedError,
+                   "[xten] no kernel for 'exp' on XPU; registered: CPU");
   EXPECT_THROW_MSG(x + x, NotImplementedError, "no kernel for 'add.Tensor' on XPU");
   EXPECT_THROW_MSG(x.sum(), NotImplementedError, "on XPU");
 }

@@ -115,7 +115,8 @@ struct EventPool {
   ze_event_pool_handle_t pool = nullptr;
   explicit EventPool(uint32_t n, bool timestamps = false) {
     ze_event_pool_desc_t pd{ZE_STRUCTURE_TYPE_EVENT_POOL_DESC};
-    pd.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE | (timestamps ? ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP : 0);
+    pd.flags =
+        ZE_EVENT_POOL_FLAG_HOST_VISIBLE | (timestamps ? ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP : 0);
     pd.count = n;
     EXPECT_EQ(zeEventPoolCreate(env().context, &pd, 0, nullptr, &pool), ZE_RESULT_SUCCESS);
   }
@@ -138,7 +139,8 @@ TEST(Driver, FoundThroughTheLoaderWithProperties) {
   ze_device_properties_t p{ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES};
   ZE(zeDeviceGetProperties(env().devices[0], &p));
   EXPECT_EQ(p.type, ZE_DEVICE_TYPE_CPU);
-  EXPECT_NE(std::string(p.name).find("OpenCL CPU device via ze_opencl"), std::string::npos) << p.name;
+  EXPECT_NE(std::string(p.name).find("OpenCL CPU device via ze_opencl"), std::string::npos)
+      << p.name;
   EXPECT_GT(p.numSlices, 0u);
   ze_device_compute_properties_t cp{ZE_STRUCTURE_TYPE_DEVICE_COMPUTE_PROPERTIES};
   ZE(zeDeviceGetComputeProperties(env().devices[0], &cp));
@@ -160,6 +162,10 @@ TEST(Driver, FoundThroughTheLoaderWithProperties) {
   ZE(zeDeviceGetCommandQueueGroupProperties(env().devices[0], &n, &qg));
   EXPECT_TRUE(qg.flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE);
   EXPECT_GE(qg.maxMemoryFillPatternSize, 8u);
+  // Through the validation layer (ZE_ENABLE_VALIDATION_LAYER=1).
+  std::ifstream maps("/proc/self/maps");
+  const std::string all((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+  EXPECT_NE(all.find("libze_validation_layer"), std::string::npos);
   // A second zeInit is harmless.
   EXPECT_EQ(zeInit(0), ZE_RESULT_SUCCESS);
 }
@@ -173,10 +179,14 @@ TEST(Driver, MemoryKindsPropertiesAndRanges) {
   ZE(zeMemAllocShared(env().context, &dd, &hd, 100, 0, env().devices[1], &s));
   ZE(zeMemAllocDevice(env().context, &dd, 100, 4096, env().devices[0], &big));
   EXPECT_EQ(reinterpret_cast<uintptr_t>(big) % 4096, 0u);
-  struct Case { void* p; ze_memory_type_t type; ze_device_handle_t dev; };
-  for (const Case& c : {Case{d, ZE_MEMORY_TYPE_DEVICE, env().devices[0]},
-                        Case{h, ZE_MEMORY_TYPE_HOST, nullptr},
-                        Case{s, ZE_MEMORY_TYPE_SHARED, env().devices[1]}}) {
+  struct Case {
+    void* p;
+    ze_memory_type_t type;
+    ze_device_handle_t dev;
+  };
+  for (const Case& c :
+       {Case{d, ZE_MEMORY_TYPE_DEVICE, env().devices[0]}, Case{h, ZE_MEMORY_TYPE_HOST, nullptr},
+        Case{s, ZE_MEMORY_TYPE_SHARED, env().devices[1]}}) {
     ze_memory_allocation_properties_t p{ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES};
     ze_device_handle_t dev = nullptr;
     ZE(zeMemGetAllocProperties(env().context, static_cast<char*>(c.p) + 10, &p, &dev));
@@ -194,7 +204,8 @@ TEST(Driver, MemoryKindsPropertiesAndRanges) {
   EXPECT_EQ(p.type, ZE_MEMORY_TYPE_UNKNOWN);
   // Bad requests.
   void* bad = nullptr;
-  EXPECT_EQ(zeMemAllocDevice(env().context, &dd, 0, 0, env().devices[0], &bad), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
+  EXPECT_EQ(zeMemAllocDevice(env().context, &dd, 0, 0, env().devices[0], &bad),
+            ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
   EXPECT_EQ(zeMemAllocDevice(env().context, &dd, 64, 3, env().devices[0], &bad),
             ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
   EXPECT_NE(zeMemFree(env().context, &on_stack), ZE_RESULT_SUCCESS);
@@ -275,7 +286,8 @@ TEST(Driver, LocalMemoryArgument) {
   ze_event_handle_t done = pool.event(0);
   ZE(zeCommandListAppendMemoryCopy(l, h.data(), out, n * 4, done, 0, nullptr));
   ZE(zeEventHostSynchronize(done, UINT64_MAX));
-  for (int i = 0; i < n; ++i) ASSERT_EQ(h[static_cast<size_t>(i)], (i / group) * group + group - 1 - i % group);
+  for (int i = 0; i < n; ++i)
+    ASSERT_EQ(h[static_cast<size_t>(i)], (i / group) * group + group - 1 - i % group);
   zeEventDestroy(done);
   zeKernelDestroy(k);
   zeMemFree(env().context, in);
@@ -381,7 +393,8 @@ TEST(Driver, BadModulesFailWithALog) {
   // The right magic number, then nonsense: the translator (a child process) rejects it.
   std::vector<uint8_t> truncated(env().spirv.begin(), env().spirv.begin() + 40);
   truncated.resize(64, 0xff);
-  EXPECT_EQ(build(truncated.data(), truncated.size(), "", &m, &log), ZE_RESULT_ERROR_MODULE_BUILD_FAILURE);
+  EXPECT_EQ(build(truncated.data(), truncated.size(), "", &m, &log),
+            ZE_RESULT_ERROR_MODULE_BUILD_FAILURE);
   EXPECT_NE(log.find("SPIR-V translation failed"), std::string::npos) << log;
   // A valid module with an option the compiler does not know.
   EXPECT_EQ(build(env().spirv.data(), env().spirv.size(), "-no-such-option", &m, &log),
@@ -401,8 +414,10 @@ TEST(Driver, BadKernelArguments) {
   ze_kernel_handle_t k = kernel("scale_add");
   const float a = 1;
   const double wide = 1;
-  EXPECT_EQ(zeKernelSetArgumentValue(k, 3, sizeof(a), &a), ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX);
-  EXPECT_EQ(zeKernelSetArgumentValue(k, 1, sizeof(wide), &wide), ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE);
+  EXPECT_EQ(zeKernelSetArgumentValue(k, 3, sizeof(a), &a),
+            ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX);
+  EXPECT_EQ(zeKernelSetArgumentValue(k, 1, sizeof(wide), &wide),
+            ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE);
   EXPECT_EQ(zeKernelSetArgumentValue(k, 0, 4, &a), ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE);
   EXPECT_EQ(zeKernelSetGroupSize(k, 1 << 20, 1, 1), ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION);
   // Launching with arguments unset is refused, not run.
@@ -433,7 +448,9 @@ TEST(Driver, ManyThreadsLaunchingAtOnce) {
         zeKernelSetArgumentValue(shared, 2, sizeof(b), &b);
         zeKernelSetGroupSize(shared, 64, 1, 1);
         ze_group_count_t g{n / 64, 1, 1};
-        if (zeCommandListAppendLaunchKernel(l, shared, &g, nullptr, 0, nullptr) != ZE_RESULT_SUCCESS) ++failures;
+        if (zeCommandListAppendLaunchKernel(l, shared, &g, nullptr, 0, nullptr) !=
+            ZE_RESULT_SUCCESS)
+          ++failures;
       }
       std::vector<float> h(n);
       EventPool pool(1);

@@ -57,7 +57,8 @@ void attach_signal(ze_event_handle_t e, cl_event out) {
   const uint64_t gen = e->generation;
   lock.unlock();
   e->cv.notify_all();  // host waiters blocked before the signal was appended
-  if (need_callback) clSetEventCallback(out, CL_COMPLETE, on_source_complete, new SignalCallback{e, gen});
+  if (need_callback)
+    clSetEventCallback(out, CL_COMPLETE, on_source_complete, new SignalCallback{e, gen});
 }
 
 bool source_complete(cl_event src) {
@@ -93,11 +94,12 @@ ze_result_t check_waits(uint32_t n, ze_event_handle_t* waits) {
 }
 
 // Appends `c` to `list`: enqueued now on an immediate list, recorded on a regular one.
-ze_result_t append(ze_command_list_handle_t list, Command&& c, uint32_t nwait, ze_event_handle_t* waits) {
+ze_result_t append(ze_command_list_handle_t list, Command&& c, uint32_t nwait,
+                   ze_event_handle_t* waits) {
   if (ze_result_t r = check_waits(nwait, waits); r != ZE_RESULT_SUCCESS) return r;
   c.waits.assign(waits, waits + nwait);
   if (list->immediate) {
-    ze_result_t r = enqueue(list->immediate, c);
+    ze_result_t r = enqueue(list->immediate, c, &list->last);
     if (r == ZE_RESULT_SUCCESS && list->synchronous) r = from_cl(clFinish(list->immediate));
     return r;
   }
@@ -108,6 +110,8 @@ ze_result_t append(ze_command_list_handle_t list, Command&& c, uint32_t nwait, z
 
 }  // namespace
 
+ze_result_t zoEventHostSignal(ze_event_handle_t e);
+
 namespace ze_opencl {
 
 cl_command_queue create_queue(ze_context_handle_t context, ze_device_handle_t device) {
@@ -117,10 +121,23 @@ cl_command_queue create_queue(ze_context_handle_t context, ze_device_handle_t de
   return err == CL_SUCCESS ? q : nullptr;
 }
 
-ze_result_t enqueue(cl_command_queue q, const Command& c) {
-  const WaitList deps(c.waits, queue_context(q));
+// Note [Barriers on in-order queues]: every queue is in order, so a barrier that waits on no
+// event and signals one needs no command of its own: the signal is attached to the queue's
+// last command (or given at once if there was none). This saves PoCL a command, and a wake-up
+// of its worker threads, on every stream synchronize.
+ze_result_t enqueue(cl_command_queue q, const Command& c, cl_event* last) {
+  if (c.kind == Command::kBarrier && c.waits.empty()) {
+    if (!c.signal) return ZE_RESULT_SUCCESS;
+    if (*last) {
+      attach_signal(c.signal, *last);
+    } else {
+      zoEventHostSignal(c.signal);
+    }
+    return ZE_RESULT_SUCCESS;
+  }
+  const WaitList deps(c.waits, c.waits.empty() ? nullptr : queue_context(q));
   cl_event out = nullptr;
-  cl_event* outp = c.signal ? &out : nullptr;
+  cl_event* outp = &out;
   cl_int err = CL_SUCCESS;
   switch (c.kind) {
     case Command::kCopy:
@@ -131,7 +148,8 @@ ze_result_t enqueue(cl_command_queue q, const Command& c) {
                                 deps.data(), outp);
       break;
     case Command::kBarrier:
-      if (outp || deps.size()) err = clEnqueueBarrierWithWaitList(q, deps.size(), deps.data(), outp);
+      if (outp || deps.size())
+        err = clEnqueueBarrierWithWaitList(q, deps.size(), deps.data(), outp);
       break;
     case Command::kLaunch: {
       ze_kernel_handle_t k = c.kernel;
@@ -140,22 +158,29 @@ ze_result_t enqueue(cl_command_queue q, const Command& c) {
         const KernelArg& a = c.args[i];
         const cl_uint idx = static_cast<cl_uint>(i);
         switch (a.kind) {
-          case KernelArg::kValue: err = clSetKernelArg(k->cl, idx, a.bytes.size(), a.bytes.data()); break;
-          case KernelArg::kPointer: err = clSetKernelArgSVMPointer(k->cl, idx, a.pointer); break;
-          case KernelArg::kLocal: err = clSetKernelArg(k->cl, idx, a.local_size, nullptr); break;
-          case KernelArg::kUnset: return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
+          case KernelArg::kValue:
+            err = clSetKernelArg(k->cl, idx, a.bytes.size(), a.bytes.data());
+            break;
+          case KernelArg::kPointer:
+            err = clSetKernelArgSVMPointer(k->cl, idx, a.pointer);
+            break;
+          case KernelArg::kLocal:
+            err = clSetKernelArg(k->cl, idx, a.local_size, nullptr);
+            break;
+          case KernelArg::kUnset:
+            return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
         }
       }
       if (err == CL_SUCCESS)
-        err = clEnqueueNDRangeKernel(q, k->cl, 3, nullptr, c.global, c.local, deps.size(), deps.data(), outp);
+        err = clEnqueueNDRangeKernel(q, k->cl, 3, nullptr, c.global, c.local, deps.size(),
+                                     deps.data(), outp);
       break;
     }
   }
   if (err != CL_SUCCESS) return from_cl(err);
-  if (out) {
-    attach_signal(c.signal, out);
-    clReleaseEvent(out);
-  }
+  if (c.signal) attach_signal(c.signal, out);
+  if (*last) clReleaseEvent(*last);
+  *last = out;
   return ZE_RESULT_SUCCESS;
 }
 
@@ -163,26 +188,34 @@ ze_result_t enqueue(cl_command_queue q, const Command& c) {
 
 // ---- command queues ----------------------------------------------------------------------
 ze_result_t zoCommandQueueCreate(ze_context_handle_t c, ze_device_handle_t d,
-                                 const ze_command_queue_desc_t* desc, ze_command_queue_handle_t* out) {
+                                 const ze_command_queue_desc_t* desc,
+                                 ze_command_queue_handle_t* out) {
   if (!c || !d) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!desc || !out) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   if (desc->ordinal != 0 || desc->index != 0) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
   cl_command_queue q = create_queue(c, d);
   if (!q) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
-  *out = new _ze_command_queue_handle_t{c, d, q, desc->mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS};
+  auto* h = new _ze_command_queue_handle_t;
+  h->context = c;
+  h->device = d;
+  h->cl = q;
+  h->synchronous = desc->mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS;
+  *out = h;
   return ZE_RESULT_SUCCESS;
 }
 
 ze_result_t zoCommandQueueDestroy(ze_command_queue_handle_t q) {
   if (!q) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   clFinish(q->cl);
+  if (q->last) clReleaseEvent(q->last);
   clReleaseCommandQueue(q->cl);
   delete q;
   return ZE_RESULT_SUCCESS;
 }
 
 ze_result_t zoCommandQueueExecuteCommandLists(ze_command_queue_handle_t q, uint32_t n,
-                                              ze_command_list_handle_t* lists, ze_fence_handle_t fence) {
+                                              ze_command_list_handle_t* lists,
+                                              ze_fence_handle_t fence) {
   if (!q) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!lists) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   if (n == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
@@ -190,15 +223,17 @@ ze_result_t zoCommandQueueExecuteCommandLists(ze_command_queue_handle_t q, uint3
     if (!lists[i]) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (lists[i]->immediate || !lists[i]->closed) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
   }
+  std::lock_guard<std::mutex> lock(q->mutex);
   for (uint32_t i = 0; i < n; ++i)
     for (const Command& c : lists[i]->commands)
-      if (ze_result_t r = enqueue(q->cl, c); r != ZE_RESULT_SUCCESS) return r;
+      if (ze_result_t r = enqueue(q->cl, c, &q->last); r != ZE_RESULT_SUCCESS) return r;
   if (fence) {
     std::lock_guard<std::mutex> lock(fence->mutex);
     if (fence->marker) clReleaseEvent(fence->marker);
     fence->marker = nullptr;
     fence->signaled = false;
-    if (cl_int err = clEnqueueMarkerWithWaitList(q->cl, 0, nullptr, &fence->marker); err != CL_SUCCESS)
+    if (cl_int err = clEnqueueMarkerWithWaitList(q->cl, 0, nullptr, &fence->marker);
+        err != CL_SUCCESS)
       return from_cl(err);
   }
   if (q->synchronous) return from_cl(clFinish(q->cl));
@@ -216,7 +251,8 @@ ze_result_t zoCommandQueueSynchronize(ze_command_queue_handle_t q, uint64_t time
   clFlush(q->cl);
   const uint64_t deadline = monotonic_raw_ns() + timeout;
   bool done;
-  while (!(done = source_complete(marker)) && monotonic_raw_ns() < deadline) std::this_thread::yield();
+  while (!(done = source_complete(marker)) && monotonic_raw_ns() < deadline)
+    std::this_thread::yield();
   clReleaseEvent(marker);
   return done ? ZE_RESULT_SUCCESS : ZE_RESULT_NOT_READY;
 }
@@ -254,6 +290,7 @@ ze_result_t zoCommandListDestroy(ze_command_list_handle_t l) {
   if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (l->immediate) {
     clFinish(l->immediate);
+    if (l->last) clReleaseEvent(l->last);
     clReleaseCommandQueue(l->immediate);
   }
   delete l;
@@ -296,9 +333,10 @@ ze_result_t zoCommandListAppendMemoryCopy(ze_command_list_handle_t l, void* dst,
   return append(l, std::move(c), nwait, waits);
 }
 
-ze_result_t zoCommandListAppendMemoryFill(ze_command_list_handle_t l, void* ptr, const void* pattern,
-                                          size_t pattern_size, size_t size, ze_event_handle_t signal,
-                                          uint32_t nwait, ze_event_handle_t* waits) {
+ze_result_t zoCommandListAppendMemoryFill(ze_command_list_handle_t l, void* ptr,
+                                          const void* pattern, size_t pattern_size, size_t size,
+                                          ze_event_handle_t signal, uint32_t nwait,
+                                          ze_event_handle_t* waits) {
   if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!ptr || !pattern) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   if (pattern_size == 0 || pattern_size > 128 || (pattern_size & (pattern_size - 1)))
@@ -307,7 +345,8 @@ ze_result_t zoCommandListAppendMemoryFill(ze_command_list_handle_t l, void* ptr,
   Command c(Command::kFill);
   c.dst = ptr;
   c.size = size;
-  c.pattern.assign(static_cast<const uint8_t*>(pattern), static_cast<const uint8_t*>(pattern) + pattern_size);
+  c.pattern.assign(static_cast<const uint8_t*>(pattern),
+                   static_cast<const uint8_t*>(pattern) + pattern_size);
   c.signal = signal;
   if (size == 0) c.kind = Command::kBarrier;
   return append(l, std::move(c), nwait, waits);
@@ -320,15 +359,17 @@ ze_result_t zoCommandListAppendSignalEvent(ze_command_list_handle_t l, ze_event_
   return append(l, std::move(c), 0, nullptr);
 }
 
-ze_result_t zoCommandListAppendWaitOnEvents(ze_command_list_handle_t l, uint32_t n, ze_event_handle_t* events) {
+ze_result_t zoCommandListAppendWaitOnEvents(ze_command_list_handle_t l, uint32_t n,
+                                            ze_event_handle_t* events) {
   if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!events) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   return append(l, Command(Command::kBarrier), n, events);
 }
 
 ze_result_t zoCommandListAppendLaunchKernel(ze_command_list_handle_t l, ze_kernel_handle_t k,
-                                            const ze_group_count_t* groups, ze_event_handle_t signal,
-                                            uint32_t nwait, ze_event_handle_t* waits) {
+                                            const ze_group_count_t* groups,
+                                            ze_event_handle_t signal, uint32_t nwait,
+                                            ze_event_handle_t* waits) {
   if (!l || !k) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!groups) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   Command c(Command::kLaunch);
@@ -353,7 +394,8 @@ ze_result_t zoEventPoolCreate(ze_context_handle_t c, const ze_event_pool_desc_t*
   if (!c) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!desc || !out) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   if (desc->count == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
-  *out = new _ze_event_pool_handle_t{c, desc->count, (desc->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP) != 0};
+  *out = new _ze_event_pool_handle_t{c, desc->count,
+                                     (desc->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP) != 0};
   return ZE_RESULT_SUCCESS;
 }
 
@@ -363,7 +405,8 @@ ze_result_t zoEventPoolDestroy(ze_event_pool_handle_t p) {
   return ZE_RESULT_SUCCESS;
 }
 
-ze_result_t zoEventCreate(ze_event_pool_handle_t p, const ze_event_desc_t* desc, ze_event_handle_t* out) {
+ze_result_t zoEventCreate(ze_event_pool_handle_t p, const ze_event_desc_t* desc,
+                          ze_event_handle_t* out) {
   if (!p) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!desc || !out) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   if (desc->index >= p->count) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
@@ -418,6 +461,8 @@ ze_result_t zoEventHostSignal(ze_event_handle_t e) {
   {
     std::lock_guard<std::mutex> lock(e->mutex);
     e->signaled = true;
+    e->start_ns = e->end_ns = monotonic_raw_ns();  // a host signal happens now
+    e->have_timestamps = true;
     if (e->early) clSetUserEventStatus(e->early, CL_COMPLETE);
   }
   e->cv.notify_all();
@@ -457,7 +502,8 @@ ze_result_t zoEventHostSynchronize(ze_event_handle_t e, uint64_t timeout) {
   if (timeout == UINT64_MAX) {
     clWaitForEvents(1, &src);
   } else {
-    while (!(done = source_complete(src)) && monotonic_raw_ns() < deadline) std::this_thread::yield();
+    while (!(done = source_complete(src)) && monotonic_raw_ns() < deadline)
+      std::this_thread::yield();
   }
   lock.lock();
   if (done && e->source == src) e->signaled = true;
@@ -480,8 +526,9 @@ ze_result_t zoEventQueryKernelTimestamp(ze_event_handle_t e, ze_kernel_timestamp
   if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!out) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   std::lock_guard<std::mutex> lock(e->mutex);
-  if (!e->pool->timestamps || !e->source) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-  if (!source_complete(e->source)) return ZE_RESULT_NOT_READY;
+  if (!e->pool->timestamps) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  if (!e->have_timestamps && !e->source) return e->signaled ? ZE_RESULT_ERROR_INVALID_ARGUMENT : ZE_RESULT_NOT_READY;
+  if (!e->have_timestamps && !source_complete(e->source)) return ZE_RESULT_NOT_READY;
   if (!e->have_timestamps) {
     cl_ulong start = 0, end = 0;
     clGetEventProfilingInfo(e->source, CL_PROFILING_COMMAND_START, sizeof(start), &start, nullptr);
@@ -496,7 +543,8 @@ ze_result_t zoEventQueryKernelTimestamp(ze_event_handle_t e, ze_kernel_timestamp
 }
 
 // ---- fences ------------------------------------------------------------------------------
-ze_result_t zoFenceCreate(ze_command_queue_handle_t q, const ze_fence_desc_t* desc, ze_fence_handle_t* out) {
+ze_result_t zoFenceCreate(ze_command_queue_handle_t q, const ze_fence_desc_t* desc,
+                          ze_fence_handle_t* out) {
   if (!q) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!desc || !out) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   auto* f = new _ze_fence_handle_t;
@@ -526,7 +574,8 @@ ze_result_t zoFenceHostSynchronize(ze_fence_handle_t f, uint64_t timeout) {
   {
     std::lock_guard<std::mutex> lock(f->mutex);
     if (f->signaled) return ZE_RESULT_SUCCESS;
-    if (!f->marker) return timeout == UINT64_MAX ? ZE_RESULT_ERROR_INVALID_ARGUMENT : ZE_RESULT_NOT_READY;
+    if (!f->marker)
+      return timeout == UINT64_MAX ? ZE_RESULT_ERROR_INVALID_ARGUMENT : ZE_RESULT_NOT_READY;
     m = f->marker;
     clRetainEvent(m);
   }

@@ -20,7 +20,8 @@ std::remove_pointer_t<ze_pfnDeviceGetSubDevices_t> zoDeviceGetSubDevices;
 std::remove_pointer_t<ze_pfnDeviceGetProperties_t> zoDeviceGetProperties;
 std::remove_pointer_t<ze_pfnDeviceGetComputeProperties_t> zoDeviceGetComputeProperties;
 std::remove_pointer_t<ze_pfnDeviceGetModuleProperties_t> zoDeviceGetModuleProperties;
-std::remove_pointer_t<ze_pfnDeviceGetCommandQueueGroupProperties_t> zoDeviceGetCommandQueueGroupProperties;
+std::remove_pointer_t<ze_pfnDeviceGetCommandQueueGroupProperties_t>
+    zoDeviceGetCommandQueueGroupProperties;
 std::remove_pointer_t<ze_pfnDeviceGetMemoryProperties_t> zoDeviceGetMemoryProperties;
 std::remove_pointer_t<ze_pfnDeviceGetMemoryAccessProperties_t> zoDeviceGetMemoryAccessProperties;
 std::remove_pointer_t<ze_pfnDeviceGetCacheProperties_t> zoDeviceGetCacheProperties;
@@ -81,17 +82,20 @@ std::remove_pointer_t<ze_pfnMemGetAddressRange_t> zoMemGetAddressRange;
 
 namespace {
 
-bool compatible(ze_api_version_t v) { return ZE_MAJOR_VERSION(v) == ZE_MAJOR_VERSION(ZE_API_VERSION_CURRENT); }
+bool compatible(ze_api_version_t v) {
+  return ZE_MAJOR_VERSION(v) == ZE_MAJOR_VERSION(ZE_API_VERSION_CURRENT);
+}
 
 }  // namespace
 
-#define ZO_CHECK_TABLE(t)                                       \
-  if (!(t)) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;        \
+#define ZO_CHECK_TABLE(t)                                \
+  if (!(t)) return ZE_RESULT_ERROR_INVALID_NULL_POINTER; \
   if (!compatible(version)) return ZE_RESULT_ERROR_UNSUPPORTED_VERSION
 
 extern "C" {
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetCommandListProcAddrTable(ze_api_version_t version, ze_command_list_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetCommandListProcAddrTable(ze_api_version_t version,
+                                                                  ze_command_list_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   t->pfnCreate = zoCommandListCreate;
   t->pfnCreateImmediate = zoCommandListCreateImmediate;
@@ -107,7 +111,8 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetCommandListProcAddrTable(ze_api_version
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetCommandQueueProcAddrTable(ze_api_version_t version, ze_command_queue_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetCommandQueueProcAddrTable(ze_api_version_t version,
+                                                                   ze_command_queue_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   t->pfnCreate = zoCommandQueueCreate;
   t->pfnDestroy = zoCommandQueueDestroy;
@@ -116,7 +121,8 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetCommandQueueProcAddrTable(ze_api_versio
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetContextProcAddrTable(ze_api_version_t version, ze_context_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetContextProcAddrTable(ze_api_version_t version,
+                                                              ze_context_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   t->pfnCreate = zoContextCreate;
   t->pfnDestroy = zoContextDestroy;
@@ -124,12 +130,14 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetContextProcAddrTable(ze_api_version_t v
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetDeviceExpProcAddrTable(ze_api_version_t version, ze_device_exp_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetDeviceExpProcAddrTable(ze_api_version_t version,
+                                                                ze_device_exp_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetDeviceProcAddrTable(ze_api_version_t version, ze_device_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetDeviceProcAddrTable(ze_api_version_t version,
+                                                             ze_device_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   t->pfnGet = zoDeviceGet;
   t->pfnGetSubDevices = zoDeviceGetSubDevices;
@@ -147,7 +155,8 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetDeviceProcAddrTable(ze_api_version_t ve
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetDriverProcAddrTable(ze_api_version_t version, ze_driver_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetDriverProcAddrTable(ze_api_version_t version,
+                                                             ze_driver_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   t->pfnGet = zoDriverGet;
   t->pfnGetApiVersion = zoDriverGetApiVersion;
@@ -157,19 +166,22 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetDriverProcAddrTable(ze_api_version_t ve
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetEventExpProcAddrTable(ze_api_version_t version, ze_event_exp_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetEventExpProcAddrTable(ze_api_version_t version,
+                                                               ze_event_exp_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetEventPoolProcAddrTable(ze_api_version_t version, ze_event_pool_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetEventPoolProcAddrTable(ze_api_version_t version,
+                                                                ze_event_pool_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   t->pfnCreate = zoEventPoolCreate;
   t->pfnDestroy = zoEventPoolDestroy;
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetEventProcAddrTable(ze_api_version_t version, ze_event_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetEventProcAddrTable(ze_api_version_t version,
+                                                            ze_event_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   t->pfnCreate = zoEventCreate;
   t->pfnDestroy = zoEventDestroy;
@@ -181,17 +193,20 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetEventProcAddrTable(ze_api_version_t ver
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetFabricEdgeExpProcAddrTable(ze_api_version_t version, ze_fabric_edge_exp_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zeGetFabricEdgeExpProcAddrTable(ze_api_version_t version, ze_fabric_edge_exp_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetFabricVertexExpProcAddrTable(ze_api_version_t version, ze_fabric_vertex_exp_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zeGetFabricVertexExpProcAddrTable(ze_api_version_t version, ze_fabric_vertex_exp_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetFenceProcAddrTable(ze_api_version_t version, ze_fence_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetFenceProcAddrTable(ze_api_version_t version,
+                                                            ze_fence_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   t->pfnCreate = zoFenceCreate;
   t->pfnDestroy = zoFenceDestroy;
@@ -201,28 +216,33 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetFenceProcAddrTable(ze_api_version_t ver
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetGlobalProcAddrTable(ze_api_version_t version, ze_global_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetGlobalProcAddrTable(ze_api_version_t version,
+                                                             ze_global_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   t->pfnInit = zoInit;
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetImageExpProcAddrTable(ze_api_version_t version, ze_image_exp_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetImageExpProcAddrTable(ze_api_version_t version,
+                                                               ze_image_exp_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetImageProcAddrTable(ze_api_version_t version, ze_image_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetImageProcAddrTable(ze_api_version_t version,
+                                                            ze_image_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetKernelExpProcAddrTable(ze_api_version_t version, ze_kernel_exp_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetKernelExpProcAddrTable(ze_api_version_t version,
+                                                                ze_kernel_exp_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetKernelProcAddrTable(ze_api_version_t version, ze_kernel_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetKernelProcAddrTable(ze_api_version_t version,
+                                                             ze_kernel_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   t->pfnCreate = zoKernelCreate;
   t->pfnDestroy = zoKernelDestroy;
@@ -234,7 +254,8 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetKernelProcAddrTable(ze_api_version_t ve
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetMemProcAddrTable(ze_api_version_t version, ze_mem_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetMemProcAddrTable(ze_api_version_t version,
+                                                          ze_mem_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   t->pfnAllocShared = zoMemAllocShared;
   t->pfnAllocDevice = zoMemAllocDevice;
@@ -245,14 +266,16 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetMemProcAddrTable(ze_api_version_t versi
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetModuleBuildLogProcAddrTable(ze_api_version_t version, ze_module_build_log_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zeGetModuleBuildLogProcAddrTable(ze_api_version_t version, ze_module_build_log_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   t->pfnDestroy = zoModuleBuildLogDestroy;
   t->pfnGetString = zoModuleBuildLogGetString;
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetModuleProcAddrTable(ze_api_version_t version, ze_module_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetModuleProcAddrTable(ze_api_version_t version,
+                                                             ze_module_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   t->pfnCreate = zoModuleCreate;
   t->pfnDestroy = zoModuleDestroy;
@@ -260,167 +283,200 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetModuleProcAddrTable(ze_api_version_t ve
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetPhysicalMemProcAddrTable(ze_api_version_t version, ze_physical_mem_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetPhysicalMemProcAddrTable(ze_api_version_t version,
+                                                                  ze_physical_mem_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetSamplerProcAddrTable(ze_api_version_t version, ze_sampler_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetSamplerProcAddrTable(ze_api_version_t version,
+                                                              ze_sampler_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetVirtualMemProcAddrTable(ze_api_version_t version, ze_virtual_mem_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetVirtualMemProcAddrTable(ze_api_version_t version,
+                                                                 ze_virtual_mem_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetCommandListProcAddrTable(ze_api_version_t version, zet_command_list_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetCommandListProcAddrTable(ze_api_version_t version,
+                                                                   zet_command_list_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetContextProcAddrTable(ze_api_version_t version, zet_context_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetContextProcAddrTable(ze_api_version_t version,
+                                                               zet_context_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetDebugProcAddrTable(ze_api_version_t version, zet_debug_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetDebugProcAddrTable(ze_api_version_t version,
+                                                             zet_debug_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetDeviceProcAddrTable(ze_api_version_t version, zet_device_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetDeviceProcAddrTable(ze_api_version_t version,
+                                                              zet_device_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetKernelProcAddrTable(ze_api_version_t version, zet_kernel_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetKernelProcAddrTable(ze_api_version_t version,
+                                                              zet_kernel_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetMetricGroupExpProcAddrTable(ze_api_version_t version, zet_metric_group_exp_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zetGetMetricGroupExpProcAddrTable(ze_api_version_t version, zet_metric_group_exp_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetMetricGroupProcAddrTable(ze_api_version_t version, zet_metric_group_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetMetricGroupProcAddrTable(ze_api_version_t version,
+                                                                   zet_metric_group_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetMetricProcAddrTable(ze_api_version_t version, zet_metric_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetMetricProcAddrTable(ze_api_version_t version,
+                                                              zet_metric_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetMetricQueryPoolProcAddrTable(ze_api_version_t version, zet_metric_query_pool_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zetGetMetricQueryPoolProcAddrTable(ze_api_version_t version, zet_metric_query_pool_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetMetricQueryProcAddrTable(ze_api_version_t version, zet_metric_query_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetMetricQueryProcAddrTable(ze_api_version_t version,
+                                                                   zet_metric_query_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetMetricStreamerProcAddrTable(ze_api_version_t version, zet_metric_streamer_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zetGetMetricStreamerProcAddrTable(ze_api_version_t version, zet_metric_streamer_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetModuleProcAddrTable(ze_api_version_t version, zet_module_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetModuleProcAddrTable(ze_api_version_t version,
+                                                              zet_module_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetTracerExpProcAddrTable(ze_api_version_t version, zet_tracer_exp_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zetGetTracerExpProcAddrTable(ze_api_version_t version,
+                                                                 zet_tracer_exp_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetDeviceProcAddrTable(ze_api_version_t version, zes_device_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetDeviceProcAddrTable(ze_api_version_t version,
+                                                              zes_device_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetDiagnosticsProcAddrTable(ze_api_version_t version, zes_diagnostics_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetDiagnosticsProcAddrTable(ze_api_version_t version,
+                                                                   zes_diagnostics_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetDriverProcAddrTable(ze_api_version_t version, zes_driver_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetDriverProcAddrTable(ze_api_version_t version,
+                                                              zes_driver_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetEngineProcAddrTable(ze_api_version_t version, zes_engine_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetEngineProcAddrTable(ze_api_version_t version,
+                                                              zes_engine_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetFabricPortProcAddrTable(ze_api_version_t version, zes_fabric_port_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetFabricPortProcAddrTable(ze_api_version_t version,
+                                                                  zes_fabric_port_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetFanProcAddrTable(ze_api_version_t version, zes_fan_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetFanProcAddrTable(ze_api_version_t version,
+                                                           zes_fan_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetFirmwareProcAddrTable(ze_api_version_t version, zes_firmware_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetFirmwareProcAddrTable(ze_api_version_t version,
+                                                                zes_firmware_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetFrequencyProcAddrTable(ze_api_version_t version, zes_frequency_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetFrequencyProcAddrTable(ze_api_version_t version,
+                                                                 zes_frequency_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetLedProcAddrTable(ze_api_version_t version, zes_led_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetLedProcAddrTable(ze_api_version_t version,
+                                                           zes_led_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetMemoryProcAddrTable(ze_api_version_t version, zes_memory_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetMemoryProcAddrTable(ze_api_version_t version,
+                                                              zes_memory_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetPerformanceFactorProcAddrTable(ze_api_version_t version, zes_performance_factor_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetPerformanceFactorProcAddrTable(
+    ze_api_version_t version, zes_performance_factor_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetPowerProcAddrTable(ze_api_version_t version, zes_power_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetPowerProcAddrTable(ze_api_version_t version,
+                                                             zes_power_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetPsuProcAddrTable(ze_api_version_t version, zes_psu_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetPsuProcAddrTable(ze_api_version_t version,
+                                                           zes_psu_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetRasProcAddrTable(ze_api_version_t version, zes_ras_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetRasProcAddrTable(ze_api_version_t version,
+                                                           zes_ras_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetSchedulerProcAddrTable(ze_api_version_t version, zes_scheduler_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetSchedulerProcAddrTable(ze_api_version_t version,
+                                                                 zes_scheduler_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetStandbyProcAddrTable(ze_api_version_t version, zes_standby_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetStandbyProcAddrTable(ze_api_version_t version,
+                                                               zes_standby_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }
 
-ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetTemperatureProcAddrTable(ze_api_version_t version, zes_temperature_dditable_t* t) {
+ZE_DLLEXPORT ze_result_t ZE_APICALL zesGetTemperatureProcAddrTable(ze_api_version_t version,
+                                                                   zes_temperature_dditable_t* t) {
   ZO_CHECK_TABLE(t);
   return ZE_RESULT_SUCCESS;
 }

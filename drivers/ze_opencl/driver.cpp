@@ -22,10 +22,20 @@ uint64_t parse_bytes(const char* s) {
   double mult = 1;
   if (end && *end) {
     switch (*end) {
-      case 'k': case 'K': mult = 1024.0; break;
-      case 'm': case 'M': mult = 1024.0 * 1024; break;
-      case 'g': case 'G': mult = 1024.0 * 1024 * 1024; break;
-      default: break;
+      case 'k':
+      case 'K':
+        mult = 1024.0;
+        break;
+      case 'm':
+      case 'M':
+        mult = 1024.0 * 1024;
+        break;
+      case 'g':
+      case 'G':
+        mult = 1024.0 * 1024 * 1024;
+        break;
+      default:
+        break;
     }
   }
   return v > 0 ? static_cast<uint64_t>(v * mult) : 0;
@@ -95,11 +105,13 @@ void init_once() {
       d->ordinal = i;
       d->name = "OpenCL CPU device via ze_opencl: " + cl_name + " (" + version + ")";
       d->total_memory = total;
-      d->max_alloc = std::min<uint64_t>(total, device_value<cl_ulong>(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
+      d->max_alloc =
+          std::min<uint64_t>(total, device_value<cl_ulong>(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
       d->fp16_config = device_value<cl_device_fp_config>(dev, CL_DEVICE_HALF_FP_CONFIG);
       d->fp32_config = device_value<cl_device_fp_config>(dev, CL_DEVICE_SINGLE_FP_CONFIG);
-      d->fp64_config =
-          settings().hide_fp64 ? 0 : device_value<cl_device_fp_config>(dev, CL_DEVICE_DOUBLE_FP_CONFIG);
+      d->fp64_config = settings().hide_fp64
+                           ? 0
+                           : device_value<cl_device_fp_config>(dev, CL_DEVICE_DOUBLE_FP_CONFIG);
       d->fp64 = d->fp64_config != 0;
       drv->devices.push_back(std::move(d));
     }
@@ -145,19 +157,29 @@ const Settings& settings() {
 
 ze_result_t from_cl(cl_int err) {
   switch (err) {
-    case CL_SUCCESS: return ZE_RESULT_SUCCESS;
-    case CL_OUT_OF_HOST_MEMORY: return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    case CL_SUCCESS:
+      return ZE_RESULT_SUCCESS;
+    case CL_OUT_OF_HOST_MEMORY:
+      return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
     case CL_MEM_OBJECT_ALLOCATION_FAILURE:
-    case CL_OUT_OF_RESOURCES: return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
+    case CL_OUT_OF_RESOURCES:
+      return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
     case CL_INVALID_WORK_GROUP_SIZE:
-    case CL_INVALID_WORK_ITEM_SIZE: return ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION;
-    case CL_INVALID_KERNEL_ARGS: return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
-    case CL_INVALID_ARG_SIZE: return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
-    case CL_INVALID_ARG_INDEX: return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
-    case CL_INVALID_KERNEL_NAME: return ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
+    case CL_INVALID_WORK_ITEM_SIZE:
+      return ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION;
+    case CL_INVALID_KERNEL_ARGS:
+      return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
+    case CL_INVALID_ARG_SIZE:
+      return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
+    case CL_INVALID_ARG_INDEX:
+      return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
+    case CL_INVALID_KERNEL_NAME:
+      return ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
     case CL_BUILD_PROGRAM_FAILURE:
-    case CL_INVALID_BINARY: return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
-    default: return ZE_RESULT_ERROR_UNKNOWN;
+    case CL_INVALID_BINARY:
+      return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
+    default:
+      return ZE_RESULT_ERROR_UNKNOWN;
   }
 }
 
@@ -168,7 +190,8 @@ using namespace ze_opencl;
 // ---- driver ------------------------------------------------------------------------------
 // The loader calls zeInit more than once; the work happens on the first call.
 ze_result_t zoInit(ze_init_flags_t flags) {
-  if (flags & ~(ZE_INIT_FLAG_GPU_ONLY | ZE_INIT_FLAG_VPU_ONLY)) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+  if (flags & ~(ZE_INIT_FLAG_GPU_ONLY | ZE_INIT_FLAG_VPU_ONLY))
+    return ZE_RESULT_ERROR_INVALID_ENUMERATION;
   std::call_once(g_init_once, init_once);
   return g_init_result;
 }
@@ -274,12 +297,14 @@ ze_result_t zoDeviceGetComputeProperties(ze_device_handle_t d, ze_device_compute
   if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   size_t items[3] = {1, 1, 1};
   clGetDeviceInfo(d->cl, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(items), items, nullptr);
-  p->maxTotalGroupSize = static_cast<uint32_t>(device_value<size_t>(d->cl, CL_DEVICE_MAX_WORK_GROUP_SIZE));
+  p->maxTotalGroupSize =
+      static_cast<uint32_t>(device_value<size_t>(d->cl, CL_DEVICE_MAX_WORK_GROUP_SIZE));
   p->maxGroupSizeX = static_cast<uint32_t>(items[0]);
   p->maxGroupSizeY = static_cast<uint32_t>(items[1]);
   p->maxGroupSizeZ = static_cast<uint32_t>(items[2]);
   p->maxGroupCountX = p->maxGroupCountY = p->maxGroupCountZ = UINT32_MAX;
-  p->maxSharedLocalMemory = static_cast<uint32_t>(device_value<cl_ulong>(d->cl, CL_DEVICE_LOCAL_MEM_SIZE));
+  p->maxSharedLocalMemory =
+      static_cast<uint32_t>(device_value<cl_ulong>(d->cl, CL_DEVICE_LOCAL_MEM_SIZE));
   p->numSubGroupSizes = 1;  // no sub-groups on PoCL's CPU device: each work-item is its own
   std::fill(std::begin(p->subGroupSizes), std::end(p->subGroupSizes), 0u);
   p->subGroupSizes[0] = 1;
@@ -295,8 +320,10 @@ ze_result_t zoDeviceGetModuleProperties(ze_device_handle_t d, ze_device_module_p
   p->fp16flags = fp_flags(d->fp16_config);
   p->fp32flags = fp_flags(d->fp32_config);
   p->fp64flags = fp_flags(d->fp64_config);
-  p->maxArgumentsSize = static_cast<uint32_t>(device_value<size_t>(d->cl, CL_DEVICE_MAX_PARAMETER_SIZE));
-  p->printfBufferSize = static_cast<uint32_t>(device_value<size_t>(d->cl, CL_DEVICE_PRINTF_BUFFER_SIZE));
+  p->maxArgumentsSize =
+      static_cast<uint32_t>(device_value<size_t>(d->cl, CL_DEVICE_MAX_PARAMETER_SIZE));
+  p->printfBufferSize =
+      static_cast<uint32_t>(device_value<size_t>(d->cl, CL_DEVICE_PRINTF_BUFFER_SIZE));
   std::memset(p->nativeKernelSupported.id, 0, ZE_MAX_NATIVE_KERNEL_UUID_SIZE);
   return ZE_RESULT_SUCCESS;
 }
@@ -310,7 +337,8 @@ ze_result_t zoDeviceGetCommandQueueGroupProperties(ze_device_handle_t d, uint32_
     return ZE_RESULT_SUCCESS;
   }
   *count = 1;
-  p[0].flags = ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
+  p[0].flags =
+      ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
   p[0].maxMemoryFillPatternSize = 128;
   p[0].numQueues = 1;
   return ZE_RESULT_SUCCESS;
@@ -329,7 +357,8 @@ ze_result_t zoDeviceGetMemoryProperties(ze_device_handle_t d, uint32_t* count,
   p[0].maxClockRate = 0;
   p[0].maxBusWidth = 0;
   p[0].totalSize = d->total_memory;
-  copy_name(p[0].name, ZE_MAX_DEVICE_NAME, settings().memory_cap ? "host memory (capped)" : "host memory");
+  copy_name(p[0].name, ZE_MAX_DEVICE_NAME,
+            settings().memory_cap ? "host memory (capped)" : "host memory");
   return ZE_RESULT_SUCCESS;
 }
 
@@ -338,14 +367,16 @@ ze_result_t zoDeviceGetMemoryAccessProperties(ze_device_handle_t d,
   if (!d) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   const auto rw = ZE_MEMORY_ACCESS_CAP_FLAG_RW | ZE_MEMORY_ACCESS_CAP_FLAG_ATOMIC |
-                  ZE_MEMORY_ACCESS_CAP_FLAG_CONCURRENT | ZE_MEMORY_ACCESS_CAP_FLAG_CONCURRENT_ATOMIC;
+                  ZE_MEMORY_ACCESS_CAP_FLAG_CONCURRENT |
+                  ZE_MEMORY_ACCESS_CAP_FLAG_CONCURRENT_ATOMIC;
   p->hostAllocCapabilities = p->deviceAllocCapabilities = rw;
   p->sharedSingleDeviceAllocCapabilities = p->sharedCrossDeviceAllocCapabilities = rw;
   p->sharedSystemAllocCapabilities = rw;
   return ZE_RESULT_SUCCESS;
 }
 
-ze_result_t zoDeviceGetCacheProperties(ze_device_handle_t d, uint32_t* count, ze_device_cache_properties_t*) {
+ze_result_t zoDeviceGetCacheProperties(ze_device_handle_t d, uint32_t* count,
+                                       ze_device_cache_properties_t*) {
   if (!d) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!count) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   *count = 0;
@@ -379,7 +410,8 @@ ze_result_t zoDeviceGetGlobalTimestamps(ze_device_handle_t d, uint64_t* host, ui
 }
 
 // ---- contexts ----------------------------------------------------------------------------
-ze_result_t zoContextCreate(ze_driver_handle_t d, const ze_context_desc_t* desc, ze_context_handle_t* out) {
+ze_result_t zoContextCreate(ze_driver_handle_t d, const ze_context_desc_t* desc,
+                            ze_context_handle_t* out) {
   if (!d) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!desc || !out) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   cl_int err = CL_SUCCESS;
@@ -460,8 +492,8 @@ ze_result_t allocate(ze_context_handle_t c, ze_memory_type_t type, ze_device_han
 
 }  // namespace
 
-ze_result_t zoMemAllocDevice(ze_context_handle_t c, const ze_device_mem_alloc_desc_t* desc, size_t size,
-                             size_t alignment, ze_device_handle_t dev, void** out) {
+ze_result_t zoMemAllocDevice(ze_context_handle_t c, const ze_device_mem_alloc_desc_t* desc,
+                             size_t size, size_t alignment, ze_device_handle_t dev, void** out) {
   if (!dev) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!desc) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   return allocate(c, ZE_MEMORY_TYPE_DEVICE, dev, size, alignment, out);
@@ -509,7 +541,8 @@ ze_result_t zoMemGetAllocProperties(ze_context_handle_t c, const void* ptr,
   return ZE_RESULT_SUCCESS;
 }
 
-ze_result_t zoMemGetAddressRange(ze_context_handle_t c, const void* ptr, void** base, size_t* size) {
+ze_result_t zoMemGetAddressRange(ze_context_handle_t c, const void* ptr, void** base,
+                                 size_t* size) {
   if (!c) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!ptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   std::lock_guard<std::mutex> lock(c->mutex);

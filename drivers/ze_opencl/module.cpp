@@ -78,7 +78,8 @@ bool translate(const uint8_t* spirv, size_t n, std::string* bitcode, std::string
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    std::vector<std::string> argv_s = {settings().translator, "-r", "--spirv-target-env=CL1.2", in, "-o", out};
+    std::vector<std::string> argv_s = {
+        settings().translator, "-r", "--spirv-target-env=CL1.2", in, "-o", out};
     std::vector<char*> argv;
     for (auto& s : argv_s) argv.push_back(s.data());
     argv.push_back(nullptr);
@@ -91,10 +92,12 @@ bool translate(const uint8_t* spirv, size_t n, std::string* bitcode, std::string
     } else {
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
-      ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && read_file(out, bitcode) && !bitcode->empty();
+      ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && read_file(out, bitcode) &&
+           !bitcode->empty();
       if (!ok) {
         read_file(err, log);
-        *log = "ze_opencl: SPIR-V translation failed: " + (log->empty() ? std::string("(no output)") : *log);
+        *log = "ze_opencl: SPIR-V translation failed: " +
+               (log->empty() ? std::string("(no output)") : *log);
       }
     }
     posix_spawn_file_actions_destroy(&fa);
@@ -106,7 +109,8 @@ bool translate(const uint8_t* spirv, size_t n, std::string* bitcode, std::string
   if (ok && !dir.empty()) {  // write then rename: concurrent processes never read half a file
     make_dirs(dir);
     const std::string part = cached + "." + std::to_string(getpid()) + ".part";
-    if (write_file(part, bitcode->data(), bitcode->size())) std::rename(part.c_str(), cached.c_str());
+    if (write_file(part, bitcode->data(), bitcode->size()))
+      std::rename(part.c_str(), cached.c_str());
   }
   return ok;
 }
@@ -127,7 +131,12 @@ std::map<std::string, std::vector<cl_kernel_arg_address_qualifier>> parse_kernel
     const uint8_t* bytes, size_t n) {
   std::vector<uint32_t> w(n / 4);
   std::memcpy(w.data(), bytes, w.size() * 4);
-  enum : uint32_t { kOpEntryPoint = 15, kOpTypePointer = 32, kOpFunction = 54, kOpFunctionParameter = 55 };
+  enum : uint32_t {
+    kOpEntryPoint = 15,
+    kOpTypePointer = 32,
+    kOpFunction = 54,
+    kOpFunctionParameter = 55
+  };
   std::map<uint32_t, uint32_t> pointer_class;  // type id -> storage class
   std::map<uint32_t, std::string> entry_name;  // function id -> kernel name
   std::map<std::string, std::vector<cl_kernel_arg_address_qualifier>> out;
@@ -146,9 +155,12 @@ std::map<std::string, std::vector<cl_kernel_arg_address_qualifier>> parse_kernel
       auto it = pointer_class.find(w[i + 1]);
       cl_kernel_arg_address_qualifier q = CL_KERNEL_ARG_ADDRESS_PRIVATE;
       if (it != pointer_class.end()) {
-        if (it->second == 4) q = CL_KERNEL_ARG_ADDRESS_LOCAL;         // Workgroup
-        else if (it->second == 0) q = CL_KERNEL_ARG_ADDRESS_CONSTANT; // UniformConstant
-        else if (it->second == 5 || it->second == 8) q = CL_KERNEL_ARG_ADDRESS_GLOBAL;
+        if (it->second == 4)
+          q = CL_KERNEL_ARG_ADDRESS_LOCAL;  // Workgroup
+        else if (it->second == 0)
+          q = CL_KERNEL_ARG_ADDRESS_CONSTANT;  // UniformConstant
+        else if (it->second == 5 || it->second == 8)
+          q = CL_KERNEL_ARG_ADDRESS_GLOBAL;
       }
       params->push_back(q);
     }
@@ -163,15 +175,17 @@ void give_log(ze_module_build_log_handle_t* out, std::string text) {
 
 }  // namespace
 
-ze_result_t zoModuleCreate(ze_context_handle_t c, ze_device_handle_t d, const ze_module_desc_t* desc,
-                           ze_module_handle_t* out, ze_module_build_log_handle_t* log_out) {
+ze_result_t zoModuleCreate(ze_context_handle_t c, ze_device_handle_t d,
+                           const ze_module_desc_t* desc, ze_module_handle_t* out,
+                           ze_module_build_log_handle_t* log_out) {
   if (!c || !d) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!desc || !out) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   if (log_out) *log_out = nullptr;
   if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
   if (!desc->pInputModule) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   if (desc->inputSize == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
-  if (desc->pConstants && desc->pConstants->numConstants > 0) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+  if (desc->pConstants && desc->pConstants->numConstants > 0)
+    return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
   std::string bitcode, log;
   if (!translate(desc->pInputModule, desc->inputSize, &bitcode, &log)) {
     give_log(log_out, log);
@@ -182,17 +196,21 @@ ze_result_t zoModuleCreate(ze_context_handle_t c, ze_device_handle_t d, const ze
   cl_int status = CL_SUCCESS, err = CL_SUCCESS;
   cl_program prog = clCreateProgramWithBinary(c->cl, 1, &d->cl, &len, &bin, &status, &err);
   if (err != CL_SUCCESS) {
-    give_log(log_out, "ze_opencl: OpenCL rejected the translated module (error " + std::to_string(err) + ")");
+    give_log(log_out, "ze_opencl: OpenCL rejected the translated module (error " +
+                          std::to_string(err) + ")");
     return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
   }
-  err = clBuildProgram(prog, 1, &d->cl, desc->pBuildFlags ? desc->pBuildFlags : "", nullptr, nullptr);
+  err =
+      clBuildProgram(prog, 1, &d->cl, desc->pBuildFlags ? desc->pBuildFlags : "", nullptr, nullptr);
   if (err != CL_SUCCESS) {
-    give_log(log_out, "ze_opencl: build failed (error " + std::to_string(err) + "): " + build_log(prog, d->cl));
+    give_log(log_out, "ze_opencl: build failed (error " + std::to_string(err) +
+                          "): " + build_log(prog, d->cl));
     clReleaseProgram(prog);
     return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
   }
   give_log(log_out, build_log(prog, d->cl));
-  auto* m = new _ze_module_handle_t{c, d, prog, {}, parse_kernel_params(desc->pInputModule, desc->inputSize)};
+  auto* m = new _ze_module_handle_t{
+      c, d, prog, {}, parse_kernel_params(desc->pInputModule, desc->inputSize)};
   size_t n = 0;
   clGetProgramInfo(prog, CL_PROGRAM_KERNEL_NAMES, 0, nullptr, &n);
   std::string names(n, '\0');
@@ -243,10 +261,12 @@ ze_result_t zoModuleGetKernelNames(ze_module_handle_t m, uint32_t* count, const 
   return ZE_RESULT_SUCCESS;
 }
 
-ze_result_t zoKernelCreate(ze_module_handle_t m, const ze_kernel_desc_t* desc, ze_kernel_handle_t* out) {
+ze_result_t zoKernelCreate(ze_module_handle_t m, const ze_kernel_desc_t* desc,
+                           ze_kernel_handle_t* out) {
   if (!m) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!desc || !out || !desc->pKernelName) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-  if (std::find(m->kernel_names.begin(), m->kernel_names.end(), desc->pKernelName) == m->kernel_names.end())
+  if (std::find(m->kernel_names.begin(), m->kernel_names.end(), desc->pKernelName) ==
+      m->kernel_names.end())
     return ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
   cl_int err = CL_SUCCESS;
   cl_kernel k = clCreateKernel(m->program, desc->pKernelName, &err);
@@ -303,7 +323,8 @@ ze_result_t zoKernelSuggestGroupSize(ze_kernel_handle_t k, uint32_t gx, uint32_t
   return ZE_RESULT_SUCCESS;
 }
 
-ze_result_t zoKernelSetArgumentValue(ze_kernel_handle_t k, uint32_t index, size_t size, const void* value) {
+ze_result_t zoKernelSetArgumentValue(ze_kernel_handle_t k, uint32_t index, size_t size,
+                                     const void* value) {
   if (!k) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (index >= k->args.size()) return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
   KernelArg a;
@@ -328,7 +349,8 @@ ze_result_t zoKernelSetArgumentValue(ze_kernel_handle_t k, uint32_t index, size_
   // Check the size against OpenCL's view of the parameter now, not at launch.
   std::lock_guard<std::mutex> lock(k->mutex);
   if (a.kind == KernelArg::kValue) {
-    if (cl_int err = clSetKernelArg(k->cl, index, size, value); err != CL_SUCCESS) return from_cl(err);
+    if (cl_int err = clSetKernelArg(k->cl, index, size, value); err != CL_SUCCESS)
+      return from_cl(err);
   }
   k->args[index] = std::move(a);
   return ZE_RESULT_SUCCESS;

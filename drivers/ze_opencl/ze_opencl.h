@@ -159,19 +159,23 @@ struct _ze_command_queue_handle_t {
   ze_device_handle_t device;
   cl_command_queue cl;
   bool synchronous;
+  cl_event last = nullptr;  // the last command enqueued (Note [Barriers on in-order queues])
+  std::mutex mutex;         // executions from several threads are serialized
 };
 
 struct _ze_command_list_handle_t {
   ze_context_handle_t context;
   ze_device_handle_t device;
   cl_command_queue immediate = nullptr;  // set for immediate lists
+  cl_event last = nullptr;               // of `immediate`: Note [Barriers on in-order queues]
   bool synchronous = false;
   bool closed = false;
   std::vector<Command> commands;
 };
 
 namespace ze_opencl {
-ze_result_t enqueue(cl_command_queue queue, const Command& c);
+// Enqueues `c`; `last` is the queue's last command, read and updated.
+ze_result_t enqueue(cl_command_queue queue, const Command& c, cl_event* last);
 cl_command_queue create_queue(ze_context_handle_t context, ze_device_handle_t device);
 ze_result_t from_cl(cl_int err);
 }  // namespace ze_opencl

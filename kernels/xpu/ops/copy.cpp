@@ -12,17 +12,28 @@ namespace xten::xpu {
 
 const char* dtype_tag(ScalarType t) {
   switch (t) {
-    case kBool: return "b8";
-    case kByte: return "u8";
-    case kChar: return "i8";
-    case kShort: return "i16";
-    case kInt: return "i32";
-    case kLong: return "i64";
-    case kHalf: return "f16";
-    case kBFloat16: return "bf16";
-    case kFloat: return "f32";
-    case kDouble: return "f64";
-    default: XTEN_FAIL(TypeError, "xpu", "dtype {} has no XPU kernels", to_string(t));
+    case kBool:
+      return "b8";
+    case kByte:
+      return "u8";
+    case kChar:
+      return "i8";
+    case kShort:
+      return "i16";
+    case kInt:
+      return "i32";
+    case kLong:
+      return "i64";
+    case kHalf:
+      return "f16";
+    case kBFloat16:
+      return "bf16";
+    case kFloat:
+      return "f32";
+    case kDouble:
+      return "f64";
+    default:
+      XTEN_FAIL(TypeError, "xpu", "dtype {} has no XPU kernels", to_string(t));
   }
 }
 
@@ -39,7 +50,8 @@ Geometry geometry(const char* op, IntArrayRef sizes, IntArrayRef a_strides, IntA
   for (size_t d = 0; d < sizes.size(); ++d) {
     g.numel *= sizes[d];
     if (sizes[d] == 1) continue;
-    if (!sz.empty() && as.back() == a_strides[d] * sizes[d] && bs.back() == b_strides[d] * sizes[d]) {
+    if (!sz.empty() && as.back() == a_strides[d] * sizes[d] &&
+        bs.back() == b_strides[d] * sizes[d]) {
       sz.back() *= sizes[d];  // merge with the outer neighbour
       as.back() = a_strides[d];
       bs.back() = b_strides[d];
@@ -50,7 +62,8 @@ Geometry geometry(const char* op, IntArrayRef sizes, IntArrayRef a_strides, IntA
     bs.push_back(b_strides[d]);
   }
   XTEN_CHECK(sz.size() <= 8, NotImplementedError, op,
-             "XPU kernels take at most 8 non-mergeable dims, but got {} (shape {})", sz.size(), sizes);
+             "XPU kernels take at most 8 non-mergeable dims, but got {} (shape {})", sz.size(),
+             sizes);
   g.ndim = sz.empty() ? 1 : static_cast<int32_t>(sz.size());
   g.sizes[0] = 1;
   for (size_t d = 0; d < sz.size(); ++d) {
@@ -64,9 +77,12 @@ Geometry geometry(const char* op, IntArrayRef sizes, IntArrayRef a_strides, IntA
 void device_copy(const Tensor& dst, const Tensor& src) {
   const Geometry g = geometry("copy_", dst.sizes(), dst.strides(), src.strides());
   if (g.numel == 0) return;
-  const std::string name = std::string("copy_") + dtype_tag(src.dtype()) + "_" + dtype_tag(dst.dtype());
-  Kernel& k = get_kernel(device_of(dst), "copy_", family_for("copy", {src.dtype(), dst.dtype()}), name);
-  launch(stream_of(dst), k, g.numel, dst.data_ptr(), src.data_ptr(), g.numel, g.ndim, g.sizes, g.a, g.b);
+  const std::string name =
+      std::string("copy_") + dtype_tag(src.dtype()) + "_" + dtype_tag(dst.dtype());
+  Kernel& k =
+      get_kernel(device_of(dst), "copy_", family_for("copy", {src.dtype(), dst.dtype()}), name);
+  launch(stream_of(dst), k, g.numel, dst.data_ptr(), src.data_ptr(), g.numel, g.ndim, g.sizes, g.a,
+         g.b);
 }
 
 namespace {
@@ -79,8 +95,9 @@ Tensor copy_kernel(const Tensor& self, const Tensor& src) {
   if (self.is_same(src) || self.numel() == 0) return self;
   check_no_internal_overlap("copy_", self);
   const bool dst_xpu = self.device().type() == kXPU, src_xpu = src.device().type() == kXPU;
-  XTEN_CHECK(dst_xpu || src_xpu, DeviceError, "copy_", "the XPU copy kernel got tensors on {} and {}",
-             self.device().str(), src.device().str());
+  XTEN_CHECK(dst_xpu || src_xpu, DeviceError, "copy_",
+             "the XPU copy kernel got tensors on {} and {}", self.device().str(),
+             src.device().str());
   XTEN_CHECK((dst_xpu || self.is_cpu()) && (src_xpu || src.is_cpu()), NotImplementedError, "copy_",
              "copy between {} and {} is not supported", self.device().str(), src.device().str());
 
@@ -97,7 +114,8 @@ Tensor copy_kernel(const Tensor& self, const Tensor& src) {
   } else if (dst_xpu) {
     // From the host: convert and broadcast on the CPU, then one copy of contiguous bytes.
     Tensor host = src.expand(self.sizes());
-    if (host.dtype() != self.dtype() || !host.is_contiguous()) host = xten::to(host, Device(kCPU), self.dtype(), false).contiguous();
+    if (host.dtype() != self.dtype() || !host.is_contiguous())
+      host = xten::to(host, Device(kCPU), self.dtype(), false).contiguous();
     if (self.is_contiguous()) {
       memcpy_blocking(stream_of(self), self.data_ptr(), host.data_ptr(), host.nbytes());
     } else {
@@ -136,10 +154,22 @@ Tensor fill_kernel(const Tensor& self, const Scalar& value) {
   const Stream st = stream_of(self);
   const void* v = bits.data_ptr();
   switch (width) {
-    case 1: launch(st, k, g.numel, self.data_ptr(), *static_cast<const uint8_t*>(v), g.numel, g.ndim, g.sizes, g.a); break;
-    case 2: launch(st, k, g.numel, self.data_ptr(), *static_cast<const uint16_t*>(v), g.numel, g.ndim, g.sizes, g.a); break;
-    case 4: launch(st, k, g.numel, self.data_ptr(), *static_cast<const uint32_t*>(v), g.numel, g.ndim, g.sizes, g.a); break;
-    default: launch(st, k, g.numel, self.data_ptr(), *static_cast<const uint64_t*>(v), g.numel, g.ndim, g.sizes, g.a); break;
+    case 1:
+      launch(st, k, g.numel, self.data_ptr(), *static_cast<const uint8_t*>(v), g.numel, g.ndim,
+             g.sizes, g.a);
+      break;
+    case 2:
+      launch(st, k, g.numel, self.data_ptr(), *static_cast<const uint16_t*>(v), g.numel, g.ndim,
+             g.sizes, g.a);
+      break;
+    case 4:
+      launch(st, k, g.numel, self.data_ptr(), *static_cast<const uint32_t*>(v), g.numel, g.ndim,
+             g.sizes, g.a);
+      break;
+    default:
+      launch(st, k, g.numel, self.data_ptr(), *static_cast<const uint64_t*>(v), g.numel, g.ndim,
+             g.sizes, g.a);
+      break;
   }
   return self;
 }

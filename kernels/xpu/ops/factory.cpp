@@ -30,13 +30,16 @@ Tensor arange_kernel(const Scalar& start, const Scalar& end, const Scalar& step,
   const std::string tag = dtype_tag(dtype);
   if (spec.integral) {
     Kernel& k = get_kernel(d, "arange", family_for("factory", {dtype}), "arange_int_" + tag);
-    launch(stream_of(out), k, spec.length, out.data_ptr(), spec.length, start.to_long(), step.to_long());
+    launch(stream_of(out), k, spec.length, out.data_ptr(), spec.length, start.to_long(),
+           step.to_long());
   } else if (get_device_properties(d).has_fp64) {  // accumulate in double, as the CPU does
     Kernel& k = get_kernel(d, "arange", "factory_f64", "arange_acc64_" + tag);
-    launch(stream_of(out), k, spec.length, out.data_ptr(), spec.length, start.to<double>(), step.to<double>());
+    launch(stream_of(out), k, spec.length, out.data_ptr(), spec.length, start.to<double>(),
+           step.to<double>());
   } else {
     Kernel& k = get_kernel(d, "arange", "factory", "arange_acc32_" + tag);
-    launch(stream_of(out), k, spec.length, out.data_ptr(), spec.length, start.to<float>(), step.to<float>());
+    launch(stream_of(out), k, spec.length, out.data_ptr(), spec.length, start.to<float>(),
+           step.to<float>());
   }
   return out;
 }
@@ -46,7 +49,8 @@ Tensor random_kernel(const char* op, IntArrayRef size, ScalarType dtype, Device 
   Tensor out = empty_tensor(size, dtype, resolve(device));
   const int d = device_of(out);
   const PhiloxState st = default_generator(d).next();
-  Kernel& k = get_kernel(d, op, family_for("factory", {dtype}), std::string(op) + "_" + dtype_tag(dtype));
+  Kernel& k =
+      get_kernel(d, op, family_for("factory", {dtype}), std::string(op) + "_" + dtype_tag(dtype));
   launch(stream_of(out), k, out.numel(), out.data_ptr(), out.numel(), st.seed, st.offset);
   return out;
 }
@@ -58,14 +62,17 @@ Tensor randn_kernel(IntArrayRef size, ScalarType dtype, Device device) {
   return random_kernel("randn", size, dtype, device);
 }
 
-Tensor randint_kernel(int64_t low, int64_t high, IntArrayRef size, ScalarType dtype, Device device) {
+Tensor randint_kernel(int64_t low, int64_t high, IntArrayRef size, ScalarType dtype,
+                      Device device) {
   check_randint_bounds(low, high, dtype);
   Tensor out = empty_tensor(size, dtype, resolve(device));
   const int d = device_of(out);
   const PhiloxState st = default_generator(d).next();
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
-  Kernel& k = get_kernel(d, "randint", family_for("factory", {dtype}), std::string("randint_") + dtype_tag(dtype));
-  launch(stream_of(out), k, out.numel(), out.data_ptr(), out.numel(), st.seed, st.offset, low, range);
+  Kernel& k = get_kernel(d, "randint", family_for("factory", {dtype}),
+                         std::string("randint_") + dtype_tag(dtype));
+  launch(stream_of(out), k, out.numel(), out.data_ptr(), out.numel(), st.seed, st.offset, low,
+         range);
   return out;
 }
 

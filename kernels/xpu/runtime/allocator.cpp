@@ -1,8 +1,10 @@
 // The XPU caching allocator. Note [Caching allocator] in docs/xpu_runtime.md:
 // - sizes round up to 512 B; requests <= 1 MiB come from 2 MiB segments (the small pool),
 //   larger ones from segments of their own, rounded to 2 MiB (the large pool);
-// - a free block is found by (stream, size) best fit, split if the rest is worth keeping, and
-//   merged with free neighbours of its segment when freed;
+// - a free block is found by (stream, size) best fit and split if the rest is worth keeping;
+//   freed blocks go back to the pool as they are, and free neighbours are merged only when no
+//   block fits a request (or on empty_cache), so that a steady malloc/free of one size is
+//   two set operations;
 // - a block is reused only by the stream it was allocated on, since work on that stream is
 //   ordered; record_stream() adds streams, and such a block waits on events from each before
 //   it returns to the pool;
@@ -25,6 +27,12 @@ size_t round_up(size_t n, size_t m) {
   return (n + m - 1) / m * m;
 }
 
+struct Block;
+struct BlockOrder {
+  bool operator()(const Block* a, const Block* b) const;
+};
+using Pool = std::set<Block*, BlockOrder>;
+
 struct Block {
   int device;
   StreamImpl* stream;
@@ -35,15 +43,29 @@ struct Block {
   Block* prev = nullptr;  // neighbours within the segment
   Block* next = nullptr;
   std::vector<StreamImpl*> stream_uses;  // other streams that used it (record_stream)
+  Pool::node_type node;  // the pool's tree node while out of the pool: reused, not reallocated
 };
 
-struct BlockOrder {
-  bool operator()(const Block* a, const Block* b) const {
-    if (a->stream != b->stream) return a->stream < b->stream;
-    if (a->size != b->size) return a->size < b->size;
-    return a->ptr < b->ptr;
+bool BlockOrder::operator()(const Block* a, const Block* b) const {
+  if (a->stream != b->stream) return a->stream < b->stream;
+  if (a->size != b->size) return a->size < b->size;
+  return a->ptr < b->ptr;
+}
+
+// Moving blocks in and out of a pool without allocating tree nodes.
+Block* take(Pool& pool, Pool::iterator it) {
+  Block* b = *it;
+  b->node = pool.extract(it);
+  return b;
+}
+void put(Pool& pool, Block* b) {
+  if (b->node.empty()) {
+    pool.insert(b);
+  } else {
+    b->node.value() = b;
+    pool.insert(std::move(b->node));
   }
-};
+}
 
 struct Stat {
   int64_t current = 0, peak = 0;
@@ -70,14 +92,18 @@ class DeviceAllocator {
     std::lock_guard<std::mutex> lock(mutex_);
     process_pending();
     auto& pool = small ? small_free_ : large_free_;
-    Block key{device_, stream, size, nullptr, small, false, nullptr, nullptr, {}};
+    Block key{device_, stream, size, nullptr, small, false, nullptr, nullptr, {}, {}};
     Block* b = nullptr;
     auto it = pool.lower_bound(&key);
+    if (it == pool.end() || (*it)->stream != stream) {
+      coalesce(pool);
+      it = pool.lower_bound(&key);
+    }
     if (it != pool.end() && (*it)->stream == stream) {
-      b = *it;
-      pool.erase(it);
+      b = take(pool, it);
     } else {
-      b = new_segment(small ? kSmallSegment : round_up(size, kLargeRounding), small, stream, request);
+      b = new_segment(small ? kSmallSegment : round_up(size, kLargeRounding), small, stream,
+                      request);
     }
     const size_t rest = b->size - size;
     if (small ? rest >= kRound : rest > kSmallRequest) {  // split: the rest stays free
@@ -87,7 +113,7 @@ class DeviceAllocator {
       if (b->next) b->next->prev = r;
       b->next = r;
       b->size = size;
-      pool.insert(r);
+      put(pool, r);
     }
     b->allocated = true;
     allocated_.add(static_cast<int64_t>(b->size));
@@ -157,7 +183,8 @@ class DeviceAllocator {
   Block* new_segment(size_t bytes, bool small, StreamImpl* stream, size_t request) {
     ze_device_mem_alloc_desc_t desc{ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC};
     void* p = nullptr;
-    ze_result_t r = zeMemAllocDevice(ze_context(device_), &desc, bytes, kRound, ze_device(device_), &p);
+    ze_result_t r =
+        zeMemAllocDevice(ze_context(device_), &desc, bytes, kRound, ze_device(device_), &p);
     if (r == ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY || r == ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY) {
       ++num_retries_;  // free what is cached, let queued work finish, try once more
       release_cached_segments();
@@ -182,42 +209,45 @@ class DeviceAllocator {
                 device_, request, bytes, allocated_.current, reserved_.current,
                 get_device_properties(device_).total_memory);
     }
-    XTEN_CHECK(r == ZE_RESULT_SUCCESS, DeviceError, "xpu", "zeMemAllocDevice({} bytes) failed: {}", bytes,
-               ze_result_name(r));
+    XTEN_CHECK(r == ZE_RESULT_SUCCESS, DeviceError, "xpu", "zeMemAllocDevice({} bytes) failed: {}",
+               bytes, ze_result_name(r));
     reserved_.add(static_cast<int64_t>(bytes));
     segments_.add(1);
     return new Block{device_, stream, bytes, static_cast<char*>(p), small};
   }
 
   void release(Block* b) {
-    auto& pool = b->small ? small_free_ : large_free_;
     b->allocated = false;
     allocated_.add(-static_cast<int64_t>(b->size));
     active_.add(-1);
     ++num_frees_;
-    for (Block* n : {b->prev, b->next}) {  // merge with free neighbours
-      if (!n || n->allocated) continue;
-      pool.erase(n);
-      if (n == b->prev) {
-        n->size += b->size;
-        n->next = b->next;
-        if (b->next) b->next->prev = n;
-        delete b;
-        b = n;
-      } else {
+    put(b->small ? small_free_ : large_free_, b);
+  }
+
+  // Merges every run of free neighbours within a segment into one block.
+  static void coalesce(Pool& pool) {
+    std::vector<Block*> heads;
+    for (Block* b : pool)
+      if (!b->prev || b->prev->allocated) heads.push_back(b);
+    if (heads.size() == pool.size()) return;  // nothing adjacent
+    pool.clear();
+    for (Block* b : heads) {
+      while (b->next && !b->next->allocated) {
+        Block* n = b->next;
         b->size += n->size;
         b->next = n->next;
         if (n->next) n->next->prev = b;
         delete n;
       }
+      pool.insert(b);
     }
-    pool.insert(b);
   }
 
   void process_pending() {
     for (auto it = pending_.begin(); it != pending_.end();) {
       bool done = true;
-      for (ze_event_handle_t e : it->events) done = done && zeEventQueryStatus(e) == ZE_RESULT_SUCCESS;
+      for (ze_event_handle_t e : it->events)
+        done = done && zeEventQueryStatus(e) == ZE_RESULT_SUCCESS;
       if (!done) {
         ++it;
         continue;
@@ -230,6 +260,7 @@ class DeviceAllocator {
 
   void release_cached_segments() {
     for (auto* pool : {&small_free_, &large_free_}) {
+      coalesce(*pool);
       for (auto it = pool->begin(); it != pool->end();) {
         Block* b = *it;
         if (b->prev || b->next) {
@@ -247,7 +278,7 @@ class DeviceAllocator {
 
   int device_;
   std::mutex mutex_;
-  std::set<Block*, BlockOrder> small_free_, large_free_;
+  Pool small_free_, large_free_;
   std::deque<Pending> pending_;
   Stat allocated_, reserved_, active_, segments_;
   int64_t num_allocs_ = 0, num_frees_ = 0, num_retries_ = 0, num_ooms_ = 0;
@@ -255,26 +286,31 @@ class DeviceAllocator {
 
 // One allocator per device, made once for all devices (never destroyed, like the runtime),
 // so that the hot path takes no lock to find it.
-DeviceAllocator& allocator_of(int device) {
+const std::vector<DeviceAllocator*>& allocators() {
   static const std::vector<DeviceAllocator*> all = [] {
     std::vector<DeviceAllocator*> v;
     for (int d = 0; d < device_count(); ++d) v.push_back(new DeviceAllocator(d));
     return v;
   }();
-  return *all[static_cast<size_t>(normalize_device(device))];
+  return all;
+}
+DeviceAllocator& allocator_of(int device) {
+  return *allocators()[static_cast<size_t>(normalize_device(device))];
 }
 
 void delete_block(void* ctx) {
   auto* b = static_cast<Block*>(ctx);
-  allocator_of(b->device).free(b);
+  allocators()[static_cast<size_t>(b->device)]->free(b);  // a valid index by construction
 }
 
 class XpuAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes, Device device) override {
     const int d = normalize_device(device.has_index() ? device.index() : -1);
-    if (nbytes == 0) return DataPtr(nullptr, nullptr, [](void*) {}, Device(kXPU, d));
-    Block* b = allocator_of(d).malloc(nbytes, get_current_stream(d).impl());
+    if (nbytes == 0)
+      return DataPtr(
+          nullptr, nullptr, [](void*) {}, Device(kXPU, d));
+    Block* b = allocators()[static_cast<size_t>(d)]->malloc(nbytes, get_current_stream(d).impl());
     return DataPtr(b->ptr, b, delete_block, Device(kXPU, d));
   }
 };
@@ -317,7 +353,8 @@ void empty_cache() {
 
 void record_stream(const Tensor& t, const Stream& stream) {
   XTEN_CHECK(t.defined() && t.device().type() == kXPU, ValueError, "record_stream",
-             "expected an XPU tensor, but got one on {}", t.defined() ? t.device().str() : "(undefined)");
+             "expected an XPU tensor, but got one on {}",
+             t.defined() ? t.device().str() : "(undefined)");
   const DataPtr& p = t.storage().data_ptr();
   if (!p.get()) return;  // zero bytes: nothing to protect
   XTEN_CHECK(p.deleter() == delete_block, ValueError, "record_stream",

@@ -50,7 +50,8 @@ std::string bundled_driver_path() {
   if (!dladdr(reinterpret_cast<void*>(&device_count), &info) || !info.dli_fname) return {};
   std::string self = info.dli_fname;
   const size_t slash = self.rfind('/');
-  return (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) + "/libze_opencl.so";
+  return (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) +
+         "/libze_opencl.so";
 }
 
 bool is_bundled(ze_driver_handle_t d) {
@@ -81,7 +82,8 @@ DeviceProperties read_properties(ze_device_handle_t dev, bool bundled) {
   std::vector<ze_device_memory_properties_t> mem(n, {ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES});
   XTEN_ZE_CHECK(zeDeviceGetMemoryProperties(dev, &n, mem.data()));
   for (const auto& m : mem) p.total_memory += m.totalSize;
-  p.driver = bundled ? "ze_opencl (bundled Level Zero driver over OpenCL)" : "Level Zero vendor driver";
+  p.driver =
+      bundled ? "ze_opencl (bundled Level Zero driver over OpenCL)" : "Level Zero vendor driver";
   return p;
 }
 
@@ -109,10 +111,11 @@ Runtime* discover() {
   }
   rt->searched = fmt::format(
       "looked for {} through the Level Zero loader (XTEN_XPU_DRIVER={}, ZE_ENABLE_ALT_DRIVERS={})",
-      mode == "vendor"    ? "Intel GPUs"
-      : mode == "bundled" ? "the bundled OpenCL driver " + bundled
-                          : "Intel GPUs, then the bundled OpenCL driver " +
-                                (have_bundled ? bundled : std::string("(not found next to libxten)")),
+      mode == "vendor" ? "Intel GPUs"
+      : mode == "bundled"
+          ? "the bundled OpenCL driver " + bundled
+          : "Intel GPUs, then the bundled OpenCL driver " +
+                (have_bundled ? bundled : std::string("(not found next to libxten)")),
       mode, std::getenv("ZE_ENABLE_ALT_DRIVERS") ? std::getenv("ZE_ENABLE_ALT_DRIVERS") : "unset");
   if (const ze_result_t r = zeInit(0); r != ZE_RESULT_SUCCESS) {
     rt->searched += fmt::format("; zeInit: {}", ze_result_name(r));
@@ -141,7 +144,9 @@ Runtime* discover() {
     }
     if (!f.devices.empty()) (b ? ours : vendor).push_back(f);
   }
-  const std::vector<Found>& chosen = mode == "bundled" ? ours : (!vendor.empty() || mode == "vendor") ? vendor : ours;
+  const std::vector<Found>& chosen = mode == "bundled"                       ? ours
+                                     : (!vendor.empty() || mode == "vendor") ? vendor
+                                                                             : ours;
   const bool chosen_bundled = &chosen == &ours;
   for (const Found& f : chosen) {
     ze_context_desc_t cd{ZE_STRUCTURE_TYPE_CONTEXT_DESC};
@@ -185,7 +190,8 @@ int normalize_device(int device) {
   const int n = device_count();
   XTEN_CHECK(n > 0, DeviceError, "xpu", "no XPU device found: {}", runtime().searched);
   if (device < 0) device = t_current_device;
-  XTEN_CHECK(device < n, IndexError, "xpu", "device index must be in [0, {}), but got {}", n, device);
+  XTEN_CHECK(device < n, IndexError, "xpu", "device index must be in [0, {}), but got {}", n,
+             device);
   return device;
 }
 

@@ -26,8 +26,8 @@ ze_module_handle_t build_module(DeviceState& s, const char* op, const std::strin
   XTEN_CHECK(it != registry().end(), DeviceError, op, "no embedded SPIR-V module '{}'", family);
   const bool f64 = family.size() > 4 && family.compare(family.size() - 4, 4, "_f64") == 0;
   XTEN_CHECK(!f64 || s.props.has_fp64, TypeError, op,
-             "float64 is not supported on xpu:{} ({}): the device reports no fp64 capability", s.index,
-             s.props.name);
+             "float64 is not supported on xpu:{} ({}): the device reports no fp64 capability",
+             s.index, s.props.name);
   ze_module_desc_t desc{ZE_STRUCTURE_TYPE_MODULE_DESC};
   desc.format = ZE_MODULE_FORMAT_IL_SPIRV;
   desc.inputSize = it->second.size;
@@ -45,8 +45,9 @@ ze_module_handle_t build_module(DeviceState& s, const char* op, const std::strin
     while (!text.empty() && text.back() == '\0') text.pop_back();
     zeModuleBuildLogDestroy(log);
   }
-  XTEN_CHECK(r == ZE_RESULT_SUCCESS, DeviceError, op, "building kernel module '{}' for xpu:{} failed ({}): {}",
-             family, s.index, ze_result_name(r), text);
+  XTEN_CHECK(r == ZE_RESULT_SUCCESS, DeviceError, op,
+             "building kernel module '{}' for xpu:{} failed ({}): {}", family, s.index,
+             ze_result_name(r), text);
   return module;
 }
 
@@ -69,7 +70,8 @@ Kernel& get_kernel(int device, const char* op, const std::string& family, const 
   auto kernel = std::make_unique<Kernel>();
   const ze_result_t r = zeKernelCreate(m->second, &kd, &kernel->handle);
   XTEN_CHECK(r == ZE_RESULT_SUCCESS, NotImplementedError, op,
-             "kernel '{}' is not in module '{}' on xpu:{} ({})", name, family, s.index, ze_result_name(r));
+             "kernel '{}' is not in module '{}' on xpu:{} ({})", name, family, s.index,
+             ze_result_name(r));
   XTEN_ZE_CHECK(zeKernelSetGroupSize(kernel->handle, kGroupSize, 1, 1));
   return *s.kernels.emplace(name, std::move(kernel)).first->second;
 }

@@ -20,11 +20,11 @@ namespace xten::xpu {
 const char* ze_result_name(ze_result_t r);
 
 // Throws DeviceError naming the call and the result unless it succeeded.
-#define XTEN_ZE_CHECK(call)                                                              \
-  do {                                                                                   \
-    const ze_result_t xten_ze_r_ = (call);                                               \
-    XTEN_CHECK(xten_ze_r_ == ZE_RESULT_SUCCESS, DeviceError, "xpu", "{} failed: {}", \
-               #call, ::xten::xpu::ze_result_name(xten_ze_r_));                          \
+#define XTEN_ZE_CHECK(call)                                                                 \
+  do {                                                                                      \
+    const ze_result_t xten_ze_r_ = (call);                                                  \
+    XTEN_CHECK(xten_ze_r_ == ZE_RESULT_SUCCESS, DeviceError, "xpu", "{} failed: {}", #call, \
+               ::xten::xpu::ze_result_name(xten_ze_r_));                                    \
   } while (0)
 
 struct DeviceState;
@@ -61,7 +61,8 @@ constexpr uint32_t kGroupSize = 256;
 template <class... Args>
 void launch(const Stream& stream, Kernel& k, int64_t n, const Args&... args);
 
-void launch_prepared(const Stream& stream, Kernel& k, int64_t n);  // args already set (k.mutex held)
+void launch_prepared(const Stream& stream, Kernel& k,
+                     int64_t n);  // args already set (k.mutex held)
 
 template <class... Args>
 void launch(const Stream& stream, Kernel& k, int64_t n, const Args&... args) {

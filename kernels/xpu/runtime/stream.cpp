@@ -58,7 +58,8 @@ bool Stream::query() const {
   const ze_result_t r = zeEventHostSynchronize(e, kGraceNs);
   XTEN_CHECK(r == ZE_RESULT_SUCCESS || r == ZE_RESULT_NOT_READY, DeviceError, "xpu",
              "zeEventHostSynchronize failed: {}", ze_result_name(r));
-  if (r == ZE_RESULT_NOT_READY) XTEN_ZE_CHECK(zeEventHostSynchronize(e, UINT64_MAX));  // before reuse
+  if (r == ZE_RESULT_NOT_READY)
+    XTEN_ZE_CHECK(zeEventHostSynchronize(e, UINT64_MAX));  // before reuse
   release_event(impl_->device, e, false);
   return r == ZE_RESULT_SUCCESS;
 }
@@ -74,9 +75,9 @@ Stream get_stream_from_pool(int device) {
 }
 
 Stream get_current_stream(int device) {
-  DeviceState& s = streams_of(device);
-  StreamImpl* cur = t_current_stream[static_cast<size_t>(s.index)];
-  return Stream(cur ? cur : s.streams[0].get());
+  StreamImpl*& cur = t_current_stream[static_cast<size_t>(normalize_device(device))];
+  if (!cur) cur = streams_of(device).streams[0].get();  // the default stream, once per thread
+  return Stream(cur);
 }
 
 void set_current_stream(const Stream& stream) {
@@ -89,7 +90,8 @@ void synchronize(int device) {
 }
 
 StreamGuard::StreamGuard(const Stream& stream)
-    : previous_stream_(get_current_stream(stream.device_index())), previous_device_(current_device()) {
+    : previous_stream_(get_current_stream(stream.device_index())),
+      previous_device_(current_device()) {
   set_device(stream.device_index());
   set_current_stream(stream);
 }
@@ -180,7 +182,8 @@ double Event::elapsed_time(const Event& end) const {
 void memcpy_async(const Stream& stream, void* dst, const void* src, size_t nbytes) {
   if (nbytes == 0) return;
   std::lock_guard<std::mutex> lock(stream.impl()->mutex);
-  XTEN_ZE_CHECK(zeCommandListAppendMemoryCopy(stream.impl()->list, dst, src, nbytes, nullptr, 0, nullptr));
+  XTEN_ZE_CHECK(
+      zeCommandListAppendMemoryCopy(stream.impl()->list, dst, src, nbytes, nullptr, 0, nullptr));
 }
 
 void memcpy_blocking(const Stream& stream, void* dst, const void* src, size_t nbytes) {
@@ -188,7 +191,8 @@ void memcpy_blocking(const Stream& stream, void* dst, const void* src, size_t nb
   ze_event_handle_t e = acquire_event(stream.device_index(), false);
   {
     std::lock_guard<std::mutex> lock(stream.impl()->mutex);
-    XTEN_ZE_CHECK(zeCommandListAppendMemoryCopy(stream.impl()->list, dst, src, nbytes, e, 0, nullptr));
+    XTEN_ZE_CHECK(
+        zeCommandListAppendMemoryCopy(stream.impl()->list, dst, src, nbytes, e, 0, nullptr));
   }
   XTEN_ZE_CHECK(zeEventHostSynchronize(e, UINT64_MAX));
   release_event(stream.device_index(), e, false);
@@ -198,8 +202,8 @@ void memset_async(const Stream& stream, void* dst, const void* pattern, size_t p
                   size_t nbytes) {
   if (nbytes == 0) return;
   std::lock_guard<std::mutex> lock(stream.impl()->mutex);
-  XTEN_ZE_CHECK(zeCommandListAppendMemoryFill(stream.impl()->list, dst, pattern, pattern_size, nbytes,
-                                              nullptr, 0, nullptr));
+  XTEN_ZE_CHECK(zeCommandListAppendMemoryFill(stream.impl()->list, dst, pattern, pattern_size,
+                                              nbytes, nullptr, 0, nullptr));
 }
 
 void launch_prepared(const Stream& stream, Kernel& k, int64_t n) {
@@ -207,7 +211,8 @@ void launch_prepared(const Stream& stream, Kernel& k, int64_t n) {
   XTEN_CHECK(groups <= UINT32_MAX, ValueError, "xpu", "{} work-items exceed the launch limit", n);
   const ze_group_count_t count{static_cast<uint32_t>(groups), 1, 1};
   std::lock_guard<std::mutex> lock(stream.impl()->mutex);
-  XTEN_ZE_CHECK(zeCommandListAppendLaunchKernel(stream.impl()->list, k.handle, &count, nullptr, 0, nullptr));
+  XTEN_ZE_CHECK(
+      zeCommandListAppendLaunchKernel(stream.impl()->list, k.handle, &count, nullptr, 0, nullptr));
 }
 
 }  // namespace xten::xpu
