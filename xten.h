@@ -14,3 +14,4 @@
 #include <xten/dispatch/local_dispatch_key_set.h>
 #include <xten/dispatch/ops.h>
 #include <xten/xpu/xpu.h>
+#include <xten/autocast/autocast.h>

@@ -1,4 +1,4 @@
-// Backend fallbacks that hold for every op.
+// Backend fallbacks that hold for every op (autocast's are in autocast/autocast.cpp).
 #include <xten/dispatch/library.h>
 
 namespace xten {
@@ -9,15 +9,6 @@ LIBRARY_IMPL(_, AutogradCPU, m) {
   m.fallback(KernelFunction::fallthrough());
 }
 LIBRARY_IMPL(_, AutogradXPU, m) {
-  m.fallback(KernelFunction::fallthrough());
-}
-
-// Autocast: an op that no cast policy lists runs in its input dtypes (autocast/ registers
-// kernels for the listed ops on these keys).
-LIBRARY_IMPL(_, AutocastCPU, m) {
-  m.fallback(KernelFunction::fallthrough());
-}
-LIBRARY_IMPL(_, AutocastXPU, m) {
   m.fallback(KernelFunction::fallthrough());
 }
 
