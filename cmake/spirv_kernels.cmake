@@ -21,7 +21,7 @@ foreach(src ${XTEN_SPIRV_SOURCES})
     endif()
     add_custom_command(
       OUTPUT ${out_dir}/${name}.spv
-      COMMAND ${XTEN_CLANG15} -target spir64 -cl-std=CL1.2 -O2 -Werror ${defs}
+      COMMAND ${XTEN_CLANG15} -target spir64 -cl-std=CL1.2 -O2 -ffp-contract=off -Werror ${defs}
               -c -emit-llvm ${src} -o ${out_dir}/${name}.bc
       COMMAND ${XTEN_LLVM_SPIRV} ${out_dir}/${name}.bc -o ${out_dir}/${name}.spv
       COMMAND ${XTEN_SPIRV_VAL} ${out_dir}/${name}.spv

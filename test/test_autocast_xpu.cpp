@@ -27,7 +27,7 @@ struct RecordingKernels {
       g_ptrs = {a.data_ptr(), b.data_ptr()};
       return a;
     });
-    lib.impl("exp", [](const Tensor& a) {
+    lib.impl("softplus", [](const Tensor& a, const Scalar&, const Scalar&) {
       g_dtypes = {a.dtype()};
       return a;
     });
@@ -77,7 +77,7 @@ TEST(AutocastXpu, EachPolicyCastsWhatReachesTheBackend) {
     AutocastGuard amp(kXPU);  // float16 by default
     mm(a, b);
     EXPECT_EQ(g_dtypes, (std::vector<ScalarType>{kHalf, kHalf}));
-    exp(a.to(kHalf));
+    softplus(a.to(kHalf));
     EXPECT_EQ(g_dtypes, std::vector<ScalarType>{kFloat});
     atan2(a.to(kHalf), b);
     EXPECT_EQ(g_dtypes, (std::vector<ScalarType>{kFloat, kFloat}));

@@ -334,19 +334,21 @@ class FakeXpuAllocator : public Allocator {
 
 TEST(Binary, TensorsOnDifferentDevices) {
   FakeXpuAllocator fake;
+  Allocator* const real = allocator_for(kXPU);
   set_allocator(kXPU, &fake);
   Tensor x = empty_tensor({2}, kFloat, Device(kXPU, 0));
   EXPECT_EQ(x.device().str(), "xpu:0");
-  // Through the CPU kernel directly (the XPU backend has no kernels yet): it must refuse.
+  // Through the CPU kernel directly: it must refuse.
   auto add_op = Dispatcher::singleton()
                     .find("xten::add.Tensor")
                     .typed<Tensor(const Tensor&, const Tensor&, const Scalar&)>();
   EXPECT_THROW_MSG(add_op.redispatch(DispatchKeySet(DispatchKey::CPU), ones({2}), x, 1),
                    DeviceError,
                    "[add] expected all tensors on the same device, but found cpu and xpu:0");
-  // Through the front end, the XPU key wins and has no kernel.
-  EXPECT_THROW_MSG(ones({2}) + x, NotImplementedError, "no kernel for 'add.Tensor' on XPU");
-  set_allocator(kXPU, nullptr);
+  // Through the front end, the XPU key wins; the XPU kernel refuses alike.
+  EXPECT_THROW_MSG(ones({2}) + x, DeviceError,
+                   "[add] expected all tensors on the same device, but found cpu and xpu:0");
+  set_allocator(kXPU, real);
   // A zero-dim CPU tensor may join any device's op (like a Scalar).
   EXPECT_EQ((ones({2}) + ones({})).numel(), 2);
   EXPECT_EQ(rand({2}, {kHalf, Device("cpu")}).dtype(), kHalf);

@@ -162,15 +162,32 @@ TEST(Resolution, DirectBeatsCompositeBeatsMissing) {
 
 TEST(Resolution, MissingKernelErrorListsRegisteredKeys) {
   // Only CPU has a kernel: an XPU-keyed call must say so (forced with an included key).
+  Library def(Library::Kind::Def, "test", std::nullopt, __FILE__, __LINE__);
+  def.def("cpu_only(Tensor self) -> Tensor");
+  Library cpu(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
+  cpu.impl("cpu_only", identity_cpu);
   Tensor x = ones({1});
   IncludeDispatchKeyGuard xpu(DispatchKey::XPU);
-  EXPECT_THROW_MSG(exp(x), NotImplementedError,
-                   "[xten] no kernel for 'exp' on XPU; registered: CPU");
+  EXPECT_THROW_MSG(call_unary("test::cpu_only", x), NotImplementedError,
+                   "[xten] no kernel for 'cpu_only' on XPU; registered: CPU");
   // A composite op runs on XPU through its CompositeImplicit kernel until it needs a backend.
   EXPECT_THROW_MSG(logsumexp(x, {0}), NotImplementedError, "no kernel for 'amax' on XPU");
 }
 
 TEST(Resolution, BoxedFallbackServesEveryOp) {
+  // Ops with CPU kernels only: the XPU fallback serves them.
+  Library def(Library::Kind::Def, "test", std::nullopt, __FILE__, __LINE__);
+  def.def("axpy(Tensor self, Tensor other, Scalar alpha) -> Tensor");
+  def.def("unary(Tensor self) -> Tensor");
+  Library cpu(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
+  cpu.impl("axpy", [](const Tensor& a, const Tensor& b, const Scalar& alpha) {
+    ExcludeDispatchKeyGuard no_xpu(DispatchKey::XPU);
+    return add(a, b, alpha);
+  });
+  cpu.impl("unary", [](const Tensor& a) {
+    ExcludeDispatchKeyGuard no_xpu(DispatchKey::XPU);
+    return exp(a);
+  });
   std::vector<std::string> seen;
   Library xpu(Library::Kind::Impl, "_", DispatchKey::XPU, __FILE__, __LINE__);
   xpu.fallback([&seen](const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
@@ -180,13 +197,19 @@ TEST(Resolution, BoxedFallbackServesEveryOp) {
   });
   Tensor a = ones({2}), z = zeros({1});
   IncludeDispatchKeyGuard g(DispatchKey::XPU);
-  Tensor r = add(a, a, 3);  // three arguments, boxed and unboxed again
-  Tensor s = exp(z);
+  // three arguments, boxed and unboxed again
+  Tensor r = Dispatcher::singleton()
+                 .find("test::axpy")
+                 .typed<Tensor(const Tensor&, const Tensor&, const Scalar&)>()
+                 .call(a, a, 3);
+  Tensor s = call_unary("test::unary", z);
+  ASSERT_GE(seen.size(), 2u);
+  EXPECT_EQ(seen[0], "axpy");
+  EXPECT_EQ(seen[1], "unary");
+  IncludeDispatchKeyGuard no_more(DispatchKeySet());
+  ExcludeDispatchKeyGuard cpu_now(DispatchKey::XPU);
   EXPECT_EQ(r.sum().item<float>(), 8.0f);
   EXPECT_EQ(s.item<float>(), 1.0f);
-  ASSERT_GE(seen.size(), 2u);
-  EXPECT_EQ(seen[0], "add.Tensor");
-  EXPECT_EQ(seen[1], "exp");
 }
 
 TEST(Resolution, FallthroughSkipsToTheNextKey) {

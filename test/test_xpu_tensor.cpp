@@ -156,9 +156,8 @@ TEST(XpuTensor, PrintingDataPtrAndItem) {
 
 TEST(XpuTensor, OtherOpsRaiseTheMissingKernelError) {
   const Tensor x = ones({3}, kXpu);
-  EXPECT_THROW_MSG(exp(x), NotImplementedError,
-                   "[xten] no kernel for 'exp' on XPU; registered: CPU");
-  EXPECT_THROW_MSG(x + x, NotImplementedError, "no kernel for 'add.Tensor' on XPU");
+  EXPECT_THROW_MSG(atan2(x, x), NotImplementedError,
+                   "[xten] no kernel for 'atan2' on XPU; registered: CPU");
   EXPECT_THROW_MSG(x.sum(), NotImplementedError, "on XPU");
 }
 

@@ -100,6 +100,15 @@ struct has_vec<Op, M, 2,
                std::void_t<decltype(std::declval<const Op&>().vec(
                    std::declval<ECMap<M>>(), std::declval<ECMap<M>>()))>> : std::true_type {};
 
+// Note [Vector math edges]: an Op whose vectorized form is wrong on some inputs (Eigen's exp
+// clamps its argument, so exp(-inf) is not 0) declares edge(x); the loop then recomputes those
+// elements with the scalar form after the vector pass.
+template <class Op, class M, class = void>
+struct has_edge : std::false_type {};
+template <class Op, class M>
+struct has_edge<Op, M, std::void_t<decltype(std::declval<const Op&>().edge(std::declval<M>()))>>
+    : std::true_type {};
+
 // Element by element with the scalar functor; inputs of types Ts..., output R.
 template <class R, class... Ts, class Op, size_t... I>
 inline void scalar_run(char** data, const int64_t* s, int64_t n, const Op& op,
@@ -138,8 +147,13 @@ auto make_loop(const Op& op) {
           s[0] == sizeof(R) && s[1] == sizeof(T0) && (N == 1 || s[N] == sizeof(T0));
       if constexpr (std::is_same_v<T0, M> && std::is_same_v<R, V>) {
         if (contiguous) {
-          EMap<R>(reinterpret_cast<R*>(data[0]), n) =
-              vec(reinterpret_cast<const M*>(data[1]), reinterpret_cast<const M*>(data[N]), n);
+          R* out = reinterpret_cast<R*>(data[0]);
+          const M* in0 = reinterpret_cast<const M*>(data[1]);
+          EMap<R>(out, n) = vec(in0, reinterpret_cast<const M*>(data[N]), n);
+          if constexpr (N == 1 && has_edge<Op, M>::value) {
+            for (int64_t i = 0; i < n; ++i)
+              if (op.edge(in0[i])) out[i] = static_cast<R>(op(in0[i]));
+          }
           return;
         }
       }
@@ -153,6 +167,10 @@ auto make_loop(const Op& op) {
             in[k][i] = static_cast<M>(*reinterpret_cast<const T0*>(p + i * s[k + 1]));
         }
         EMap<V>(res, m) = vec(in[0], in[N - 1], m);
+        if constexpr (N == 1 && has_edge<Op, M>::value) {
+          for (int64_t i = 0; i < m; ++i)
+            if (op.edge(in[0][i])) res[i] = static_cast<V>(op(in[0][i]));
+        }
         char* q = data[0] + start * s[0];
         for (int64_t i = 0; i < m; ++i) *reinterpret_cast<R*>(q + i * s[0]) = cast_value<R>(res[i]);
       }

@@ -43,46 +43,47 @@ std::string family_for(const char* family, std::initializer_list<ScalarType> dty
   return family;
 }
 
-Geometry geometry(const char* op, IntArrayRef sizes, IntArrayRef a_strides, IntArrayRef b_strides) {
+Geometry geometry(const char* op, IntArrayRef sizes, std::initializer_list<IntArrayRef> strides) {
   Geometry g;
+  const size_t k = strides.size();
+  XTEN_ASSERT(k >= 1 && k <= static_cast<size_t>(Geometry::kMaxOperands));
+  const IntArrayRef* st = strides.begin();
   g.numel = 1;
-  DimVector sz, as, bs;
+  DimVector sz;
+  std::array<DimVector, Geometry::kMaxOperands> ops;
   for (size_t d = 0; d < sizes.size(); ++d) {
     g.numel *= sizes[d];
     if (sizes[d] == 1) continue;
-    if (!sz.empty() && as.back() == a_strides[d] * sizes[d] &&
-        bs.back() == b_strides[d] * sizes[d]) {
-      sz.back() *= sizes[d];  // merge with the outer neighbour
-      as.back() = a_strides[d];
-      bs.back() = b_strides[d];
+    bool mergeable = !sz.empty();
+    for (size_t j = 0; j < k && mergeable; ++j) mergeable = ops[j].back() == st[j][d] * sizes[d];
+    if (mergeable) {  // with the outer neighbour
+      sz.back() *= sizes[d];
+      for (size_t j = 0; j < k; ++j) ops[j].back() = st[j][d];
       continue;
     }
     sz.push_back(sizes[d]);
-    as.push_back(a_strides[d]);
-    bs.push_back(b_strides[d]);
+    for (size_t j = 0; j < k; ++j) ops[j].push_back(st[j][d]);
   }
   XTEN_CHECK(sz.size() <= 8, NotImplementedError, op,
-             "XPU kernels take at most 8 non-mergeable dims, but got {} (shape {})", sz.size(),
-             sizes);
+             "XPU kernels take at most 8 non-mergeable dims, but got {} (shape {})", sz.size(), sizes);
   g.ndim = sz.empty() ? 1 : static_cast<int32_t>(sz.size());
   g.sizes[0] = 1;
   for (size_t d = 0; d < sz.size(); ++d) {
     g.sizes[d] = sz[d];
-    g.a[d] = as[d];
-    g.b[d] = bs[d];
+    for (size_t j = 0; j < k; ++j) g.st[j][d] = ops[j][d];
   }
   return g;
 }
 
 void device_copy(const Tensor& dst, const Tensor& src) {
-  const Geometry g = geometry("copy_", dst.sizes(), dst.strides(), src.strides());
+  const Geometry g = geometry("copy_", dst.sizes(), {dst.strides(), src.strides()});
   if (g.numel == 0) return;
   const std::string name =
       std::string("copy_") + dtype_tag(src.dtype()) + "_" + dtype_tag(dst.dtype());
   Kernel& k =
       get_kernel(device_of(dst), "copy_", family_for("copy", {src.dtype(), dst.dtype()}), name);
-  launch(stream_of(dst), k, g.numel, dst.data_ptr(), src.data_ptr(), g.numel, g.ndim, g.sizes, g.a,
-         g.b);
+  launch(stream_of(dst), k, g.numel, dst.data_ptr(), src.data_ptr(), g.numel, g.ndim, g.sizes, g.st[0],
+         g.st[1]);
 }
 
 namespace {
@@ -149,26 +150,26 @@ Tensor fill_kernel(const Tensor& self, const Scalar& value) {
     memset_async(stream_of(self), self.data_ptr(), bits.data_ptr(), width, self.nbytes());
     return self;
   }
-  const Geometry g = geometry("fill_", self.sizes(), self.strides(), self.strides());
+  const Geometry g = geometry("fill_", self.sizes(), {self.strides()});
   Kernel& k = get_kernel(device_of(self), "fill_", "copy", "fill_" + std::to_string(width * 8));
   const Stream st = stream_of(self);
   const void* v = bits.data_ptr();
   switch (width) {
     case 1:
       launch(st, k, g.numel, self.data_ptr(), *static_cast<const uint8_t*>(v), g.numel, g.ndim,
-             g.sizes, g.a);
+             g.sizes, g.st[0]);
       break;
     case 2:
       launch(st, k, g.numel, self.data_ptr(), *static_cast<const uint16_t*>(v), g.numel, g.ndim,
-             g.sizes, g.a);
+             g.sizes, g.st[0]);
       break;
     case 4:
       launch(st, k, g.numel, self.data_ptr(), *static_cast<const uint32_t*>(v), g.numel, g.ndim,
-             g.sizes, g.a);
+             g.sizes, g.st[0]);
       break;
     default:
       launch(st, k, g.numel, self.data_ptr(), *static_cast<const uint64_t*>(v), g.numel, g.ndim,
-             g.sizes, g.a);
+             g.sizes, g.st[0]);
       break;
   }
   return self;

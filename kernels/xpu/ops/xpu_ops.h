@@ -12,14 +12,16 @@ const char* dtype_tag(ScalarType t);
 // The module holding a kernel for these dtypes: "<family>_f64" if any is float64.
 std::string family_for(const char* family, std::initializer_list<ScalarType> dtypes);
 
-// A strided iteration space of at most 8 dims over two operands (element strides), with
+// A strided iteration space of at most 8 dims over up to 3 operands (element strides), with
 // size-1 dims dropped and mergeable neighbours merged. NotImplementedError beyond 8 dims.
 struct Geometry {
+  static constexpr int kMaxOperands = 3;
   int32_t ndim = 1;
-  Long8 sizes{}, a{}, b{};
+  Long8 sizes{};
+  std::array<Long8, kMaxOperands> st{};  // per operand
   int64_t numel = 0;
 };
-Geometry geometry(const char* op, IntArrayRef sizes, IntArrayRef a_strides, IntArrayRef b_strides);
+Geometry geometry(const char* op, IntArrayRef sizes, std::initializer_list<IntArrayRef> strides);
 
 // The XPU device index of a tensor, and its current stream. A kernel reached with a tensor
 // of another device (only possible by forcing the XPU key) is a DeviceError, never a launch.

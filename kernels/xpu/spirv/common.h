@@ -92,6 +92,25 @@ OVL static inline long to_long(long v) { return v; }
   X(b8, __VA_ARGS__) X(u8, __VA_ARGS__) X(i8, __VA_ARGS__) X(i16, __VA_ARGS__) X(i32, __VA_ARGS__) \
   X(i64, __VA_ARGS__) X(f16, __VA_ARGS__) X(bf16, __VA_ARGS__) X(f32, __VA_ARGS__)
 
+// Opmath types (what a value is computed in) and unsigned twins (wrapping integer arithmetic).
+typedef uchar b8_m;
+typedef uchar u8_m;
+typedef char i8_m;
+typedef short i16_m;
+typedef int i32_m;
+typedef long i64_m;
+typedef float f16_m;
+typedef float bf16_m;
+typedef float f32_m;
+typedef uchar u8_u;
+typedef uchar i8_u;
+typedef ushort i16_u;
+typedef uint i32_u;
+typedef ulong i64_u;
+#ifdef XTEN_F64
+typedef double f64_m;
+#endif
+
 // Offsets (in elements) of element i of a strided iteration space in up to two tensors.
 // Dimensions are given innermost last, as in Tensor::sizes().
 static inline void strided_offsets(long i, int ndim, long8 sizes, long8 a_st, long8 b_st, long* a, long* b) {
@@ -107,6 +126,37 @@ static inline void strided_offsets(long i, int ndim, long8 sizes, long8 a_st, lo
   *a = oa;
   *b = ob;
 }
+
+// The same for three tensors (an output and two inputs).
+static inline void strided_offsets3(long i, int ndim, long8 sizes, long8 a_st, long8 b_st, long8 c_st,
+                                    long* a, long* b, long* c) {
+  long oa = 0, ob = 0, oc = 0;
+  for (int d = ndim - 1; d >= 0; --d) {
+    const long s = sizes[d];
+    const long q = i / s;
+    const long idx = i - q * s;
+    i = q;
+    oa += idx * a_st[d];
+    ob += idx * b_st[d];
+    oc += idx * c_st[d];
+  }
+  *a = oa;
+  *b = ob;
+  *c = oc;
+}
+
+// Dtype lists by kind (for ops defined per kind); X(tag, ...).
+#define XTEN_INT_DTYPES(X, ...) \
+  X(u8, __VA_ARGS__) X(i8, __VA_ARGS__) X(i16, __VA_ARGS__) X(i32, __VA_ARGS__) X(i64, __VA_ARGS__)
+#ifndef XTEN_F64
+#define XTEN_FLOAT_DTYPES(X, ...) X(f16, __VA_ARGS__) X(bf16, __VA_ARGS__) X(f32, __VA_ARGS__)
+#define XTEN_INT_DTYPES_HERE(X, ...) XTEN_INT_DTYPES(X, __VA_ARGS__)
+#define XTEN_BOOL_HERE(X, ...) X(b8, __VA_ARGS__)
+#else
+#define XTEN_FLOAT_DTYPES(X, ...) X(f64, __VA_ARGS__)
+#define XTEN_INT_DTYPES_HERE(X, ...)
+#define XTEN_BOOL_HERE(X, ...)
+#endif
 
 #define XTEN_GROUP_SIZE 256
 #define KERNEL kernel __attribute__((reqd_work_group_size(XTEN_GROUP_SIZE, 1, 1))) void

@@ -1,0 +1,58 @@
+#include "elementwise.h"
+
+#include <xten/core/meta.h>
+#include <xten/dispatch/ops.h>
+
+namespace xten::xpu {
+
+Elementwise::Elementwise(const char* op, const Tensor& out, std::vector<Tensor> inputs,
+                         std::optional<ScalarType> compute, std::optional<ScalarType> result)
+    : op_(op), out_(out), inputs_(std::move(inputs)) {
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    XTEN_CHECK(inputs_[i].defined(), ValueError, op_, "input {} is an undefined tensor", i);
+  if (compute) {
+    compute_ = *compute;
+  } else {
+    ResultType rt;
+    for (const Tensor& t : inputs_) rt.add(t);
+    compute_ = rt.get();
+  }
+  result_ = result ? *result : compute_;
+  check_same_device(op_, {&out_, inputs_.size() > 0 ? &inputs_[0] : nullptr,
+                          inputs_.size() > 1 ? &inputs_[1] : nullptr});
+
+  shape_ = out_.defined() ? DimVector(out_.sizes()) : DimVector(inputs_[0].sizes());
+  for (const Tensor& t : inputs_)
+    if (t.sizes() != IntArrayRef(shape_)) shape_ = broadcast_shapes(op_, shape_, t.sizes());
+
+  // The device: the output's, else the first input on an XPU.
+  Device device = out_.defined() ? out_.device() : Device(kCPU);
+  for (const Tensor& t : inputs_)
+    if (device.type() != kXPU && t.device().type() == kXPU) device = t.device();
+  XTEN_CHECK(device.type() == kXPU, DeviceError, op_, "an XPU kernel got no XPU tensor (inputs on {})",
+             inputs_[0].device().str());
+
+  if (out_.defined()) {
+    XTEN_CHECK(out_.sizes() == IntArrayRef(shape_), ValueError, op_,
+               "output with shape {} doesn't match the broadcast shape {}", out_.sizes(), shape_);
+    XTEN_CHECK(can_cast(result_, out_.dtype()), TypeError, op_,
+               "result type {} can't be cast to the desired output type {}", to_string(result_),
+               to_string(out_.dtype()));
+    check_no_internal_overlap(op_, out_);
+    target_ = out_.dtype() == result_ ? out_ : empty(shape_, result_, out_.device());
+  } else {
+    out_ = target_ = empty(shape_, result_, device);
+  }
+  // Inputs on the device in the compute dtype. CPU 0-dim tensors (wrapped numbers among them,
+  // which dispatch nowhere by themselves) become a device fill of their value.
+  for (Tensor& t : inputs_) {
+    if (t.device().type() != kXPU) t = full({}, t.item(), TensorOptions().dtype(compute_).device(device));
+    if (t.dtype() != compute_) {
+      Tensor c = empty(t.sizes(), compute_, t.device());
+      device_copy(c, t);
+      t = c;
+    }
+  }
+}
+
+}  // namespace xten::xpu
