@@ -18,6 +18,8 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
+#include "../common/reduce_rows.h"
+
 #include "loops.h"
 
 namespace xten::cpu {
@@ -45,65 +47,6 @@ Acc pairwise_sum(const T* p, int64_t n) {
 
 template <class T>
 using acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, opmath_t<T>>;
-
-// Normalized, sorted, distinct reduction dims; empty `dims` means all.
-std::vector<int64_t> reduction_dims(const char* op, const Tensor& self, IntArrayRef dims) {
-  std::vector<bool> mask(static_cast<size_t>(std::max<int64_t>(self.dim(), 1)), dims.empty());
-  for (int64_t d : dims) {
-    const int64_t w = wrap_dim(op, d, self.dim());
-    XTEN_CHECK(!mask[w] || dims.empty(), ValueError, op, "dim {} appears more than once in {}", w,
-               dims);
-    mask[w] = true;
-  }
-  std::vector<int64_t> out;
-  for (int64_t d = 0; d < self.dim(); ++d)
-    if (mask[d]) out.push_back(d);
-  return out;
-}
-
-// A reduction's view of its input: kept dims first, reduced dims last, made contiguous, so
-// that the input is `outer` rows of `inner` elements and output element i reduces row i.
-struct Rows {
-  Tensor in;
-  int64_t outer = 1, inner = 1;
-  DimVector out_shape;
-  std::vector<int64_t> rdims;
-};
-
-Rows make_rows(const char* op, const Tensor& self, IntArrayRef dims, ScalarType dtype) {
-  Rows r;
-  r.rdims = reduction_dims(op, self, dims);
-  std::vector<bool> reduced(static_cast<size_t>(self.dim()), false);
-  for (int64_t d : r.rdims) reduced[d] = true;
-  DimVector order;
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    if (reduced[d]) continue;
-    order.push_back(d);
-    r.out_shape.push_back(self.size(d));
-    r.outer *= self.size(d);
-  }
-  for (int64_t d : r.rdims) {
-    order.push_back(d);
-    r.inner *= self.size(d);
-  }
-  r.in = permute(self.to(dtype), order).contiguous();
-  return r;
-}
-
-// `out` has the kept dims; with keepdim the reduced ones come back as size 1.
-Tensor finish(const Tensor& out, const Tensor& self, const Rows& r, bool keepdim) {
-  if (!keepdim) return out;
-  DimVector kept(self.sizes());
-  for (int64_t d : r.rdims) kept[d] = 1;
-  return out.view(kept);
-}
-
-void check_nonempty(const char* op, const Tensor& self, const Rows& r) {
-  XTEN_CHECK(r.inner > 0 || r.outer == 0, ValueError, op,
-             "cannot reduce over a zero-size dimension (input shape {}); give a dim of nonzero "
-             "size",
-             self.sizes());
-}
 
 // Calls store(i, row(ptr, n)) for every row; one long row is cut into a piece per thread,
 // and the pieces are joined with combine.
@@ -160,9 +103,6 @@ Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepd
   return finish(out, self, r, keepdim);
 }
 
-ScalarType sum_dtype(const Tensor& self, std::optional<ScalarType> dtype) {
-  return dtype ? *dtype : is_integral_type(self.dtype(), true) ? kLong : self.dtype();
-}
 
 Tensor sum_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
                   std::optional<ScalarType> dtype) {

@@ -1,0 +1,34 @@
+#pragma once
+// How a reduction sees its input, shared by every backend's reduction kernels: kept dims first,
+// reduced dims last, in the output dtype, made contiguous (with the backend's own copy
+// kernels), so that the input is `outer` rows of `inner` elements and output element i
+// reduces row i.
+#include <optional>
+#include <vector>
+
+#include <xten/core/tensor.h>
+
+namespace xten {
+
+// Normalized, sorted, distinct reduction dims; empty `dims` means all.
+std::vector<int64_t> reduction_dims(const char* op, const Tensor& self, IntArrayRef dims);
+
+struct Rows {
+  Tensor in;
+  int64_t outer = 1, inner = 1;
+  DimVector out_shape;
+  std::vector<int64_t> rdims;
+};
+Rows make_rows(const char* op, const Tensor& self, IntArrayRef dims, ScalarType dtype);
+
+// `out` has the kept dims; with keepdim the reduced ones come back as size 1.
+Tensor finish(const Tensor& out, const Tensor& self, const Rows& r, bool keepdim);
+
+// ValueError for a reduction over a zero-size dim with a nonempty output.
+void check_nonempty(const char* op, const Tensor& self, const Rows& r);
+
+// The dtype sum and prod produce: the given one, int64 for integer and bool inputs, else the
+// input's.
+ScalarType sum_dtype(const Tensor& self, std::optional<ScalarType> dtype);
+
+}  // namespace xten

@@ -1,0 +1,114 @@
+// reduce: row reductions. The host lays the input out as `outer` contiguous rows of `inner`
+// elements in the output dtype (kernels/common/reduce_rows.h). Pass 1 (reduce_<op>_<t>): one
+// work-group of 256 per (row, chunk) accumulates its chunk in the accumulator type and tree-
+// reduces it in local memory into partial[row * chunks + chunk]. Pass 2
+// (reduce_<op>_finish_<t>): one work-item per row combines its chunks, divides for mean, and
+// stores in the output dtype. No sub-groups: the tree is over local memory only.
+#include "common.h"
+
+// Accumulator types: float for the 16/32-bit floats, double for float64, int64 (wrapping
+// through ulong) for integers and bool, as kernels/cpu/reduce.cpp.
+typedef long b8_acc;
+typedef long u8_acc;
+typedef long i8_acc;
+typedef long i16_acc;
+typedef long i32_acc;
+typedef long i64_acc;
+typedef float f16_acc;
+typedef float bf16_acc;
+typedef float f32_acc;
+#ifdef XTEN_F64
+typedef double f64_acc;
+#endif
+
+#define IS_INT_b8 1
+#define IS_INT_u8 1
+#define IS_INT_i8 1
+#define IS_INT_i16 1
+#define IS_INT_i32 1
+#define IS_INT_i64 1
+#define IS_INT_f16 0
+#define IS_INT_bf16 0
+#define IS_INT_f32 0
+#define IS_INT_f64 0
+
+// Wrapping addition/multiplication for integer accumulators, plain for floats.
+#define ADD(T, a, b) (IS_INT_##T ? (T##_acc)((ulong)(a) + (ulong)(b)) : (a) + (b))
+#define MUL(T, a, b) (IS_INT_##T ? (T##_acc)((ulong)(a) * (ulong)(b)) : (a) * (b))
+// NaN-propagating max/min (integers never see NaN).
+#define MAXV(a, b) ((a) != (a) ? (a) : ((b) != (b) || (b) > (a)) ? (b) : (a))
+#define MINV(a, b) ((a) != (a) ? (a) : ((b) != (b) || (b) < (a)) ? (b) : (a))
+
+#define PASS1(OP, T, INIT, COMBINE)                                                               \
+  KERNEL reduce_##OP##_##T(global T##_acc* partial, global const T##_t* in, long inner,          \
+                           long chunk, long chunks) {                                             \
+    local T##_acc scratch[XTEN_GROUP_SIZE];                                                       \
+    const long g = get_group_id(0);                                                               \
+    const int l = (int)get_local_id(0);                                                           \
+    const long row = g / chunks, c = g - row * chunks;                                            \
+    const long lo = c * chunk, hi = min(inner, lo + chunk);                                       \
+    global const T##_t* p = in + row * inner;                                                     \
+    T##_acc acc = INIT;                                                                           \
+    for (long j = lo + l; j < hi; j += XTEN_GROUP_SIZE) {                                         \
+      const T##_acc x = (T##_acc)T##_load(p, j);                                                  \
+      acc = COMBINE(acc, x);                                                                      \
+    }                                                                                             \
+    scratch[l] = acc;                                                                             \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
+    for (int s = XTEN_GROUP_SIZE / 2; s > 0; s >>= 1) {                                           \
+      if (l < s) scratch[l] = COMBINE(scratch[l], scratch[l + s]);                                \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
+    }                                                                                             \
+    if (l == 0) partial[g] = scratch[0];                                                          \
+  }
+
+#define PASS2(OP, T, INIT, COMBINE)                                                               \
+  KERNEL reduce_##OP##_finish_##T(global T##_t* out, global const T##_acc* partial, long outer,  \
+                                  long chunks, T##_acc divisor) {                                 \
+    const long i = get_global_id(0);                                                              \
+    if (i >= outer) return;                                                                       \
+    T##_acc acc = INIT;                                                                           \
+    for (long c = 0; c < chunks; ++c) acc = COMBINE(acc, partial[i * chunks + c]);                \
+    if (!IS_INT_##T && divisor != (T##_acc)1) acc = acc / divisor;                                \
+    T##_store(out, i, CONV_##T(acc));                                                             \
+  }
+
+#define SUM_COMBINE(a, b) ADD(T_, a, b)
+#define REDUCTIONS(T, unused)                                                                     \
+  PASS1(sum, T, (T##_acc)0, SUM_##T) PASS2(sum, T, (T##_acc)0, SUM_##T)                          \
+  PASS1(prod, T, (T##_acc)1, PROD_##T) PASS2(prod, T, (T##_acc)1, PROD_##T)                      \
+  PASS1(amax, T, LOWEST_##T, MAXV) PASS2(amax, T, LOWEST_##T, MAXV)                              \
+  PASS1(amin, T, HIGHEST_##T, MINV) PASS2(amin, T, HIGHEST_##T, MINV)
+
+#define DEFINE_COMBINERS(T, unused)                                                               \
+  static inline T##_acc SUM_##T(T##_acc a, T##_acc b) { return ADD(T, a, b); }                   \
+  static inline T##_acc PROD_##T(T##_acc a, T##_acc b) { return MUL(T, a, b); }
+
+// Bounds for max/min starts (of the accumulator's range for the dtype's values).
+#define LOWEST_b8 0
+#define HIGHEST_b8 1
+#define LOWEST_u8 0
+#define HIGHEST_u8 255
+#define LOWEST_i8 (-128)
+#define HIGHEST_i8 127
+#define LOWEST_i16 (-32768)
+#define HIGHEST_i16 32767
+#define LOWEST_i32 ((long)INT_MIN)
+#define HIGHEST_i32 ((long)INT_MAX)
+#define LOWEST_i64 LONG_MIN
+#define HIGHEST_i64 LONG_MAX
+#define LOWEST_f16 (-INFINITY)
+#define HIGHEST_f16 INFINITY
+#define LOWEST_bf16 (-INFINITY)
+#define HIGHEST_bf16 INFINITY
+#define LOWEST_f32 (-INFINITY)
+#define HIGHEST_f32 INFINITY
+#define LOWEST_f64 (-(double)INFINITY)
+#define HIGHEST_f64 ((double)INFINITY)
+
+XTEN_FLOAT_DTYPES(DEFINE_COMBINERS, _)
+XTEN_INT_DTYPES_HERE(DEFINE_COMBINERS, _)
+XTEN_BOOL_HERE(DEFINE_COMBINERS, _)
+XTEN_FLOAT_DTYPES(REDUCTIONS, _)
+XTEN_INT_DTYPES_HERE(REDUCTIONS, _)
+XTEN_BOOL_HERE(REDUCTIONS, _)
