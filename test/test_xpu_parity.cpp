@@ -135,6 +135,10 @@ std::vector<Case> cases() {
       {"amax", 1, all, Tol::kExact, [](T a, T) { return amax(a); }},
       {"amin dim", 1, all, Tol::kExact, [](T a, T) { return amin(a, {-1}, true); }},
       {"max", 1, all, Tol::kExact, [](T a, T) { return max(a); }},
+      {"mm", 1, all, Tol::kReduce, [](T a, T) { return a.dim() == 2 ? mm(a, a.t()) : mm(a.reshape({1, -1}), a.reshape({-1, 1})); }},
+      {"bmm", 1, all, Tol::kReduce, [](T a, T) { const Tensor x = a.reshape({1, 1, -1}).expand({3, 2, -1}); return bmm(x, x.transpose(1, 2)); }},
+      {"matmul broadcast", 2, all, Tol::kReduce, [](T a, T b) { return a.dim() == 2 ? matmul(a.unsqueeze(0).expand({2, -1, -1}), b.t()) : matmul(a.reshape({1, -1}), b.reshape({-1, 1})); }},
+      {"linear", 2, fl, Tol::kReduce, [](T a, T b) { return a.dim() ? linear(a.reshape({a.size(0), -1}), b.reshape({b.size(0), -1}).narrow(0, 0, std::min<int64_t>(5, b.size(0)))) : linear(a.reshape({1, 1}), b.reshape({1, 1})); }},
       {"min", 1, all, Tol::kExact, [](T a, T) { return min(a); }},
   };
   return c;
@@ -234,7 +238,7 @@ const std::set<std::string>& not_yet() {
       "logical_and", "logical_or", "logical_xor", "bitwise_and.Tensor", "bitwise_or.Tensor",
       "bitwise_xor.Tensor", "where.self", "clamp", "clamp_", "lerp.Tensor", "conv2d", "conv_transpose2d",
       "linspace", "index_select", "gather", "scatter.src", "scatter.value", "scatter_add", "nonzero",
-      "masked_select", "sort", "topk", "_index_put_rows_", "mm", "bmm", "max_pool2d",
+      "masked_select", "sort", "topk", "_index_put_rows_", "max_pool2d",
       "max_pool2d_with_indices", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "sum", "mean",
       "max.dim", "min.dim",
       "argmax", "argmin", "all.dims", "any.dims", "var.correction", "std.correction", "norm.ScalarOpt_dim",
