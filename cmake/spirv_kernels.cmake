@@ -3,12 +3,16 @@
 # OpenCL C kernel sources -> SPIR-V -> C++ arrays in libxten (docs/xpu_kernels.md). Each
 # family file is compiled twice: without float64 (module "<family>") and with only its
 # float64 variants (module "<family>_f64"), so that a device without fp64 never sees double.
-# Note [Unoptimized SPIR-V]: clang runs no optimization (-O0 without optnone): llvm-spirv-15
-# mistranslates some -O1/-O2 control flow (blocks before their dominators, uses before
-# definitions; spirv-val rejects them), and the device compiler (PoCL's LLVM, Intel's IGC)
-# optimizes the module anyway. -ffp-contract=off keeps a*b+c two roundings, as on the CPU.
+# Note [Lightly optimized SPIR-V]: clang's -O1/-O2 pipelines make control flow that
+# llvm-spirv-15 mistranslates (blocks before their dominators, uses before definitions, which
+# spirv-val rejects; `freeze`, which it cannot translate), and unoptimized code (every value
+# in a stack slot) runs ~80x slower on PoCL. So clang emits -O0 code without optnone and
+# opt-15 runs a short pipeline (scalar replacement, CSE, instcombine, CFG simplification)
+# that translates cleanly; the device compiler (PoCL's LLVM, Intel's IGC) does the rest.
+# -ffp-contract=off keeps a*b+c two roundings, as on the CPU.
 find_program(XTEN_CLANG15 clang-15 REQUIRED)
 find_program(XTEN_LLVM_SPIRV llvm-spirv-15 REQUIRED)
+find_program(XTEN_OPT15 opt-15 REQUIRED)
 find_program(XTEN_SPIRV_VAL spirv-val REQUIRED)
 
 file(GLOB XTEN_SPIRV_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/kernels/xpu/spirv/*.cl)
@@ -27,7 +31,9 @@ foreach(src ${XTEN_SPIRV_SOURCES})
       OUTPUT ${out_dir}/${name}.spv
       COMMAND ${XTEN_CLANG15} -target spir64 -cl-std=CL1.2 -O0 -Xclang -disable-O0-optnone
               -ffp-contract=off -Werror ${defs}
-              -c -emit-llvm ${src} -o ${out_dir}/${name}.bc
+              -c -emit-llvm ${src} -o ${out_dir}/${name}.O0.bc
+      COMMAND ${XTEN_OPT15} -passes=sroa,early-cse,instcombine,simplifycfg ${out_dir}/${name}.O0.bc
+              -o ${out_dir}/${name}.bc
       COMMAND ${XTEN_LLVM_SPIRV} ${out_dir}/${name}.bc -o ${out_dir}/${name}.spv
       COMMAND ${XTEN_SPIRV_VAL} ${out_dir}/${name}.spv
       DEPENDS ${src} ${PROJECT_SOURCE_DIR}/kernels/xpu/spirv/common.h

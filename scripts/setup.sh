@@ -12,7 +12,7 @@ PACKAGES=(
   libbenchmark-dev              # bench/ (Google Benchmark)
   libze-dev libze1              # XPU runtime: the Level Zero loader and validation layer
   pocl-opencl-icd ocl-icd-opencl-dev  # the bundled Level Zero driver runs on OpenCL (PoCL)
-  clang-15 llvm-spirv-15 spirv-tools  # kernels: OpenCL C -> SPIR-V at build time (and back
+  clang-15 llvm-15 llvm-spirv-15 spirv-tools  # kernels: OpenCL C -> SPIR-V at build time (and back
                                       # to SPIR for PoCL at run time)
 )
 missing=()

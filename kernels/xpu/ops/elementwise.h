@@ -41,13 +41,26 @@ Tensor Elementwise::run(const std::string& kernel, const char* family, const Ext
     if (inputs_.size() == 1) {
       const Tensor a = inputs_[0].expand(shape_);
       const Geometry g = geometry(op_, shape_, {target_.strides(), a.strides()});
-      launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), extra..., g.numel, g.ndim, g.sizes,
-             g.st[0], g.st[1]);
+      if (g.ndim == 1) {
+        Kernel& k1 = get_kernel(dev, op_, family_for(family, {compute_}),
+                                kernel + "_" + dtype_tag(compute_) + "_1d");
+        launch(s, k1, g.numel, target_.data_ptr(), a.data_ptr(), extra..., g.numel, g.st[0][0], g.st[1][0]);
+      } else {
+        launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), extra..., g.numel, g.ndim, g.sizes, g.st[0],
+               g.st[1]);
+      }
     } else {
       const Tensor a = inputs_[0].expand(shape_), b = inputs_[1].expand(shape_);
       const Geometry g = geometry(op_, shape_, {target_.strides(), a.strides(), b.strides()});
-      launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), b.data_ptr(), extra..., g.numel, g.ndim,
-             g.sizes, g.st[0], g.st[1], g.st[2]);
+      if (g.ndim == 1) {  // the one-dim variant: contiguous or scalar-broadcast operands
+        Kernel& k1 = get_kernel(dev, op_, family_for(family, {compute_}),
+                                kernel + "_" + dtype_tag(compute_) + "_1d");
+        launch(s, k1, g.numel, target_.data_ptr(), a.data_ptr(), b.data_ptr(), extra..., g.numel, g.st[0][0],
+               g.st[1][0], g.st[2][0]);
+      } else {
+        launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), b.data_ptr(), extra..., g.numel, g.ndim,
+               g.sizes, g.st[0], g.st[1], g.st[2]);
+      }
     }
   }
   if (!target_.is_same(out_)) device_copy(out_, target_);

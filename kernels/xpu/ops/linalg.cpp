@@ -24,7 +24,7 @@ Tensor batched(const char* op, const Tensor& a, const Tensor& b) {
   const int64_t tiles_n = (n + kTile - 1) / kTile, tiles_m = (m + kTile - 1) / kTile;
   Kernel& kern = get_kernel(device_of(a), op, family_for("linalg", {a.dtype()}),
                             std::string("bmm_") + dtype_tag(a.dtype()));
-  launch(stream_of(a), kern, batch * tiles_n * tiles_m * kGroupSize, out.data_ptr(), a.data_ptr(),
+  launch_groups(stream_of(a), kern, static_cast<uint64_t>(batch * tiles_n * tiles_m), out.data_ptr(), a.data_ptr(),
          b.data_ptr(), n, k, m, tiles_n, tiles_m, a.stride(0), a.stride(1), a.stride(2), b.stride(0),
          b.stride(1), b.stride(2));
   return out;

@@ -28,17 +28,16 @@ Tensor reduce_rows(const char* opname, const char* op, const Rows& r, double div
   const int d = device_of(r.in);
   const std::string family = family_for("reduce", {t});
   const std::string tag = dtype_tag(t);
-  // Enough work-groups to keep every compute unit busy: long rows are cut into chunks of at
-  // least 4096 elements, at most 256 chunks per row.
-  const int64_t units = std::max<uint32_t>(1, get_device_properties(d).max_compute_units);
-  const int64_t want = std::max<int64_t>(1, (4 * units + r.outer - 1) / r.outer);
-  const int64_t chunks = std::clamp<int64_t>(std::min(want, (r.inner + 4095) / 4096), 1, 256);
+  // Rows are cut into chunks of about 4096 elements, one work-group each: enough groups to
+  // fill any device, and each group's data stays in cache (PoCL runs a group's work-items one
+  // after the other; Note [Grid-stride loops] in kernels/xpu/spirv/common.h).
+  const int64_t chunks = std::clamp<int64_t>((r.inner + 4095) / 4096, 1, 65536);
   const int64_t chunk = (r.inner + chunks - 1) / chunks;
   Tensor partial = empty({r.outer * chunks}, acc_dtype(t), r.in.device());
   const Stream s = stream_of(r.in);
   Kernel& k1 = get_kernel(d, opname, family, std::string("reduce_") + op + "_" + tag);
-  launch(s, k1, r.outer * chunks * kGroupSize, partial.data_ptr(), r.in.data_ptr(), r.inner, chunk,
-         chunks);
+  launch_groups(s, k1, static_cast<uint64_t>(r.outer * chunks), partial.data_ptr(), r.in.data_ptr(), r.inner,
+                chunk, chunks);
   Kernel& k2 = get_kernel(d, opname, family, std::string("reduce_") + op + "_finish_" + tag);
   if (acc_dtype(t) == kDouble) {
     launch(s, k2, r.outer, out.data_ptr(), partial.data_ptr(), r.outer, chunks, divisor);

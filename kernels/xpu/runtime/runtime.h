@@ -39,6 +39,7 @@ struct StreamImpl {
   int id;
   ze_command_list_handle_t list = nullptr;  // an immediate, in-order command list
   std::mutex mutex;                         // command lists are not thread-safe
+  uint32_t max_groups = UINT32_MAX;         // cap for grid-stride launches (Note [Grid-stride loops])
 };
 
 // Events from per-device pools, reused (host-visible; `timing` ones carry kernel timestamps).
@@ -54,26 +55,31 @@ struct Kernel {
 };
 Kernel& get_kernel(int device, const char* op, const std::string& family, const std::string& name);
 
-// Appends a 1-D launch over n work-items (a multiple of the kernel's fixed group size of
-// 256 is launched; kernels check i < n) to the stream. Arguments are passed by value, pointers
-// as pointers; vectors (long8) as std::array<int64_t, 8>.
+// Kernels run in work-groups of 256 (kGroupSize, declared by each kernel). Arguments are
+// passed by value, pointers as pointers, vectors (long8) as std::array<int64_t, 8>.
+//
+// launch(): for grid-stride kernels over n items (Note [Grid-stride loops] in
+// kernels/xpu/spirv/common.h): one work-item per item (up to 2^32 groups).
+// launch_groups(): exactly `groups` work-groups, for kernels that give each group its part.
 constexpr uint32_t kGroupSize = 256;
-template <class... Args>
-void launch(const Stream& stream, Kernel& k, int64_t n, const Args&... args);
-
-void launch_prepared(const Stream& stream, Kernel& k,
-                     int64_t n);  // args already set (k.mutex held)
+void launch_prepared(const Stream& stream, Kernel& k, uint64_t groups);  // args set, k.mutex held
+uint64_t grid_stride_groups(const Stream& stream, int64_t n);
 
 template <class... Args>
-void launch(const Stream& stream, Kernel& k, int64_t n, const Args&... args) {
-  if (n == 0) return;
+void launch_groups(const Stream& stream, Kernel& k, uint64_t groups, const Args&... args) {
+  if (groups == 0) return;
   std::lock_guard<std::mutex> lock(k.mutex);
   uint32_t index = 0;
   auto set = [&](const auto& a) {
     XTEN_ZE_CHECK(zeKernelSetArgumentValue(k.handle, index++, sizeof(a), &a));
   };
   (set(args), ...);
-  launch_prepared(stream, k, n);
+  launch_prepared(stream, k, groups);
+}
+
+template <class... Args>
+void launch(const Stream& stream, Kernel& k, int64_t n, const Args&... args) {
+  if (n > 0) launch_groups(stream, k, grid_stride_groups(stream, n), args...);
 }
 
 // Strided geometry of up to 8 dims in the form kernels take (sizes, strides as long8).

@@ -5,11 +5,11 @@
 #define COPY_KERNEL(D, S)                                                                   \
   KERNEL copy_##S##_##D(global D##_t* dst, global const S##_t* src, long n, int ndim,      \
                         long8 sizes, long8 dst_st, long8 src_st) {                          \
-    const long i = get_global_id(0);                                                        \
-    if (i >= n) return;                                                                     \
-    long od, os;                                                                            \
-    strided_offsets(i, ndim, sizes, dst_st, src_st, &od, &os);                             \
-    D##_store(dst, od, CONV_##D(S##_load(src, os)));                                        \
+    ELEMENTS(i, n) {                                                                        \
+      long od, os;                                                                          \
+      strided_offsets(i, ndim, sizes, dst_st, src_st, &od, &os);                           \
+      D##_store(dst, od, CONV_##D(S##_load(src, os)));                                      \
+    }                                                                                       \
   }
 #define COPY_ROW(S, unused) XTEN_DTYPES_NO64_B(COPY_KERNEL, S)
 
@@ -18,11 +18,11 @@ XTEN_DTYPES_NO64_A(COPY_ROW, _)
 
 #define FILL_KERNEL(BITS, T)                                                                \
   KERNEL fill_##BITS(global T* dst, T value, long n, int ndim, long8 sizes, long8 st) {     \
-    const long i = get_global_id(0);                                                        \
-    if (i >= n) return;                                                                     \
-    long o, unused;                                                                         \
-    strided_offsets(i, ndim, sizes, st, st, &o, &unused);                                  \
-    dst[o] = value;                                                                         \
+    ELEMENTS(i, n) {                                                                        \
+      long o, unused;                                                                       \
+      strided_offsets(i, ndim, sizes, st, st, &o, &unused);                                \
+      dst[o] = value;                                                                       \
+    }                                                                                       \
   }
 FILL_KERNEL(8, uchar)
 FILL_KERNEL(16, ushort)

@@ -22,8 +22,7 @@ static inline uint4 philox_words(ulong seed, ulong offset, ulong index) {
 // arange with integral arguments: start + i * step in (wrapping) int64.
 #define ARANGE_INT(D, unused)                                                             \
   KERNEL arange_int_##D(global D##_t* out, long n, long start, long step) {               \
-    const long i = get_global_id(0);                                                      \
-    if (i < n) D##_store(out, i, CONV_##D((long)((ulong)start + (ulong)i * (ulong)step))); \
+    ELEMENTS(i, n) D##_store(out, i, CONV_##D((long)((ulong)start + (ulong)i * (ulong)step))); \
   }
 // arange with floating arguments, accumulated as the CPU does (double) in the f64 module,
 // or in float where the device has no fp64 (docs/xpu_kernels.md).
@@ -36,23 +35,16 @@ static inline uint4 philox_words(ulong seed, ulong offset, ulong index) {
 #endif
 #define ARANGE_FLOAT_(D, NAME)                                                            \
   KERNEL arange_##NAME##_##D(global D##_t* out, long n, ACC start, ACC step) {                   \
-    const long i = get_global_id(0);                                                      \
-    if (i < n) D##_store(out, i, CONV_##D(start + (ACC)i * step));                        \
+    ELEMENTS(i, n) D##_store(out, i, CONV_##D(start + (ACC)i * step));                    \
   }
 #define ARANGE_FLOAT(D, NAME) ARANGE_FLOAT_(D, NAME)
 
 #define RAND_FLOAT(D, unused)                                                              \
   KERNEL rand_##D(global D##_t* out, long n, ulong seed, ulong offset) {                   \
-    const long i = get_global_id(0);                                                       \
-    if (i >= n) return;                                                                    \
-    const uint4 r = philox_words(seed, offset, (ulong)i);                                  \
-    D##_store(out, i, UNIFORM_##D(r));                                                     \
+    ELEMENTS(i, n) D##_store(out, i, UNIFORM_##D(philox_words(seed, offset, (ulong)i)));   \
   }                                                                                        \
   KERNEL randn_##D(global D##_t* out, long n, ulong seed, ulong offset) {                  \
-    const long i = get_global_id(0);                                                       \
-    if (i >= n) return;                                                                    \
-    const uint4 r = philox_words(seed, offset, (ulong)i);                                  \
-    D##_store(out, i, NORMAL_##D(r));                                                      \
+    ELEMENTS(i, n) D##_store(out, i, NORMAL_##D(philox_words(seed, offset, (ulong)i)));    \
   }
 #define UNIFORM_f32(r) ((float)((r).x >> 8) * 0x1.0p-24f)
 #define UNIFORM_f16(r) ((float)((r).x >> 21) * 0x1.0p-11f)
@@ -70,11 +62,11 @@ static inline float normal_float(uint4 r) {
 #define RANDINT(D, unused)                                                                 \
   KERNEL randint_##D(global D##_t* out, long n, ulong seed, ulong offset, long low,        \
                      ulong range) {                                                        \
-    const long i = get_global_id(0);                                                       \
-    if (i >= n) return;                                                                    \
-    const uint4 r = philox_words(seed, offset, (ulong)i);                                  \
-    const ulong v = (((ulong)r.x << 32) | r.y) % range;                                    \
-    D##_store(out, i, CONV_##D((long)((ulong)low + v)));                                   \
+    ELEMENTS(i, n) {                                                                       \
+      const uint4 r = philox_words(seed, offset, (ulong)i);                                \
+      const ulong v = (((ulong)r.x << 32) | r.y) % range;                                  \
+      D##_store(out, i, CONV_##D((long)((ulong)low + v)));                                 \
+    }                                                                                      \
   }
 
 #define XTEN_INT_AND_NARROW_FLOAT(X, ...)                                                 \

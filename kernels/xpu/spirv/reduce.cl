@@ -65,12 +65,12 @@ typedef double f64_acc;
 #define PASS2(OP, T, INIT, COMBINE)                                                               \
   KERNEL reduce_##OP##_finish_##T(global T##_t* out, global const T##_acc* partial, long outer,  \
                                   long chunks, T##_acc divisor) {                                 \
-    const long i = get_global_id(0);                                                              \
-    if (i >= outer) return;                                                                       \
-    T##_acc acc = INIT;                                                                           \
-    for (long c = 0; c < chunks; ++c) acc = COMBINE(acc, partial[i * chunks + c]);                \
-    if (!IS_INT_##T && divisor != (T##_acc)1) acc = acc / divisor;                                \
-    T##_store(out, i, CONV_##T(acc));                                                             \
+    ELEMENTS(i, outer) {                                                                          \
+      T##_acc acc = INIT;                                                                         \
+      for (long c = 0; c < chunks; ++c) acc = COMBINE(acc, partial[i * chunks + c]);              \
+      if (!IS_INT_##T && divisor != (T##_acc)1) acc = acc / divisor;                              \
+      T##_store(out, i, CONV_##T(acc));                                                           \
+    }                                                                                             \
   }
 
 #define SUM_COMBINE(a, b) ADD(T_, a, b)
