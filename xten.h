@@ -1,5 +1,6 @@
 #pragma once
 // xten: the whole public API. `#include <xten/xten.h>`, link xten::xten.
+#include <xten/autocast/autocast.h>
 #include <xten/core/device.h>
 #include <xten/core/error.h>
 #include <xten/core/generator.h>
@@ -14,4 +15,3 @@
 #include <xten/dispatch/local_dispatch_key_set.h>
 #include <xten/dispatch/ops.h>
 #include <xten/xpu/xpu.h>
-#include <xten/autocast/autocast.h>

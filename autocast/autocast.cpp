@@ -13,11 +13,16 @@ namespace xten::autocast {
 
 const char* to_string(CastPolicy p) {
   switch (p) {
-    case CastPolicy::kLowerPrecisionFp: return "lower_precision_fp";
-    case CastPolicy::kFp32: return "fp32";
-    case CastPolicy::kFp32SetOptDtype: return "fp32_set_opt_dtype";
-    case CastPolicy::kPromote: return "promote";
-    case CastPolicy::kBanned: return "banned";
+    case CastPolicy::kLowerPrecisionFp:
+      return "lower_precision_fp";
+    case CastPolicy::kFp32:
+      return "fp32";
+    case CastPolicy::kFp32SetOptDtype:
+      return "fp32_set_opt_dtype";
+    case CastPolicy::kPromote:
+      return "promote";
+    case CastPolicy::kBanned:
+      return "banned";
   }
   return "?";
 }
@@ -96,13 +101,14 @@ namespace {
 
 // Only floating tensors on the scope's device are cast, and float64 never is.
 bool eligible(const Tensor& t, DeviceType d) {
-  return t.defined() && t.device().type() == d && is_floating_type(t.dtype()) && t.dtype() != kDouble;
+  return t.defined() && t.device().type() == d && is_floating_type(t.dtype()) &&
+         t.dtype() != kDouble;
 }
 
 Tensor cast(const Tensor& t, ScalarType to, DeviceType d) {
   if (!eligible(t, d) || t.dtype() == to) return t;
-  const bool cacheable = t_nesting > 0 && t.requires_grad() && t.dtype() == kFloat &&
-                         to == get_autocast_dtype(d);
+  const bool cacheable =
+      t_nesting > 0 && t.requires_grad() && t.dtype() == kFloat && to == get_autocast_dtype(d);
   if (!cacheable) return t.to(to);
   auto it = t_cache.find(t.impl());
   if (it != t_cache.end()) return it->second.second;
@@ -131,7 +137,8 @@ OpInfo parse_schema(const std::string& schema) {
     const std::string decl = a.substr(0, a.find('='));
     const size_t sp = decl.rfind(' ');
     const std::string type = decl.substr(0, sp), name = decl.substr(sp + 1);
-    if (name == "dtype" && type == "ScalarType?") info.dtype_arg = static_cast<int>(info.mutable_arg.size());
+    if (name == "dtype" && type == "ScalarType?")
+      info.dtype_arg = static_cast<int>(info.mutable_arg.size());
     info.mutable_arg.push_back(type.find('!') != std::string::npos);
   };
   for (size_t i = open + 1; i < schema.size(); ++i) {
@@ -172,10 +179,11 @@ BoxedKernel policy_kernel(CastPolicy policy, DeviceType d, bool (*applies)(const
     std::call_once(info->first, [&] { info->second = parse_schema(op.schema()); });
     const OpInfo& oi = info->second;
     const std::string name = op.entry().display_name();
-    XTEN_CHECK(policy != CastPolicy::kBanned, ValueError, name.c_str(),
-               "is unsafe to autocast: many models apply a sigmoid right before it, and in "
-               "float16/bfloat16 that loses too much; use binary_cross_entropy_with_logits, which "
-               "combines the two and is safe to autocast (or leave the autocast scope for this op)");
+    XTEN_CHECK(
+        policy != CastPolicy::kBanned, ValueError, name.c_str(),
+        "is unsafe to autocast: many models apply a sigmoid right before it, and in "
+        "float16/bfloat16 that loses too much; use binary_cross_entropy_with_logits, which "
+        "combines the two and is safe to autocast (or leave the autocast scope for this op)");
     // The rest of the call, nested ops included, runs without autocast.
     ExcludeDispatchKeyGuard no_autocast(kDefaultExcludedKeys);
     if (!applies || applies(*stack)) {
@@ -193,7 +201,8 @@ BoxedKernel policy_kernel(CastPolicy policy, DeviceType d, bool (*applies)(const
           }
           IValue& dtype = (*stack)[static_cast<size_t>(oi.dtype_arg)];
           const IValue& first = (*stack)[0];
-          if (dtype.is_none() && first.is_tensor() && eligible(first.get<Tensor>(), d)) dtype = kFloat;
+          if (dtype.is_none() && first.is_tensor() && eligible(first.get<Tensor>(), d))
+            dtype = kFloat;
           break;
         }
         case CastPolicy::kPromote: {

@@ -117,12 +117,30 @@ void BM_mm_1024(benchmark::State& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  BENCHMARK_TEMPLATE(BM_add_16M, false)->Name("BM_add_16M_cpu")->UseRealTime()->Unit(benchmark::kMillisecond);
-  BENCHMARK_TEMPLATE(BM_add_16M, true)->Name("BM_add_16M_xpu")->UseRealTime()->Unit(benchmark::kMillisecond);
-  BENCHMARK_TEMPLATE(BM_sum_16M, false)->Name("BM_sum_16M_cpu")->UseRealTime()->Unit(benchmark::kMillisecond);
-  BENCHMARK_TEMPLATE(BM_sum_16M, true)->Name("BM_sum_16M_xpu")->UseRealTime()->Unit(benchmark::kMillisecond);
-  BENCHMARK_TEMPLATE(BM_mm_1024, false)->Name("BM_mm_1024_cpu")->UseRealTime()->Unit(benchmark::kMillisecond);
-  BENCHMARK_TEMPLATE(BM_mm_1024, true)->Name("BM_mm_1024_xpu")->UseRealTime()->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_add_16M, false)
+      ->Name("BM_add_16M_cpu")
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_add_16M, true)
+      ->Name("BM_add_16M_xpu")
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_sum_16M, false)
+      ->Name("BM_sum_16M_cpu")
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_sum_16M, true)
+      ->Name("BM_sum_16M_xpu")
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_mm_1024, false)
+      ->Name("BM_mm_1024_cpu")
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_mm_1024, true)
+      ->Name("BM_mm_1024_xpu")
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
   BENCHMARK(BM_xpu_tiny_fill_sync)->UseRealTime()->Unit(benchmark::kMicrosecond);
   BENCHMARK(BM_opencl_tiny_fill_finish)->UseRealTime()->Unit(benchmark::kMicrosecond);
   BENCHMARK(BM_host_to_device)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -148,10 +166,12 @@ int main(int argc, char** argv) {
                   c.gbps(n) / c.gbps("BM_memcpy_64MiB/real_time"),
                   c.gbps("BM_memcpy_64MiB/real_time"));
   for (const char* op : {"add_16M", "sum_16M", "mm_1024"}) {
-    const std::string x = std::string("BM_") + op + "_xpu/real_time", cpu = std::string("BM_") + op + "_cpu/real_time";
+    const std::string x = std::string("BM_") + op + "_xpu/real_time",
+                      cpu = std::string("BM_") + op + "_cpu/real_time";
     if (have(x.c_str()) && have(cpu.c_str()))
-      std::printf("  %-8s XPU %.2f ms, CPU %.2f ms: XPU/CPU time %.2f   goal <= %s\n", op, c.time(x), c.time(cpu),
-                  c.time(x) / c.time(cpu), std::string(op) == "mm_1024" ? "3.3 (>= 30% of CPU GFLOP/s)" : "1.5");
+      std::printf("  %-8s XPU %.2f ms, CPU %.2f ms: XPU/CPU time %.2f   goal <= %s\n", op,
+                  c.time(x), c.time(cpu), c.time(x) / c.time(cpu),
+                  std::string(op) == "mm_1024" ? "3.3 (>= 30% of CPU GFLOP/s)" : "1.5");
   }
   if (have("BM_allocator_cached_malloc_free/real_time"))
     std::printf("  allocator malloc+free of a cached block: %.1f ns   goal <= 100 ns\n",

@@ -14,8 +14,10 @@ namespace {
 
 ::testing::AssertionResult identical(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype())
-    return ::testing::AssertionFailure() << "dtype " << to_string(a.dtype()) << " vs " << to_string(b.dtype());
-  if (a.sizes() != b.sizes()) return ::testing::AssertionFailure() << "shape " << a.sizes() << " vs " << b.sizes();
+    return ::testing::AssertionFailure()
+           << "dtype " << to_string(a.dtype()) << " vs " << to_string(b.dtype());
+  if (a.sizes() != b.sizes())
+    return ::testing::AssertionFailure() << "shape " << a.sizes() << " vs " << b.sizes();
   const Tensor x = a.contiguous(), y = b.contiguous();
   if (std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) != 0)
     return ::testing::AssertionFailure() << "values differ\n" << x << "\n" << y;
@@ -83,31 +85,63 @@ std::vector<Case> cpu_cases() {
   const Tensor probs = rand({3, 4});
   using V = const std::vector<Tensor>&;
   return {
-      {"conv1d", {r({2, 3, 8}), r({4, 3, 3}), r({4})}, [](V v) { return conv1d(v[0], v[1], v[2], {1}, {1}); }},
-      {"conv1d.padding", {r({2, 3, 8}), r({4, 3, 3})}, [](V v) { return conv1d(v[0], v[1], std::nullopt, {1}, "same"); }},
-      {"conv2d", {r({1, 2, 5, 5}), r({3, 2, 3, 3}), r({3})}, [](V v) { return conv2d(v[0], v[1], v[2], {2, 1}, {1, 0}); }},
-      {"conv2d.padding", {r({1, 2, 5, 5}), r({3, 2, 3, 3})}, [](V v) { return conv2d(v[0], v[1], std::nullopt, {1, 1}, "same"); }},
-      {"conv_transpose2d", {r({1, 2, 4, 4}), r({2, 3, 3, 3}), r({3})}, [](V v) { return conv_transpose2d(v[0], v[1], v[2], {2, 2}); }},
+      {"conv1d",
+       {r({2, 3, 8}), r({4, 3, 3}), r({4})},
+       [](V v) { return conv1d(v[0], v[1], v[2], {1}, {1}); }},
+      {"conv1d.padding",
+       {r({2, 3, 8}), r({4, 3, 3})},
+       [](V v) { return conv1d(v[0], v[1], std::nullopt, {1}, "same"); }},
+      {"conv2d",
+       {r({1, 2, 5, 5}), r({3, 2, 3, 3}), r({3})},
+       [](V v) {
+         return conv2d(v[0], v[1], v[2], {2, 1}, {1, 0});
+       }},
+      {"conv2d.padding",
+       {r({1, 2, 5, 5}), r({3, 2, 3, 3})},
+       [](V v) {
+         return conv2d(v[0], v[1], std::nullopt, {1, 1}, "same");
+       }},
+      {"conv_transpose2d",
+       {r({1, 2, 4, 4}), r({2, 3, 3, 3}), r({3})},
+       [](V v) {
+         return conv_transpose2d(v[0], v[1], v[2], {2, 2});
+       }},
       {"bmm", {r({2, 3, 4}), r({2, 4, 5})}, [](V v) { return bmm(v[0], v[1]); }},
       {"mm", {r({3, 4}), r({4, 5})}, [](V v) { return mm(v[0], v[1]); }},
-      {"baddbmm", {r({2, 3, 5}), r({2, 3, 4}), r({2, 4, 5})}, [](V v) { return baddbmm(v[0], v[1], v[2], 0.5, 2); }},
+      {"baddbmm",
+       {r({2, 3, 5}), r({2, 3, 4}), r({2, 4, 5})},
+       [](V v) { return baddbmm(v[0], v[1], v[2], 0.5, 2); }},
       {"addmm", {r({5}), r({3, 4}), r({4, 5})}, [](V v) { return addmm(v[0], v[1], v[2]); }},
       {"linear", {r({3, 4}), r({6, 4}), r({6})}, [](V v) { return linear(v[0], v[1], v[2]); }},
       {"matmul", {r({2, 3, 4}), r({4})}, [](V v) { return matmul(v[0], v[1]); }},
       {"prelu", {r({2, 3, 4}), r({3})}, [](V v) { return prelu(v[0], v[1]); }},
       // fp32: inputs in bfloat16 so that the cast shows
-      {"binary_cross_entropy", {rand({6}).to(kBFloat16), rand({6}).to(kBFloat16)},
+      {"binary_cross_entropy",
+       {rand({6}).to(kBFloat16), rand({6}).to(kBFloat16)},
        [](V v) { return binary_cross_entropy(v[0], v[1]); }},
       {"prod.dim_IntList", {r({3, 4}, kBFloat16)}, [](V v) { return prod(v[0], 1); }},
-      {"pad", {r({1, 2, 4, 4}, kBFloat16)}, [](V v) { return pad(v[0], {1, 1, 2, 0}, "reflect"); }},
-      {"mse_loss", {r({5}, kBFloat16), r({5}, kBFloat16)}, [](V v) { return mse_loss(v[0], v[1]); }},
+      {"pad",
+       {r({1, 2, 4, 4}, kBFloat16)},
+       [](V v) {
+         return pad(v[0], {1, 1, 2, 0}, "reflect");
+       }},
+      {"mse_loss",
+       {r({5}, kBFloat16), r({5}, kBFloat16)},
+       [](V v) { return mse_loss(v[0], v[1]); }},
       {"nll_loss", {r({3, 4}, kBFloat16)}, [cls](V v) { return nll_loss(v[0], cls); }},
-      {"smooth_l1_loss", {r({5}, kBFloat16), r({5}, kBFloat16)}, [](V v) { return smooth_l1_loss(v[0], v[1], "sum", 0.5); }},
+      {"smooth_l1_loss",
+       {r({5}, kBFloat16), r({5}, kBFloat16)},
+       [](V v) { return smooth_l1_loss(v[0], v[1], "sum", 0.5); }},
       {"cross_entropy", {r({3, 4}, kBFloat16)}, [cls](V v) { return cross_entropy(v[0], cls); }},
       {"l1_loss", {r({5}, kBFloat16), r({5}, kBFloat16)}, [](V v) { return l1_loss(v[0], v[1]); }},
-      {"huber_loss", {r({5}, kBFloat16), r({5}, kBFloat16)}, [](V v) { return huber_loss(v[0], v[1], "none"); }},
-      {"kl_div", {r({3, 4}, kBFloat16), probs.to(kBFloat16)}, [](V v) { return kl_div(v[0], v[1], "batchmean"); }},
-      {"binary_cross_entropy_with_logits", {r({6}, kBFloat16), rand({6}).to(kBFloat16), r({6}, kBFloat16)},
+      {"huber_loss",
+       {r({5}, kBFloat16), r({5}, kBFloat16)},
+       [](V v) { return huber_loss(v[0], v[1], "none"); }},
+      {"kl_div",
+       {r({3, 4}, kBFloat16), probs.to(kBFloat16)},
+       [](V v) { return kl_div(v[0], v[1], "batchmean"); }},
+      {"binary_cross_entropy_with_logits",
+       {r({6}, kBFloat16), rand({6}).to(kBFloat16), r({6}, kBFloat16)},
        [](V v) { return binary_cross_entropy_with_logits(v[0], v[1], std::nullopt, v[2]); }},
       // promote: mixed inputs run in the widest
       {"stack", {r({3}, kBFloat16), r({3}), r({3}, kHalf)}, [](V v) { return stack(v); }},
@@ -120,7 +154,9 @@ std::vector<Tensor> cast_by_policy(const std::vector<Tensor>& in, CastPolicy p, 
   for (const Tensor& t : in) widest = promote_types(widest, t.dtype());
   std::vector<Tensor> out;
   for (const Tensor& t : in) {
-    const ScalarType to = p == CastPolicy::kLowerPrecisionFp ? lowp : p == CastPolicy::kFp32 ? kFloat : widest;
+    const ScalarType to = p == CastPolicy::kLowerPrecisionFp ? lowp
+                          : p == CastPolicy::kFp32           ? kFloat
+                                                             : widest;
     out.push_back(t.to(to));
   }
   return out;
@@ -144,12 +180,13 @@ TEST(AutocastCpu, EveryListedOpMatchesTheOpOnInputsCastByHand) {
                               : *policy == CastPolicy::kFp32           ? kFloat
                                                                        : expected.dtype();
       EXPECT_EQ(actual.dtype(), want) << c.op;
-      EXPECT_TRUE(identical(actual, expected)) << c.op << " (" << autocast::to_string(*policy) << ", "
-                                               << to_string(lowp) << ")";
+      EXPECT_TRUE(identical(actual, expected))
+          << c.op << " (" << autocast::to_string(*policy) << ", " << to_string(lowp) << ")";
     }
   }
   // The test covers the whole CPU list.
-  for (const auto& [op, p] : autocast::policies(kCPU)) EXPECT_TRUE(covered.count(op)) << op << " untested";
+  for (const auto& [op, p] : autocast::policies(kCPU))
+    EXPECT_TRUE(covered.count(op)) << op << " untested";
 }
 
 TEST(AutocastCpu, PromoteRunsInTheWidestFloatingType) {

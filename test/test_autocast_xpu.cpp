@@ -45,25 +45,51 @@ struct RecordingKernels {
 
 TEST(AutocastXpu, ListsFollowPyTorch) {
   const std::vector<std::pair<std::string, CastPolicy>> expected = {
-      {"conv1d", CastPolicy::kLowerPrecisionFp}, {"conv1d.padding", CastPolicy::kLowerPrecisionFp},
-      {"conv2d", CastPolicy::kLowerPrecisionFp}, {"conv2d.padding", CastPolicy::kLowerPrecisionFp},
-      {"conv_transpose2d", CastPolicy::kLowerPrecisionFp}, {"prelu", CastPolicy::kLowerPrecisionFp},
-      {"addmm", CastPolicy::kLowerPrecisionFp}, {"matmul", CastPolicy::kLowerPrecisionFp},
-      {"mm", CastPolicy::kLowerPrecisionFp}, {"mv", CastPolicy::kLowerPrecisionFp},
-      {"linear", CastPolicy::kLowerPrecisionFp}, {"baddbmm", CastPolicy::kLowerPrecisionFp},
-      {"bmm", CastPolicy::kLowerPrecisionFp}, {"exp", CastPolicy::kFp32}, {"expm1", CastPolicy::kFp32},
-      {"log", CastPolicy::kFp32}, {"log10", CastPolicy::kFp32}, {"log2", CastPolicy::kFp32},
-      {"log1p", CastPolicy::kFp32}, {"reciprocal", CastPolicy::kFp32}, {"rsqrt", CastPolicy::kFp32},
-      {"tan", CastPolicy::kFp32}, {"pow.Tensor_Tensor", CastPolicy::kFp32}, {"softplus", CastPolicy::kFp32},
-      {"layer_norm", CastPolicy::kFp32}, {"group_norm", CastPolicy::kFp32}, {"nll_loss", CastPolicy::kFp32},
-      {"kl_div", CastPolicy::kFp32}, {"l1_loss", CastPolicy::kFp32}, {"smooth_l1_loss", CastPolicy::kFp32},
-      {"huber_loss", CastPolicy::kFp32}, {"mse_loss", CastPolicy::kFp32},
-      {"binary_cross_entropy_with_logits", CastPolicy::kFp32}, {"logsumexp", CastPolicy::kFp32},
-      {"norm.ScalarOpt_dim", CastPolicy::kFp32}, {"prod.dim_IntList", CastPolicy::kFp32SetOptDtype},
-      {"softmax", CastPolicy::kFp32SetOptDtype}, {"log_softmax", CastPolicy::kFp32SetOptDtype},
-      {"cumprod", CastPolicy::kFp32SetOptDtype}, {"cumsum", CastPolicy::kFp32SetOptDtype},
-      {"sum.dim_IntList", CastPolicy::kFp32SetOptDtype}, {"atan2", CastPolicy::kPromote},
-      {"dot", CastPolicy::kPromote}, {"index_put_", CastPolicy::kPromote}, {"scatter_add", CastPolicy::kPromote},
+      {"conv1d", CastPolicy::kLowerPrecisionFp},
+      {"conv1d.padding", CastPolicy::kLowerPrecisionFp},
+      {"conv2d", CastPolicy::kLowerPrecisionFp},
+      {"conv2d.padding", CastPolicy::kLowerPrecisionFp},
+      {"conv_transpose2d", CastPolicy::kLowerPrecisionFp},
+      {"prelu", CastPolicy::kLowerPrecisionFp},
+      {"addmm", CastPolicy::kLowerPrecisionFp},
+      {"matmul", CastPolicy::kLowerPrecisionFp},
+      {"mm", CastPolicy::kLowerPrecisionFp},
+      {"mv", CastPolicy::kLowerPrecisionFp},
+      {"linear", CastPolicy::kLowerPrecisionFp},
+      {"baddbmm", CastPolicy::kLowerPrecisionFp},
+      {"bmm", CastPolicy::kLowerPrecisionFp},
+      {"exp", CastPolicy::kFp32},
+      {"expm1", CastPolicy::kFp32},
+      {"log", CastPolicy::kFp32},
+      {"log10", CastPolicy::kFp32},
+      {"log2", CastPolicy::kFp32},
+      {"log1p", CastPolicy::kFp32},
+      {"reciprocal", CastPolicy::kFp32},
+      {"rsqrt", CastPolicy::kFp32},
+      {"tan", CastPolicy::kFp32},
+      {"pow.Tensor_Tensor", CastPolicy::kFp32},
+      {"softplus", CastPolicy::kFp32},
+      {"layer_norm", CastPolicy::kFp32},
+      {"group_norm", CastPolicy::kFp32},
+      {"nll_loss", CastPolicy::kFp32},
+      {"kl_div", CastPolicy::kFp32},
+      {"l1_loss", CastPolicy::kFp32},
+      {"smooth_l1_loss", CastPolicy::kFp32},
+      {"huber_loss", CastPolicy::kFp32},
+      {"mse_loss", CastPolicy::kFp32},
+      {"binary_cross_entropy_with_logits", CastPolicy::kFp32},
+      {"logsumexp", CastPolicy::kFp32},
+      {"norm.ScalarOpt_dim", CastPolicy::kFp32},
+      {"prod.dim_IntList", CastPolicy::kFp32SetOptDtype},
+      {"softmax", CastPolicy::kFp32SetOptDtype},
+      {"log_softmax", CastPolicy::kFp32SetOptDtype},
+      {"cumprod", CastPolicy::kFp32SetOptDtype},
+      {"cumsum", CastPolicy::kFp32SetOptDtype},
+      {"sum.dim_IntList", CastPolicy::kFp32SetOptDtype},
+      {"atan2", CastPolicy::kPromote},
+      {"dot", CastPolicy::kPromote},
+      {"index_put_", CastPolicy::kPromote},
+      {"scatter_add", CastPolicy::kPromote},
       {"binary_cross_entropy", CastPolicy::kBanned}};
   EXPECT_EQ(autocast::policies(kXPU), expected);
   EXPECT_FALSE(autocast::policy_of(kXPU, "add.Tensor").has_value());
@@ -119,7 +145,7 @@ TEST(AutocastXpu, CastCacheReusesTheSameStorage) {
     prelu(x, w);
     first = g_ptrs[1];
     prelu(x, w);
-    EXPECT_EQ(g_ptrs[1], first);  // the cached float16 copy of w
+    EXPECT_EQ(g_ptrs[1], first);            // the cached float16 copy of w
     EXPECT_EQ(autocast::cache_size(), 1u);  // w only: x requires no grad
   }
   EXPECT_EQ(autocast::cache_size(), 0u);

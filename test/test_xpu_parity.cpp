@@ -19,7 +19,8 @@ Tensor to_xpu(const Tensor& t) {
   if (t.is_contiguous() || t.dim() == 0) return t.to("xpu");
   std::vector<int64_t> wide(t.sizes().begin(), t.sizes().end());
   wide.back() *= 2;
-  Tensor v = zeros(wide, TensorOptions().dtype(t.dtype()).device(Device("xpu"))).slice(-1, 0, std::nullopt, 2);
+  Tensor v = zeros(wide, TensorOptions().dtype(t.dtype()).device(Device("xpu")))
+                 .slice(-1, 0, std::nullopt, 2);
   v.copy_(t);
   return v;
 }
@@ -36,8 +37,10 @@ enum class Tol { kExact, kUlp, kReduce };
 // (1 ulp for the 16-bit floats, whose float result is rounded once more).
 ::testing::AssertionResult agree(const Tensor& cpu, const Tensor& xpu, Tol tol) {
   if (cpu.dtype() != xpu.dtype())
-    return ::testing::AssertionFailure() << "dtype " << to_string(cpu.dtype()) << " vs " << to_string(xpu.dtype());
-  if (cpu.sizes() != xpu.sizes()) return ::testing::AssertionFailure() << "shape " << cpu.sizes() << " vs " << xpu.sizes();
+    return ::testing::AssertionFailure()
+           << "dtype " << to_string(cpu.dtype()) << " vs " << to_string(xpu.dtype());
+  if (cpu.sizes() != xpu.sizes())
+    return ::testing::AssertionFailure() << "shape " << cpu.sizes() << " vs " << xpu.sizes();
   const Tensor x = xpu.to(kCPU).contiguous().to(kDouble), c = cpu.contiguous().to(kDouble);
   const double* a = c.data_ptr<double>();
   const double* b = x.data_ptr<double>();
@@ -45,11 +48,13 @@ enum class Tol { kExact, kUlp, kReduce };
   for (int64_t i = 0; i < c.numel(); ++i) {
     if (std::isnan(a[i]) && std::isnan(b[i])) continue;
     if (a[i] == b[i]) continue;
-    if (tol == Tol::kUlp && std::isfinite(a[i]) && std::fabs(a[i] - b[i]) <= steps * ulp_of(a[i], cpu.dtype()))
+    if (tol == Tol::kUlp && std::isfinite(a[i]) &&
+        std::fabs(a[i] - b[i]) <= steps * ulp_of(a[i], cpu.dtype()))
       continue;
     // Reductions sum in another order: relative to the magnitude, by dtype.
     const double rel = cpu.dtype() == kDouble ? 1e-12 : cpu.dtype() == kFloat ? 2e-5 : 2e-2;
-    if (tol == Tol::kReduce && std::isfinite(a[i]) && std::fabs(a[i] - b[i]) <= rel * std::max(1.0, std::fabs(a[i])))
+    if (tol == Tol::kReduce && std::isfinite(a[i]) &&
+        std::fabs(a[i] - b[i]) <= rel * std::max(1.0, std::fabs(a[i])))
       continue;
     return ::testing::AssertionFailure() << "element " << i << ": cpu " << a[i] << " xpu " << b[i];
   }
@@ -102,12 +107,21 @@ std::vector<Case> cases() {
       {"ge", 2, all, Tol::kExact, [](T a, T b) { return ge(a, b); }},
       {"add scalar", 1, all_but_bool(), Tol::kExact, [](T a, T) { return a + 2; }},
       {"mul float scalar", 1, all_but_bool(), Tol::kExact, [](T a, T) { return a * 0.5; }},
-      {"add_", 2, fl, Tol::kExact, [](T a, T b) { Tensor s = a.clone(); return s.add_(b.expand_as(s).contiguous()); }},
-      {"mul_ mixed", 2, fl, Tol::kExact, [](T a, T b) { Tensor s = a.clone(); return s.mul_(b.to(kInt)); }},
+      {"add_", 2, fl, Tol::kExact,
+       [](T a, T b) {
+         Tensor s = a.clone();
+         return s.add_(b.expand_as(s).contiguous());
+       }},
+      {"mul_ mixed", 2, fl, Tol::kExact,
+       [](T a, T b) {
+         Tensor s = a.clone();
+         return s.mul_(b.to(kInt));
+       }},
       {"neg", 1, all_but_bool(), Tol::kExact, [](T a, T) { return neg(a); }},
       {"abs", 1, all_but_bool(), Tol::kExact, [](T a, T) { return abs(a); }},
       {"relu", 1, all_but_bool(), Tol::kExact, [](T a, T) { return relu(a); }},
-      {"sqrt", 1, all, Tol::kExact, [](T a, T) { return sqrt(abs(a.to(kDouble)).to(a.dtype() == kBool ? kFloat : a.dtype())); }},
+      {"sqrt", 1, all, Tol::kExact,
+       [](T a, T) { return sqrt(abs(a.to(kDouble)).to(a.dtype() == kBool ? kFloat : a.dtype())); }},
       {"reciprocal", 1, all, Tol::kExact, [](T a, T) { return reciprocal(a); }},
       {"rsqrt", 1, fl, Tol::kUlp, [](T a, T) { return rsqrt(a); }},
       {"exp", 1, all, Tol::kUlp, [](T a, T) { return exp(a); }},
@@ -124,21 +138,49 @@ std::vector<Case> cases() {
       {"sigmoid", 1, fl, Tol::kUlp, [](T a, T) { return sigmoid(a); }},
       {"silu", 1, fl, Tol::kUlp, [](T a, T) { return silu(a); }},
       {"erf", 1, fl, Tol::kUlp, [](T a, T) { return erf(a); }},
-      {"exp_", 1, fl, Tol::kUlp, [](T a, T) { Tensor s = a.clone(); return s.exp_(); }},
+      {"exp_", 1, fl, Tol::kUlp,
+       [](T a, T) {
+         Tensor s = a.clone();
+         return s.exp_();
+       }},
       {"sum", 1, all, Tol::kReduce, [](T a, T) { return sum(a); }},
       {"sum dim", 1, all, Tol::kReduce, [](T a, T) { return sum(a, {-1}); }},
-      {"sum dims keepdim", 1, all, Tol::kReduce, [](T a, T) { return a.dim() ? sum(a, {0, -1}, true) : sum(a); }},
+      {"sum dims keepdim", 1, all, Tol::kReduce,
+       [](T a, T) {
+         return a.dim() ? sum(a, {0, -1}, true) : sum(a);
+       }},
       {"sum dtype", 1, all, Tol::kReduce, [](T a, T) { return sum(a, {0}, false, kDouble); }},
       {"mean", 1, fl, Tol::kReduce, [](T a, T) { return mean(a); }},
       {"mean dim", 1, fl, Tol::kReduce, [](T a, T) { return mean(a, {0}); }},
-      {"prod dim", 1, all, Tol::kReduce, [](T a, T) { return prod(a.dim() ? a.narrow(-1, 0, std::min<int64_t>(3, a.size(-1))) : a, -1); }},
+      {"prod dim", 1, all, Tol::kReduce,
+       [](T a, T) {
+         return prod(a.dim() ? a.narrow(-1, 0, std::min<int64_t>(3, a.size(-1))) : a, -1);
+       }},
       {"amax", 1, all, Tol::kExact, [](T a, T) { return amax(a); }},
       {"amin dim", 1, all, Tol::kExact, [](T a, T) { return amin(a, {-1}, true); }},
       {"max", 1, all, Tol::kExact, [](T a, T) { return max(a); }},
-      {"mm", 1, all, Tol::kReduce, [](T a, T) { return a.dim() == 2 ? mm(a, a.t()) : mm(a.reshape({1, -1}), a.reshape({-1, 1})); }},
-      {"bmm", 1, all, Tol::kReduce, [](T a, T) { const Tensor x = a.reshape({1, 1, -1}).expand({3, 2, -1}); return bmm(x, x.transpose(1, 2)); }},
-      {"matmul broadcast", 2, all, Tol::kReduce, [](T a, T b) { return a.dim() == 2 ? matmul(a.unsqueeze(0).expand({2, -1, -1}), b.t()) : matmul(a.reshape({1, -1}), b.reshape({-1, 1})); }},
-      {"linear", 2, fl, Tol::kReduce, [](T a, T b) { return a.dim() ? linear(a.reshape({a.size(0), -1}), b.reshape({b.size(0), -1}).narrow(0, 0, std::min<int64_t>(5, b.size(0)))) : linear(a.reshape({1, 1}), b.reshape({1, 1})); }},
+      {"mm", 1, all, Tol::kReduce,
+       [](T a, T) {
+         return a.dim() == 2 ? mm(a, a.t()) : mm(a.reshape({1, -1}), a.reshape({-1, 1}));
+       }},
+      {"bmm", 1, all, Tol::kReduce,
+       [](T a, T) {
+         const Tensor x = a.reshape({1, 1, -1}).expand({3, 2, -1});
+         return bmm(x, x.transpose(1, 2));
+       }},
+      {"matmul broadcast", 2, all, Tol::kReduce,
+       [](T a, T b) {
+         return a.dim() == 2 ? matmul(a.unsqueeze(0).expand({2, -1, -1}), b.t())
+                             : matmul(a.reshape({1, -1}), b.reshape({-1, 1}));
+       }},
+      {"linear", 2, fl, Tol::kReduce,
+       [](T a, T b) {
+         return a.dim()
+                    ? linear(
+                          a.reshape({a.size(0), -1}),
+                          b.reshape({b.size(0), -1}).narrow(0, 0, std::min<int64_t>(5, b.size(0))))
+                    : linear(a.reshape({1, 1}), b.reshape({1, 1}));
+       }},
       {"min", 1, all, Tol::kExact, [](T a, T) { return min(a); }},
   };
   return c;
@@ -183,10 +225,12 @@ TEST(XpuParity, SpecialValues) {
     EXPECT_TRUE(agree(reciprocal(c), reciprocal(x), Tol::kExact)) << to_string(t);
     EXPECT_TRUE(agree(exp(c), exp(x), Tol::kUlp)) << to_string(t);
     EXPECT_TRUE(agree(amax(c), amax(x), Tol::kExact)) << to_string(t);  // NaN propagates
-    EXPECT_TRUE(agree(amin(c.narrow(0, 0, 6)), amin(x.narrow(0, 0, 6)), Tol::kExact)) << to_string(t);
+    EXPECT_TRUE(agree(amin(c.narrow(0, 0, 6)), amin(x.narrow(0, 0, 6)), Tol::kExact))
+        << to_string(t);
   }
   // A long sum: two passes with many chunks; float32's sum of 2^22 ones is exact.
-  EXPECT_EQ(ones({1 << 22}, TensorOptions().device(Device("xpu"))).sum().item<float>(), float(1 << 22));
+  EXPECT_EQ(ones({1 << 22}, TensorOptions().device(Device("xpu"))).sum().item<float>(),
+            float(1 << 22));
   const Tensor r = randn({3, 1 << 18});
   EXPECT_TRUE(agree(r.sum({1}), r.to("xpu").sum({1}), Tol::kReduce));
   EXPECT_TRUE(agree(r.mean({0}), r.to("xpu").mean({0}), Tol::kReduce));
@@ -214,16 +258,28 @@ TEST(XpuParity, SameErrorsOnBothDevices) {
     EXPECT_EQ(cpu_msg, xpu_msg);
   };
   both([](const Tensor& x, const Tensor& y) { return x + y; }, a, b, "not broadcastable");
-  both([](const Tensor& x, const Tensor& y) { return x - y; }, flags, flags, "subtraction of bool tensors");
-  both([](const Tensor& x, const Tensor&) { return neg(x); }, flags, flags, "negation of a bool tensor");
-  both([](const Tensor& x, const Tensor& y) { return add(x, y, 0.5); }, ones({2}, kInt), ones({2}, kInt),
-       "alpha must not be a floating point number");
-  both([](const Tensor& x, const Tensor& y) { Tensor s = x.clone(); return s.add_(y); }, ones({2}, kInt),
-       ones({2}, kFloat), "result type Float can't be cast to the desired output type Int");
-  both([](const Tensor& x, const Tensor& y) { Tensor s = x.clone(); return s.mul_(y); }, ones({3}), ones({2, 3}),
-       "output with shape (3) doesn't match the broadcast shape (2, 3)");
+  both([](const Tensor& x, const Tensor& y) { return x - y; }, flags, flags,
+       "subtraction of bool tensors");
+  both([](const Tensor& x, const Tensor&) { return neg(x); }, flags, flags,
+       "negation of a bool tensor");
+  both([](const Tensor& x, const Tensor& y) { return add(x, y, 0.5); }, ones({2}, kInt),
+       ones({2}, kInt), "alpha must not be a floating point number");
+  both(
+      [](const Tensor& x, const Tensor& y) {
+        Tensor s = x.clone();
+        return s.add_(y);
+      },
+      ones({2}, kInt), ones({2}, kFloat),
+      "result type Float can't be cast to the desired output type Int");
+  both(
+      [](const Tensor& x, const Tensor& y) {
+        Tensor s = x.clone();
+        return s.mul_(y);
+      },
+      ones({3}), ones({2, 3}), "output with shape (3) doesn't match the broadcast shape (2, 3)");
   both([](const Tensor& x, const Tensor&) { return abs(x); }, flags, flags, "abs");
-  EXPECT_THROW_MSG(ones({2}, TensorOptions().device(Device("xpu:0"))) + ones({2}, TensorOptions().device(Device("xpu:1"))),
+  EXPECT_THROW_MSG(ones({2}, TensorOptions().device(Device("xpu:0"))) +
+                       ones({2}, TensorOptions().device(Device("xpu:1"))),
                    DeviceError, "expected all tensors on the same device");
 }
 
@@ -233,18 +289,79 @@ const std::set<std::string>& not_yet() {
       // Kernel families not written yet (issue: XPU kernels in SPIR-V): reductions and scans,
       // linear algebra, convolution, pooling, softmax family and activations, indexing and
       // sorting, the rest of the pointwise ops, linspace.
-      "softmax", "log_softmax", "leaky_relu", "elu", "softplus", "hardswish", "div.Tensor_mode",
-      "div_.Tensor_mode", "remainder.Tensor", "fmod.Tensor", "pow.Tensor_Tensor", "pow_.Tensor", "atan2",
-      "logical_and", "logical_or", "logical_xor", "bitwise_and.Tensor", "bitwise_or.Tensor",
-      "bitwise_xor.Tensor", "where.self", "clamp", "clamp_", "lerp.Tensor", "conv2d", "conv_transpose2d",
-      "linspace", "index_select", "gather", "scatter.src", "scatter.value", "scatter_add", "nonzero",
-      "masked_select", "sort", "topk", "_index_put_rows_", "max_pool2d",
-      "max_pool2d_with_indices", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "sum", "mean",
-      "max.dim", "min.dim",
-      "argmax", "argmin", "all.dims", "any.dims", "var.correction", "std.correction", "norm.ScalarOpt_dim",
-      "cumsum", "cumprod", "sign", "sign_", "floor", "floor_", "ceil", "ceil_", "round", "round_", "trunc",
-      "trunc_", "logical_not", "logical_not_", "bitwise_not", "bitwise_not_", "isnan", "isinf", "isfinite",
-      "gelu", "nan_to_num"};
+      "softmax",
+      "log_softmax",
+      "leaky_relu",
+      "elu",
+      "softplus",
+      "hardswish",
+      "div.Tensor_mode",
+      "div_.Tensor_mode",
+      "remainder.Tensor",
+      "fmod.Tensor",
+      "pow.Tensor_Tensor",
+      "pow_.Tensor",
+      "atan2",
+      "logical_and",
+      "logical_or",
+      "logical_xor",
+      "bitwise_and.Tensor",
+      "bitwise_or.Tensor",
+      "bitwise_xor.Tensor",
+      "where.self",
+      "clamp",
+      "clamp_",
+      "lerp.Tensor",
+      "conv2d",
+      "conv_transpose2d",
+      "linspace",
+      "index_select",
+      "gather",
+      "scatter.src",
+      "scatter.value",
+      "scatter_add",
+      "nonzero",
+      "masked_select",
+      "sort",
+      "topk",
+      "_index_put_rows_",
+      "max_pool2d",
+      "max_pool2d_with_indices",
+      "avg_pool2d",
+      "adaptive_avg_pool2d",
+      "adaptive_max_pool2d",
+      "sum",
+      "mean",
+      "max.dim",
+      "min.dim",
+      "argmax",
+      "argmin",
+      "all.dims",
+      "any.dims",
+      "var.correction",
+      "std.correction",
+      "norm.ScalarOpt_dim",
+      "cumsum",
+      "cumprod",
+      "sign",
+      "sign_",
+      "floor",
+      "floor_",
+      "ceil",
+      "ceil_",
+      "round",
+      "round_",
+      "trunc",
+      "trunc_",
+      "logical_not",
+      "logical_not_",
+      "bitwise_not",
+      "bitwise_not_",
+      "isnan",
+      "isinf",
+      "isfinite",
+      "gelu",
+      "nan_to_num"};
   return s;
 }
 
@@ -261,8 +378,10 @@ TEST(XpuRegistry, EveryOpWithACpuKernelHasAnXpuKernelOrIsListed) {
     if (has("XPU") && not_yet().count(name)) stale.push_back(name);
     if (!has("XPU") && !not_yet().count(name)) missing.push_back(name);
   }
-  EXPECT_TRUE(missing.empty()) << "CPU kernel, no XPU kernel, not listed: " << fmt::format("{}", fmt::join(missing, ", "));
-  EXPECT_TRUE(stale.empty()) << "listed as missing but registered: " << fmt::format("{}", fmt::join(stale, ", "));
+  EXPECT_TRUE(missing.empty()) << "CPU kernel, no XPU kernel, not listed: "
+                               << fmt::format("{}", fmt::join(missing, ", "));
+  EXPECT_TRUE(stale.empty()) << "listed as missing but registered: "
+                             << fmt::format("{}", fmt::join(stale, ", "));
 }
 
 }  // namespace

@@ -527,7 +527,8 @@ ze_result_t zoEventQueryKernelTimestamp(ze_event_handle_t e, ze_kernel_timestamp
   if (!out) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   std::lock_guard<std::mutex> lock(e->mutex);
   if (!e->pool->timestamps) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-  if (!e->have_timestamps && !e->source) return e->signaled ? ZE_RESULT_ERROR_INVALID_ARGUMENT : ZE_RESULT_NOT_READY;
+  if (!e->have_timestamps && !e->source)
+    return e->signaled ? ZE_RESULT_ERROR_INVALID_ARGUMENT : ZE_RESULT_NOT_READY;
   if (!e->have_timestamps && !source_complete(e->source)) return ZE_RESULT_NOT_READY;
   if (!e->have_timestamps) {
     cl_ulong start = 0, end = 0;

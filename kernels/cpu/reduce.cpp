@@ -103,7 +103,6 @@ Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepd
   return finish(out, self, r, keepdim);
 }
 
-
 Tensor sum_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
                   std::optional<ScalarType> dtype) {
   return sum_impl("sum", self, dims, keepdim, sum_dtype(self, dtype), 1.0);

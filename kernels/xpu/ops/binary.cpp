@@ -40,7 +40,9 @@ Tensor add_impl(const char* name, const Tensor& out, const Tensor& self, const T
   check_supported<dtypes::kAll>(name, t);
   Elementwise e(name, out, {self, other}, t);
   if (t == kBool) return run_with_value(e, "add", alpha);
-  const Scalar a = negate ? (is_floating_type(t) ? Scalar(-alpha.to<double>()) : Scalar(-alpha.to_long())) : alpha;
+  const Scalar a =
+      negate ? (is_floating_type(t) ? Scalar(-alpha.to<double>()) : Scalar(-alpha.to_long()))
+             : alpha;
   return run_with_value(e, "add", a);
 }
 
@@ -82,9 +84,11 @@ LIBRARY_IMPL(xten, XPU, m) {
   m.impl("sub_.Tensor", [](const Tensor& a, const Tensor& b, const Scalar& alpha) {
     return add_impl("sub_", a, a, b, alpha, true);
   });
-  m.impl("mul.Tensor", [](const Tensor& a, const Tensor& b) { return mul_impl("mul", Tensor(), a, b); });
+  m.impl("mul.Tensor",
+         [](const Tensor& a, const Tensor& b) { return mul_impl("mul", Tensor(), a, b); });
   m.impl("mul_.Tensor", [](const Tensor& a, const Tensor& b) { return mul_impl("mul_", a, a, b); });
-  m.impl("div.Tensor", [](const Tensor& a, const Tensor& b) { return div_impl("div", Tensor(), a, b); });
+  m.impl("div.Tensor",
+         [](const Tensor& a, const Tensor& b) { return div_impl("div", Tensor(), a, b); });
   m.impl("div_.Tensor", [](const Tensor& a, const Tensor& b) { return div_impl("div_", a, a, b); });
   m.impl("maximum", [](const Tensor& a, const Tensor& b) { return max_min("maximum", a, b); });
   m.impl("minimum", [](const Tensor& a, const Tensor& b) { return max_min("minimum", a, b); });

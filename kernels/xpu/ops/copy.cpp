@@ -65,7 +65,8 @@ Geometry geometry(const char* op, IntArrayRef sizes, std::initializer_list<IntAr
     for (size_t j = 0; j < k; ++j) ops[j].push_back(st[j][d]);
   }
   XTEN_CHECK(sz.size() <= 8, NotImplementedError, op,
-             "XPU kernels take at most 8 non-mergeable dims, but got {} (shape {})", sz.size(), sizes);
+             "XPU kernels take at most 8 non-mergeable dims, but got {} (shape {})", sz.size(),
+             sizes);
   g.ndim = sz.empty() ? 1 : static_cast<int32_t>(sz.size());
   g.sizes[0] = 1;
   for (size_t d = 0; d < sz.size(); ++d) {
@@ -82,8 +83,8 @@ void device_copy(const Tensor& dst, const Tensor& src) {
       std::string("copy_") + dtype_tag(src.dtype()) + "_" + dtype_tag(dst.dtype());
   Kernel& k =
       get_kernel(device_of(dst), "copy_", family_for("copy", {src.dtype(), dst.dtype()}), name);
-  launch(stream_of(dst), k, g.numel, dst.data_ptr(), src.data_ptr(), g.numel, g.ndim, g.sizes, g.st[0],
-         g.st[1]);
+  launch(stream_of(dst), k, g.numel, dst.data_ptr(), src.data_ptr(), g.numel, g.ndim, g.sizes,
+         g.st[0], g.st[1]);
 }
 
 namespace {

@@ -29,8 +29,8 @@ Elementwise::Elementwise(const char* op, const Tensor& out, std::vector<Tensor> 
   Device device = out_.defined() ? out_.device() : Device(kCPU);
   for (const Tensor& t : inputs_)
     if (device.type() != kXPU && t.device().type() == kXPU) device = t.device();
-  XTEN_CHECK(device.type() == kXPU, DeviceError, op_, "an XPU kernel got no XPU tensor (inputs on {})",
-             inputs_[0].device().str());
+  XTEN_CHECK(device.type() == kXPU, DeviceError, op_,
+             "an XPU kernel got no XPU tensor (inputs on {})", inputs_[0].device().str());
 
   if (out_.defined()) {
     XTEN_CHECK(out_.sizes() == IntArrayRef(shape_), ValueError, op_,
@@ -46,7 +46,8 @@ Elementwise::Elementwise(const char* op, const Tensor& out, std::vector<Tensor> 
   // Inputs on the device in the compute dtype. CPU 0-dim tensors (wrapped numbers among them,
   // which dispatch nowhere by themselves) become a device fill of their value.
   for (Tensor& t : inputs_) {
-    if (t.device().type() != kXPU) t = full({}, t.item(), TensorOptions().dtype(compute_).device(device));
+    if (t.device().type() != kXPU)
+      t = full({}, t.item(), TensorOptions().dtype(compute_).device(device));
     if (t.dtype() != compute_) {
       Tensor c = empty(t.sizes(), compute_, t.device());
       device_copy(c, t);

@@ -36,7 +36,8 @@ template <class... Extra>
 Tensor Elementwise::run(const std::string& kernel, const char* family, const Extra&... extra) {
   if (target_.numel() > 0) {
     const int dev = device_of(target_);
-    Kernel& k = get_kernel(dev, op_, family_for(family, {compute_}), kernel + "_" + dtype_tag(compute_));
+    Kernel& k =
+        get_kernel(dev, op_, family_for(family, {compute_}), kernel + "_" + dtype_tag(compute_));
     const Stream s = stream_of(target_);
     if (inputs_.size() == 1) {
       const Tensor a = inputs_[0].expand(shape_);
@@ -44,10 +45,11 @@ Tensor Elementwise::run(const std::string& kernel, const char* family, const Ext
       if (g.ndim == 1) {
         Kernel& k1 = get_kernel(dev, op_, family_for(family, {compute_}),
                                 kernel + "_" + dtype_tag(compute_) + "_1d");
-        launch(s, k1, g.numel, target_.data_ptr(), a.data_ptr(), extra..., g.numel, g.st[0][0], g.st[1][0]);
+        launch(s, k1, g.numel, target_.data_ptr(), a.data_ptr(), extra..., g.numel, g.st[0][0],
+               g.st[1][0]);
       } else {
-        launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), extra..., g.numel, g.ndim, g.sizes, g.st[0],
-               g.st[1]);
+        launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), extra..., g.numel, g.ndim, g.sizes,
+               g.st[0], g.st[1]);
       }
     } else {
       const Tensor a = inputs_[0].expand(shape_), b = inputs_[1].expand(shape_);
@@ -55,11 +57,11 @@ Tensor Elementwise::run(const std::string& kernel, const char* family, const Ext
       if (g.ndim == 1) {  // the one-dim variant: contiguous or scalar-broadcast operands
         Kernel& k1 = get_kernel(dev, op_, family_for(family, {compute_}),
                                 kernel + "_" + dtype_tag(compute_) + "_1d");
-        launch(s, k1, g.numel, target_.data_ptr(), a.data_ptr(), b.data_ptr(), extra..., g.numel, g.st[0][0],
-               g.st[1][0], g.st[2][0]);
+        launch(s, k1, g.numel, target_.data_ptr(), a.data_ptr(), b.data_ptr(), extra..., g.numel,
+               g.st[0][0], g.st[1][0], g.st[2][0]);
       } else {
-        launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), b.data_ptr(), extra..., g.numel, g.ndim,
-               g.sizes, g.st[0], g.st[1], g.st[2]);
+        launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), b.data_ptr(), extra..., g.numel,
+               g.ndim, g.sizes, g.st[0], g.st[1], g.st[2]);
       }
     }
   }

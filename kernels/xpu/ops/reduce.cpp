@@ -36,21 +36,22 @@ Tensor reduce_rows(const char* opname, const char* op, const Rows& r, double div
   Tensor partial = empty({r.outer * chunks}, acc_dtype(t), r.in.device());
   const Stream s = stream_of(r.in);
   Kernel& k1 = get_kernel(d, opname, family, std::string("reduce_") + op + "_" + tag);
-  launch_groups(s, k1, static_cast<uint64_t>(r.outer * chunks), partial.data_ptr(), r.in.data_ptr(), r.inner,
-                chunk, chunks);
+  launch_groups(s, k1, static_cast<uint64_t>(r.outer * chunks), partial.data_ptr(), r.in.data_ptr(),
+                r.inner, chunk, chunks);
   Kernel& k2 = get_kernel(d, opname, family, std::string("reduce_") + op + "_finish_" + tag);
   if (acc_dtype(t) == kDouble) {
     launch(s, k2, r.outer, out.data_ptr(), partial.data_ptr(), r.outer, chunks, divisor);
   } else if (acc_dtype(t) == kFloat) {
-    launch(s, k2, r.outer, out.data_ptr(), partial.data_ptr(), r.outer, chunks, static_cast<float>(divisor));
+    launch(s, k2, r.outer, out.data_ptr(), partial.data_ptr(), r.outer, chunks,
+           static_cast<float>(divisor));
   } else {
     launch(s, k2, r.outer, out.data_ptr(), partial.data_ptr(), r.outer, chunks, int64_t{1});
   }
   return out;
 }
 
-Tensor sum_impl(const char* name, const Tensor& self, IntArrayRef dims, bool keepdim, ScalarType out_dtype,
-                bool mean) {
+Tensor sum_impl(const char* name, const Tensor& self, IntArrayRef dims, bool keepdim,
+                ScalarType out_dtype, bool mean) {
   visit_dtype<dtypes::kAll>(name, out_dtype, [](auto) {});
   const Rows r = make_rows(name, self, dims, out_dtype);
   const double divisor = mean ? static_cast<double>(r.inner) : 1.0;
@@ -62,11 +63,13 @@ Tensor sum_impl(const char* name, const Tensor& self, IntArrayRef dims, bool kee
   return finish(reduce_rows(name, "sum", r, divisor), self, r, keepdim);
 }
 
-Tensor sum_kernel(const Tensor& self, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
+Tensor sum_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
+                  std::optional<ScalarType> dtype) {
   return sum_impl("sum", self, dims, keepdim, sum_dtype(self, dtype), false);
 }
 
-Tensor mean_kernel(const Tensor& self, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
+Tensor mean_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
+                   std::optional<ScalarType> dtype) {
   const ScalarType out = dtype.value_or(self.dtype());
   XTEN_CHECK(is_floating_type(out), TypeError, "mean",
              "could not infer the output dtype: input dtype {} is not floating; pass a floating "
@@ -75,7 +78,8 @@ Tensor mean_kernel(const Tensor& self, IntArrayRef dims, bool keepdim, std::opti
   return sum_impl("mean", self, dims, keepdim, out, true);
 }
 
-Tensor prod_kernel(const Tensor& self, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
+Tensor prod_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
+                   std::optional<ScalarType> dtype) {
   const ScalarType out_dtype = sum_dtype(self, dtype);
   visit_dtype<dtypes::kAll>("prod", out_dtype, [](auto) {});
   const Rows r = make_rows("prod", self, dims, out_dtype);
@@ -83,7 +87,8 @@ Tensor prod_kernel(const Tensor& self, IntArrayRef dims, bool keepdim, std::opti
   return finish(reduce_rows("prod", "prod", r, 1.0), self, r, keepdim);
 }
 
-Tensor extreme(const char* name, const char* op, const Tensor& self, IntArrayRef dims, bool keepdim) {
+Tensor extreme(const char* name, const char* op, const Tensor& self, IntArrayRef dims,
+               bool keepdim) {
   const Rows r = make_rows(name, self, dims, self.dtype());
   check_nonempty(name, self, r);
   return finish(reduce_rows(name, op, r, 1.0), self, r, keepdim);
@@ -95,8 +100,12 @@ LIBRARY_IMPL(xten, XPU, m) {
   m.impl("sum.dim_IntList", sum_kernel);
   m.impl("mean.dim", mean_kernel);
   m.impl("prod.dim_IntList", prod_kernel);
-  m.impl("amax", [](const Tensor& s, IntArrayRef dims, bool keepdim) { return extreme("amax", "amax", s, dims, keepdim); });
-  m.impl("amin", [](const Tensor& s, IntArrayRef dims, bool keepdim) { return extreme("amin", "amin", s, dims, keepdim); });
+  m.impl("amax", [](const Tensor& s, IntArrayRef dims, bool keepdim) {
+    return extreme("amax", "amax", s, dims, keepdim);
+  });
+  m.impl("amin", [](const Tensor& s, IntArrayRef dims, bool keepdim) {
+    return extreme("amin", "amin", s, dims, keepdim);
+  });
   m.impl("max", [](const Tensor& s) { return extreme("max", "amax", s, {}, false); });
   m.impl("min", [](const Tensor& s) { return extreme("min", "amin", s, {}, false); });
 }

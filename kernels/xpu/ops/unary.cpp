@@ -29,11 +29,11 @@ Tensor neg_impl(const char* name, const Tensor& out, const Tensor& s) {
 
 }  // namespace
 
-#define XTEN_XPU_FLOAT_UNARY(name)                                                                 \
-  m.impl(#name, [](const Tensor& s) { return float_unary(#name, #name, Tensor(), s); });          \
+#define XTEN_XPU_FLOAT_UNARY(name)                                                       \
+  m.impl(#name, [](const Tensor& s) { return float_unary(#name, #name, Tensor(), s); }); \
   m.impl(#name "_", [](const Tensor& s) { return float_unary(#name "_", #name, s, s); });
-#define XTEN_XPU_SAME_DTYPE_UNARY(name)                                                            \
-  m.impl(#name, [](const Tensor& s) { return same_dtype_unary(#name, #name, Tensor(), s); });     \
+#define XTEN_XPU_SAME_DTYPE_UNARY(name)                                                       \
+  m.impl(#name, [](const Tensor& s) { return same_dtype_unary(#name, #name, Tensor(), s); }); \
   m.impl(#name "_", [](const Tensor& s) { return same_dtype_unary(#name "_", #name, s, s); });
 
 LIBRARY_IMPL(xten, XPU, m) {

@@ -39,7 +39,7 @@ struct StreamImpl {
   int id;
   ze_command_list_handle_t list = nullptr;  // an immediate, in-order command list
   std::mutex mutex;                         // command lists are not thread-safe
-  uint32_t max_groups = UINT32_MAX;         // cap for grid-stride launches (Note [Grid-stride loops])
+  uint32_t max_groups = UINT32_MAX;  // cap for grid-stride launches (Note [Grid-stride loops])
 };
 
 // Events from per-device pools, reused (host-visible; `timing` ones carry kernel timestamps).

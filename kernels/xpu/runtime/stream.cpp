@@ -215,7 +215,8 @@ uint64_t grid_stride_groups(const Stream& stream, int64_t n) {
 // compute unit.
 
 void launch_prepared(const Stream& stream, Kernel& k, uint64_t groups) {
-  XTEN_CHECK(groups <= UINT32_MAX, ValueError, "xpu", "{} work-groups exceed the launch limit", groups);
+  XTEN_CHECK(groups <= UINT32_MAX, ValueError, "xpu", "{} work-groups exceed the launch limit",
+             groups);
   const ze_group_count_t count{static_cast<uint32_t>(groups), 1, 1};
   std::lock_guard<std::mutex> lock(stream.impl()->mutex);
   XTEN_ZE_CHECK(
