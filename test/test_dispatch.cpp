@@ -164,14 +164,18 @@ TEST(Resolution, MissingKernelErrorListsRegisteredKeys) {
   // Only CPU has a kernel: an XPU-keyed call must say so (forced with an included key).
   Library def(Library::Kind::Def, "test", std::nullopt, __FILE__, __LINE__);
   def.def("cpu_only(Tensor self) -> Tensor");
+  def.def("composite(Tensor self) -> Tensor");
   Library cpu(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
   cpu.impl("cpu_only", identity_cpu);
+  Library comp(Library::Kind::Impl, "test", DispatchKey::CompositeImplicit, __FILE__, __LINE__);
+  comp.impl("composite", [](const Tensor& t) { return call_unary("test::cpu_only", t); });
   Tensor x = ones({1});
   IncludeDispatchKeyGuard xpu(DispatchKey::XPU);
   EXPECT_THROW_MSG(call_unary("test::cpu_only", x), NotImplementedError,
                    "[xten] no kernel for 'cpu_only' on XPU; registered: CPU");
   // A composite op runs on XPU through its CompositeImplicit kernel until it needs a backend.
-  EXPECT_THROW_MSG(logsumexp(x, {0}), NotImplementedError, "no kernel for 'amax' on XPU");
+  EXPECT_THROW_MSG(call_unary("test::composite", x), NotImplementedError,
+                   "no kernel for 'cpu_only' on XPU");
 }
 
 TEST(Resolution, BoxedFallbackServesEveryOp) {

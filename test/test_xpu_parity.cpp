@@ -159,6 +159,10 @@ std::vector<Case> cases() {
       {"amax", 1, all, Tol::kExact, [](T a, T) { return amax(a); }},
       {"amin dim", 1, all, Tol::kExact, [](T a, T) { return amin(a, {-1}, true); }},
       {"max", 1, all, Tol::kExact, [](T a, T) { return max(a); }},
+      {"softmax", 1, all, Tol::kReduce,
+       [](T a, T) { return softmax(a, -1, a.dtype() == kDouble ? kDouble : kFloat); }},
+      {"softmax dim0 same dtype", 1, fl, Tol::kReduce, [](T a, T) { return softmax(a, 0); }},
+      {"log_softmax", 1, fl, Tol::kReduce, [](T a, T) { return log_softmax(a, -1); }},
       {"mm", 1, all, Tol::kReduce,
        [](T a, T) {
          return a.dim() == 2 ? mm(a, a.t()) : mm(a.reshape({1, -1}), a.reshape({-1, 1}));
@@ -289,8 +293,6 @@ const std::set<std::string>& not_yet() {
       // Kernel families not written yet (issue: XPU kernels in SPIR-V): reductions and scans,
       // linear algebra, convolution, pooling, softmax family and activations, indexing and
       // sorting, the rest of the pointwise ops, linspace.
-      "softmax",
-      "log_softmax",
       "leaky_relu",
       "elu",
       "softplus",

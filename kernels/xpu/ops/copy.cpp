@@ -81,8 +81,14 @@ void device_copy(const Tensor& dst, const Tensor& src) {
   if (g.numel == 0) return;
   const std::string name =
       std::string("copy_") + dtype_tag(src.dtype()) + "_" + dtype_tag(dst.dtype());
-  Kernel& k =
-      get_kernel(device_of(dst), "copy_", family_for("copy", {src.dtype(), dst.dtype()}), name);
+  const std::string family = family_for("copy", {src.dtype(), dst.dtype()});
+  if (g.ndim == 1) {  // the one-dim variant
+    Kernel& k = get_kernel(device_of(dst), "copy_", family, name + "_1d");
+    launch(stream_of(dst), k, g.numel, dst.data_ptr(), src.data_ptr(), g.numel, g.st[0][0],
+           g.st[1][0]);
+    return;
+  }
+  Kernel& k = get_kernel(device_of(dst), "copy_", family, name);
   launch(stream_of(dst), k, g.numel, dst.data_ptr(), src.data_ptr(), g.numel, g.ndim, g.sizes,
          g.st[0], g.st[1]);
 }

@@ -11,7 +11,14 @@
       D##_store(dst, od, CONV_##D(S##_load(src, os)));                                      \
     }                                                                                       \
   }
-#define COPY_ROW(S, unused) XTEN_DTYPES_NO64_B(COPY_KERNEL, S)
+// copy_<src>_<dst>_1d: one dim with a stride per operand (PoCL vectorizes it).
+#define COPY_KERNEL_1D(D, S)                                                                \
+  KERNEL copy_##S##_##D##_1d(global D##_t* dst, global const S##_t* src, long n, long sd,   \
+                             long ss) {                                                     \
+    ELEMENTS(i, n) D##_store(dst, i * sd, CONV_##D(S##_load(src, i * ss)));                 \
+  }
+#define COPY_BOTH(D, S) COPY_KERNEL(D, S) COPY_KERNEL_1D(D, S)
+#define COPY_ROW(S, unused) XTEN_DTYPES_NO64_B(COPY_BOTH, S)
 
 #ifndef XTEN_F64
 XTEN_DTYPES_NO64_A(COPY_ROW, _)
@@ -29,9 +36,9 @@ FILL_KERNEL(16, ushort)
 FILL_KERNEL(32, uint)
 FILL_KERNEL(64, ulong)
 #else
-COPY_KERNEL(f64, f64)
-#define COPY_TO_F64(S, unused) COPY_KERNEL(f64, S)
-#define COPY_FROM_F64(D, unused) COPY_KERNEL(D, f64)
+COPY_BOTH(f64, f64)
+#define COPY_TO_F64(S, unused) COPY_BOTH(f64, S)
+#define COPY_FROM_F64(D, unused) COPY_BOTH(D, f64)
 XTEN_DTYPES_NO64_A(COPY_TO_F64, _)
 XTEN_DTYPES_NO64_A(COPY_FROM_F64, _)
 #endif

@@ -1,0 +1,42 @@
+// XPU softmax and log_softmax (activation.cl), with the CPU kernel's dtype rule and errors.
+#include <xten/core/meta.h>
+#include <xten/dispatch/library.h>
+#include <xten/dispatch/ops.h>
+
+#include "xpu_ops.h"
+
+namespace xten::xpu {
+namespace {
+
+Tensor softmax_impl(const char* op, bool take_log, const Tensor& self, int64_t dim,
+                    std::optional<ScalarType> dtype) {
+  const ScalarType out_dtype = dtype.value_or(self.dtype());
+  XTEN_CHECK(is_floating_type(out_dtype), NotImplementedError, op,
+             "not implemented for dtype {} (pass a floating dtype)", to_string(out_dtype));
+  if (self.dim() == 0) return softmax_impl(op, take_log, self.reshape({1}), 0, dtype).reshape({});
+  const int64_t d = wrap_dim(op, dim, self.dim());
+  const Tensor rows_in = self.to(out_dtype).transpose(d, -1).contiguous();
+  Tensor out = empty(rows_in.sizes(), out_dtype, rows_in.device());
+  const int64_t n = rows_in.size(-1);
+  const int64_t rows = n ? rows_in.numel() / n : 0;
+  if (rows > 0) {
+    Kernel& k = get_kernel(device_of(rows_in), op, family_for("activation", {out_dtype}),
+                           std::string("softmax_") + dtype_tag(out_dtype));
+    launch_groups(stream_of(rows_in), k, static_cast<uint64_t>(rows), out.data_ptr(),
+                  rows_in.data_ptr(), n, int32_t{take_log ? 1 : 0});
+  }
+  return out.transpose(d, -1).contiguous();
+}
+
+}  // namespace
+
+LIBRARY_IMPL(xten, XPU, m) {
+  m.impl("softmax", [](const Tensor& s, int64_t dim, std::optional<ScalarType> dtype) {
+    return softmax_impl("softmax", false, s, dim, dtype);
+  });
+  m.impl("log_softmax", [](const Tensor& s, int64_t dim, std::optional<ScalarType> dtype) {
+    return softmax_impl("log_softmax", true, s, dim, dtype);
+  });
+}
+
+}  // namespace xten::xpu
