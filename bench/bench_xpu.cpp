@@ -102,6 +102,15 @@ void BM_sum_16M(benchmark::State& s) {
   s.SetBytesProcessed(s.iterations() * bench::kBig * 4);
 }
 template <bool kXpu>
+void BM_softmax_4096(benchmark::State& s) {
+  const Tensor a = randn({4096, 4096}, TensorOptions().device(Device(kXpu ? "xpu" : "cpu")));
+  Tensor warm = softmax(a, 1);
+  for (auto _ : s) {
+    Tensor c = softmax(a, 1);
+    if (kXpu) xpu::get_current_stream().synchronize();
+  }
+}
+template <bool kXpu>
 void BM_mm_1024(benchmark::State& s) {
   const TensorOptions o = TensorOptions().device(Device(kXpu ? "xpu" : "cpu"));
   const Tensor a = randn({1024, 1024}, o), b = randn({1024, 1024}, o);
@@ -133,6 +142,8 @@ int main(int argc, char** argv) {
       ->Name("BM_sum_16M_xpu")
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_softmax_4096, false)->Name("BM_softmax_4096_cpu")->UseRealTime()->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_softmax_4096, true)->Name("BM_softmax_4096_xpu")->UseRealTime()->Unit(benchmark::kMillisecond);
   BENCHMARK_TEMPLATE(BM_mm_1024, false)
       ->Name("BM_mm_1024_cpu")
       ->UseRealTime()
@@ -165,7 +176,7 @@ int main(int argc, char** argv) {
       std::printf("  %-28s %.2f GB/s = %.2f x memcpy (%.2f GB/s)\n", n, c.gbps(n),
                   c.gbps(n) / c.gbps("BM_memcpy_64MiB/real_time"),
                   c.gbps("BM_memcpy_64MiB/real_time"));
-  for (const char* op : {"add_16M", "sum_16M", "mm_1024"}) {
+  for (const char* op : {"add_16M", "sum_16M", "softmax_4096", "mm_1024"}) {
     const std::string x = std::string("BM_") + op + "_xpu/real_time",
                       cpu = std::string("BM_") + op + "_cpu/real_time";
     if (have(x.c_str()) && have(cpu.c_str()))
