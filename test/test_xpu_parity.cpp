@@ -162,6 +162,10 @@ std::vector<Case> cases() {
       {"softmax", 1, all, Tol::kReduce,
        [](T a, T) { return softmax(a, -1, a.dtype() == kDouble ? kDouble : kFloat); }},
       {"softmax dim0 same dtype", 1, fl, Tol::kReduce, [](T a, T) { return softmax(a, 0); }},
+      {"leaky_relu", 1, all, Tol::kExact, [](T a, T) { return leaky_relu(a, 0.2); }},
+      {"elu", 1, fl, Tol::kUlp, [](T a, T) { return elu(a, 1.5, 0.5, 2.0); }},
+      {"softplus", 1, fl, Tol::kUlp, [](T a, T) { return softplus(a, 2.0, 5.0); }},
+      {"hardswish", 1, all, Tol::kExact, [](T a, T) { return hardswish(a); }},
       {"log_softmax", 1, fl, Tol::kReduce, [](T a, T) { return log_softmax(a, -1); }},
       {"mm", 1, all, Tol::kReduce,
        [](T a, T) {
@@ -282,6 +286,7 @@ TEST(XpuParity, SameErrorsOnBothDevices) {
       },
       ones({3}), ones({2, 3}), "output with shape (3) doesn't match the broadcast shape (2, 3)");
   both([](const Tensor& x, const Tensor&) { return abs(x); }, flags, flags, "abs");
+  both([](const Tensor& x, const Tensor&) { return softplus(x, 0); }, a, a, "beta must be nonzero");
   EXPECT_THROW_MSG(ones({2}, TensorOptions().device(Device("xpu:0"))) +
                        ones({2}, TensorOptions().device(Device("xpu:1"))),
                    DeviceError, "expected all tensors on the same device");
@@ -293,10 +298,6 @@ const std::set<std::string>& not_yet() {
       // Kernel families not written yet (issue: XPU kernels in SPIR-V): reductions and scans,
       // linear algebra, convolution, pooling, softmax family and activations, indexing and
       // sorting, the rest of the pointwise ops, linspace.
-      "leaky_relu",
-      "elu",
-      "softplus",
-      "hardswish",
       "div.Tensor_mode",
       "div_.Tensor_mode",
       "remainder.Tensor",

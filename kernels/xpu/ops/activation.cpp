@@ -1,9 +1,11 @@
-// XPU softmax and log_softmax (activation.cl), with the CPU kernel's dtype rule and errors.
+// XPU softmax and log_softmax, and the parameterized pointwise activations (activation.cl),
+// with the CPU kernels' dtype rules and errors.
+#include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
-#include "xpu_ops.h"
+#include "elementwise.h"
 
 namespace xten::xpu {
 namespace {
@@ -28,9 +30,30 @@ Tensor softmax_impl(const char* op, bool take_log, const Tensor& self, int64_t d
   return out.transpose(d, -1).contiguous();
 }
 
+// A pointwise activation over floating inputs with parameters p0..p2 (opmath values).
+Tensor activation(const char* op, const Tensor& self, const Scalar& p0 = 0, const Scalar& p1 = 0,
+                  const Scalar& p2 = 0) {
+  Elementwise e(op, Tensor(), {self});
+  return visit_dtype<dtypes::kFloating>(op, e.compute(), [&](auto tag) {
+    using M = opmath_t<typename decltype(tag)::type>;
+    return e.run(op, "activation", p0.to<M>(), p1.to<M>(), p2.to<M>());
+  });
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, XPU, m) {
+  m.impl("leaky_relu",
+         [](const Tensor& s, const Scalar& slope) { return activation("leaky_relu", s, slope); });
+  m.impl("elu",
+         [](const Tensor& s, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
+           return activation("elu", s, alpha, scale, input_scale);
+         });
+  m.impl("softplus", [](const Tensor& s, const Scalar& beta, const Scalar& threshold) {
+    XTEN_CHECK(beta.to<double>() != 0, ValueError, "softplus", "beta must be nonzero");
+    return activation("softplus", s, beta, threshold);
+  });
+  m.impl("hardswish", [](const Tensor& s) { return activation("hardswish", s); });
   m.impl("softmax", [](const Tensor& s, int64_t dim, std::optional<ScalarType> dtype) {
     return softmax_impl("softmax", false, s, dim, dtype);
   });
