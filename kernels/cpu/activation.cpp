@@ -12,6 +12,7 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
+#include "../common/op_checks.h"
 #include "elementwise.h"
 #include "loops.h"
 
@@ -21,9 +22,7 @@ namespace {
 template <bool kLog>
 Tensor softmax_impl(const char* op, const Tensor& self, int64_t dim,
                     std::optional<ScalarType> dtype) {
-  const ScalarType out_dtype = dtype.value_or(self.dtype());
-  XTEN_CHECK(is_floating_type(out_dtype), NotImplementedError, op,
-             "not implemented for dtype {} (pass a floating dtype)", to_string(out_dtype));
+  const ScalarType out_dtype = softmax_dtype(op, self, dtype);
   if (self.dim() == 0) return softmax_impl<kLog>(op, self.reshape({1}), 0, dtype).reshape({});
   const int64_t d = wrap_dim(op, dim, self.dim());
   const Tensor rows_in = self.to(out_dtype).transpose(d, -1).contiguous();
@@ -97,7 +96,7 @@ Tensor elu_kernel(const Tensor& self, const Scalar& alpha, const Scalar& scale,
 }
 
 Tensor softplus_kernel(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
-  XTEN_CHECK(beta.to<double>() != 0, ValueError, "softplus", "beta must be nonzero");
+  check_softplus_beta(beta);
   return activation("softplus", self, [&](auto tag) {
     using M = typename decltype(tag)::type;
     // Above the threshold the function is linear to within rounding: return x, as PyTorch.

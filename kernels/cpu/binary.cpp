@@ -9,6 +9,7 @@
 #include <xten/core/dtype_dispatch.h>
 #include <xten/dispatch/library.h>
 
+#include "../common/op_checks.h"
 #include "elementwise.h"
 #include "loops.h"
 
@@ -280,20 +281,10 @@ ScalarType float_promoted(const Tensor& a, const Tensor& b) {
 }
 
 // ---- add / sub ----------------------------------------------------------------------------
-void check_alpha(const char* name, ScalarType t, const Scalar& alpha) {
-  XTEN_CHECK(is_floating_type(t) || alpha.is_integral(true), TypeError, name,
-             "for integral input tensors, alpha must not be a floating point number (got {})",
-             alpha.to_string());
-  XTEN_CHECK(t != kBool || alpha.is_boolean() || alpha.to_long() == 1, TypeError, name,
-             "for bool tensors, alpha must be a bool (got {})", alpha.to_string());
-}
-
 Tensor add_impl(const char* name, const Tensor& out, const Tensor& self, const Tensor& other,
                 const Scalar& alpha, bool negate) {
   const ScalarType t = promoted(self, other);
-  XTEN_CHECK(!(negate && t == kBool), TypeError, name,
-             "subtraction of bool tensors is not supported; use logical_xor() or bitwise_xor()");
-  check_alpha(name, t, alpha);
+  check_add_sub(name, t, alpha, negate);
   if (alpha.to_double() == 1.0) {
     if (negate)
       return binary<dtypes::kAllButBool, false>(name, out, self, other, t, fixed(SubOp{}));

@@ -1,4 +1,5 @@
 #include "elementwise.h"
+#include "../common/op_checks.h"
 
 namespace xten::cpu {
 
@@ -35,12 +36,7 @@ void Elementwise::prepare() {
   for (int64_t s : shape_) numel_ *= s;
 
   if (out_.defined()) {
-    XTEN_CHECK(out_.sizes() == IntArrayRef(shape_), ValueError, op_,
-               "output with shape {} doesn't match the broadcast shape {}", out_.sizes(), shape_);
-    XTEN_CHECK(can_cast(result_, out_.dtype()), TypeError, op_,
-               "result type {} can't be cast to the desired output type {}", to_string(result_),
-               to_string(out_.dtype()));
-    check_no_internal_overlap(op_, out_);
+    check_elementwise_out(op_, out_, shape_, result_);
     target_ = out_.dtype() == result_ ? out_ : empty_tensor(shape_, result_, out_.device());
   } else {
     const Device device = num_inputs_ ? inputs_[0].device() : Device(kCPU);

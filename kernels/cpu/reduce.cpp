@@ -20,6 +20,7 @@
 
 #include "../common/reduce_rows.h"
 
+#include "../common/op_checks.h"
 #include "loops.h"
 
 namespace xten::cpu {
@@ -110,11 +111,7 @@ Tensor sum_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
 
 Tensor mean_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
                    std::optional<ScalarType> dtype) {
-  const ScalarType out = dtype.value_or(self.dtype());
-  XTEN_CHECK(is_floating_type(out), TypeError, "mean",
-             "could not infer the output dtype: input dtype {} is not floating; pass a floating "
-             "dtype",
-             to_string(out));
+  const ScalarType out = mean_dtype(self, dtype);
   int64_t count = 1;
   for (int64_t d : reduction_dims("mean", self, dims)) count *= self.size(d);
   return sum_impl("mean", self, dims, keepdim, out, static_cast<double>(count));

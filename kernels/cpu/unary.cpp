@@ -8,6 +8,7 @@
 #include <xten/core/dtype_dispatch.h>
 #include <xten/dispatch/library.h>
 
+#include "../common/op_checks.h"
 #include "elementwise.h"
 #include "loops.h"
 
@@ -201,8 +202,7 @@ XTEN_SAME_DTYPE_UNARY(bitwise_not, dtypes::kIntegralAndBool, BitNotOp)
 #undef XTEN_SAME_DTYPE_UNARY
 
 Tensor neg_impl(const char* name, const Tensor& out, const Tensor& s) {
-  XTEN_CHECK(s.dtype() != kBool, NotImplementedError, name,
-             "negation of a bool tensor is not supported; to invert a mask use logical_not() or ~");
+  check_neg(name, s.dtype());
   return unary<dtypes::kAllButBool>(name, out, s, NegOp{});
 }
 Tensor neg_kernel(const Tensor& s) {

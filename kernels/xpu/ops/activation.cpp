@@ -5,6 +5,7 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
+#include "../../common/op_checks.h"
 #include "elementwise.h"
 
 namespace xten::xpu {
@@ -12,9 +13,7 @@ namespace {
 
 Tensor softmax_impl(const char* op, bool take_log, const Tensor& self, int64_t dim,
                     std::optional<ScalarType> dtype) {
-  const ScalarType out_dtype = dtype.value_or(self.dtype());
-  XTEN_CHECK(is_floating_type(out_dtype), NotImplementedError, op,
-             "not implemented for dtype {} (pass a floating dtype)", to_string(out_dtype));
+  const ScalarType out_dtype = softmax_dtype(op, self, dtype);
   if (self.dim() == 0) return softmax_impl(op, take_log, self.reshape({1}), 0, dtype).reshape({});
   const int64_t d = wrap_dim(op, dim, self.dim());
   const Tensor rows_in = self.to(out_dtype).transpose(d, -1).contiguous();
@@ -50,7 +49,7 @@ LIBRARY_IMPL(xten, XPU, m) {
            return activation("elu", s, alpha, scale, input_scale);
          });
   m.impl("softplus", [](const Tensor& s, const Scalar& beta, const Scalar& threshold) {
-    XTEN_CHECK(beta.to<double>() != 0, ValueError, "softplus", "beta must be nonzero");
+    check_softplus_beta(beta);
     return activation("softplus", s, beta, threshold);
   });
   m.impl("hardswish", [](const Tensor& s) { return activation("hardswish", s); });

@@ -4,6 +4,7 @@
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 
+#include "../../common/op_checks.h"
 #include "elementwise.h"
 
 namespace xten::xpu {
@@ -13,14 +14,6 @@ namespace {
 template <uint32_t Set>
 void check_supported(const char* op, ScalarType t) {
   visit_dtype<Set>(op, t, [](auto) {});
-}
-
-void check_alpha(const char* name, ScalarType t, const Scalar& alpha) {
-  XTEN_CHECK(is_floating_type(t) || alpha.is_integral(true), TypeError, name,
-             "for integral input tensors, alpha must not be a floating point number (got {})",
-             alpha.to_string());
-  XTEN_CHECK(t != kBool || alpha.is_boolean() || alpha.to_long() == 1, TypeError, name,
-             "for bool tensors, alpha must be a bool (got {})", alpha.to_string());
 }
 
 // Runs `kernel` with a value argument of the compute dtype's opmath type.
@@ -34,9 +27,7 @@ Tensor run_with_value(Elementwise& e, const char* kernel, const Scalar& value) {
 Tensor add_impl(const char* name, const Tensor& out, const Tensor& self, const Tensor& other,
                 const Scalar& alpha, bool negate) {
   const ScalarType t = result_type(self, other);
-  XTEN_CHECK(!(negate && t == kBool), TypeError, name,
-             "subtraction of bool tensors is not supported; use logical_xor() or bitwise_xor()");
-  check_alpha(name, t, alpha);
+  check_add_sub(name, t, alpha, negate);
   check_supported<dtypes::kAll>(name, t);
   Elementwise e(name, out, {self, other}, t);
   if (t == kBool) return run_with_value(e, "add", alpha);

@@ -1,4 +1,5 @@
 #include "elementwise.h"
+#include "../../common/op_checks.h"
 
 #include <xten/core/meta.h>
 #include <xten/dispatch/ops.h>
@@ -33,12 +34,7 @@ Elementwise::Elementwise(const char* op, const Tensor& out, std::vector<Tensor> 
              "an XPU kernel got no XPU tensor (inputs on {})", inputs_[0].device().str());
 
   if (out_.defined()) {
-    XTEN_CHECK(out_.sizes() == IntArrayRef(shape_), ValueError, op_,
-               "output with shape {} doesn't match the broadcast shape {}", out_.sizes(), shape_);
-    XTEN_CHECK(can_cast(result_, out_.dtype()), TypeError, op_,
-               "result type {} can't be cast to the desired output type {}", to_string(result_),
-               to_string(out_.dtype()));
-    check_no_internal_overlap(op_, out_);
+    check_elementwise_out(op_, out_, shape_, result_);
     target_ = out_.dtype() == result_ ? out_ : empty(shape_, result_, out_.device());
   } else {
     out_ = target_ = empty(shape_, result_, device);

@@ -7,6 +7,7 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
+#include "../../common/op_checks.h"
 #include "../../common/reduce_rows.h"
 #include "xpu_ops.h"
 
@@ -70,11 +71,7 @@ Tensor sum_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
 
 Tensor mean_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
                    std::optional<ScalarType> dtype) {
-  const ScalarType out = dtype.value_or(self.dtype());
-  XTEN_CHECK(is_floating_type(out), TypeError, "mean",
-             "could not infer the output dtype: input dtype {} is not floating; pass a floating "
-             "dtype",
-             to_string(out));
+  const ScalarType out = mean_dtype(self, dtype);
   return sum_impl("mean", self, dims, keepdim, out, true);
 }
 

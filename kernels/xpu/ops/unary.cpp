@@ -4,6 +4,7 @@
 #include <xten/core/dtype_dispatch.h>
 #include <xten/dispatch/library.h>
 
+#include "../../common/op_checks.h"
 #include "elementwise.h"
 
 namespace xten::xpu {
@@ -22,8 +23,7 @@ Tensor same_dtype_unary(const char* name, const char* kernel, const Tensor& out,
 }
 
 Tensor neg_impl(const char* name, const Tensor& out, const Tensor& s) {
-  XTEN_CHECK(s.dtype() != kBool, NotImplementedError, name,
-             "negation of a bool tensor is not supported; to invert a mask use logical_not() or ~");
+  check_neg(name, s.dtype());
   return same_dtype_unary(name, "neg", out, s);
 }
 

@@ -1,0 +1,86 @@
+#include "op_checks.h"
+
+#include <xten/core/meta.h>
+
+namespace xten {
+namespace {
+
+void check_same_dtype(const char* op, const Tensor& a, const Tensor& b, const char* an,
+                      const char* bn) {
+  XTEN_CHECK(a.dtype() == b.dtype(), TypeError, op,
+             "expected {} and {} to have the same dtype, but got {} and {}", an, bn,
+             to_string(a.dtype()), to_string(b.dtype()));
+}
+
+}  // namespace
+
+void check_mm(const Tensor& a, const Tensor& b) {
+  XTEN_CHECK(a.dim() == 2 && b.dim() == 2, ValueError, "mm",
+             "expected 2-D tensors, but got {}-D and {}-D", a.dim(), b.dim());
+  XTEN_CHECK(a.size(1) == b.size(0), ValueError, "mm",
+             "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})", a.size(0), a.size(1),
+             b.size(0), b.size(1));
+  check_same_dtype("mm", a, b, "mat1", "mat2");
+  check_same_device("mm", {&a, &b});
+  XTEN_CHECK(a.dtype() != kBool, NotImplementedError, "mm", "not implemented for dtype Bool");
+}
+
+void check_bmm(const Tensor& a, const Tensor& b) {
+  XTEN_CHECK(a.dim() == 3 && b.dim() == 3, ValueError, "bmm",
+             "expected 3-D tensors, but got {}-D and {}-D", a.dim(), b.dim());
+  XTEN_CHECK(a.size(0) == b.size(0), ValueError, "bmm", "batch sizes differ: {} and {}", a.size(0),
+             b.size(0));
+  XTEN_CHECK(a.size(2) == b.size(1), ValueError, "bmm",
+             "batch1 and batch2 shapes cannot be multiplied ({}x{}x{} and {}x{}x{})", a.size(0),
+             a.size(1), a.size(2), b.size(0), b.size(1), b.size(2));
+  check_same_dtype("bmm", a, b, "batch1", "batch2");
+  check_same_device("bmm", {&a, &b});
+  XTEN_CHECK(a.dtype() != kBool, NotImplementedError, "bmm", "not implemented for dtype Bool");
+}
+
+void check_add_sub(const char* name, ScalarType t, const Scalar& alpha, bool negate) {
+  XTEN_CHECK(!(negate && t == kBool), TypeError, name,
+             "subtraction of bool tensors is not supported; use logical_xor() or bitwise_xor()");
+  XTEN_CHECK(is_floating_type(t) || alpha.is_integral(true), TypeError, name,
+             "for integral input tensors, alpha must not be a floating point number (got {})",
+             alpha.to_string());
+  XTEN_CHECK(t != kBool || alpha.is_boolean() || alpha.to_long() == 1, TypeError, name,
+             "for bool tensors, alpha must be a bool (got {})", alpha.to_string());
+}
+
+void check_neg(const char* name, ScalarType t) {
+  XTEN_CHECK(t != kBool, NotImplementedError, name,
+             "negation of a bool tensor is not supported; to invert a mask use logical_not() or ~");
+}
+
+ScalarType mean_dtype(const Tensor& self, std::optional<ScalarType> dtype) {
+  const ScalarType out = dtype.value_or(self.dtype());
+  XTEN_CHECK(is_floating_type(out), TypeError, "mean",
+             "could not infer the output dtype: input dtype {} is not floating; pass a floating "
+             "dtype",
+             to_string(out));
+  return out;
+}
+
+ScalarType softmax_dtype(const char* op, const Tensor& self, std::optional<ScalarType> dtype) {
+  const ScalarType out = dtype.value_or(self.dtype());
+  XTEN_CHECK(is_floating_type(out), NotImplementedError, op,
+             "not implemented for dtype {} (pass a floating dtype)", to_string(out));
+  return out;
+}
+
+void check_softplus_beta(const Scalar& beta) {
+  XTEN_CHECK(beta.to<double>() != 0, ValueError, "softplus", "beta must be nonzero");
+}
+
+void check_elementwise_out(const char* op, const Tensor& out, IntArrayRef shape,
+                           ScalarType result) {
+  XTEN_CHECK(out.sizes() == shape, ValueError, op,
+             "output with shape {} doesn't match the broadcast shape {}", out.sizes(), shape);
+  XTEN_CHECK(can_cast(result, out.dtype()), TypeError, op,
+             "result type {} can't be cast to the desired output type {}", to_string(result),
+             to_string(out.dtype()));
+  check_no_internal_overlap(op, out);
+}
+
+}  // namespace xten
