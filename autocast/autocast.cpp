@@ -178,9 +178,8 @@ BoxedKernel policy_kernel(CastPolicy policy, DeviceType d, bool (*applies)(const
   return [policy, d, applies, info](const OperatorHandle& op, DispatchKeySet, Stack* stack) {
     std::call_once(info->first, [&] { info->second = parse_schema(op.schema()); });
     const OpInfo& oi = info->second;
-    const std::string name = op.entry().display_name();
     XTEN_CHECK(
-        policy != CastPolicy::kBanned, ValueError, name.c_str(),
+        policy != CastPolicy::kBanned, ValueError, op.entry().display_name().c_str(),
         "is unsafe to autocast: many models apply a sigmoid right before it, and in "
         "float16/bfloat16 that loses too much; use binary_cross_entropy_with_logits, which "
         "combines the two and is safe to autocast (or leave the autocast scope for this op)");

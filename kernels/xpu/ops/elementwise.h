@@ -35,35 +35,28 @@ class Elementwise {
 template <class... Extra>
 Tensor Elementwise::run(const std::string& kernel, const char* family, const Extra&... extra) {
   if (target_.numel() > 0) {
-    const int dev = device_of(target_);
-    Kernel& k =
-        get_kernel(dev, op_, family_for(family, {compute_}), kernel + "_" + dtype_tag(compute_));
+    const bool binary = inputs_.size() == 2;
+    const Tensor a = inputs_[0].expand(shape_);
+    const Tensor b = binary ? inputs_[1].expand(shape_) : Tensor();
+    const Geometry g = binary ? geometry(op_, shape_, {target_.strides(), a.strides(), b.strides()})
+                              : geometry(op_, shape_, {target_.strides(), a.strides()});
+    // The one-dim variant where the space merges to one dim (contiguous operands, or a
+    // broadcast scalar with stride 0): one stride per operand instead of the geometry.
+    const std::string name = kernel + "_" + dtype_tag(compute_) + (g.ndim == 1 ? "_1d" : "");
+    Kernel& k = get_kernel(device_of(target_), op_, family_for(family, {compute_}), name);
     const Stream s = stream_of(target_);
-    if (inputs_.size() == 1) {
-      const Tensor a = inputs_[0].expand(shape_);
-      const Geometry g = geometry(op_, shape_, {target_.strides(), a.strides()});
-      if (g.ndim == 1) {
-        Kernel& k1 = get_kernel(dev, op_, family_for(family, {compute_}),
-                                kernel + "_" + dtype_tag(compute_) + "_1d");
-        launch(s, k1, g.numel, target_.data_ptr(), a.data_ptr(), extra..., g.numel, g.st[0][0],
-               g.st[1][0]);
-      } else {
-        launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), extra..., g.numel, g.ndim, g.sizes,
-               g.st[0], g.st[1]);
-      }
-    } else {
-      const Tensor a = inputs_[0].expand(shape_), b = inputs_[1].expand(shape_);
-      const Geometry g = geometry(op_, shape_, {target_.strides(), a.strides(), b.strides()});
-      if (g.ndim == 1) {  // the one-dim variant: contiguous or scalar-broadcast operands
-        Kernel& k1 = get_kernel(dev, op_, family_for(family, {compute_}),
-                                kernel + "_" + dtype_tag(compute_) + "_1d");
-        launch(s, k1, g.numel, target_.data_ptr(), a.data_ptr(), b.data_ptr(), extra..., g.numel,
-               g.st[0][0], g.st[1][0], g.st[2][0]);
-      } else {
-        launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), b.data_ptr(), extra..., g.numel,
-               g.ndim, g.sizes, g.st[0], g.st[1], g.st[2]);
-      }
-    }
+    if (binary && g.ndim == 1)
+      launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), b.data_ptr(), extra..., g.numel,
+             g.st[0][0], g.st[1][0], g.st[2][0]);
+    else if (binary)
+      launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), b.data_ptr(), extra..., g.numel,
+             g.ndim, g.sizes, g.st[0], g.st[1], g.st[2]);
+    else if (g.ndim == 1)
+      launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), extra..., g.numel, g.st[0][0],
+             g.st[1][0]);
+    else
+      launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), extra..., g.numel, g.ndim, g.sizes,
+             g.st[0], g.st[1]);
   }
   if (!target_.is_same(out_)) device_copy(out_, target_);
   return out_;

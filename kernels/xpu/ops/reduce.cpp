@@ -2,6 +2,7 @@
 // reduce.cl over the rows of kernels/common/reduce_rows.h (the same layout as the CPU's).
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #include <xten/core/dtype_dispatch.h>
 #include <xten/dispatch/library.h>
@@ -40,14 +41,13 @@ Tensor reduce_rows(const char* opname, const char* op, const Rows& r, double div
   launch_groups(s, k1, static_cast<uint64_t>(r.outer * chunks), partial.data_ptr(), r.in.data_ptr(),
                 r.inner, chunk, chunks);
   Kernel& k2 = get_kernel(d, opname, family, std::string("reduce_") + op + "_finish_" + tag);
-  if (acc_dtype(t) == kDouble) {
-    launch(s, k2, r.outer, out.data_ptr(), partial.data_ptr(), r.outer, chunks, divisor);
-  } else if (acc_dtype(t) == kFloat) {
-    launch(s, k2, r.outer, out.data_ptr(), partial.data_ptr(), r.outer, chunks,
-           static_cast<float>(divisor));
-  } else {
-    launch(s, k2, r.outer, out.data_ptr(), partial.data_ptr(), r.outer, chunks, int64_t{1});
-  }
+  // The divisor in the accumulator's type (1 for integer sums, products and extremes).
+  visit_dtype<dtype_bit(kFloat) | dtype_bit(kDouble) | dtype_bit(kLong)>(
+      opname, acc_dtype(t), [&](auto tag) {
+        using A = typename decltype(tag)::type;
+        launch(s, k2, r.outer, out.data_ptr(), partial.data_ptr(), r.outer, chunks,
+               std::is_integral_v<A> ? A{1} : static_cast<A>(divisor));
+      });
   return out;
 }
 

@@ -39,7 +39,6 @@ struct StreamImpl {
   int id;
   ze_command_list_handle_t list = nullptr;  // an immediate, in-order command list
   std::mutex mutex;                         // command lists are not thread-safe
-  uint32_t max_groups = UINT32_MAX;  // cap for grid-stride launches (Note [Grid-stride loops])
 };
 
 // Events from per-device pools, reused (host-visible; `timing` ones carry kernel timestamps).
@@ -63,7 +62,7 @@ Kernel& get_kernel(int device, const char* op, const std::string& family, const 
 // launch_groups(): exactly `groups` work-groups, for kernels that give each group its part.
 constexpr uint32_t kGroupSize = 256;
 void launch_prepared(const Stream& stream, Kernel& k, uint64_t groups);  // args set, k.mutex held
-uint64_t grid_stride_groups(const Stream& stream, int64_t n);
+uint64_t grid_stride_groups(int64_t n);
 
 template <class... Args>
 void launch_groups(const Stream& stream, Kernel& k, uint64_t groups, const Args&... args) {
@@ -79,7 +78,7 @@ void launch_groups(const Stream& stream, Kernel& k, uint64_t groups, const Args&
 
 template <class... Args>
 void launch(const Stream& stream, Kernel& k, int64_t n, const Args&... args) {
-  if (n > 0) launch_groups(stream, k, grid_stride_groups(stream, n), args...);
+  if (n > 0) launch_groups(stream, k, grid_stride_groups(n), args...);
 }
 
 // Strided geometry of up to 8 dims in the form kernels take (sizes, strides as long8).

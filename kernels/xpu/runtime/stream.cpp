@@ -15,7 +15,6 @@ DeviceState& streams_of(int device) {
       auto impl = std::make_unique<StreamImpl>();
       impl->device = s.index;
       impl->id = i;
-      impl->max_groups = UINT32_MAX;
       ze_command_queue_desc_t qd{ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC};
       qd.mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS;
       qd.priority = ZE_COMMAND_QUEUE_PRIORITY_NORMAL;
@@ -207,12 +206,10 @@ void memset_async(const Stream& stream, void* dst, const void* pattern, size_t p
                                               nbytes, nullptr, 0, nullptr));
 }
 
-uint64_t grid_stride_groups(const Stream& stream, int64_t n) {
-  const uint64_t needed = (static_cast<uint64_t>(n) + kGroupSize - 1) / kGroupSize;
-  return std::min<uint64_t>(needed, stream.impl()->max_groups);
+// One work-item per element (Note [Grid-stride loops]); launch_prepared checks the 32-bit bound.
+uint64_t grid_stride_groups(int64_t n) {
+  return (static_cast<uint64_t>(n) + kGroupSize - 1) / kGroupSize;
 }
-// Note [Grid-stride loops] says why the cap is the 32-bit group count and not a few groups per
-// compute unit.
 
 void launch_prepared(const Stream& stream, Kernel& k, uint64_t groups) {
   XTEN_CHECK(groups <= UINT32_MAX, ValueError, "xpu", "{} work-groups exceed the launch limit",

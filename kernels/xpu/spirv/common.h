@@ -111,28 +111,8 @@ typedef ulong i64_u;
 typedef double f64_m;
 #endif
 
-// Offsets (in elements) of element i of a strided iteration space in up to two tensors.
-// Dimensions are given innermost last, as in Tensor::sizes().
-static inline void strided_offsets(long i, int ndim, long8 sizes, long8 a_st, long8 b_st, long* a, long* b) {
-  if (ndim == 1) {  // contiguous or merged down to one dim: no division
-    *a = i * a_st[0];
-    *b = i * b_st[0];
-    return;
-  }
-  long oa = 0, ob = 0;
-  for (int d = ndim - 1; d >= 0; --d) {
-    const long s = sizes[d];
-    const long q = i / s;
-    const long idx = i - q * s;
-    i = q;
-    oa += idx * a_st[d];
-    ob += idx * b_st[d];
-  }
-  *a = oa;
-  *b = ob;
-}
-
-// The same for three tensors (an output and two inputs).
+// Offsets (in elements) of element i of a strided iteration space in three tensors (an output
+// and two inputs); dimensions are given innermost last, as in Tensor::sizes().
 static inline void strided_offsets3(long i, int ndim, long8 sizes, long8 a_st, long8 b_st, long8 c_st,
                                     long* a, long* b, long* c) {
   if (ndim == 1) {
@@ -154,6 +134,13 @@ static inline void strided_offsets3(long i, int ndim, long8 sizes, long8 a_st, l
   *a = oa;
   *b = ob;
   *c = oc;
+}
+
+// The same for two tensors (the third's arithmetic is dead code the device compiler drops).
+static inline void strided_offsets(long i, int ndim, long8 sizes, long8 a_st, long8 b_st, long* a,
+                                   long* b) {
+  long unused;
+  strided_offsets3(i, ndim, sizes, a_st, b_st, b_st, a, b, &unused);
 }
 
 // Dtype lists by kind (for ops defined per kind); X(tag, ...).
