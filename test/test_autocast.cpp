@@ -12,18 +12,6 @@ using autocast::CastPolicy;
 
 namespace {
 
-::testing::AssertionResult identical(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype())
-    return ::testing::AssertionFailure()
-           << "dtype " << to_string(a.dtype()) << " vs " << to_string(b.dtype());
-  if (a.sizes() != b.sizes())
-    return ::testing::AssertionFailure() << "shape " << a.sizes() << " vs " << b.sizes();
-  const Tensor x = a.contiguous(), y = b.contiguous();
-  if (std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) != 0)
-    return ::testing::AssertionFailure() << "values differ\n" << x << "\n" << y;
-  return ::testing::AssertionSuccess();
-}
-
 TEST(AutocastState, DefaultsGuardsNestingAndErrors) {
   EXPECT_FALSE(autocast::is_autocast_enabled(kCPU));
   EXPECT_FALSE(autocast::is_autocast_enabled(kXPU));
@@ -180,7 +168,7 @@ TEST(AutocastCpu, EveryListedOpMatchesTheOpOnInputsCastByHand) {
                               : *policy == CastPolicy::kFp32           ? kFloat
                                                                        : expected.dtype();
       EXPECT_EQ(actual.dtype(), want) << c.op;
-      EXPECT_TRUE(identical(actual, expected))
+      EXPECT_TRUE(same_bytes(actual, expected))
           << c.op << " (" << autocast::to_string(*policy) << ", " << to_string(lowp) << ")";
     }
   }
@@ -237,7 +225,7 @@ TEST(AutocastCpu, CastCacheReusesParameterCastsWithinTheOutermostScope) {
       AutocastGuard inner(kCPU);
       const Tensor b = mm(x, w);
       EXPECT_EQ(autocast::cache_size(), 1u);  // reused
-      EXPECT_TRUE(identical(a, b));
+      EXPECT_TRUE(same_bytes(a, b));
     }
     EXPECT_EQ(autocast::cache_size(), 1u);  // an inner scope's end keeps it
   }

@@ -2,6 +2,7 @@
 // Helpers shared by the tests: reading any element as double, references over broadcast
 // indices, dtype tolerances, and layouts (non-contiguous, broadcast, zero-size, zero-dim).
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -159,6 +160,20 @@ inline Tensor non_contiguous(const Tensor& t) {
   v.copy_(t);
   EXPECT_FALSE(t.numel() > 1 && v.is_contiguous());
   return v;
+}
+
+// The same dtype, shape and values bit for bit (NaN payloads included), layouts aside; tensors
+// on a device are compared through the host.
+inline ::testing::AssertionResult same_bytes(const Tensor& a, const Tensor& b) {
+  const Tensor x = a.to(kCPU).contiguous(), y = b.to(kCPU).contiguous();
+  if (x.dtype() != y.dtype())
+    return ::testing::AssertionFailure()
+           << "dtype " << to_string(x.dtype()) << " vs " << to_string(y.dtype());
+  if (x.sizes() != y.sizes())
+    return ::testing::AssertionFailure() << "shape " << x.sizes() << " vs " << y.sizes();
+  if (std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) != 0)
+    return ::testing::AssertionFailure() << "values differ\n" << x << "\n" << y;
+  return ::testing::AssertionSuccess();
 }
 
 // Expects `stmt` to throw E with a message containing `needle`.

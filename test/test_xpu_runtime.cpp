@@ -27,12 +27,6 @@ const bool kEnv = set_xpu_test_env("1G") &&
 
 const TensorOptions kXpu = TensorOptions().device(Device("xpu"));
 
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  const Tensor x = a.to(kCPU).contiguous(), y = b.to(kCPU).contiguous();
-  return x.dtype() == y.dtype() && x.sizes() == y.sizes() &&
-         std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
-}
-
 TEST(XpuDevice, CountPropertiesAndCurrentDevice) {
   ASSERT_EQ(xpu::device_count(), 2);
   EXPECT_TRUE(xpu::is_available());

@@ -13,17 +13,6 @@ namespace {
 const bool kEnv = set_xpu_test_env("1G");
 const TensorOptions kXpu = TensorOptions().device(Device("xpu"));
 
-// Bitwise equality of values (through the host), layouts aside.
-::testing::AssertionResult same_bytes(const Tensor& a, const Tensor& b) {
-  const Tensor x = a.to(kCPU).contiguous(), y = b.to(kCPU).contiguous();
-  if (x.dtype() != y.dtype()) return ::testing::AssertionFailure() << "dtypes differ";
-  if (x.sizes() != y.sizes())
-    return ::testing::AssertionFailure() << "shapes " << x.sizes() << " " << y.sizes();
-  if (std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) != 0)
-    return ::testing::AssertionFailure() << "values differ:\n" << x << "\n" << y;
-  return ::testing::AssertionSuccess();
-}
-
 TEST(XpuTensor, RoundTripOfEveryDtypeIsBitExact) {
   for (ScalarType t : all_dtypes()) {
     for (const std::vector<int64_t>& shape :
