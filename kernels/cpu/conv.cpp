@@ -15,24 +15,15 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
+#include "../common/window.h"
+
 namespace xten::cpu {
 namespace {
 
 template <class T>
 using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-struct Geometry {
-  int64_t n, c, h, w;  // input
-  int64_t o, kh, kw;   // output channels, kernel
-  int64_t sh, sw, ph, pw, dh, dw, groups;
-  int64_t ho, wo;  // output spatial size
-};
-
-void check_pair(const char* op, const char* what, IntArrayRef v, int64_t min) {
-  XTEN_CHECK(v.size() == 2, ValueError, op, "{} must have 2 values, but got {}", what, v);
-  XTEN_CHECK(v[0] >= min && v[1] >= min, ValueError, op, "{} must be >= {}, but got {}", what, min,
-             v);
-}
+using Geometry = ConvGeometry;
 
 // Runs f(unit) for every (image, group) unit (Note [Convolution work split]).
 template <class F>
@@ -90,74 +81,12 @@ void col2im(const T* cols, int64_t channels, const Geometry& g, T* y) {
       }
 }
 
-// Common argument checks; returns the input as 4-D (a 3-D input is one unbatched image).
-Tensor check_conv_args(const char* op, const Tensor& input, const Tensor& weight,
-                       const std::optional<Tensor>& bias, IntArrayRef stride, IntArrayRef padding,
-                       IntArrayRef dilation, int64_t groups) {
-  XTEN_CHECK(input.dim() == 3 || input.dim() == 4, ValueError, op,
-             "expected a 3-D (unbatched) or 4-D (batched) input, but got {}-D with shape {}",
-             input.dim(), input.sizes());
-  XTEN_CHECK(weight.dim() == 4, ValueError, op, "expected a 4-D weight, but got {}-D with shape {}",
-             weight.dim(), weight.sizes());
-  XTEN_CHECK(input.dtype() == weight.dtype(), TypeError, op,
-             "input ({}) and weight ({}) must have the same dtype", to_string(input.dtype()),
-             to_string(weight.dtype()));
-  XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, op,
-             "not implemented for dtype {}", to_string(input.dtype()));
-  XTEN_CHECK(groups > 0, ValueError, op, "groups must be positive, but got {}", groups);
-  check_pair(op, "stride", stride, 1);
-  check_pair(op, "padding", padding, 0);
-  check_pair(op, "dilation", dilation, 1);
-  if (bias)
-    XTEN_CHECK(bias->dim() == 1, ValueError, op, "bias must be 1-D, but got shape {}",
-               bias->sizes());
-  check_same_device(op, {&input, &weight, bias ? &*bias : nullptr});
-  return input.dim() == 3 ? input.unsqueeze(0) : input;
-}
-
-ScalarType compute_dtype(ScalarType t) {
-  return t == kHalf || t == kBFloat16 ? kFloat : t;
-}
-
 Tensor conv2d_kernel(const Tensor& input_, const Tensor& weight_, const std::optional<Tensor>& bias,
                      IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
                      int64_t groups) {
-  const Tensor in4 =
-      check_conv_args("conv2d", input_, weight_, bias, stride, padding, dilation, groups);
-  Geometry g{in4.size(0),
-             in4.size(1),
-             in4.size(2),
-             in4.size(3),
-             weight_.size(0),
-             weight_.size(2),
-             weight_.size(3),
-             stride[0],
-             stride[1],
-             padding[0],
-             padding[1],
-             dilation[0],
-             dilation[1],
-             groups,
-             0,
-             0};
-  XTEN_CHECK(g.c % groups == 0 && g.o % groups == 0, ValueError, "conv2d",
-             "input channels ({}) and output channels ({}) must both be divisible by groups ({})",
-             g.c, g.o, groups);
-  XTEN_CHECK(
-      weight_.size(1) * groups == g.c, ValueError, "conv2d",
-      "weight of shape {} expects {} input channels (groups={}), but the input has {} (shape {})",
-      weight_.sizes(), weight_.size(1) * groups, groups, g.c, input_.sizes());
-  if (bias)
-    XTEN_CHECK(bias->size(0) == g.o, ValueError, "conv2d",
-               "bias has {} values, but there are {} output channels", bias->size(0), g.o);
-  g.ho = (g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
-  g.wo = (g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
-  XTEN_CHECK(g.h + 2 * g.ph >= g.dh * (g.kh - 1) + 1 && g.w + 2 * g.pw >= g.dw * (g.kw - 1) + 1,
-             ValueError, "conv2d",
-             "the padded input ({}x{}) is smaller than the dilated kernel ({}x{})", g.h + 2 * g.ph,
-             g.w + 2 * g.pw, g.dh * (g.kh - 1) + 1, g.dw * (g.kw - 1) + 1);
-  const ScalarType ct = compute_dtype(input_.dtype());
-  const Tensor x = in4.to(ct).contiguous(), w = weight_.to(ct).contiguous();
+  const Geometry g = conv2d_geometry(input_, weight_, bias, stride, padding, dilation, groups);
+  const ScalarType ct = conv_compute_dtype(input_.dtype());
+  const Tensor x = g.input4.to(ct).contiguous(), w = weight_.to(ct).contiguous();
   Tensor out = empty_tensor({g.n, g.o, g.ho, g.wo}, ct, input_.device());
   const int64_t cg = g.c / groups, og = g.o / groups, k = cg * g.kh * g.kw, plane = g.ho * g.wo;
   const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
@@ -182,7 +111,7 @@ Tensor conv2d_kernel(const Tensor& input_, const Tensor& weight_, const std::opt
     });
   });
   if (bias) out = out + bias->to(ct).view({1, g.o, 1, 1});
-  if (input_.dim() == 3) out = out.squeeze(0);
+  if (g.unbatched) out = out.squeeze(0);
   return out.to(input_.dtype());
 }
 
@@ -190,45 +119,11 @@ Tensor conv_transpose2d_kernel(const Tensor& input_, const Tensor& weight_,
                                const std::optional<Tensor>& bias, IntArrayRef stride,
                                IntArrayRef padding, IntArrayRef output_padding, int64_t groups,
                                IntArrayRef dilation) {
-  const Tensor in4 =
-      check_conv_args("conv_transpose2d", input_, weight_, bias, stride, padding, dilation, groups);
-  check_pair("conv_transpose2d", "output_padding", output_padding, 0);
-  XTEN_CHECK(output_padding[0] < std::max(stride[0], dilation[0]) &&
-                 output_padding[1] < std::max(stride[1], dilation[1]),
-             ValueError, "conv_transpose2d",
-             "output_padding {} must be smaller than either stride {} or dilation {}",
-             output_padding, stride, dilation);
-  const int64_t cin = in4.size(1);
-  XTEN_CHECK(weight_.size(0) == cin, ValueError, "conv_transpose2d",
-             "weight of shape {} expects {} input channels, but the input has {} (shape {})",
-             weight_.sizes(), weight_.size(0), cin, input_.sizes());
-  XTEN_CHECK(cin % groups == 0, ValueError, "conv_transpose2d",
-             "input channels ({}) must be divisible by groups ({})", cin, groups);
-  Geometry g{in4.size(0),
-             cin,
-             in4.size(2),
-             in4.size(3),
-             weight_.size(1) * groups,
-             weight_.size(2),
-             weight_.size(3),
-             stride[0],
-             stride[1],
-             padding[0],
-             padding[1],
-             dilation[0],
-             dilation[1],
-             groups,
-             0,
-             0};
-  g.ho = (g.h - 1) * g.sh - 2 * g.ph + g.dh * (g.kh - 1) + output_padding[0] + 1;
-  g.wo = (g.w - 1) * g.sw - 2 * g.pw + g.dw * (g.kw - 1) + output_padding[1] + 1;
-  XTEN_CHECK(g.ho > 0 && g.wo > 0, ValueError, "conv_transpose2d",
-             "the output would be {}x{}: padding {} is too large", g.ho, g.wo, padding);
-  if (bias)
-    XTEN_CHECK(bias->size(0) == g.o, ValueError, "conv_transpose2d",
-               "bias has {} values, but there are {} output channels", bias->size(0), g.o);
-  const ScalarType ct = compute_dtype(input_.dtype());
-  const Tensor x = in4.to(ct).contiguous(), w = weight_.to(ct).contiguous();
+  const Geometry g = conv_transpose2d_geometry(input_, weight_, bias, stride, padding,
+                                               output_padding, groups, dilation);
+  const int64_t cin = g.c;
+  const ScalarType ct = conv_compute_dtype(input_.dtype());
+  const Tensor x = g.input4.to(ct).contiguous(), w = weight_.to(ct).contiguous();
   Tensor out = zeros({g.n, g.o, g.ho, g.wo}, ct, input_.device());
   const int64_t cg = cin / groups, og = g.o / groups, k = og * g.kh * g.kw, plane = g.h * g.w;
   visit_dtype<dtype_bit(kFloat) | dtype_bit(kDouble)>("conv_transpose2d", ct, [&](auto tag) {
@@ -247,7 +142,7 @@ Tensor conv_transpose2d_kernel(const Tensor& input_, const Tensor& weight_,
     });
   });
   if (bias) out = out + bias->to(ct).view({1, g.o, 1, 1});
-  if (input_.dim() == 3) out = out.squeeze(0);
+  if (g.unbatched) out = out.squeeze(0);
   return out.to(input_.dtype());
 }
 

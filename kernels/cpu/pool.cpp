@@ -11,89 +11,11 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
+#include "../common/window.h"
 #include "loops.h"
 
 namespace xten::cpu {
 namespace {
-
-struct Planes {
-  Tensor in;  // contiguous, [planes, h, w]
-  int64_t planes, h, w;
-  DimVector lead;  // the dims before (h, w)
-};
-
-Planes planes_of(const char* op, const Tensor& input) {
-  XTEN_CHECK(input.dim() == 3 || input.dim() == 4, ValueError, op,
-             "expected a 3-D (unbatched) or 4-D (batched) input, but got shape {}", input.sizes());
-  XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, op,
-             "not implemented for dtype {}", to_string(input.dtype()));
-  Planes p;
-  p.h = input.size(-2);
-  p.w = input.size(-1);
-  p.lead = DimVector(input.sizes().slice(0, input.dim() - 2));
-  p.planes = 1;
-  for (int64_t s : p.lead) p.planes *= s;
-  XTEN_CHECK(p.h > 0 && p.w > 0, ValueError, op,
-             "the input's spatial size must be nonzero, but got shape {}", input.sizes());
-  p.in = input.contiguous();
-  return p;
-}
-
-DimVector with_plane(const DimVector& lead, int64_t h, int64_t w) {
-  DimVector s(lead);
-  s.push_back(h);
-  s.push_back(w);
-  return s;
-}
-
-// Output size of a window pass; with ceil_mode the last window must start inside the input
-// or its left padding.
-int64_t pooled_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
-  const int64_t span = in + 2 * p - d * (k - 1) - 1;
-  int64_t out = (span + (ceil_mode ? s - 1 : 0)) / s + 1;
-  if (ceil_mode && (out - 1) * s >= in + p) --out;
-  return out;
-}
-
-struct Window {
-  int64_t kh, kw, sh, sw, ph, pw, dh, dw, ho, wo;
-};
-
-Window window_args(const char* op, const Planes& p, IntArrayRef kernel, IntArrayRef stride,
-                   IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-  auto two = [&](IntArrayRef v, const char* what, int64_t dflt0,
-                 int64_t dflt1) -> std::pair<int64_t, int64_t> {
-    XTEN_CHECK(v.size() <= 2, ValueError, op, "{} must have 1 or 2 values, but got {}", what, v);
-    if (v.empty()) return {dflt0, dflt1};
-    return {v[0], v.size() == 2 ? v[1] : v[0]};
-  };
-  XTEN_CHECK(!kernel.empty(), ValueError, op, "kernel_size must have 1 or 2 values, but got {}",
-             kernel);
-  const auto [kh, kw] = two(kernel, "kernel_size", 0, 0);
-  const auto [sh, sw] = two(stride, "stride", kh, kw);
-  const auto [ph, pw] = two(padding, "padding", 0, 0);
-  const auto [dh, dw] = two(dilation, "dilation", 1, 1);
-  XTEN_CHECK(kh > 0 && kw > 0 && sh > 0 && sw > 0 && dh > 0 && dw > 0, ValueError, op,
-             "kernel_size {}, stride {} and dilation {} must be positive", kernel, stride,
-             dilation);
-  XTEN_CHECK(ph >= 0 && pw >= 0 && ph <= (dh * (kh - 1) + 1) / 2 && pw <= (dw * (kw - 1) + 1) / 2,
-             ValueError, op,
-             "padding {} must be non-negative and at most half the (dilated) kernel size {}",
-             padding, kernel);
-  Window w{kh,
-           kw,
-           sh,
-           sw,
-           ph,
-           pw,
-           dh,
-           dw,
-           pooled_size(p.h, kh, sh, ph, dh, ceil_mode),
-           pooled_size(p.w, kw, sw, pw, dw, ceil_mode)};
-  XTEN_CHECK(w.ho > 0 && w.wo > 0, ValueError, op,
-             "the output would be {}x{} for an input of {}x{}", w.ho, w.wo, p.h, p.w);
-  return w;
-}
 
 template <class F>
 void for_each_plane(int64_t planes, int64_t work, const F& f) {
@@ -106,13 +28,14 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, I
                                                           IntArrayRef stride, IntArrayRef padding,
                                                           IntArrayRef dilation, bool ceil_mode) {
   const Planes p = planes_of("max_pool2d", input);
+  const Tensor in = input.contiguous();
   const Window w = window_args("max_pool2d", p, kernel, stride, padding, dilation, ceil_mode);
-  Tensor out = empty_tensor(with_plane(p.lead, w.ho, w.wo), input.dtype(), input.device());
-  Tensor idx = empty_tensor(with_plane(p.lead, w.ho, w.wo), kLong, input.device());
+  Tensor out = empty_tensor(p.shape(w.ho, w.wo), input.dtype(), input.device());
+  Tensor idx = empty_tensor(p.shape(w.ho, w.wo), kLong, input.device());
   visit_dtype<dtypes::kFloating>("max_pool2d", input.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
-    const T* src = static_cast<const T*>(p.in.data_ptr());
+    const T* src = static_cast<const T*>(in.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
     int64_t* ind = static_cast<int64_t*>(idx.data_ptr());
     for_each_plane(p.planes, w.ho * w.wo * w.kh * w.kw, [&](int64_t pl) {
@@ -154,14 +77,14 @@ Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef st
                          IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                          std::optional<int64_t> divisor_override) {
   const Planes p = planes_of("avg_pool2d", input);
+  const Tensor in = input.contiguous();
   const Window w = window_args("avg_pool2d", p, kernel, stride, padding, {}, ceil_mode);
-  XTEN_CHECK(!divisor_override || *divisor_override != 0, ValueError, "avg_pool2d",
-             "divisor_override must be nonzero");
-  Tensor out = empty_tensor(with_plane(p.lead, w.ho, w.wo), input.dtype(), input.device());
+  check_divisor_override(divisor_override);
+  Tensor out = empty_tensor(p.shape(w.ho, w.wo), input.dtype(), input.device());
   visit_dtype<dtypes::kFloating>("avg_pool2d", input.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
-    const T* src = static_cast<const T*>(p.in.data_ptr());
+    const T* src = static_cast<const T*>(in.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
     for_each_plane(p.planes, w.ho * w.wo * w.kh * w.kw, [&](int64_t pl) {
       const T* x = src + pl * p.h * p.w;
@@ -187,19 +110,6 @@ Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef st
   return out;
 }
 
-// Adaptive windows: output cell i covers [floor(i*in/out), ceil((i+1)*in/out)).
-int64_t adaptive_start(int64_t i, int64_t in, int64_t out) {
-  return (i * in) / out;
-}
-int64_t adaptive_end(int64_t i, int64_t in, int64_t out) {
-  return ((i + 1) * in + out - 1) / out;
-}
-
-void check_output_size(const char* op, IntArrayRef output_size) {
-  XTEN_CHECK(output_size.size() == 2 && output_size[0] > 0 && output_size[1] > 0, ValueError, op,
-             "output_size must be 2 positive values, but got {}", output_size);
-}
-
 // Calls cell(plane, o, y0, y1, x0, x1) for every output cell o (flat over all planes) with
 // its input window [y0, y1) x [x0, x1); planes are split across threads.
 template <class F>
@@ -213,14 +123,15 @@ void for_each_adaptive_cell(const Planes& p, int64_t ho, int64_t wo, const F& ce
 }
 
 Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) {
-  check_output_size("adaptive_avg_pool2d", output_size);
+  check_adaptive_output_size("adaptive_avg_pool2d", output_size);
   const Planes p = planes_of("adaptive_avg_pool2d", input);
+  const Tensor in = input.contiguous();
   const int64_t ho = output_size[0], wo = output_size[1];
-  Tensor out = empty_tensor(with_plane(p.lead, ho, wo), input.dtype(), input.device());
+  Tensor out = empty_tensor(p.shape(ho, wo), input.dtype(), input.device());
   visit_dtype<dtypes::kFloating>("adaptive_avg_pool2d", input.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
-    const T* src = static_cast<const T*>(p.in.data_ptr());
+    const T* src = static_cast<const T*>(in.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
     for_each_adaptive_cell(
         p, ho, wo, [&](int64_t pl, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
@@ -236,15 +147,16 @@ Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) 
 
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_kernel(const Tensor& input,
                                                       IntArrayRef output_size) {
-  check_output_size("adaptive_max_pool2d", output_size);
+  check_adaptive_output_size("adaptive_max_pool2d", output_size);
   const Planes p = planes_of("adaptive_max_pool2d", input);
+  const Tensor in = input.contiguous();
   const int64_t ho = output_size[0], wo = output_size[1];
-  Tensor out = empty_tensor(with_plane(p.lead, ho, wo), input.dtype(), input.device());
-  Tensor idx = empty_tensor(with_plane(p.lead, ho, wo), kLong, input.device());
+  Tensor out = empty_tensor(p.shape(ho, wo), input.dtype(), input.device());
+  Tensor idx = empty_tensor(p.shape(ho, wo), kLong, input.device());
   visit_dtype<dtypes::kFloating>("adaptive_max_pool2d", input.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
-    const T* src = static_cast<const T*>(p.in.data_ptr());
+    const T* src = static_cast<const T*>(in.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
     int64_t* ind = static_cast<int64_t*>(idx.data_ptr());
     for_each_adaptive_cell(

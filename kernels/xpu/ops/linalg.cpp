@@ -12,17 +12,26 @@ namespace {
 
 constexpr int64_t kTile = 16;
 
-// a: [B, n, k], b: [B, k, m] -> [B, n, m]
-Tensor batched(const char* op, const Tensor& a, const Tensor& b) {
+}  // namespace
+
+void bmm_into(const char* op, const Tensor& out, const Tensor& a, const Tensor& b) {
   const int64_t batch = a.size(0), n = a.size(1), k = a.size(2), m = b.size(2);
-  Tensor out = empty({batch, n, m}, a.dtype(), a.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) return;
   const int64_t tiles_n = (n + kTile - 1) / kTile, tiles_m = (m + kTile - 1) / kTile;
   Kernel& kern = get_kernel(device_of(a), op, family_for("linalg", {a.dtype()}),
                             std::string("bmm_") + dtype_tag(a.dtype()));
   launch_groups(stream_of(a), kern, static_cast<uint64_t>(batch * tiles_n * tiles_m),
                 out.data_ptr(), a.data_ptr(), b.data_ptr(), n, k, m, tiles_n, tiles_m, a.stride(0),
-                a.stride(1), a.stride(2), b.stride(0), b.stride(1), b.stride(2));
+                a.stride(1), a.stride(2), b.stride(0), b.stride(1), b.stride(2), out.stride(0),
+                out.stride(1), out.stride(2));
+}
+
+namespace {
+
+// a: [B, n, k], b: [B, k, m] -> [B, n, m]
+Tensor batched(const char* op, const Tensor& a, const Tensor& b) {
+  Tensor out = empty({a.size(0), a.size(1), b.size(2)}, a.dtype(), a.device());
+  bmm_into(op, out, a, b);
   return out;
 }
 

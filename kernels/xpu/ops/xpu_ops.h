@@ -34,6 +34,10 @@ inline Stream stream_of(const Tensor& t) {
   return get_current_stream(device_of(t));
 }
 
+// out[b] = a[b] @ b[b] for a [B, n, k], b [B, k, m], out [B, n, m] (any strides, one
+// dtype, one device; not checked here), with linalg.cl's tiled kernel.
+void bmm_into(const char* op, const Tensor& out, const Tensor& a, const Tensor& b);
+
 // dst = src (same shape, any dtypes, any strides), both on the same XPU device.
 void device_copy(const Tensor& dst, const Tensor& src);
 

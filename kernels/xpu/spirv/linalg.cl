@@ -24,7 +24,7 @@ typedef double f64_gacc;
 #define BMM(T, STEP)                                                                              \
   KERNEL bmm_##T(global T##_t* out, global const T##_t* a, global const T##_t* b, long n, long k, \
                  long m, long tiles_n, long tiles_m, long sab, long san, long sak, long sbb,     \
-                 long sbk, long sbm) {                                                             \
+                 long sbk, long sbm, long sob, long son, long som) {                               \
     local T##_gacc ta[TILE][TILE + 1];                                                             \
     local T##_gacc tb[TILE][TILE + 1];                                                             \
     const long g = get_group_id(0);                                                                \
@@ -43,7 +43,7 @@ typedef double f64_gacc;
       for (int kk = 0; kk < TILE; ++kk) acc = STEP(acc, ta[ty][kk], tb[kk][tx]);                   \
       barrier(CLK_LOCAL_MEM_FENCE);                                                                \
     }                                                                                              \
-    if (row < n && col < m) T##_store(out, (bt * n + row) * m + col, CONV_##T(acc));               \
+    if (row < n && col < m) T##_store(out, bt * sob + row * son + col * som, CONV_##T(acc));       \
   }
 #define BMM_FLOAT(T, unused) BMM(T, FMA_FLOAT)
 #define BMM_INT(T, unused) BMM(T, FMA_INT)

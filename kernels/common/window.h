@@ -1,0 +1,60 @@
+#pragma once
+// The shapes of convolution and pooling, computed and checked once for every backend: the
+// CPU and XPU kernels of conv2d, conv_transpose2d and the pooling ops take their geometry
+// from here, so that both see the same sizes and raise the same errors.
+#include <optional>
+
+#include <xten/core/tensor.h>
+
+namespace xten {
+
+// One convolution (or transposed convolution) over a batch of NCHW images.
+struct ConvGeometry {
+  int64_t n, c, h, w;  // input
+  int64_t o, kh, kw;   // output channels, kernel
+  int64_t sh, sw, ph, pw, dh, dw, groups;
+  int64_t ho, wo;  // output spatial size
+  bool unbatched;  // the input was 3-D (one image)
+  Tensor input4;   // the input as 4-D (a view)
+};
+
+// conv2d's checks and shapes. weight: [o, c / groups, kh, kw].
+ConvGeometry conv2d_geometry(const Tensor& input, const Tensor& weight,
+                             const std::optional<Tensor>& bias, IntArrayRef stride,
+                             IntArrayRef padding, IntArrayRef dilation, int64_t groups);
+// conv_transpose2d's checks and shapes. weight: [c, o / groups, kh, kw]; (h, w) is the
+// input's and (ho, wo) the output's size.
+ConvGeometry conv_transpose2d_geometry(const Tensor& input, const Tensor& weight,
+                                       const std::optional<Tensor>& bias, IntArrayRef stride,
+                                       IntArrayRef padding, IntArrayRef output_padding,
+                                       int64_t groups, IntArrayRef dilation);
+
+// The float dtype a convolution computes in (Half/BFloat16 in float).
+ScalarType conv_compute_dtype(ScalarType t);
+
+// Pooling's view of a 3-D or 4-D floating input: independent H x W planes.
+struct Planes {
+  int64_t planes, h, w;
+  DimVector lead;                                 // the dims before (h, w)
+  DimVector shape(int64_t ho, int64_t wo) const;  // lead + (ho, wo)
+};
+Planes planes_of(const char* op, const Tensor& input);
+
+// A pooling window: kernel, stride, padding, dilation and the output size.
+struct Window {
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw, ho, wo;
+};
+Window window_args(const char* op, const Planes& p, IntArrayRef kernel, IntArrayRef stride,
+                   IntArrayRef padding, IntArrayRef dilation, bool ceil_mode);
+void check_divisor_override(std::optional<int64_t> divisor_override);
+
+// Adaptive pooling: output cell i covers [start, end) = [floor(i*in/out), ceil((i+1)*in/out)).
+inline int64_t adaptive_start(int64_t i, int64_t in, int64_t out) {
+  return (i * in) / out;
+}
+inline int64_t adaptive_end(int64_t i, int64_t in, int64_t out) {
+  return ((i + 1) * in + out - 1) / out;
+}
+void check_adaptive_output_size(const char* op, IntArrayRef output_size);
+
+}  // namespace xten

@@ -1,0 +1,57 @@
+// conv: the data movement around convolution's GEMMs (the GEMMs are linalg's bmm). Inputs
+// are contiguous NCHW in the compute dtype (float, or double); one work-item per element.
+//   im2col: cols[img][(c*kh + i)*kw + j][oy*wo + ox] = x[img][c][oy*sh - ph + i*dh][ox*sw - pw + j*dw]
+//           (0 outside the input), for conv2d;
+//   col2im: y[img][c][oy][ox] = sum over (i, j) of cols[img][(c*kh + i)*kw + j][iy*w + ix]
+//           where oy = iy*sh - ph + i*dh and ox = ix*sw - pw + j*dw, for conv_transpose2d: a
+//           gather (no atomics), summing in the CPU's order (i, then j), so results are
+//           deterministic.
+// Host side: kernels/xpu/ops/conv.cpp.
+#include "common.h"
+
+#define IM2COL(T, unused)                                                                       \
+  KERNEL im2col_##T(global T##_t* cols, global const T##_t* x, long c, long h, long w, long kh, \
+                    long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho,      \
+                    long wo, long n) {                                                         \
+    const long plane = ho * wo, rows = c * kh * kw;                                            \
+    ELEMENTS(e, n) {                                                                           \
+      const long p = e % plane, r = (e / plane) % rows, img = e / (plane * rows);              \
+      const long oy = p / wo, ox = p - oy * wo;                                                \
+      const long j = r % kw, i = (r / kw) % kh, ch = r / (kw * kh);                            \
+      const long iy = oy * sh - ph + i * dh, ix = ox * sw - pw + j * dw;                       \
+      T##_t v = 0;                                                                             \
+      if (iy >= 0 && iy < h && ix >= 0 && ix < w) v = x[((img * c + ch) * h + iy) * w + ix];   \
+      cols[e] = v;                                                                             \
+    }                                                                                          \
+  }
+
+#define COL2IM(T, unused)                                                                       \
+  KERNEL col2im_##T(global T##_t* y, global const T##_t* cols, long c, long h, long w, long kh, \
+                    long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho,      \
+                    long wo, long n) {                                                         \
+    const long plane = h * w;                                                                  \
+    ELEMENTS(e, n) {                                                                           \
+      const long ox = e % wo, oy = (e / wo) % ho, ch = (e / (wo * ho)) % c;                    \
+      const long img = e / (wo * ho * c);                                                      \
+      global const T##_t* base = cols + (img * c + ch) * kh * kw * plane;                      \
+      T##_t acc = 0;                                                                           \
+      for (long i = 0; i < kh; ++i) {                                                          \
+        const long ty = oy + ph - i * dh;                                                      \
+        if (ty < 0 || ty % sh != 0 || ty / sh >= h) continue;                                  \
+        for (long j = 0; j < kw; ++j) {                                                        \
+          const long tx = ox + pw - j * dw;                                                    \
+          if (tx < 0 || tx % sw != 0 || tx / sw >= w) continue;                                \
+          acc += base[(i * kw + j) * plane + (ty / sh) * w + tx / sw];                         \
+        }                                                                                      \
+      }                                                                                        \
+      y[e] = acc;                                                                              \
+    }                                                                                          \
+  }
+
+#ifdef XTEN_F64
+IM2COL(f64, _)
+COL2IM(f64, _)
+#else
+IM2COL(f32, _)
+COL2IM(f32, _)
+#endif

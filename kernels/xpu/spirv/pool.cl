@@ -1,0 +1,99 @@
+// pool: max_pool2d, avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d over contiguous
+// [planes, h, w] inputs, one work-item per output element, computing in opmath in the order
+// kernels/cpu/pool.cpp does (so results match it bit for bit, NaN handling included).
+// Indices are flat positions in the input plane. Host side: kernels/xpu/ops/pool.cpp.
+#include "common.h"
+
+#define MAX_POOL(T, unused)                                                                     \
+  KERNEL max_pool2d_##T(global T##_t* out, global long* idx, global const T##_t* in, long h,    \
+                        long w, long ho, long wo, long kh, long kw, long sh, long sw, long ph,  \
+                        long pw, long dh, long dw, long n) {                                   \
+    ELEMENTS(e, n) {                                                                           \
+      const long ox = e % wo, oy = (e / wo) % ho, pl = e / (wo * ho);                          \
+      global const T##_t* x = in + pl * h * w;                                                 \
+      T##_m best = -INFINITY;                                                                  \
+      long at = -1;                                                                            \
+      for (long i = 0; i < kh; ++i) {                                                          \
+        const long iy = oy * sh - ph + i * dh;                                                 \
+        if (iy < 0 || iy >= h) continue;                                                       \
+        for (long j = 0; j < kw; ++j) {                                                        \
+          const long ix = ox * sw - pw + j * dw;                                               \
+          if (ix < 0 || ix >= w) continue;                                                     \
+          const T##_m v = T##_load(x, iy * w + ix);                                            \
+          if (at < 0 || v > best || v != v) {                                                  \
+            best = v;                                                                          \
+            at = iy * w + ix;                                                                  \
+            if (v != v) i = kh, j = kw; /* NaN wins, as in PyTorch */                          \
+          }                                                                                    \
+        }                                                                                      \
+      }                                                                                        \
+      T##_store(out, e, best);                                                                 \
+      idx[e] = at;                                                                             \
+    }                                                                                          \
+  }
+
+// divisor: 0 for none given; then the window clipped to the padded input (count_include_pad)
+// or to the input.
+#define AVG_POOL(T, unused)                                                                     \
+  KERNEL avg_pool2d_##T(global T##_t* out, global const T##_t* in, long h, long w, long ho,     \
+                        long wo, long kh, long kw, long sh, long sw, long ph, long pw,          \
+                        int count_include_pad, long divisor, long n) {                         \
+    ELEMENTS(e, n) {                                                                           \
+      const long ox = e % wo, oy = (e / wo) % ho, pl = e / (wo * ho);                          \
+      global const T##_t* x = in + pl * h * w;                                                 \
+      long y0 = oy * sh - ph, x0 = ox * sw - pw;                                               \
+      long y1 = min(y0 + kh, h + ph), x1 = min(x0 + kw, w + pw);                               \
+      const long padded_count = (y1 - y0) * (x1 - x0);                                         \
+      y0 = max(y0, 0L), x0 = max(x0, 0L);                                                      \
+      y1 = min(y1, h), x1 = min(x1, w);                                                        \
+      T##_m sum = 0;                                                                           \
+      for (long iy = y0; iy < y1; ++iy)                                                        \
+        for (long ix = x0; ix < x1; ++ix) sum += T##_load(x, iy * w + ix);                     \
+      const long d = divisor ? divisor : count_include_pad ? padded_count                       \
+                                                           : (y1 - y0) * (x1 - x0);             \
+      T##_store(out, e, sum / (T##_m)d);                                                       \
+    }                                                                                          \
+  }
+
+#define ADAPTIVE_WINDOW(T)                                                                      \
+  const long ox = e % wo, oy = (e / wo) % ho, pl = e / (wo * ho);                              \
+  global const T##_t* x = in + pl * h * w;                                                     \
+  const long y0 = (oy * h) / ho, y1 = ((oy + 1) * h + ho - 1) / ho;                            \
+  const long x0 = (ox * w) / wo, x1 = ((ox + 1) * w + wo - 1) / wo;
+
+#define ADAPTIVE_AVG_POOL(T, unused)                                                            \
+  KERNEL adaptive_avg_pool2d_##T(global T##_t* out, global const T##_t* in, long h, long w,     \
+                                 long ho, long wo, long n) {                                   \
+    ELEMENTS(e, n) {                                                                           \
+      ADAPTIVE_WINDOW(T)                                                                       \
+      T##_m sum = 0;                                                                           \
+      for (long iy = y0; iy < y1; ++iy)                                                        \
+        for (long ix = x0; ix < x1; ++ix) sum += T##_load(x, iy * w + ix);                     \
+      T##_store(out, e, sum / (T##_m)((y1 - y0) * (x1 - x0)));                                 \
+    }                                                                                          \
+  }
+
+#define ADAPTIVE_MAX_POOL(T, unused)                                                            \
+  KERNEL adaptive_max_pool2d_##T(global T##_t* out, global long* idx, global const T##_t* in,   \
+                                 long h, long w, long ho, long wo, long n) {                   \
+    ELEMENTS(e, n) {                                                                           \
+      ADAPTIVE_WINDOW(T)                                                                       \
+      T##_m best = T##_load(x, y0 * w + x0);                                                   \
+      long at = y0 * w + x0;                                                                   \
+      for (long iy = y0; iy < y1; ++iy)                                                        \
+        for (long ix = x0; ix < x1; ++ix) {                                                    \
+          const T##_m v = T##_load(x, iy * w + ix);                                            \
+          if ((v > best || v != v) && best == best) { /* NaN wins, as in PyTorch */            \
+            best = v;                                                                          \
+            at = iy * w + ix;                                                                  \
+          }                                                                                    \
+        }                                                                                      \
+      T##_store(out, e, best);                                                                 \
+      idx[e] = at;                                                                             \
+    }                                                                                          \
+  }
+
+XTEN_FLOAT_DTYPES(MAX_POOL, _)
+XTEN_FLOAT_DTYPES(AVG_POOL, _)
+XTEN_FLOAT_DTYPES(ADAPTIVE_AVG_POOL, _)
+XTEN_FLOAT_DTYPES(ADAPTIVE_MAX_POOL, _)
