@@ -1,6 +1,6 @@
-// Autocast on XPU: the XPU lists, and each policy's casts observed by test kernels registered
-// on the XPU key for ops that have no XPU kernel yet (they record what reaches the backend).
-// When the XPU kernels land, these observe the real kernels' inputs instead.
+// Autocast on XPU: the XPU lists; the ops with XPU kernels under autocast against the same
+// ops on hand-cast inputs; and each policy's casts observed by test kernels registered on the
+// XPU key for composite ops (they record what reaches the backend).
 #include "test_util.h"
 #include "xpu_test_env.h"
 
@@ -132,6 +132,63 @@ TEST(AutocastXpu, EachPolicyCastsWhatReachesTheBackend) {
   }
   prelu(a, b);  // no scope
   EXPECT_EQ(g_dtypes, (std::vector<ScalarType>{kFloat, kFloat}));
+}
+
+// The XPU list's ops that have real XPU kernels: under autocast they give exactly what the
+// op gives on hand-cast inputs (lower_precision_fp: float16 in; fp32: float32 in;
+// fp32_set_opt_dtype: float32 asked for).
+TEST(AutocastXpu, RealKernelsMatchTheOpOnHandCastInputs) {
+  using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+  struct Op {
+    const char* name;
+    std::vector<std::vector<int64_t>> shapes;
+    ScalarType given, cast;  // inputs given in `given`; under autocast they reach it as `cast`
+    Fn fn;
+  };
+  using V = const std::vector<Tensor>&;
+  const std::vector<Op> ops = {
+      {"conv2d", {{2, 3, 8, 8}, {4, 3, 3, 3}, {4}}, kFloat, kHalf,
+       [](V t) { return conv2d(t[0], t[1], t[2], {1, 1}, {1, 1}); }},
+      {"conv1d", {{2, 3, 8}, {4, 3, 3}}, kFloat, kHalf, [](V t) { return conv1d(t[0], t[1]); }},
+      {"conv_transpose2d", {{2, 4, 5, 5}, {4, 3, 3, 3}}, kFloat, kHalf,
+       [](V t) { return conv_transpose2d(t[0], t[1], std::nullopt, {2, 2}); }},
+      {"mm", {{5, 6}, {6, 7}}, kFloat, kHalf, [](V t) { return mm(t[0], t[1]); }},
+      {"bmm", {{2, 5, 6}, {2, 6, 7}}, kFloat, kHalf, [](V t) { return bmm(t[0], t[1]); }},
+      {"matmul", {{2, 5, 6}, {6, 7}}, kFloat, kHalf, [](V t) { return matmul(t[0], t[1]); }},
+      {"mv", {{5, 6}, {6}}, kFloat, kHalf, [](V t) { return mv(t[0], t[1]); }},
+      {"linear", {{5, 6}, {7, 6}, {7}}, kFloat, kHalf, [](V t) { return linear(t[0], t[1], t[2]); }},
+      {"addmm", {{5, 7}, {5, 6}, {6, 7}}, kFloat, kHalf,
+       [](V t) { return addmm(t[0], t[1], t[2]); }},
+      {"baddbmm", {{2, 5, 7}, {2, 5, 6}, {2, 6, 7}}, kFloat, kHalf,
+       [](V t) { return baddbmm(t[0], t[1], t[2]); }},
+      {"exp", {{9}}, kHalf, kFloat, [](V t) { return exp(t[0]); }},
+      {"log", {{9}}, kHalf, kFloat, [](V t) { return log(t[0].abs()); }},
+      {"rsqrt", {{9}}, kHalf, kFloat, [](V t) { return rsqrt(t[0].abs()); }},
+      {"tan", {{9}}, kHalf, kFloat, [](V t) { return tan(t[0]); }},
+      {"softplus", {{9}}, kHalf, kFloat, [](V t) { return softplus(t[0]); }},
+      {"reciprocal", {{9}}, kHalf, kFloat, [](V t) { return reciprocal(t[0]); }},
+      {"softmax", {{3, 9}}, kHalf, kFloat, [](V t) { return softmax(t[0], 1); }},
+      {"log_softmax", {{3, 9}}, kHalf, kFloat, [](V t) { return log_softmax(t[0], 1); }},
+      {"sum", {{3, 9}}, kHalf, kFloat, [](V t) { return sum(t[0], {1}); }},
+      {"prod", {{3, 4}}, kHalf, kFloat, [](V t) { return prod(t[0], 1); }},
+  };
+  manual_seed(3);
+  for (const Op& op : ops) {
+    std::vector<Tensor> given, cast;
+    for (const auto& shape : op.shapes) {
+      given.push_back(randn(shape, kXpu).to(op.given));
+      cast.push_back(given.back().to(op.cast));
+    }
+    Tensor amp_result;
+    {
+      AutocastGuard amp(kXPU);
+      amp_result = op.fn(given);
+    }
+    const Tensor expected = op.fn(cast);
+    EXPECT_EQ(amp_result.device().type(), kXPU) << op.name;
+    EXPECT_EQ(amp_result.dtype(), op.cast) << op.name;
+    EXPECT_TRUE(same_bytes(amp_result.to(kCPU), expected.to(kCPU))) << op.name;
+  }
 }
 
 TEST(AutocastXpu, CastCacheReusesTheSameStorage) {
