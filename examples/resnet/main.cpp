@@ -6,10 +6,7 @@
 //
 //   resnet [--batch N]      (default 2)
 //
-// The network: conv 7x7/2 -> batch norm -> relu -> max pool 3x3/2, four stages of two basic
-// blocks (64, 128, 256, 512 channels; stages 2-4 start with stride 2 and a 1x1 projection),
-// global average pool, fully connected to 1000 classes. Batch norm runs in evaluation mode
-// with random running statistics.
+// The network is in resnet18.h.
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -23,114 +20,12 @@
 
 #include <xten/xten.h>
 
+#include "resnet18.h"
+
+using resnet::ResNet18;
 using xten::Tensor;
 
 namespace {
-
-struct BatchNorm {
-  Tensor weight, bias, mean, var;
-};
-
-struct Conv {
-  Tensor weight;
-  int64_t stride = 1, padding = 0;
-};
-
-struct Block {
-  Conv conv1, conv2;
-  BatchNorm bn1, bn2;
-  bool projects = false;  // a 1x1 strided conv + bn on the shortcut
-  Conv down;
-  BatchNorm down_bn;
-};
-
-struct ResNet18 {
-  Conv stem;
-  BatchNorm stem_bn;
-  std::vector<Block> blocks;
-  Tensor fc_weight, fc_bias;
-};
-
-// He initialization: weights ~ N(0, 2 / fan_in).
-Conv make_conv(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t padding) {
-  return {xten::randn({out, in, k, k}) * std::sqrt(2.0 / double(in * k * k)), stride, padding};
-}
-
-BatchNorm make_bn(int64_t c) {
-  return {1 + 0.1 * xten::randn({c}), 0.1 * xten::randn({c}), 0.1 * xten::randn({c}),
-          1 + 0.1 * xten::rand({c})};
-}
-
-ResNet18 make_resnet18(int64_t classes) {
-  ResNet18 net;
-  net.stem = make_conv(3, 64, 7, 2, 3);
-  net.stem_bn = make_bn(64);
-  int64_t in = 64;
-  for (int64_t width : {64, 128, 256, 512}) {
-    for (int i = 0; i < 2; ++i) {
-      const int64_t stride = (i == 0 && width != 64) ? 2 : 1;
-      Block b;
-      b.conv1 = make_conv(in, width, 3, stride, 1);
-      b.bn1 = make_bn(width);
-      b.conv2 = make_conv(width, width, 3, 1, 1);
-      b.bn2 = make_bn(width);
-      b.projects = stride != 1 || in != width;
-      if (b.projects) {
-        b.down = make_conv(in, width, 1, stride, 0);
-        b.down_bn = make_bn(width);
-      }
-      net.blocks.push_back(b);
-      in = width;
-    }
-  }
-  net.fc_weight = xten::randn({classes, 512}) * std::sqrt(1.0 / 512);
-  net.fc_bias = xten::zeros({classes});
-  return net;
-}
-
-// The same network with every parameter on `device`.
-ResNet18 to_device(const ResNet18& net, const xten::Device& device) {
-  auto bn = [&](const BatchNorm& b) {
-    return BatchNorm{b.weight.to(device), b.bias.to(device), b.mean.to(device), b.var.to(device)};
-  };
-  auto conv = [&](const Conv& c) { return Conv{c.weight.to(device), c.stride, c.padding}; };
-  ResNet18 out;
-  out.stem = conv(net.stem);
-  out.stem_bn = bn(net.stem_bn);
-  for (const Block& b : net.blocks) {
-    Block d = b;
-    d.conv1 = conv(b.conv1);
-    d.conv2 = conv(b.conv2);
-    d.bn1 = bn(b.bn1);
-    d.bn2 = bn(b.bn2);
-    if (b.projects) {
-      d.down = conv(b.down);
-      d.down_bn = bn(b.down_bn);
-    }
-    out.blocks.push_back(d);
-  }
-  out.fc_weight = net.fc_weight.to(device);
-  out.fc_bias = net.fc_bias.to(device);
-  return out;
-}
-
-Tensor conv_bn(const Tensor& x, const Conv& c, const BatchNorm& bn) {
-  const Tensor y = xten::conv2d(x, c.weight, std::nullopt, {c.stride, c.stride},
-                                {c.padding, c.padding});
-  return xten::batch_norm(y, bn.weight, bn.bias, bn.mean, bn.var, /*training=*/false);
-}
-
-Tensor forward(const ResNet18& net, const Tensor& images) {
-  Tensor x = conv_bn(images, net.stem, net.stem_bn).relu();
-  x = xten::max_pool2d(x, {3, 3}, {2, 2}, {1, 1});
-  for (const Block& b : net.blocks) {
-    const Tensor shortcut = b.projects ? conv_bn(x, b.down, b.down_bn) : x;
-    const Tensor y = conv_bn(conv_bn(x, b.conv1, b.bn1).relu(), b.conv2, b.bn2);
-    x = (y + shortcut).relu();
-  }
-  x = xten::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
-  return xten::linear(x, net.fc_weight, net.fc_bias);
-}
 
 std::string cpu_name() {
   std::ifstream in("/proc/cpuinfo");
@@ -152,7 +47,7 @@ std::pair<Tensor, double> run_once(const Run& r, const ResNet18& net, const Tens
   auto pass = [&] {
     std::optional<xten::autocast::AutocastGuard> amp;
     if (r.autocast) amp.emplace(r.device.type(), *r.autocast);
-    return forward(net, images);
+    return resnet::forward(net, images);
   };
   pass();  // warm-up
   if (r.device.type() == xten::kXPU) xten::xpu::synchronize();
@@ -182,7 +77,7 @@ int main(int argc, char** argv) {
   }
   try {
     xten::manual_seed(0);
-    const ResNet18 cpu_net = make_resnet18(1000);
+    const ResNet18 cpu_net = resnet::make_resnet18(1000);
     const Tensor images = xten::randn({batch, 3, 224, 224});
 
     std::cout << fmt::format("ResNet-18, batch {} of 3x224x224, random weights (seed 0)\n", batch);
@@ -190,19 +85,18 @@ int main(int argc, char** argv) {
     const int xpus = xten::xpu::device_count();
     if (xpus == 0) throw std::runtime_error("no XPU device (docs/xpu_runtime.md)");
     std::cout << fmt::format("XPU: {}\n\n", xten::xpu::get_device_properties(0).name);
-    const ResNet18 xpu_net = to_device(cpu_net, xten::Device("xpu"));
+    const ResNet18 xpu_net = resnet::to_device(cpu_net, xten::Device("xpu"));
     const Tensor xpu_images = images.to("xpu");
 
     // Tolerances relative to the largest logit: float32 runs differ only in summation order
     // (measured 6e-7); the 16-bit runs round every conv/linear input to 8 (bfloat16) or 11
     // (float16) significant bits, and get 8 units of that rounding (2^-8 * 8, 2^-11 * 8;
     // measured 1.3 units).
-    const std::vector<Run> runs = {{"CPU float32", xten::Device("cpu"), std::nullopt, 0},
-                                   {"CPU autocast bfloat16", xten::Device("cpu"), xten::kBFloat16,
-                                    3e-2},
-                                   {"XPU float32", xten::Device("xpu"), std::nullopt, 1e-5},
-                                   {"XPU autocast float16", xten::Device("xpu"), xten::kHalf,
-                                    4e-3}};
+    const std::vector<Run> runs = {
+        {"CPU float32", xten::Device("cpu"), std::nullopt, 0},
+        {"CPU autocast bfloat16", xten::Device("cpu"), xten::kBFloat16, 3e-2},
+        {"XPU float32", xten::Device("xpu"), std::nullopt, 1e-5},
+        {"XPU autocast float16", xten::Device("xpu"), xten::kHalf, 4e-3}};
     Tensor reference;
     double scale = 1;
     bool ok = true;
@@ -220,11 +114,11 @@ int main(int argc, char** argv) {
                                    top5.data_ptr<int64_t>() + top5.numel());
       const bool pass = std::isfinite(diff) && diff <= r.tolerance;
       ok = ok && pass;
-      std::cout << fmt::format("{:<23} {:8.1f} ms   top-5 of image 0: {}   max diff {:.2e} "
-                               "(tolerance {:.0e}) {}\n",
-                               r.name, seconds * 1e3,
-                               std::vector<int64_t>(classes.begin(), classes.begin() + 5), diff,
-                               r.tolerance, pass ? "ok" : "FAILED");
+      std::cout << fmt::format(
+          "{:<23} {:8.1f} ms   top-5 of image 0: {}   max diff {:.2e} "
+          "(tolerance {:.0e}) {}\n",
+          r.name, seconds * 1e3, std::vector<int64_t>(classes.begin(), classes.begin() + 5), diff,
+          r.tolerance, pass ? "ok" : "FAILED");
     }
     std::cout << "(max diff: largest |logit - CPU float32 logit| over the largest |logit|)\n";
     if (!ok) {
