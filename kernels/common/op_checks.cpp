@@ -83,4 +83,40 @@ void check_elementwise_out(const char* op, const Tensor& out, IntArrayRef shape,
   check_no_internal_overlap(op, out);
 }
 
+void check_clamp(const char* name, const Tensor& self, bool has_lo, bool has_hi) {
+  XTEN_CHECK(has_lo || has_hi, ValueError, name, "at least one of min and max must be given");
+  XTEN_CHECK(self.dtype() != kBool, NotImplementedError, name, "not implemented for dtype Bool");
+}
+
+void check_lerp(const Tensor& self, const Tensor& end, const Tensor& weight) {
+  XTEN_CHECK(self.dtype() == end.dtype(), TypeError, "lerp",
+             "expected end of dtype {} (self's), but got {}", to_string(self.dtype()),
+             to_string(end.dtype()));
+  XTEN_CHECK(is_wrapped_number(weight) || weight.dtype() == self.dtype(), TypeError, "lerp",
+             "expected weight of dtype {} (self's), but got {}", to_string(self.dtype()),
+             to_string(weight.dtype()));
+}
+
+void check_where_condition(const Tensor& cond) {
+  XTEN_CHECK(cond.dtype() == kBool, TypeError, "where",
+             "expected the condition to be a bool tensor, but got {}", to_string(cond.dtype()));
+}
+
+void check_rounding_mode(const char* name, const std::string& mode) {
+  XTEN_CHECK(mode == "trunc" || mode == "floor", ValueError, name,
+             "rounding_mode must be None, 'trunc' or 'floor', but got '{}'", mode);
+}
+
+void check_int_pow_exponent(const char* name, ScalarType t, const Tensor& exp) {
+  if (is_integral_type(t, false) && is_wrapped_number(exp))
+    XTEN_CHECK(exp.item<int64_t>() >= 0, ValueError, name,
+               "integers to negative integer powers are not allowed (exponent {})",
+               exp.item<int64_t>());
+}
+
+void check_gelu_approximate(const std::string& approximate) {
+  XTEN_CHECK(approximate == "none" || approximate == "tanh", ValueError, "gelu",
+             "approximate must be 'none' or 'tanh', but got '{}'", approximate);
+}
+
 }  // namespace xten

@@ -1,7 +1,9 @@
 #pragma once
 // Argument checks that every backend's kernel of an op makes, with one message each, so that
 // the same bad input gives the same error on every device (test/test_xpu_parity.cpp checks).
+#include <limits>
 #include <optional>
+#include <type_traits>
 
 #include <xten/core/tensor.h>
 
@@ -27,5 +29,33 @@ void check_softplus_beta(const Scalar& beta);
 // A pointwise op's given output: it has the broadcast shape, the result dtype casts to its
 // dtype, and no two of its elements share memory.
 void check_elementwise_out(const char* op, const Tensor& out, IntArrayRef shape, ScalarType result);
+
+// A clamp bound in the compute type M; out of an integer type's range it saturates (a bound
+// of -2 on uint8 is no bound) instead of wrapping into a wrong one.
+template <class M>
+M clamp_bound(const Scalar& s) {
+  if constexpr (std::is_integral_v<M>) {
+    const double v = s.to<double>();
+    if (v <= static_cast<double>(std::numeric_limits<M>::lowest()))
+      return std::numeric_limits<M>::lowest();
+    if (v >= static_cast<double>(std::numeric_limits<M>::max()))
+      return std::numeric_limits<M>::max();
+    return s.is_floating_point() ? static_cast<M>(v) : static_cast<M>(s.to<int64_t>());
+  } else {
+    return s.to<M>();
+  }
+}
+// clamp: a bound given, no bool input.
+void check_clamp(const char* name, const Tensor& self, bool has_lo, bool has_hi);
+// lerp: end and weight (unless a wrapped number) of self's dtype.
+void check_lerp(const Tensor& self, const Tensor& end, const Tensor& weight);
+// where: a bool condition.
+void check_where_condition(const Tensor& cond);
+// div's rounding_mode: trunc or floor.
+void check_rounding_mode(const char* name, const std::string& mode);
+// pow of integers: a wrapped-number exponent must not be negative.
+void check_int_pow_exponent(const char* name, ScalarType t, const Tensor& exp);
+// gelu's approximate: none or tanh.
+void check_gelu_approximate(const std::string& approximate);
 
 }  // namespace xten

@@ -326,8 +326,7 @@ Tensor div_impl(const char* name, const Tensor& out, const Tensor& a, const Tens
                 const std::optional<std::string>& mode) {
   if (!mode)
     return binary<dtypes::kFloating, false>(name, out, a, b, float_promoted(a, b), fixed(DivOp{}));
-  XTEN_CHECK(*mode == "trunc" || *mode == "floor", ValueError, name,
-             "rounding_mode must be None, 'trunc' or 'floor', but got '{}'", *mode);
+  check_rounding_mode(name, *mode);
   const ScalarType t = promoted(a, b);
   if (*mode == "trunc")
     return binary<dtypes::kAllButBool, false>(name, out, a, b, t, fixed(DivTruncOp{}));
@@ -356,11 +355,7 @@ Tensor fmod_kernel(const Tensor& a, const Tensor& b) {
 
 Tensor pow_impl(const char* name, const Tensor& out, const Tensor& base, const Tensor& exp) {
   const ScalarType t = promoted(base, exp);
-  if (is_integral_type(t, false) && is_wrapped_number(exp)) {
-    XTEN_CHECK(exp.item<int64_t>() >= 0, ValueError, name,
-               "integers to negative integer powers are not allowed (exponent {})",
-               exp.item<int64_t>());
-  }
+  check_int_pow_exponent(name, t, exp);
   return binary<dtypes::kAllButBool, false>(name, out, base, exp, t, fixed(PowOp{}));
 }
 Tensor pow_kernel(const Tensor& a, const Tensor& b) {
@@ -409,8 +404,7 @@ XTEN_BITWISE_KERNEL(bitwise_xor_kernel, "bitwise_xor", BitXorOp)
 
 // ---- where, clamp, lerp ---------------------------------------------------------------------
 Tensor where_kernel(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  XTEN_CHECK(cond.dtype() == kBool, TypeError, "where",
-             "expected the condition to be a bool tensor, but got {}", to_string(cond.dtype()));
+  check_where_condition(cond);
   Elementwise e("where", Tensor(), {cond, a, b});
   e.keep_input_dtype(0).compute_dtype(result_type(a, b));
   e.prepare();
@@ -437,26 +431,9 @@ struct ClampOp {
   }
 };
 
-// A clamp bound in the compute type; out of an integer type's range it saturates (a bound
-// of -2 on uint8 is no bound), instead of wrapping into a wrong one.
-template <class M>
-M bound(const Scalar& s) {
-  if constexpr (std::is_integral_v<M>) {
-    const double v = s.to<double>();
-    if (v <= static_cast<double>(std::numeric_limits<M>::lowest()))
-      return std::numeric_limits<M>::lowest();
-    if (v >= static_cast<double>(std::numeric_limits<M>::max()))
-      return std::numeric_limits<M>::max();
-    return s.is_floating_point() ? static_cast<M>(v) : static_cast<M>(s.to<int64_t>());
-  } else {
-    return s.to<M>();
-  }
-}
-
 Tensor clamp_impl(const char* name, const Tensor& out, const Tensor& self,
                   const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
-  XTEN_CHECK(lo || hi, ValueError, name, "at least one of min and max must be given");
-  XTEN_CHECK(self.dtype() != kBool, NotImplementedError, name, "not implemented for dtype Bool");
+  check_clamp(name, self, lo.has_value(), hi.has_value());
   ResultType rt;
   rt.add(self);
   if (lo) rt.add(*lo);
@@ -467,8 +444,8 @@ Tensor clamp_impl(const char* name, const Tensor& out, const Tensor& self,
   return visit_dtype<dtypes::kAllButBool>(name, e.compute(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
-    const ClampOp<M> op{lo.has_value(), hi.has_value(), lo ? bound<M>(*lo) : M(0),
-                        hi ? bound<M>(*hi) : M(0)};
+    const ClampOp<M> op{lo.has_value(), hi.has_value(), lo ? clamp_bound<M>(*lo) : M(0),
+                        hi ? clamp_bound<M>(*hi) : M(0)};
     return e.run(make_loop<T, T>(op));
   });
 }
@@ -482,12 +459,7 @@ Tensor clamp__kernel(const Tensor& self, const std::optional<Scalar>& lo,
 }
 
 Tensor lerp_kernel(const Tensor& self, const Tensor& end, const Tensor& weight) {
-  XTEN_CHECK(self.dtype() == end.dtype(), TypeError, "lerp",
-             "expected end of dtype {} (self's), but got {}", to_string(self.dtype()),
-             to_string(end.dtype()));
-  XTEN_CHECK(is_wrapped_number(weight) || weight.dtype() == self.dtype(), TypeError, "lerp",
-             "expected weight of dtype {} (self's), but got {}", to_string(self.dtype()),
-             to_string(weight.dtype()));
+  check_lerp(self, end, weight);
   Elementwise e("lerp", Tensor(), {self, end, weight});
   e.compute_dtype(self.dtype());
   e.prepare();

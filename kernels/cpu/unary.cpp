@@ -249,8 +249,7 @@ Tensor isfinite_kernel(const Tensor& s) {
 }
 
 Tensor gelu_kernel(const Tensor& s, const std::string& approximate) {
-  XTEN_CHECK(approximate == "none" || approximate == "tanh", ValueError, "gelu",
-             "approximate must be 'none' or 'tanh', but got '{}'", approximate);
+  check_gelu_approximate(approximate);
   if (approximate == "tanh") return unary<dtypes::kFloating>("gelu", Tensor(), s, GeluTanhOp{});
   return unary<dtypes::kFloating>("gelu", Tensor(), s, GeluErfOp{});
 }

@@ -1,8 +1,14 @@
-// XPU binary pointwise ops: add/sub (alpha), mul, div (true division), maximum, minimum and
-// the comparisons, with the CPU kernels' dtype rules and errors (kernels/cpu/binary.cpp).
+// XPU binary pointwise ops: add/sub (alpha), mul, div (true, trunc, floor), remainder, fmod,
+// pow, atan2, maximum, minimum, comparisons, logical and bitwise ops, and where, clamp, lerp,
+// with the CPU kernels' dtype rules and errors (kernels/cpu/binary.cpp). Kernels in
+// binary.cl (clamp's in unary.cl).
+#include <limits>
+#include <type_traits>
+
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
+#include <xten/dispatch/ops.h>
 
 #include "../../common/op_checks.h"
 #include "elementwise.h"
@@ -50,6 +56,92 @@ Tensor div_impl(const char* name, const Tensor& out, const Tensor& a, const Tens
   return run_with_value(e, "div", Scalar(0));
 }
 
+// Runs one of binary.cl's error-flag kernels (division with rounding, remainder, fmod, pow,
+// atan2). For integers a zero divisor sets the flag, which is read back after the launch
+// (one synchronization) to raise the CPU's error; `error_op` null: the op has no such error.
+Tensor run_flagged(Elementwise& e, const char* kernel, const char* error_op) {
+  const Tensor flag = zeros({1}, TensorOptions().dtype(kInt).device(e.device()));
+  Tensor out = e.run(kernel, "binary", flag.data_ptr());
+  if (error_op && !is_floating_type(e.compute()))
+    XTEN_CHECK(flag.item<int32_t>() == 0, ValueError, error_op, "integer division by zero");
+  return out;
+}
+
+Tensor div_mode_impl(const char* name, const Tensor& out, const Tensor& a, const Tensor& b,
+                     const std::optional<std::string>& mode) {
+  if (!mode) return div_impl(name, out, a, b);
+  check_rounding_mode(name, *mode);
+  Elementwise e(name, out, {a, b}, result_type(a, b));
+  check_supported<dtypes::kAllButBool>(name, e.compute());
+  return run_flagged(e, *mode == "trunc" ? "div_trunc" : "div_floor", "div");
+}
+
+Tensor remainder_fmod(const char* name, const Tensor& a, const Tensor& b) {
+  Elementwise e(name, Tensor(), {a, b});
+  check_supported<dtypes::kAllButBool>(name, e.compute());
+  return run_flagged(e, name, name);
+}
+
+Tensor pow_impl(const char* name, const Tensor& out, const Tensor& base, const Tensor& exp) {
+  const ScalarType t = result_type(base, exp);
+  check_int_pow_exponent(name, t, exp);
+  Elementwise e(name, out, {base, exp}, t);
+  check_supported<dtypes::kAllButBool>(name, t);
+  return run_flagged(e, "pow", nullptr);
+}
+
+Tensor atan2_impl(const Tensor& a, const Tensor& b) {
+  const ScalarType t = result_type(a, b);
+  Elementwise e("atan2", Tensor(), {a, b}, is_floating_type(t) ? t : kFloat);
+  check_supported<dtypes::kFloating>("atan2", e.compute());
+  return run_flagged(e, "atan2", nullptr);
+}
+
+Tensor logical(const char* name, const Tensor& a, const Tensor& b) {
+  Elementwise e(name, Tensor(), {a, b}, std::nullopt, kBool);
+  return run_with_value(e, name, Scalar(0));
+}
+
+Tensor bitwise(const char* name, const Tensor& a, const Tensor& b) {
+  Elementwise e(name, Tensor(), {a, b});
+  check_supported<dtypes::kIntegralAndBool>(name, e.compute());
+  return run_with_value(e, name, Scalar(0));
+}
+
+Tensor where_impl(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_where_condition(cond);
+  Elementwise e("where", Tensor(), {cond, a, b}, result_type(a, b), std::nullopt, /*keep=*/1);
+  return e.run("where", "binary");
+}
+
+Tensor clamp_impl(const char* name, const Tensor& out, const Tensor& self,
+                  const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+  check_clamp(name, self, lo.has_value(), hi.has_value());
+  ResultType rt;
+  rt.add(self);
+  if (lo) rt.add(*lo);
+  if (hi) rt.add(*hi);
+  Elementwise e(name, out, {self}, rt.get());
+  check_supported<dtypes::kAllButBool>(name, e.compute());
+  return visit_dtype<dtypes::kAllButBool>(name, e.compute(), [&](auto tag) {
+    using M = opmath_t<typename decltype(tag)::type>;
+    // A missing bound is one that clamps nothing.
+    const M none_lo = std::is_integral_v<M> ? std::numeric_limits<M>::lowest()
+                                            : -std::numeric_limits<M>::infinity();
+    const M none_hi =
+        std::is_integral_v<M> ? std::numeric_limits<M>::max() : std::numeric_limits<M>::infinity();
+    return e.run("clamp", "unary", lo ? clamp_bound<M>(*lo) : none_lo,
+                 hi ? clamp_bound<M>(*hi) : none_hi, M(0));
+  });
+}
+
+Tensor lerp_impl(const Tensor& self, const Tensor& end, const Tensor& weight) {
+  check_lerp(self, end, weight);
+  Elementwise e("lerp", Tensor(), {self, end, weight}, self.dtype());
+  check_supported<dtypes::kFloating>("lerp", e.compute());
+  return e.run("lerp", "binary");
+}
+
 Tensor max_min(const char* name, const Tensor& a, const Tensor& b) {
   Elementwise e(name, Tensor(), {a, b});
   return run_with_value(e, name, Scalar(0));
@@ -89,6 +181,42 @@ LIBRARY_IMPL(xten, XPU, m) {
   m.impl("le.Tensor", [](const Tensor& a, const Tensor& b) { return compare("le", a, b); });
   m.impl("gt.Tensor", [](const Tensor& a, const Tensor& b) { return compare("gt", a, b); });
   m.impl("ge.Tensor", [](const Tensor& a, const Tensor& b) { return compare("ge", a, b); });
+  m.impl("div.Tensor_mode", [](const Tensor& a, const Tensor& b, std::optional<std::string> mode) {
+    return div_mode_impl("div", Tensor(), a, b, mode);
+  });
+  m.impl("div_.Tensor_mode", [](const Tensor& a, const Tensor& b, std::optional<std::string> mode) {
+    return div_mode_impl("div_", a, a, b, mode);
+  });
+  m.impl("remainder.Tensor",
+         [](const Tensor& a, const Tensor& b) { return remainder_fmod("remainder", a, b); });
+  m.impl("fmod.Tensor",
+         [](const Tensor& a, const Tensor& b) { return remainder_fmod("fmod", a, b); });
+  m.impl("pow.Tensor_Tensor",
+         [](const Tensor& a, const Tensor& b) { return pow_impl("pow", Tensor(), a, b); });
+  m.impl("pow_.Tensor", [](const Tensor& a, const Tensor& b) { return pow_impl("pow_", a, a, b); });
+  m.impl("atan2", atan2_impl);
+  m.impl("logical_and",
+         [](const Tensor& a, const Tensor& b) { return logical("logical_and", a, b); });
+  m.impl("logical_or",
+         [](const Tensor& a, const Tensor& b) { return logical("logical_or", a, b); });
+  m.impl("logical_xor",
+         [](const Tensor& a, const Tensor& b) { return logical("logical_xor", a, b); });
+  m.impl("bitwise_and.Tensor",
+         [](const Tensor& a, const Tensor& b) { return bitwise("bitwise_and", a, b); });
+  m.impl("bitwise_or.Tensor",
+         [](const Tensor& a, const Tensor& b) { return bitwise("bitwise_or", a, b); });
+  m.impl("bitwise_xor.Tensor",
+         [](const Tensor& a, const Tensor& b) { return bitwise("bitwise_xor", a, b); });
+  m.impl("where.self", where_impl);
+  m.impl("clamp",
+         [](const Tensor& s, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+           return clamp_impl("clamp", Tensor(), s, lo, hi);
+         });
+  m.impl("clamp_",
+         [](const Tensor& s, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+           return clamp_impl("clamp_", s, s, lo, hi);
+         });
+  m.impl("lerp.Tensor", lerp_impl);
 }
 
 }  // namespace xten::xpu

@@ -7,8 +7,10 @@
 namespace xten::xpu {
 
 Elementwise::Elementwise(const char* op, const Tensor& out, std::vector<Tensor> inputs,
-                         std::optional<ScalarType> compute, std::optional<ScalarType> result)
+                         std::optional<ScalarType> compute, std::optional<ScalarType> result,
+                         uint32_t keep)
     : op_(op), out_(out), inputs_(std::move(inputs)) {
+  XTEN_ASSERT(!inputs_.empty() && inputs_.size() <= 3);
   for (size_t i = 0; i < inputs_.size(); ++i)
     XTEN_CHECK(inputs_[i].defined(), ValueError, op_, "input {} is an undefined tensor", i);
   if (compute) {
@@ -19,8 +21,8 @@ Elementwise::Elementwise(const char* op, const Tensor& out, std::vector<Tensor> 
     compute_ = rt.get();
   }
   result_ = result ? *result : compute_;
-  check_same_device(op_, {&out_, inputs_.size() > 0 ? &inputs_[0] : nullptr,
-                          inputs_.size() > 1 ? &inputs_[1] : nullptr});
+  check_same_device(op_, {&out_, &inputs_[0], inputs_.size() > 1 ? &inputs_[1] : nullptr,
+                          inputs_.size() > 2 ? &inputs_[2] : nullptr});
 
   shape_ = out_.defined() ? DimVector(out_.sizes()) : DimVector(inputs_[0].sizes());
   for (const Tensor& t : inputs_)
@@ -41,11 +43,13 @@ Elementwise::Elementwise(const char* op, const Tensor& out, std::vector<Tensor> 
   }
   // Inputs on the device in the compute dtype. CPU 0-dim tensors (wrapped numbers among them,
   // which dispatch nowhere by themselves) become a device fill of their value.
-  for (Tensor& t : inputs_) {
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    Tensor& t = inputs_[i];
+    const ScalarType want = (keep >> i) & 1 ? t.dtype() : compute_;
     if (t.device().type() != kXPU)
-      t = full({}, t.item(), TensorOptions().dtype(compute_).device(device));
-    if (t.dtype() != compute_) {
-      Tensor c = empty(t.sizes(), compute_, t.device());
+      t = full({}, t.item(), TensorOptions().dtype(want).device(device));
+    if (t.dtype() != want) {
+      Tensor c = empty(t.sizes(), want, t.device());
       device_copy(c, t);
       t = c;
     }

@@ -12,13 +12,15 @@ namespace xten::xpu {
 
 class Elementwise {
  public:
-  // `out` undefined: a new tensor of the result dtype. inputs: 1 or 2 tensors; CPU 0-dim
+  // `out` undefined: a new tensor of the result dtype. inputs: 1 to 3 tensors, brought to the
+  // compute dtype except those whose bit is set in `keep` (where's bool condition); CPU 0-dim
   // tensors (wrapped numbers) are allowed and copied to the device.
   Elementwise(const char* op, const Tensor& out, std::vector<Tensor> inputs,
               std::optional<ScalarType> compute = std::nullopt,
-              std::optional<ScalarType> result = std::nullopt);
+              std::optional<ScalarType> result = std::nullopt, uint32_t keep = 0);
 
   ScalarType compute() const { return compute_; }
+  Device device() const { return target_.device(); }
   // Launches `kernel_<tag of compute>` from `family` over (target, inputs...), passing `extra`
   // values before the geometry; then writes the target into out if they differ. Returns out.
   template <class... Extra>
@@ -35,28 +37,37 @@ class Elementwise {
 template <class... Extra>
 Tensor Elementwise::run(const std::string& kernel, const char* family, const Extra&... extra) {
   if (target_.numel() > 0) {
-    const bool binary = inputs_.size() == 2;
+    const size_t arity = inputs_.size();
     const Tensor a = inputs_[0].expand(shape_);
-    const Tensor b = binary ? inputs_[1].expand(shape_) : Tensor();
-    const Geometry g = binary ? geometry(op_, shape_, {target_.strides(), a.strides(), b.strides()})
-                              : geometry(op_, shape_, {target_.strides(), a.strides()});
+    const Tensor b = arity > 1 ? inputs_[1].expand(shape_) : Tensor();
+    const Tensor c = arity > 2 ? inputs_[2].expand(shape_) : Tensor();
+    const Geometry g =
+        arity == 3
+            ? geometry(op_, shape_, {target_.strides(), a.strides(), b.strides(), c.strides()})
+        : arity == 2 ? geometry(op_, shape_, {target_.strides(), a.strides(), b.strides()})
+                     : geometry(op_, shape_, {target_.strides(), a.strides()});
     // The one-dim variant where the space merges to one dim (contiguous operands, or a
     // broadcast scalar with stride 0): one stride per operand instead of the geometry.
     const std::string name = kernel + "_" + dtype_tag(compute_) + (g.ndim == 1 ? "_1d" : "");
     Kernel& k = get_kernel(device_of(target_), op_, family_for(family, {compute_}), name);
     const Stream s = stream_of(target_);
-    if (binary && g.ndim == 1)
-      launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), b.data_ptr(), extra..., g.numel,
-             g.st[0][0], g.st[1][0], g.st[2][0]);
-    else if (binary)
-      launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), b.data_ptr(), extra..., g.numel,
-             g.ndim, g.sizes, g.st[0], g.st[1], g.st[2]);
+    void* o = target_.data_ptr();
+    if (arity == 3 && g.ndim == 1)
+      launch(s, k, g.numel, o, a.data_ptr(), b.data_ptr(), c.data_ptr(), extra..., g.numel,
+             g.st[0][0], g.st[1][0], g.st[2][0], g.st[3][0]);
+    else if (arity == 3)
+      launch(s, k, g.numel, o, a.data_ptr(), b.data_ptr(), c.data_ptr(), extra..., g.numel, g.ndim,
+             g.sizes, g.st[0], g.st[1], g.st[2], g.st[3]);
+    else if (arity == 2 && g.ndim == 1)
+      launch(s, k, g.numel, o, a.data_ptr(), b.data_ptr(), extra..., g.numel, g.st[0][0],
+             g.st[1][0], g.st[2][0]);
+    else if (arity == 2)
+      launch(s, k, g.numel, o, a.data_ptr(), b.data_ptr(), extra..., g.numel, g.ndim, g.sizes,
+             g.st[0], g.st[1], g.st[2]);
     else if (g.ndim == 1)
-      launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), extra..., g.numel, g.st[0][0],
-             g.st[1][0]);
+      launch(s, k, g.numel, o, a.data_ptr(), extra..., g.numel, g.st[0][0], g.st[1][0]);
     else
-      launch(s, k, g.numel, target_.data_ptr(), a.data_ptr(), extra..., g.numel, g.ndim, g.sizes,
-             g.st[0], g.st[1]);
+      launch(s, k, g.numel, o, a.data_ptr(), extra..., g.numel, g.ndim, g.sizes, g.st[0], g.st[1]);
   }
   if (!target_.is_same(out_)) device_copy(out_, target_);
   return out_;

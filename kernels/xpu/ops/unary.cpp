@@ -1,6 +1,10 @@
 // XPU unary pointwise ops with the CPU kernels' dtype rules (kernels/cpu/unary.cpp): floating
 // functions compute in the input's floating dtype (float32 for integer and bool inputs);
-// neg, abs and relu keep the dtype (no bool).
+// neg, abs, relu, sign, bitwise_not keep the dtype; rounding copies integers; predicates give
+// bool; gelu and nan_to_num as on the CPU. Kernels in unary.cl.
+#include <limits>
+#include <type_traits>
+
 #include <xten/core/dtype_dispatch.h>
 #include <xten/dispatch/library.h>
 
@@ -22,6 +26,47 @@ Tensor same_dtype_unary(const char* name, const char* kernel, const Tensor& out,
   return e.run(kernel, "unary");
 }
 
+// Same dtype in and out over the dtype set `Set` (the CPU's error outside it).
+template <uint32_t Set>
+Tensor typed_unary(const char* name, const char* kernel, const Tensor& out, const Tensor& s,
+                   std::optional<ScalarType> result = std::nullopt) {
+  visit_dtype<Set>(name, s.dtype(), [](auto) {});
+  Elementwise e(name, out, {s}, s.dtype(), result);
+  return e.run(kernel, "unary");
+}
+
+// floor/ceil/round/trunc: integers are already integral (a copy, or self in place).
+Tensor rounding(const char* name, const char* kernel, const Tensor& out, const Tensor& s) {
+  if (is_integral_type(s.dtype(), false)) {
+    if (out.defined()) return out;
+    return s.clone();
+  }
+  return typed_unary<dtypes::kFloating>(name, kernel, out, s);
+}
+
+Tensor gelu_impl(const Tensor& s, const std::string& approximate) {
+  check_gelu_approximate(approximate);
+  return typed_unary<dtypes::kFloating>("gelu", approximate == "tanh" ? "gelu_tanh" : "gelu_erf",
+                                        Tensor(), s);
+}
+
+Tensor nan_to_num_impl(const Tensor& s, std::optional<double> nan, std::optional<double> posinf,
+                       std::optional<double> neginf) {
+  if (!is_floating_type(s.dtype())) return s.clone();
+  return visit_dtype<dtypes::kFloating>("nan_to_num", s.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    // Defaults: the largest and lowest finite values of the tensor's dtype, not of M.
+    const double max = std::is_same_v<T, Half> ? 65504.0
+                       : std::is_same_v<T, BFloat16>
+                           ? 3.3895313892515355e38
+                           : static_cast<double>(std::numeric_limits<M>::max());
+    Elementwise e("nan_to_num", Tensor(), {s}, s.dtype());
+    return e.run("nan_to_num", "unary", static_cast<M>(nan.value_or(0.0)),
+                 static_cast<M>(posinf.value_or(max)), static_cast<M>(neginf.value_or(-max)));
+  });
+}
+
 Tensor neg_impl(const char* name, const Tensor& out, const Tensor& s) {
   check_neg(name, s.dtype());
   return same_dtype_unary(name, "neg", out, s);
@@ -36,7 +81,37 @@ Tensor neg_impl(const char* name, const Tensor& out, const Tensor& s) {
   m.impl(#name, [](const Tensor& s) { return same_dtype_unary(#name, #name, Tensor(), s); }); \
   m.impl(#name "_", [](const Tensor& s) { return same_dtype_unary(#name "_", #name, s, s); });
 
+#define XTEN_XPU_ROUNDING(name)                                                       \
+  m.impl(#name, [](const Tensor& s) { return rounding(#name, #name, Tensor(), s); }); \
+  m.impl(#name "_", [](const Tensor& s) { return rounding(#name "_", #name, s, s); });
+#define XTEN_XPU_PREDICATE(name)                                        \
+  m.impl(#name, [](const Tensor& s) {                                   \
+    return typed_unary<dtypes::kAll>(#name, #name, Tensor(), s, kBool); \
+  });
+
 LIBRARY_IMPL(xten, XPU, m) {
+  XTEN_XPU_ROUNDING(floor)
+  XTEN_XPU_ROUNDING(ceil)
+  XTEN_XPU_ROUNDING(round)
+  XTEN_XPU_ROUNDING(trunc)
+  XTEN_XPU_PREDICATE(isnan)
+  XTEN_XPU_PREDICATE(isinf)
+  XTEN_XPU_PREDICATE(isfinite)
+  XTEN_XPU_PREDICATE(logical_not)
+  m.impl("logical_not_", [](const Tensor& s) {
+    return typed_unary<dtypes::kAll>("logical_not_", "logical_not", s, s, kBool);
+  });
+  m.impl("sign",
+         [](const Tensor& s) { return typed_unary<dtypes::kAll>("sign", "sign", Tensor(), s); });
+  m.impl("sign_", [](const Tensor& s) { return typed_unary<dtypes::kAll>("sign_", "sign", s, s); });
+  m.impl("bitwise_not", [](const Tensor& s) {
+    return typed_unary<dtypes::kIntegralAndBool>("bitwise_not", "bitwise_not", Tensor(), s);
+  });
+  m.impl("bitwise_not_", [](const Tensor& s) {
+    return typed_unary<dtypes::kIntegralAndBool>("bitwise_not_", "bitwise_not", s, s);
+  });
+  m.impl("gelu", gelu_impl);
+  m.impl("nan_to_num", nan_to_num_impl);
   XTEN_XPU_FLOAT_UNARY(exp)
   XTEN_XPU_FLOAT_UNARY(exp2)
   XTEN_XPU_FLOAT_UNARY(log)

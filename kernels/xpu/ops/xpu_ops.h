@@ -12,10 +12,10 @@ const char* dtype_tag(ScalarType t);
 // The module holding a kernel for these dtypes: "<family>_f64" if any is float64.
 std::string family_for(const char* family, std::initializer_list<ScalarType> dtypes);
 
-// A strided iteration space of at most 8 dims over up to 3 operands (element strides), with
+// A strided iteration space of at most 8 dims over up to 4 operands (element strides), with
 // size-1 dims dropped and mergeable neighbours merged. NotImplementedError beyond 8 dims.
 struct Geometry {
-  static constexpr int kMaxOperands = 3;
+  static constexpr int kMaxOperands = 4;
   int32_t ndim = 1;
   Long8 sizes{};
   std::array<Long8, kMaxOperands> st{};  // per operand

@@ -111,29 +111,39 @@ typedef ulong i64_u;
 typedef double f64_m;
 #endif
 
-// Offsets (in elements) of element i of a strided iteration space in three tensors (an output
-// and two inputs); dimensions are given innermost last, as in Tensor::sizes().
-static inline void strided_offsets3(long i, int ndim, long8 sizes, long8 a_st, long8 b_st, long8 c_st,
-                                    long* a, long* b, long* c) {
+// Offsets (in elements) of element i of a strided iteration space in up to four tensors (an
+// output and three inputs); dimensions are given innermost last, as in Tensor::sizes().
+static inline void strided_offsets4(long i, int ndim, long8 sizes, long8 a_st, long8 b_st,
+                                    long8 c_st, long8 d_st, long* a, long* b, long* c, long* d) {
   if (ndim == 1) {
     *a = i * a_st[0];
     *b = i * b_st[0];
     *c = i * c_st[0];
+    *d = i * d_st[0];
     return;
   }
-  long oa = 0, ob = 0, oc = 0;
-  for (int d = ndim - 1; d >= 0; --d) {
-    const long s = sizes[d];
+  long oa = 0, ob = 0, oc = 0, od = 0;
+  for (int k = ndim - 1; k >= 0; --k) {
+    const long s = sizes[k];
     const long q = i / s;
     const long idx = i - q * s;
     i = q;
-    oa += idx * a_st[d];
-    ob += idx * b_st[d];
-    oc += idx * c_st[d];
+    oa += idx * a_st[k];
+    ob += idx * b_st[k];
+    oc += idx * c_st[k];
+    od += idx * d_st[k];
   }
   *a = oa;
   *b = ob;
   *c = oc;
+  *d = od;
+}
+
+// The same for three tensors (the fourth's arithmetic is dead code the device compiler drops).
+static inline void strided_offsets3(long i, int ndim, long8 sizes, long8 a_st, long8 b_st,
+                                    long8 c_st, long* a, long* b, long* c) {
+  long unused;
+  strided_offsets4(i, ndim, sizes, a_st, b_st, c_st, c_st, a, b, c, &unused);
 }
 
 // The same for two tensors (the third's arithmetic is dead code the device compiler drops).
