@@ -119,4 +119,15 @@ void check_gelu_approximate(const std::string& approximate) {
              "approximate must be 'none' or 'tanh', but got '{}'", approximate);
 }
 
+void check_var_dtype(const char* op, const Tensor& self) {
+  XTEN_CHECK(is_floating_type(self.dtype()), NotImplementedError, op,
+             "not implemented for dtype {} (var and std need a floating dtype)",
+             to_string(self.dtype()));
+}
+
+void check_norm_dtype(const Tensor& self) {
+  XTEN_CHECK(is_floating_type(self.dtype()), NotImplementedError, "norm",
+             "not implemented for dtype {} (norm needs a floating dtype)", to_string(self.dtype()));
+}
+
 }  // namespace xten

@@ -55,6 +55,9 @@ void check_where_condition(const Tensor& cond);
 void check_rounding_mode(const char* name, const std::string& mode);
 // pow of integers: a wrapped-number exponent must not be negative.
 void check_int_pow_exponent(const char* name, ScalarType t, const Tensor& exp);
+// var/std and norm: a floating input.
+void check_var_dtype(const char* op, const Tensor& self);
+void check_norm_dtype(const Tensor& self);
 // gelu's approximate: none or tanh.
 void check_gelu_approximate(const std::string& approximate);
 

@@ -275,9 +275,7 @@ Tensor any_kernel(const Tensor& self, IntArrayRef dims, bool keepdim) {
 // data far from zero, unlike sum(x^2) - n mean^2).
 Tensor var_impl(const char* op, const Tensor& self, IntArrayRef dims, double correction,
                 bool keepdim, bool take_sqrt) {
-  XTEN_CHECK(is_floating_type(self.dtype()), NotImplementedError, op,
-             "not implemented for dtype {} (var and std need a floating dtype)",
-             to_string(self.dtype()));
+  check_var_dtype(op, self);
   const Rows r = make_rows(op, self, dims, self.dtype());
   Tensor out = empty_tensor(r.out_shape, self.dtype(), self.device());
   visit_dtype<dtypes::kFloating>(op, self.dtype(), [&](auto tag) {
@@ -310,8 +308,7 @@ Tensor std_kernel(const Tensor& self, IntArrayRef dims, double correction, bool 
 
 // ---- norm -----------------------------------------------------------------------------------
 Tensor norm_kernel(const Tensor& self, const Scalar& p_scalar, IntArrayRef dims, bool keepdim) {
-  XTEN_CHECK(is_floating_type(self.dtype()), NotImplementedError, "norm",
-             "not implemented for dtype {} (norm needs a floating dtype)", to_string(self.dtype()));
+  check_norm_dtype(self);
   const double p = p_scalar.to<double>();
   const Rows r = make_rows("norm", self, dims, self.dtype());
   Tensor out = empty_tensor(r.out_shape, self.dtype(), self.device());

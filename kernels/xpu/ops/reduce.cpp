@@ -1,10 +1,15 @@
-// XPU reductions: sum, mean, prod, amax/amin, max/min over any set of dims, as two passes of
-// reduce.cl over the rows of kernels/common/reduce_rows.h (the same layout as the CPU's).
+// XPU reductions over the rows of kernels/common/reduce_rows.h (the same layout as the
+// CPU's): sum, mean, prod, amax/amin, max/min as two passes of reduce.cl; max.dim/min.dim/
+// argmax/argmin as a work-group per row; all/any through amin/amax of x != 0; var/std and
+// norm composed of these; cumsum/cumprod as a blocked scan per row.
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <tuple>
 #include <type_traits>
 
 #include <xten/core/dtype_dispatch.h>
+#include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
@@ -91,9 +96,144 @@ Tensor extreme(const char* name, const char* op, const Tensor& self, IntArrayRef
   return finish(reduce_rows(name, op, r, 1.0), self, r, keepdim);
 }
 
+// Values and/or indices of the extreme of each row (reduce.cl's <op>_index kernels).
+std::tuple<Tensor, Tensor, Rows> extremes(const char* name, const char* op, const Tensor& self,
+                                          IntArrayRef dims) {
+  Rows r = make_rows(name, self, dims, self.dtype());
+  check_nonempty(name, self, r);
+  Tensor values = empty(r.out_shape, self.dtype(), self.device());
+  Tensor indices = empty(r.out_shape, kLong, self.device());
+  if (r.outer > 0) {
+    Kernel& k = get_kernel(device_of(r.in), name, family_for("reduce", {self.dtype()}),
+                           std::string(op) + "_index_" + dtype_tag(self.dtype()));
+    launch_groups(stream_of(r.in), k, static_cast<uint64_t>(r.outer), values.data_ptr(),
+                  indices.data_ptr(), r.in.data_ptr(), r.inner);
+  }
+  return {values, indices, std::move(r)};
+}
+
+std::tuple<Tensor, Tensor> max_dim(const char* name, const char* op, const Tensor& self,
+                                   int64_t dim, bool keepdim) {
+  auto [values, indices, r] = extremes(name, op, self, {dim});
+  return {finish(values, self, r, keepdim), finish(indices, self, r, keepdim)};
+}
+
+Tensor argmax(const char* name, const char* op, const Tensor& self, std::optional<int64_t> dim,
+              bool keepdim) {
+  if (!dim) {  // over the flattened tensor
+    auto [values, indices, r] = extremes(name, op, self.reshape({-1}), {});
+    if (!keepdim) return indices;
+    return indices.view(DimVector(static_cast<size_t>(self.dim()), 1));
+  }
+  auto [values, indices, r] = extremes(name, op, self, {*dim});
+  return finish(indices, self, r, keepdim);
+}
+
+// all: every x != 0 (the minimum of the bools); any: some (the maximum). Empty rows: all is
+// true, any false.
+Tensor all_any(const char* name, const Tensor& self, IntArrayRef dims, bool keepdim, bool all) {
+  visit_dtype<dtypes::kAll>(name, self.dtype(), [](auto) {});
+  const Rows r = make_rows(name, ne(self, 0), dims, kBool);
+  if (r.inner == 0)
+    return finish(full(r.out_shape, all, TensorOptions().dtype(kBool).device(self.device())), self,
+                  r, keepdim);
+  return finish(reduce_rows(name, all ? "amin" : "amax", r, 1.0), self, r, keepdim);
+}
+
+// var/std: the mean, then the mean-free sum of squares (two passes, as on the CPU), in float
+// (double for float64: a device without fp64 never needs it).
+Tensor var_std(const char* name, const Tensor& self, IntArrayRef dims, double correction,
+               bool keepdim, bool take_sqrt) {
+  check_var_dtype(name, self);
+  const ScalarType acc = self.dtype() == kDouble ? kDouble : kFloat;
+  const Rows r = make_rows(name, self, dims, acc);
+  const Tensor x = r.in.view({r.outer, r.inner});
+  const Tensor d = x - x.sum({1}, true) / static_cast<double>(std::max<int64_t>(r.inner, 1));
+  Tensor v = (d * d).sum({1}) / std::max(0.0, static_cast<double>(r.inner) - correction);
+  if (take_sqrt) v = sqrt(v);
+  return finish(v.view(r.out_shape).to(self.dtype()), self, r, keepdim);
+}
+
+// The p-norm of each row, in opmath, as the CPU computes it.
+Tensor norm_impl(const Tensor& self, const Scalar& p_scalar, IntArrayRef dims, bool keepdim) {
+  check_norm_dtype(self);
+  const double p = p_scalar.to<double>();
+  const ScalarType acc = self.dtype() == kDouble ? kDouble : kFloat;
+  const Rows r = make_rows("norm", self, dims, acc);
+  Tensor v;
+  if (r.inner == 0) {  // the empty norm: 0, or +inf for p = -inf (the CPU's starting value)
+    v = full(r.out_shape, std::isinf(p) && p < 0 ? INFINITY : 0.0,
+             TensorOptions().dtype(acc).device(self.device()));
+  } else {
+    const Tensor a = abs(r.in.view({r.outer, r.inner}));
+    if (std::isinf(p))
+      v = p > 0 ? amax(a, {1}) : amin(a, {1});
+    else if (p == 0)
+      v = ne(a, 0).sum({1}, false, acc);
+    else if (p == 1)
+      v = a.sum({1});
+    else if (p == 2)
+      v = sqrt((a * a).sum({1}));
+    else
+      v = pow(pow(a, p).sum({1}), 1.0 / p);
+    v = v.view(r.out_shape);
+  }
+  return finish(v.to(self.dtype()), self, r, keepdim);
+}
+
+// cumsum/cumprod along dim: the dim moved last and made contiguous, one scan per row.
+Tensor scan(const char* name, const char* op, const Tensor& self, int64_t dim,
+            std::optional<ScalarType> dtype) {
+  const ScalarType out_dtype = sum_dtype(self, dtype);
+  if (self.dim() == 0) return self.to(out_dtype, /*copy=*/true);
+  const int64_t d = wrap_dim(name, dim, self.dim());
+  visit_dtype<dtypes::kAllButBool>(name, out_dtype, [](auto) {});
+  const Tensor moved = self.to(out_dtype).transpose(d, -1).contiguous();
+  Tensor out = empty(moved.sizes(), out_dtype, self.device());
+  const int64_t n = moved.size(-1), rows = n ? moved.numel() / n : 0;
+  if (rows > 0) {
+    Kernel& k = get_kernel(device_of(moved), name, family_for("reduce", {out_dtype}),
+                           std::string("scan_") + op + "_" + dtype_tag(out_dtype));
+    launch_groups(stream_of(moved), k, static_cast<uint64_t>(rows), out.data_ptr(),
+                  moved.data_ptr(), n);
+  }
+  return out.transpose(d, -1).contiguous();
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, XPU, m) {
+  m.impl("max.dim", [](const Tensor& s, int64_t dim, bool keepdim) {
+    return max_dim("max", "max", s, dim, keepdim);
+  });
+  m.impl("min.dim", [](const Tensor& s, int64_t dim, bool keepdim) {
+    return max_dim("min", "min", s, dim, keepdim);
+  });
+  m.impl("argmax", [](const Tensor& s, std::optional<int64_t> dim, bool keepdim) {
+    return argmax("argmax", "max", s, dim, keepdim);
+  });
+  m.impl("argmin", [](const Tensor& s, std::optional<int64_t> dim, bool keepdim) {
+    return argmax("argmin", "min", s, dim, keepdim);
+  });
+  m.impl("all.dims", [](const Tensor& s, IntArrayRef dims, bool keepdim) {
+    return all_any("all", s, dims, keepdim, true);
+  });
+  m.impl("any.dims", [](const Tensor& s, IntArrayRef dims, bool keepdim) {
+    return all_any("any", s, dims, keepdim, false);
+  });
+  m.impl("var.correction", [](const Tensor& s, IntArrayRef dims, double correction, bool keepdim) {
+    return var_std("var", s, dims, correction, keepdim, false);
+  });
+  m.impl("std.correction", [](const Tensor& s, IntArrayRef dims, double correction, bool keepdim) {
+    return var_std("std", s, dims, correction, keepdim, true);
+  });
+  m.impl("norm.ScalarOpt_dim", norm_impl);
+  m.impl("cumsum", [](const Tensor& s, int64_t dim, std::optional<ScalarType> dtype) {
+    return scan("cumsum", "sum", s, dim, dtype);
+  });
+  m.impl("cumprod", [](const Tensor& s, int64_t dim, std::optional<ScalarType> dtype) {
+    return scan("cumprod", "prod", s, dim, dtype);
+  });
   m.impl("sum.dim_IntList", sum_kernel);
   m.impl("mean.dim", mean_kernel);
   m.impl("prod.dim_IntList", prod_kernel);

@@ -112,3 +112,86 @@ XTEN_BOOL_HERE(DEFINE_COMBINERS, _)
 XTEN_FLOAT_DTYPES(REDUCTIONS, _)
 XTEN_INT_DTYPES_HERE(REDUCTIONS, _)
 XTEN_BOOL_HERE(REDUCTIONS, _)
+
+// ---- value and index of the extreme of each row (max.dim, min.dim, argmax, argmin) ----------
+// One work-group per row: work-item l scans elements l, l + 256, ... keeping the first of
+// the best, then a local-memory tree keeps (NaN first, then the larger or smaller value,
+// then the smaller index): the CPU's answer (the first NaN, else the first extreme).
+#define BETTER(IS_MAX, v, i, bv, bi)                                                              \
+  ((bv) != (bv) ? ((v) != (v) && (i) < (bi))                                                      \
+   : (v) != (v) ? 1                                                                               \
+   : (IS_MAX ? (v) > (bv) : (v) < (bv)) ? 1                                                       \
+   : ((v) == (bv) && (i) < (bi)))
+#define ARG_EXTREME(OP, IS_MAX, T)                                                                \
+  KERNEL OP##_index_##T(global T##_t* values, global long* indices, global const T##_t* in,      \
+                        long inner) {                                                             \
+    local T##_m sv[XTEN_GROUP_SIZE];                                                              \
+    local long si[XTEN_GROUP_SIZE];                                                               \
+    const long row = get_group_id(0);                                                             \
+    const int l = (int)get_local_id(0);                                                           \
+    global const T##_t* p = in + row * inner;                                                     \
+    T##_m best = 0;                                                                               \
+    long at = LONG_MAX;                                                                           \
+    for (long j = l; j < inner; j += XTEN_GROUP_SIZE) {                                           \
+      const T##_m v = T##_load(p, j);                                                             \
+      if (at == LONG_MAX || BETTER(IS_MAX, v, j, best, at)) {                                     \
+        best = v;                                                                                 \
+        at = j;                                                                                   \
+      }                                                                                           \
+    }                                                                                             \
+    sv[l] = best;                                                                                 \
+    si[l] = at;                                                                                   \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
+    for (int s = XTEN_GROUP_SIZE / 2; s > 0; s >>= 1) {                                           \
+      if (l < s && si[l + s] != LONG_MAX &&                                                       \
+          (si[l] == LONG_MAX || BETTER(IS_MAX, sv[l + s], si[l + s], sv[l], si[l]))) {            \
+        sv[l] = sv[l + s];                                                                        \
+        si[l] = si[l + s];                                                                        \
+      }                                                                                           \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
+    }                                                                                             \
+    if (l == 0) {                                                                                 \
+      T##_store(values, row, sv[0]);                                                              \
+      indices[row] = si[0];                                                                       \
+    }                                                                                             \
+  }
+#define ARG_EXTREMES(T, unused) ARG_EXTREME(max, 1, T) ARG_EXTREME(min, 0, T)
+XTEN_FLOAT_DTYPES(ARG_EXTREMES, _)
+XTEN_INT_DTYPES_HERE(ARG_EXTREMES, _)
+XTEN_BOOL_HERE(ARG_EXTREMES, _)
+
+// ---- inclusive scans along contiguous rows (cumsum, cumprod) ---------------------------------
+// One work-group per row: work-item l scans its block of ceil(n / 256) consecutive elements,
+// the block totals get an exclusive prefix in local memory, then each block is scanned again
+// from its prefix. Floats accumulate in float (double for float64), integers wrap.
+#define SCAN(OP, T, INIT, COMBINE)                                                                \
+  KERNEL scan_##OP##_##T(global T##_t* out, global const T##_t* in, long n) {                    \
+    local T##_acc totals[XTEN_GROUP_SIZE];                                                        \
+    const long row = get_group_id(0);                                                             \
+    const int l = (int)get_local_id(0);                                                           \
+    const long block = (n + XTEN_GROUP_SIZE - 1) / XTEN_GROUP_SIZE;                               \
+    const long lo = min(n, l * block), hi = min(n, lo + block);                                   \
+    global const T##_t* p = in + row * n;                                                         \
+    global T##_t* q = out + row * n;                                                              \
+    T##_acc acc = INIT;                                                                           \
+    for (long j = lo; j < hi; ++j) acc = COMBINE(acc, (T##_acc)T##_load(p, j));                   \
+    totals[l] = acc;                                                                              \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
+    if (l == 0) {                                                                                 \
+      T##_acc run = INIT;                                                                         \
+      for (int k = 0; k < XTEN_GROUP_SIZE; ++k) {                                                 \
+        const T##_acc t = totals[k];                                                              \
+        totals[k] = run;                                                                          \
+        run = COMBINE(run, t);                                                                    \
+      }                                                                                           \
+    }                                                                                             \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
+    acc = totals[l];                                                                              \
+    for (long j = lo; j < hi; ++j) {                                                              \
+      acc = COMBINE(acc, (T##_acc)T##_load(p, j));                                                \
+      T##_store(q, j, CONV_##T(acc));                                                             \
+    }                                                                                             \
+  }
+#define SCANS(T, unused) SCAN(sum, T, (T##_acc)0, SUM_##T) SCAN(prod, T, (T##_acc)1, PROD_##T)
+XTEN_FLOAT_DTYPES(SCANS, _)
+XTEN_INT_DTYPES_HERE(SCANS, _)
