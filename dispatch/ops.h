@@ -4,6 +4,7 @@
 // here. Kernels: kernels/cpu/<family>.cpp, device-independent ones kernels/composite/.
 #include <initializer_list>
 #include <optional>
+#include <type_traits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -219,6 +220,12 @@ Tensor norm(const Tensor& self, const Scalar& p = 2, IntArrayRef dim = {}, bool 
 Tensor norm(const Tensor& self, const std::string& p, IntArrayRef dim = {}, bool keepdim = false);
 inline Tensor norm(const Tensor& self, const char* p, IntArrayRef dim = {}, bool keepdim = false) {
   return norm(self, std::string(p), dim, keepdim);
+}
+// A numeric p given as a C++ number: an exact match, so that norm(t, 0) does not take the
+// literal 0 for a null const char*, and norm(t, -INFINITY) stays a float.
+template <class P, std::enable_if_t<std::is_arithmetic_v<P>, int> = 0>
+Tensor norm(const Tensor& self, P p, IntArrayRef dim = {}, bool keepdim = false) {
+  return norm(self, Scalar(p), dim, keepdim);
 }
 // log(sum(exp(self))) over `dim`, computed without overflow.
 Tensor logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim = false);

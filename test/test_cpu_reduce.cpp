@@ -200,6 +200,8 @@ TEST(Reduce, Norm) {
   EXPECT_FLOAT_EQ(a.norm(INFINITY).item<float>(), 4.f);
   EXPECT_FLOAT_EQ(a.norm(-INFINITY).item<float>(), 0.f);
   EXPECT_FLOAT_EQ(a.norm(0).item<float>(), 3.f);
+  EXPECT_FLOAT_EQ(norm(a, 0).item<float>(), 3.f);  // the literal 0 is p, not a null const char*
+  EXPECT_FLOAT_EQ(norm(a, -INFINITY).item<float>(), 0.f);  // stays a float, not an int
   EXPECT_NEAR(a.norm(3).item<float>(), std::cbrt(27.f + 64.f + 1.f), 1e-5);
   EXPECT_FLOAT_EQ(norm(a, "fro").item<float>(), std::sqrt(26.f));
   Tensor rows = a.norm(2, {1});

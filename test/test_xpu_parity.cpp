@@ -308,6 +308,7 @@ std::vector<Case> cases() {
        [](T a, T) { return norm(a, -INFINITY, {0}, true); }},
       {"norm 0", 1, fl, Tol::kExact, [](T a, T) { return norm(a.round(), 0, {-1}); }},
       {"norm 3", 1, fl, Tol::kReduce, [](T a, T) { return norm(a, 3, {-1}); }},
+      {"norm -1.5 dim0", 1, fl, Tol::kReduce, [](T a, T) { return norm(a, -1.5, {0}); }},
       {"cumsum", 1, all, Tol::kReduce, [](T a, T) { return cumsum(a, -1); }},
       {"cumsum dim0 dtype", 1, all, Tol::kReduce, [](T a, T) { return cumsum(a, 0, kDouble); }},
       {"cumprod", 1, all, Tol::kReduce,

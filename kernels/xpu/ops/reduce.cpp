@@ -161,9 +161,10 @@ Tensor norm_impl(const Tensor& self, const Scalar& p_scalar, IntArrayRef dims, b
   const ScalarType acc = self.dtype() == kDouble ? kDouble : kFloat;
   const Rows r = make_rows("norm", self, dims, acc);
   Tensor v;
-  if (r.inner == 0) {  // the empty norm: 0, or +inf for p = -inf (the CPU's starting value)
+  if (r.inner == 0) {  // the CPU's empty partial (+inf for p = -inf, else 0), then its root
     v = full(r.out_shape, std::isinf(p) && p < 0 ? INFINITY : 0.0,
              TensorOptions().dtype(acc).device(self.device()));
+    if (!std::isinf(p) && p != 0 && p != 1 && p != 2) v = pow(v, 1.0 / p);
   } else {
     const Tensor a = abs(r.in.view({r.outer, r.inner}));
     if (std::isinf(p))
