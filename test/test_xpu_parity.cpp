@@ -595,6 +595,146 @@ TEST(XpuParity, ConvolutionAndPoolingErrorsMatchTheCpu) {
       "not implemented for dtype Long");
 }
 
+// Indexing, sorting and linspace, in every dtype, against the CPU.
+TEST(XpuParity, IndexingSortingAndLinspaceMatchTheCpu) {
+  manual_seed(7);
+  auto x = [](const Tensor& t) { return to_xpu(t); };
+  for (ScalarType t : all_dtypes()) {
+    SCOPED_TRACE(to_string(t));
+    const Tensor a = random_tensor({6, 9}, t, -6, 6), nc = non_contiguous(a);
+    const Tensor rows = tensor({4, -1, 0, 4, 2}).to(kLong), cols = rows.to(kInt);
+    // index_select / gather
+    EXPECT_TRUE(agree(index_select(a, 0, rows), index_select(x(a), 0, x(rows)), Tol::kExact));
+    EXPECT_TRUE(agree(index_select(nc, 1, cols), index_select(x(nc), 1, x(cols)), Tol::kExact));
+    EXPECT_TRUE(agree(index_select(a.select(0, 0).select(0, 1), 0, rows.select(0, 2)),
+                      index_select(x(a).select(0, 0).select(0, 1), 0, x(rows.select(0, 2))),
+                      Tol::kExact));
+    const Tensor g = randint(-6, 6, {4, 9});
+    EXPECT_TRUE(agree(gather(a, 0, g), gather(x(a), 0, x(g)), Tol::kExact));
+    EXPECT_TRUE(agree(gather(nc, 1, remainder(g.narrow(1, 0, 5), 9)),
+                      gather(x(nc), 1, x(remainder(g.narrow(1, 0, 5), 9))), Tol::kExact));
+    // scatter: unique targets (a permutation per column); scatter_add with repeated targets
+    // on integer-valued data, whose sums are exact in any order.
+    const Tensor perm = argsort(rand({6, 9}), 0);
+    const Tensor src =
+        t == kBool ? random_tensor({6, 9}, t) : random_tensor({6, 9}, t, -6, 6).round();
+    EXPECT_TRUE(agree(scatter(a, 0, perm, src), scatter(x(a), 0, x(perm), x(src)), Tol::kExact));
+    EXPECT_TRUE(agree(scatter(nc, 1, perm.narrow(0, 0, 2), 3),
+                      scatter(x(nc), 1, x(perm.narrow(0, 0, 2)), 3), Tol::kExact));
+    if (t != kBool) {
+      const Tensor rep = randint(0, 3, {6, 9});
+      const Tensor base = a.round();
+      EXPECT_TRUE(agree(scatter_add(base, 0, rep, src), scatter_add(x(base), 0, x(rep), x(src)),
+                        Tol::kExact));
+      // index_put_ with accumulate and repeated rows (through _index_put_rows_).
+      Tensor c = base.clone(), d = x(base);
+      index_put_(c, {rows}, src.narrow(0, 0, 5), true);
+      index_put_(d, {x(rows)}, x(src.narrow(0, 0, 5)), true);
+      EXPECT_TRUE(agree(c, d, Tol::kExact));
+    }
+    Tensor c = a.clone(), d = x(a);
+    index_put_(c, {rows.narrow(0, 1, 3)}, src.narrow(0, 0, 3));
+    index_put_(d, {x(rows.narrow(0, 1, 3))}, x(src.narrow(0, 0, 3)));
+    EXPECT_TRUE(agree(c, d, Tol::kExact));
+    EXPECT_TRUE(agree(index(a, {rows, cols}), index(x(a), {x(rows), x(cols)}), Tol::kExact));
+    // nonzero / masked_select
+    EXPECT_TRUE(agree(nonzero(nc), nonzero(x(nc)), Tol::kExact));
+    EXPECT_TRUE(agree(nonzero(a.select(0, 0).select(0, 0)), nonzero(x(a).select(0, 0).select(0, 0)),
+                      Tol::kExact));
+    const Tensor mask = gt(random_tensor({9}, kFloat, -1, 1), 0);
+    EXPECT_TRUE(agree(masked_select(nc, mask), masked_select(x(nc), x(mask)), Tol::kExact));
+    EXPECT_TRUE(agree(masked_select(a, zeros({1}, kBool)),
+                      masked_select(x(a), x(zeros({1}, kBool))), Tol::kExact));
+    // sort (stable, NaN last) and topk (values; indices point at equal values)
+    Tensor s = random_tensor({5, 37}, t, -4, 4);
+    if (is_floating_type(t)) s.view({-1}).narrow(0, 3, 4).fill_(NAN);
+    for (bool desc : {false, true}) {
+      auto [cv, ci] = sort(s, -1, desc);
+      auto [xv, xi] = sort(x(s), -1, desc);
+      EXPECT_TRUE(agree(cv, xv, Tol::kExact)) << desc;
+      EXPECT_TRUE(agree(ci, xi, Tol::kExact)) << desc;
+      auto [cv0, ci0] = sort(s, 0, desc);
+      auto [xv0, xi0] = sort(x(non_contiguous(s)), 0, desc);
+      EXPECT_TRUE(agree(cv0, xv0, Tol::kExact)) << desc;
+      EXPECT_TRUE(agree(ci0, xi0, Tol::kExact)) << desc;
+    }
+    auto [tv, ti] = topk(s, 7, 1);
+    auto [xtv, xti] = topk(x(s), 7, 1);
+    EXPECT_TRUE(agree(tv, xtv, Tol::kExact));
+    EXPECT_TRUE(agree(tv, gather(s, 1, xti.to(kCPU)), Tol::kExact));
+    EXPECT_TRUE(agree(std::get<0>(topk(s, 3, 0, false)), std::get<0>(topk(x(s), 3, 0, false)),
+                      Tol::kExact));
+    EXPECT_TRUE(agree(argsort(s, 0, true), argsort(x(s), 0, true), Tol::kExact));
+    EXPECT_TRUE(agree(std::get<0>(sort(a.select(0, 0).select(0, 0))),
+                      std::get<0>(sort(x(a).select(0, 0).select(0, 0))), Tol::kExact));
+    // linspace: exact where the values are exact in float; a few ulp otherwise.
+    if (t != kBool) {
+      const TensorOptions cpu = TensorOptions().dtype(t), xpu = cpu.device(Device("xpu"));
+      EXPECT_TRUE(agree(linspace(-4, 12, 9, cpu), linspace(-4, 12, 9, xpu), Tol::kExact));
+      EXPECT_TRUE(agree(linspace(3, -3, 0, cpu), linspace(3, -3, 0, xpu), Tol::kExact));
+      EXPECT_TRUE(agree(linspace(5, 9, 1, cpu), linspace(5, 9, 1, xpu), Tol::kExact));
+      if (is_floating_type(t))
+        EXPECT_TRUE(agree(linspace(-1.3, 2.9, 77, cpu), linspace(-1.3, 2.9, 77, xpu), Tol::kUlp));
+    }
+  }
+}
+
+TEST(XpuParity, IndexErrorsMatchTheCpu) {
+  auto both = [](auto&& f, const std::string& needle) {
+    std::string msgs[2];
+    for (int d = 0; d < 2; ++d) {
+      try {
+        f(d ? Device("xpu") : Device("cpu"));
+      } catch (const Error& e) {
+        msgs[d] = e.what();
+      }
+    }
+    EXPECT_NE(msgs[0].find(needle), std::string::npos) << msgs[0];
+    EXPECT_EQ(msgs[0], msgs[1]);
+  };
+  auto o = [](Device d, ScalarType t = kFloat) { return TensorOptions().dtype(t).device(d); };
+  const Tensor bad = tensor({1, 7, -9, 2}).to(kLong);
+  both(
+      [&](Device d) {
+        index_select(ones({3, 4}, o(d)), 1, bad.to(d));
+      },
+      "index 7 is out of range for dim 1 of size 4");
+  both(
+      [&](Device d) {
+        index_select(ones({3, 4}, o(d)), 1, bad.to(kFloat).to(d));
+      },
+      "expected an int64 or int32 index tensor");
+  both(
+      [&](Device d) {
+        gather(ones({3, 4}, o(d)), 0, bad.view({1, 4}).to(d));
+      },
+      "index 7 is out of range for dim 0 of size 3");
+  both(
+      [&](Device d) {
+        scatter_add(ones({3, 4}, o(d)), 0, bad.view({1, 4}).to(d), ones({1, 4}, o(d)));
+      },
+      "index 7 is out of range");
+  both(
+      [&](Device d) {
+        scatter_add(ones({3}, o(d, kBool)), 0, bad.narrow(0, 0, 1).to(d), ones({1}, o(d, kBool)));
+      },
+      "not implemented for dtype Bool");
+  both(
+      [&](Device d) {
+        scatter(ones({3}, o(d)), 0, bad.narrow(0, 0, 1).to(d), ones({1}, o(d, kInt)));
+      },
+      "expected src of dtype Float");
+  both(
+      [&](Device d) {
+        Tensor t = ones({3, 2}, o(d));
+        index_put_(t, {bad.to(d)}, ones({2}, o(d)));
+      },
+      "out of range");
+  both([&](Device d) { masked_select(ones({3}, o(d)), ones({3}, o(d))); }, "expected a bool mask");
+  both([&](Device d) { topk(ones({3}, o(d)), 4); }, "k (4) must be in [0, 3]");
+  both([&](Device d) { linspace(0, 1, -1, o(d)); }, "number of steps must be non-negative");
+}
+
 TEST(XpuParity, SameErrorsOnBothDevices) {
   const Tensor a = ones({2, 3}), b = ones({4, 3}), flags = ones({3}, kBool);
   auto both = [](auto&& f, const Tensor& x, const Tensor& y, const std::string& needle) {
@@ -665,12 +805,7 @@ TEST(XpuParity, SameErrorsOnBothDevices) {
 
 // Ops that have a CPU kernel and no XPU kernel yet, with the reason. Expected to become empty.
 const std::set<std::string>& not_yet() {
-  static const std::set<std::string> s = {
-      // Kernel families not written yet (issue: XPU kernels in SPIR-V): reductions and scans,
-      // linear algebra, convolution, pooling, softmax family and activations, indexing and
-      // sorting, the rest of the pointwise ops, linspace.
-      "linspace", "index_select",  "gather", "scatter.src", "scatter.value",   "scatter_add",
-      "nonzero",  "masked_select", "sort",   "topk",        "_index_put_rows_"};
+  static const std::set<std::string> s = {};
   return s;
 }
 

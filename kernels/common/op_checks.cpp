@@ -130,4 +130,62 @@ void check_norm_dtype(const Tensor& self) {
              "not implemented for dtype {} (norm needs a floating dtype)", to_string(self.dtype()));
 }
 
+void check_index_dtype(const char* op, const Tensor& index) {
+  XTEN_CHECK(index.dtype() == kLong || index.dtype() == kInt, TypeError, op,
+             "expected an int64 or int32 index tensor, but got {}", to_string(index.dtype()));
+}
+
+std::vector<int64_t> index_values(const char* op, const Tensor& index, int64_t size, int64_t dim) {
+  check_index_dtype(op, index);
+  const Tensor flat = index.to(kLong).contiguous();
+  std::vector<int64_t> v(static_cast<const int64_t*>(flat.data_ptr()),
+                         static_cast<const int64_t*>(flat.data_ptr()) + flat.numel());
+  for (int64_t& i : v) {
+    XTEN_CHECK(i >= -size && i < size, IndexError, op,
+               "index {} is out of range for dim {} of size {}", i, dim, size);
+    if (i < 0) i += size;
+  }
+  return v;
+}
+
+void check_index_select_index(const Tensor& index) {
+  XTEN_CHECK(index.dim() <= 1, ValueError, "index_select",
+             "index must be 0-D or 1-D, but got shape {}", index.sizes());
+}
+
+void check_gather_shapes(const char* op, const Tensor& self, int64_t d, const Tensor& index,
+                         const Tensor* src) {
+  XTEN_CHECK(index.dim() == self.dim(), ValueError, op,
+             "index ({}-D) must have as many dims as self ({}-D)", index.dim(), self.dim());
+  for (int64_t i = 0; i < self.dim(); ++i) {
+    XTEN_CHECK(i == d || index.size(i) <= self.size(i), ValueError, op,
+               "index {} is larger than self {} outside dim {} (dim {})", index.sizes(),
+               self.sizes(), d, i);
+    if (src)
+      XTEN_CHECK(index.size(i) <= src->size(i), ValueError, op,
+                 "index {} is larger than src {} at dim {}", index.sizes(), src->sizes(), i);
+  }
+}
+
+void check_scatter_src(const char* op, const Tensor& self, const Tensor& src) {
+  XTEN_CHECK(src.dtype() == self.dtype(), TypeError, op,
+             "expected src of dtype {} (self's), but got {}", to_string(self.dtype()),
+             to_string(src.dtype()));
+}
+
+void check_scatter_add_dtype(const Tensor& self) {
+  XTEN_CHECK(self.dtype() != kBool, NotImplementedError, "scatter_add",
+             "not implemented for dtype Bool");
+}
+
+void check_masked_select_mask(const Tensor& mask) {
+  XTEN_CHECK(mask.dtype() == kBool, TypeError, "masked_select", "expected a bool mask, but got {}",
+             to_string(mask.dtype()));
+}
+
+void check_topk_k(const char* op, int64_t k, int64_t n, int64_t d) {
+  XTEN_CHECK(k >= 0 && k <= n, ValueError, op, "k ({}) must be in [0, {}] (the size of dim {})", k,
+             n, d);
+}
+
 }  // namespace xten

@@ -4,6 +4,7 @@
 #include <limits>
 #include <optional>
 #include <type_traits>
+#include <vector>
 
 #include <xten/core/tensor.h>
 
@@ -58,6 +59,21 @@ void check_int_pow_exponent(const char* name, ScalarType t, const Tensor& exp);
 // var/std and norm: a floating input.
 void check_var_dtype(const char* op, const Tensor& self);
 void check_norm_dtype(const Tensor& self);
+// ---- indexing ----
+// A CPU index tensor's values as int64, each checked against [-size, size) (IndexError naming
+// the first bad one) and wrapped; TypeError unless int64 or int32. The XPU kernels check the
+// range on the device and call this on a host copy only to raise the same error.
+std::vector<int64_t> index_values(const char* op, const Tensor& index, int64_t size, int64_t dim);
+// The index dtype check alone (int64 or int32).
+void check_index_dtype(const char* op, const Tensor& index);
+void check_index_select_index(const Tensor& index);
+// gather/scatter: index has self's dims and fits in self (outside dim d) and src.
+void check_gather_shapes(const char* op, const Tensor& self, int64_t d, const Tensor& index,
+                         const Tensor* src);
+void check_scatter_src(const char* op, const Tensor& self, const Tensor& src);
+void check_scatter_add_dtype(const Tensor& self);
+void check_masked_select_mask(const Tensor& mask);
+void check_topk_k(const char* op, int64_t k, int64_t n, int64_t d);
 // gelu's approximate: none or tanh.
 void check_gelu_approximate(const std::string& approximate);
 

@@ -15,29 +15,14 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
+#include "../common/op_checks.h"
 #include "loops.h"
 
 namespace xten::cpu {
 namespace {
 
-// An index tensor as int64 values, checked against [-size, size) and wrapped.
-std::vector<int64_t> index_values(const char* op, const Tensor& index, int64_t size, int64_t dim) {
-  XTEN_CHECK(index.dtype() == kLong || index.dtype() == kInt, TypeError, op,
-             "expected an int64 or int32 index tensor, but got {}", to_string(index.dtype()));
-  const Tensor flat = index.to(kLong).contiguous();
-  std::vector<int64_t> v(static_cast<const int64_t*>(flat.data_ptr()),
-                         static_cast<const int64_t*>(flat.data_ptr()) + flat.numel());
-  for (int64_t& i : v) {
-    XTEN_CHECK(i >= -size && i < size, IndexError, op,
-               "index {} is out of range for dim {} of size {}", i, dim, size);
-    if (i < 0) i += size;
-  }
-  return v;
-}
-
 Tensor index_select_kernel(const Tensor& self, int64_t dim, const Tensor& index) {
-  XTEN_CHECK(index.dim() <= 1, ValueError, "index_select",
-             "index must be 0-D or 1-D, but got shape {}", index.sizes());
+  check_index_select_index(index);
   const Tensor s = self.dim() == 0 ? self.reshape({1}) : self;
   const int64_t d = wrap_dim("index_select", dim, s.dim());
   const std::vector<int64_t> idx = index_values("index_select", index, s.size(d), d);
@@ -78,20 +63,6 @@ void for_each_position(IntArrayRef shape, const F& f) {
   }
 }
 
-void check_gather_shapes(const char* op, const Tensor& self, int64_t d, const Tensor& index,
-                         const Tensor* src) {
-  XTEN_CHECK(index.dim() == self.dim(), ValueError, op,
-             "index ({}-D) must have as many dims as self ({}-D)", index.dim(), self.dim());
-  for (int64_t i = 0; i < self.dim(); ++i) {
-    XTEN_CHECK(i == d || index.size(i) <= self.size(i), ValueError, op,
-               "index {} is larger than self {} outside dim {} (dim {})", index.sizes(),
-               self.sizes(), d, i);
-    if (src)
-      XTEN_CHECK(index.size(i) <= src->size(i), ValueError, op,
-                 "index {} is larger than src {} at dim {}", index.sizes(), src->sizes(), i);
-  }
-}
-
 Tensor gather_kernel(const Tensor& self, int64_t dim, const Tensor& index) {
   const int64_t d = wrap_dim("gather", dim, self.dim());
   if (self.dim() == 0) return index_select_kernel(self, 0, index);
@@ -113,9 +84,7 @@ Tensor gather_kernel(const Tensor& self, int64_t dim, const Tensor& index) {
 Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
                     const Tensor& src, bool add) {
   const int64_t d = wrap_dim(op, dim, self.dim());
-  XTEN_CHECK(src.dtype() == self.dtype(), TypeError, op,
-             "expected src of dtype {} (self's), but got {}", to_string(self.dtype()),
-             to_string(src.dtype()));
+  check_scatter_src(op, self, src);
   Tensor out = self.clone();
   if (self.dim() == 0 || index.numel() == 0) return out;
   check_gather_shapes(op, self, d, index, &src);
@@ -149,8 +118,7 @@ Tensor scatter_value_kernel(const Tensor& self, int64_t dim, const Tensor& index
                       false);
 }
 Tensor scatter_add_kernel(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  XTEN_CHECK(self.dtype() != kBool, NotImplementedError, "scatter_add",
-             "not implemented for dtype Bool");
+  check_scatter_add_dtype(self);
   return scatter_impl("scatter_add", self, dim, index, src, true);
 }
 
@@ -173,8 +141,7 @@ Tensor nonzero_kernel(const Tensor& self) {
 }
 
 Tensor masked_select_kernel(const Tensor& self, const Tensor& mask) {
-  XTEN_CHECK(mask.dtype() == kBool, TypeError, "masked_select", "expected a bool mask, but got {}",
-             to_string(mask.dtype()));
+  check_masked_select_mask(mask);
   const DimVector shape = broadcast_shapes("masked_select", self.sizes(), mask.sizes());
   const Tensor x = self.expand(shape).contiguous(), m = mask.expand(shape).contiguous();
   const bool* mp = static_cast<const bool*>(m.data_ptr());
@@ -205,8 +172,7 @@ std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t
   const int64_t d = wrap_dim(op, dim, self.dim());
   const Tensor rows_in = self.transpose(d, -1).contiguous();
   const int64_t n = rows_in.size(-1);
-  XTEN_CHECK(k >= 0 && k <= n, ValueError, op, "k ({}) must be in [0, {}] (the size of dim {})", k,
-             n, d);
+  check_topk_k(op, k, n, d);
   DimVector shape(rows_in.sizes());
   shape.back() = k;
   Tensor values = empty_tensor(shape, self.dtype(), self.device());

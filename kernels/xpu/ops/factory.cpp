@@ -1,5 +1,5 @@
-// XPU factories: empty, arange and the random ones (docs/random.md: the same numbers as the
-// CPU kernels for the same seed and shape).
+// XPU factories: empty, arange, linspace and the random ones (docs/random.md: the same numbers as
+// the CPU kernels for the same seed and shape).
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
@@ -44,6 +44,32 @@ Tensor arange_kernel(const Scalar& start, const Scalar& end, const Scalar& step,
   return out;
 }
 
+// linspace as the CPU computes it (from both ends, in double) where the device has fp64,
+// else in float.
+Tensor linspace_kernel(const Scalar& start, const Scalar& end, int64_t steps, ScalarType dtype,
+                       Device device) {
+  XTEN_CHECK(steps >= 0, ValueError, "linspace", "number of steps must be non-negative, but got {}",
+             steps);
+  visit_dtype<dtypes::kAllButBool>("linspace", dtype, [](auto) {});  // the CPU's dtype error
+  Tensor out = empty_tensor({steps}, dtype, resolve(device));
+  const int d = device_of(out);
+  const double s = start.to<double>(), e = end.to<double>();
+  const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
+  const int64_t half = (steps + 1) / 2;
+  const std::string tag = dtype_tag(dtype);
+  // float64 always takes the f64 module (whose build raises the TypeError on a device
+  // without fp64).
+  if (get_device_properties(d).has_fp64 || dtype == kDouble) {
+    Kernel& k = get_kernel(d, "linspace", "factory_f64", "linspace_acc64_" + tag);
+    launch(stream_of(out), k, steps, out.data_ptr(), steps, s, e, step, half);
+  } else {
+    Kernel& k = get_kernel(d, "linspace", "factory", "linspace_acc32_" + tag);
+    launch(stream_of(out), k, steps, out.data_ptr(), steps, static_cast<float>(s),
+           static_cast<float>(e), static_cast<float>(step), half);
+  }
+  return out;
+}
+
 Tensor random_kernel(const char* op, IntArrayRef size, ScalarType dtype, Device device) {
   visit_dtype<dtypes::kFloating>(op, dtype, [](auto) {});  // the CPU's dtype error
   Tensor out = empty_tensor(size, dtype, resolve(device));
@@ -81,6 +107,7 @@ Tensor randint_kernel(int64_t low, int64_t high, IntArrayRef size, ScalarType dt
 LIBRARY_IMPL(xten, XPU, m) {
   m.impl("empty", empty_kernel);
   m.impl("arange", arange_kernel);
+  m.impl("linspace", linspace_kernel);
   m.impl("rand", rand_kernel);
   m.impl("randn", randn_kernel);
   m.impl("randint", randint_kernel);

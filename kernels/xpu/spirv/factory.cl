@@ -1,4 +1,4 @@
-// factory: arange and the random factories. The random ones follow docs/random.md exactly
+// factory: arange, linspace and the random factories. The random ones follow docs/random.md exactly
 // (the same Philox words and mapping as kernels/cpu/factory.cpp). Host side:
 // kernels/xpu/ops/factory.cpp.
 #include "common.h"
@@ -38,6 +38,14 @@ static inline uint4 philox_words(ulong seed, ulong offset, ulong index) {
     ELEMENTS(i, n) D##_store(out, i, CONV_##D(start + (ACC)i * step));                    \
   }
 #define ARANGE_FLOAT(D, NAME) ARANGE_FLOAT_(D, NAME)
+// linspace from both ends (the last value is `end` exactly), in ACC as arange.
+#define LINSPACE_(D, NAME)                                                                 \
+  KERNEL linspace_##NAME##_##D(global D##_t* out, long n, ACC start, ACC end, ACC step,    \
+                               long mid) {                                                 \
+    ELEMENTS(i, n)                                                                         \
+    D##_store(out, i, CONV_##D(i < mid ? start + step * (ACC)i : end - step * (ACC)(n - 1 - i))); \
+  }
+#define LINSPACE(D, NAME) LINSPACE_(D, NAME)
 
 #define RAND_FLOAT(D, unused)                                                              \
   KERNEL rand_##D(global D##_t* out, long n, ulong seed, ulong offset) {                   \
@@ -76,6 +84,7 @@ static inline float normal_float(uint4 r) {
 #ifndef XTEN_F64
 XTEN_INT_AND_NARROW_FLOAT(ARANGE_INT, _)
 XTEN_INT_AND_NARROW_FLOAT(ARANGE_FLOAT, ARANGE_ACC)
+XTEN_INT_AND_NARROW_FLOAT(LINSPACE, ARANGE_ACC)
 RAND_FLOAT(f16, _)
 RAND_FLOAT(bf16, _)
 RAND_FLOAT(f32, _)
@@ -90,6 +99,8 @@ static inline double normal_double(uint4 r) {
 ARANGE_INT(f64, _)
 XTEN_INT_AND_NARROW_FLOAT(ARANGE_FLOAT, ARANGE_ACC)
 ARANGE_FLOAT(f64, ARANGE_ACC)
+XTEN_INT_AND_NARROW_FLOAT(LINSPACE, ARANGE_ACC)
+LINSPACE(f64, ARANGE_ACC)
 RAND_FLOAT(f64, _)
 RANDINT(f64, _)
 #endif
