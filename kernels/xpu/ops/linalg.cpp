@@ -1,4 +1,4 @@
-// XPU mm and bmm (linalg.cl: 16x16 tiles in local memory), with the checks shared with the CPU
+// XPU mm and bmm (linalg.cl: 64x64 output tiles, register-blocked, staged in local memory), with the checks shared with the CPU
 // (kernels/common/op_checks.h). matmul, addmm, linear, ... are composites over these.
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
@@ -10,7 +10,7 @@
 namespace xten::xpu {
 namespace {
 
-constexpr int64_t kTile = 16;
+constexpr int64_t kTile = 64;  // output tile per work-group (linalg.cl)
 
 }  // namespace
 

@@ -37,7 +37,7 @@ Tensor reduce_rows(const char* opname, const char* op, const Rows& r, double div
   const std::string tag = dtype_tag(t);
   // Rows are cut into chunks of about 4096 elements, one work-group each: enough groups to
   // fill any device, and each group's data stays in cache (PoCL runs a group's work-items one
-  // after the other; Note [Grid-stride loops] in kernels/xpu/spirv/common.h).
+  // after the other; Note [One work-item per element] in kernels/xpu/spirv/common.h).
   const int64_t chunks = std::clamp<int64_t>((r.inner + 4095) / 4096, 1, 65536);
   const int64_t chunk = (r.inner + chunks - 1) / chunks;
   Tensor partial = empty({r.outer * chunks}, acc_dtype(t), r.in.device());

@@ -57,7 +57,7 @@ Kernel& get_kernel(int device, const char* op, const std::string& family, const 
 // Kernels run in work-groups of 256 (kGroupSize, declared by each kernel). Arguments are
 // passed by value, pointers as pointers, vectors (long8) as std::array<int64_t, 8>.
 //
-// launch(): for grid-stride kernels over n items (Note [Grid-stride loops] in
+// launch(): for elementwise kernels over n items (Note [One work-item per element] in
 // kernels/xpu/spirv/common.h): one work-item per item (up to 2^32 groups).
 // launch_groups(): exactly `groups` work-groups, for kernels that give each group its part.
 constexpr uint32_t kGroupSize = 256;

@@ -206,7 +206,8 @@ void memset_async(const Stream& stream, void* dst, const void* pattern, size_t p
                                               nbytes, nullptr, 0, nullptr));
 }
 
-// One work-item per element (Note [Grid-stride loops]); launch_prepared checks the 32-bit bound.
+// One work-item per element (Note [One work-item per element]); launch_prepared checks the
+// 32-bit bound.
 uint64_t grid_stride_groups(int64_t n) {
   return (static_cast<uint64_t>(n) + kGroupSize - 1) / kGroupSize;
 }

@@ -119,7 +119,7 @@ DEFINE_DIV_FLOOR(double)
   if (y == 0) {                                                                             \
     *err = 1;                                                                               \
     T##_store(out, oo, 0);                                                                  \
-    continue;                                                                               \
+    return;                                                                                 \
   }
 #define INT_DIVISION(T, HEAD)                                                               \
   HEAD(div_trunc, T, T##_t) ZERO_DIVISOR(T) T##_store(out, oo, INT_QUOT(T)); }}         \

@@ -82,7 +82,7 @@ XTEN_WIDTHS(COPIES)
 KERNEL nonzero_coords(global long* out, global const uchar* keep, global const long* pos,
                       int ndim, long8 sizes, long n) {
   ELEMENTS(i, n) {
-    if (!keep[i]) continue;
+    if (!keep[i]) return;
     long e = i;
     global long* row = out + (pos[i] - 1) * ndim;
     for (int k = ndim - 1; k >= 0; --k) {
@@ -195,7 +195,7 @@ KERNEL sort_init(global long* idx, long P, long total) {
                      int desc, long total) {                                                   \
     ELEMENTS(e, total) {                                                                       \
       const long i = e % P, partner = i ^ j;                                                   \
-      if (partner <= i) continue;                                                              \
+      if (partner <= i) return;                                                                \
       global long* row = idx + (e - i);                                                        \
       global const T##_t* xr = x + (e / P) * n;                                                \
       const long a = row[i], b = row[partner];                                                 \
