@@ -123,6 +123,19 @@ void BM_mm_1024(benchmark::State& s) {
                                             benchmark::Counter::kIsRate);
 }
 
+template <bool kXpu>
+void BM_conv2d(benchmark::State& s) {  // 8x64x56x56, 64 filters of 3x3, padding 1
+  const TensorOptions o = TensorOptions().device(Device(kXpu ? "xpu" : "cpu"));
+  const Tensor x = randn({8, 64, 56, 56}, o), w = randn({64, 64, 3, 3}, o);
+  Tensor warm = conv2d(x, w, std::nullopt, {1, 1}, {1, 1});
+  for (auto _ : s) {
+    Tensor c = conv2d(x, w, std::nullopt, {1, 1}, {1, 1});
+    if (kXpu) xpu::get_current_stream().synchronize();
+  }
+  s.counters["GFLOPS"] = benchmark::Counter(2.0 * 8 * 64 * 64 * 9 * 56 * 56 * s.iterations() / 1e9,
+                                            benchmark::Counter::kIsRate);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -142,14 +155,28 @@ int main(int argc, char** argv) {
       ->Name("BM_sum_16M_xpu")
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
-  BENCHMARK_TEMPLATE(BM_softmax_4096, false)->Name("BM_softmax_4096_cpu")->UseRealTime()->Unit(benchmark::kMillisecond);
-  BENCHMARK_TEMPLATE(BM_softmax_4096, true)->Name("BM_softmax_4096_xpu")->UseRealTime()->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_softmax_4096, false)
+      ->Name("BM_softmax_4096_cpu")
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_softmax_4096, true)
+      ->Name("BM_softmax_4096_xpu")
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
   BENCHMARK_TEMPLATE(BM_mm_1024, false)
       ->Name("BM_mm_1024_cpu")
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
   BENCHMARK_TEMPLATE(BM_mm_1024, true)
       ->Name("BM_mm_1024_xpu")
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_conv2d, false)
+      ->Name("BM_conv2d_cpu")
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  BENCHMARK_TEMPLATE(BM_conv2d, true)
+      ->Name("BM_conv2d_xpu")
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
   BENCHMARK(BM_xpu_tiny_fill_sync)->UseRealTime()->Unit(benchmark::kMicrosecond);
@@ -176,13 +203,15 @@ int main(int argc, char** argv) {
       std::printf("  %-28s %.2f GB/s = %.2f x memcpy (%.2f GB/s)\n", n, c.gbps(n),
                   c.gbps(n) / c.gbps("BM_memcpy_64MiB/real_time"),
                   c.gbps("BM_memcpy_64MiB/real_time"));
-  for (const char* op : {"add_16M", "sum_16M", "softmax_4096", "mm_1024"}) {
+  for (const char* op : {"add_16M", "sum_16M", "softmax_4096", "mm_1024", "conv2d"}) {
     const std::string x = std::string("BM_") + op + "_xpu/real_time",
                       cpu = std::string("BM_") + op + "_cpu/real_time";
     if (have(x.c_str()) && have(cpu.c_str()))
       std::printf("  %-8s XPU %.2f ms, CPU %.2f ms: XPU/CPU time %.2f   goal <= %s\n", op,
                   c.time(x), c.time(cpu), c.time(x) / c.time(cpu),
-                  std::string(op) == "mm_1024" ? "3.3 (>= 30% of CPU GFLOP/s)" : "1.5");
+                  std::string(op) == "mm_1024" || std::string(op) == "conv2d"
+                      ? "3.3 (>= 30% of CPU GFLOP/s)"
+                      : "1.5");
   }
   if (have("BM_allocator_cached_malloc_free/real_time"))
     std::printf("  allocator malloc+free of a cached block: %.1f ns   goal <= 100 ns\n",
