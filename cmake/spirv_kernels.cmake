@@ -3,6 +3,10 @@
 # OpenCL C kernel sources -> SPIR-V -> C++ arrays in libxten (docs/xpu_kernels.md). Each
 # family file is compiled twice: without float64 (module "<family>") and with only its
 # float64 variants (module "<family>_f64"), so that a device without fp64 never sees double.
+# The families in XTEN_SPIRV_SPLIT_FAMILIES, whose modules are large (every dtype x op x
+# variant), are compiled three times: 16/32-bit floats ("<family>"), integers and bool
+# ("<family>_int"), float64 ("<family>_f64"); a module's warm build time grows with its size
+# (bench/README.md, bench_first_use).
 # Note [Lightly optimized SPIR-V]: clang's -O1/-O2 pipelines make control flow that
 # llvm-spirv-15 mistranslates (blocks before their dominators, uses before definitions, which
 # spirv-val rejects; `freeze`, which it cannot translate), and unoptimized code (every value
@@ -18,14 +22,23 @@ find_program(XTEN_SPIRV_VAL spirv-val REQUIRED)
 file(GLOB XTEN_SPIRV_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/kernels/xpu/spirv/*.cl)
 set(out_dir ${PROJECT_BINARY_DIR}/spirv)
 file(MAKE_DIRECTORY ${out_dir})
+set(XTEN_SPIRV_SPLIT_FAMILIES binary unary reduce)
 set(XTEN_SPIRV_CPP "")
 foreach(src ${XTEN_SPIRV_SOURCES})
   get_filename_component(family ${src} NAME_WE)
-  foreach(variant "" "_f64")
+  set(variants "" "_f64")
+  if(family IN_LIST XTEN_SPIRV_SPLIT_FAMILIES)
+    set(variants "" "_int" "_f64")
+  endif()
+  foreach(variant IN LISTS variants)
     set(name ${family}${variant})
     set(defs "")
     if(variant STREQUAL "_f64")
       set(defs -DXTEN_F64)
+    elseif(variant STREQUAL "_int")
+      set(defs -DXTEN_INT_MODULE)
+    elseif(family IN_LIST XTEN_SPIRV_SPLIT_FAMILIES)
+      set(defs -DXTEN_FLOAT_MODULE)
     endif()
     add_custom_command(
       OUTPUT ${out_dir}/${name}.spv

@@ -6,6 +6,7 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
+#include "../runtime/module_cache.h"
 #include "xpu_ops.h"
 
 namespace xten::xpu {
@@ -38,8 +39,13 @@ const char* dtype_tag(ScalarType t) {
 }
 
 std::string family_for(const char* family, std::initializer_list<ScalarType> dtypes) {
-  for (ScalarType t : dtypes)
+  bool integral = false;
+  for (ScalarType t : dtypes) {
     if (t == kDouble) return std::string(family) + "_f64";
+    integral = integral || !is_floating_type(t);
+  }
+  if (integral && has_spirv_module(std::string(family) + "_int"))
+    return std::string(family) + "_int";
   return family;
 }
 

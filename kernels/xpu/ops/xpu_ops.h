@@ -9,7 +9,8 @@ namespace xten::xpu {
 // The dtype's tag in kernel names (add_f32, copy_i64_bf16): docs/xpu_kernels.md.
 const char* dtype_tag(ScalarType t);
 
-// The module holding a kernel for these dtypes: "<family>_f64" if any is float64.
+// The module holding a kernel for these dtypes: "<family>_f64" if any is float64, else
+// "<family>_int" if any is integral or bool and the family is split by dtype kind.
 std::string family_for(const char* family, std::initializer_list<ScalarType> dtypes);
 
 // A strided iteration space of at most 8 dims over up to 4 operands (element strides), with

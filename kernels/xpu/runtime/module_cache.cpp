@@ -53,6 +53,10 @@ ze_module_handle_t build_module(DeviceState& s, const char* op, const std::strin
 
 }  // namespace
 
+bool has_spirv_module(const std::string& family) {
+  return registry().count(family) > 0;
+}
+
 bool register_spirv_module(const char* family, const unsigned char* data, size_t size) {
   registry()[family] = {data, size};
   return true;

@@ -156,14 +156,27 @@ static inline void strided_offsets(long i, int ndim, long8 sizes, long8 a_st, lo
 // Dtype lists by kind (for ops defined per kind); X(tag, ...).
 #define XTEN_INT_DTYPES(X, ...) \
   X(u8, __VA_ARGS__) X(i8, __VA_ARGS__) X(i16, __VA_ARGS__) X(i32, __VA_ARGS__) X(i64, __VA_ARGS__)
-#ifndef XTEN_F64
-#define XTEN_FLOAT_DTYPES(X, ...) X(f16, __VA_ARGS__) X(bf16, __VA_ARGS__) X(f32, __VA_ARGS__)
-#define XTEN_INT_DTYPES_HERE(X, ...) XTEN_INT_DTYPES(X, __VA_ARGS__)
-#define XTEN_BOOL_HERE(X, ...) X(b8, __VA_ARGS__)
-#else
+// What a module holds: everything but float64 ("<family>"), float64 only (XTEN_F64,
+// "<family>_f64"); the large families (XTEN_SPIRV_SPLIT_FAMILIES in
+// cmake/spirv_kernels.cmake) split the first into the 16/32-bit floats (XTEN_FLOAT_MODULE)
+// and the integers and bool (XTEN_INT_MODULE, "<family>_int"), to keep each module quick to
+// build.
+#if defined(XTEN_F64)
 #define XTEN_FLOAT_DTYPES(X, ...) X(f64, __VA_ARGS__)
 #define XTEN_INT_DTYPES_HERE(X, ...)
 #define XTEN_BOOL_HERE(X, ...)
+#elif defined(XTEN_INT_MODULE)
+#define XTEN_FLOAT_DTYPES(X, ...)
+#define XTEN_INT_DTYPES_HERE(X, ...) XTEN_INT_DTYPES(X, __VA_ARGS__)
+#define XTEN_BOOL_HERE(X, ...) X(b8, __VA_ARGS__)
+#elif defined(XTEN_FLOAT_MODULE)
+#define XTEN_FLOAT_DTYPES(X, ...) X(f16, __VA_ARGS__) X(bf16, __VA_ARGS__) X(f32, __VA_ARGS__)
+#define XTEN_INT_DTYPES_HERE(X, ...)
+#define XTEN_BOOL_HERE(X, ...)
+#else
+#define XTEN_FLOAT_DTYPES(X, ...) X(f16, __VA_ARGS__) X(bf16, __VA_ARGS__) X(f32, __VA_ARGS__)
+#define XTEN_INT_DTYPES_HERE(X, ...) XTEN_INT_DTYPES(X, __VA_ARGS__)
+#define XTEN_BOOL_HERE(X, ...) X(b8, __VA_ARGS__)
 #endif
 
 #define XTEN_GROUP_SIZE 256
