@@ -372,6 +372,25 @@ TEST(XpuParity, SpecialValues) {
   EXPECT_TRUE(agree(neg(big - 1), neg(big.to("xpu") - 1), Tol::kExact));
 }
 
+// Runs f on the CPU and on the XPU (f(device) builds its inputs there): the CPU's error
+// message contains `needle` and the XPU's is the same.
+template <class F>
+void both(F&& f, const std::string& needle) {
+  std::string msgs[2];
+  for (int d = 0; d < 2; ++d) {
+    try {
+      f(d ? Device("xpu") : Device("cpu"));
+    } catch (const Error& e) {
+      msgs[d] = e.what();
+    }
+  }
+  EXPECT_NE(msgs[0].find(needle), std::string::npos) << msgs[0];
+  EXPECT_EQ(msgs[0], msgs[1]);
+}
+TensorOptions o(Device d, ScalarType t = kFloat) {
+  return TensorOptions().dtype(t).device(d);
+}
+
 // Convolution and pooling take images, not the generic layouts: a table of geometries, each
 // on a contiguous and a non-contiguous input, in every float dtype.
 TEST(XpuParity, ConvolutionAndPoolingMatchTheCpu) {
@@ -540,19 +559,6 @@ TEST(XpuParity, ConvolutionAndPoolingMatchTheCpu) {
 }
 
 TEST(XpuParity, ConvolutionAndPoolingErrorsMatchTheCpu) {
-  auto both = [](auto&& f, const std::string& needle) {
-    std::string msgs[2];
-    for (int d = 0; d < 2; ++d) {
-      try {
-        f(d ? Device("xpu") : Device("cpu"));
-      } catch (const Error& e) {
-        msgs[d] = e.what();
-      }
-    }
-    EXPECT_NE(msgs[0].find(needle), std::string::npos) << msgs[0];
-    EXPECT_EQ(msgs[0], msgs[1]);
-  };
-  auto o = [](Device d, ScalarType t = kFloat) { return TensorOptions().dtype(t).device(d); };
   both(
       [&](Device d) {
         conv2d(ones({1, 3, 5, 5}, o(d)), ones({2, 4, 3, 3}, o(d)));
@@ -673,26 +679,14 @@ TEST(XpuParity, IndexingSortingAndLinspaceMatchTheCpu) {
       EXPECT_TRUE(agree(linspace(-4, 12, 9, cpu), linspace(-4, 12, 9, xpu), Tol::kExact));
       EXPECT_TRUE(agree(linspace(3, -3, 0, cpu), linspace(3, -3, 0, xpu), Tol::kExact));
       EXPECT_TRUE(agree(linspace(5, 9, 1, cpu), linspace(5, 9, 1, xpu), Tol::kExact));
-      if (is_floating_type(t))
+      if (is_floating_type(t)) {
         EXPECT_TRUE(agree(linspace(-1.3, 2.9, 77, cpu), linspace(-1.3, 2.9, 77, xpu), Tol::kUlp));
+      }
     }
   }
 }
 
 TEST(XpuParity, IndexErrorsMatchTheCpu) {
-  auto both = [](auto&& f, const std::string& needle) {
-    std::string msgs[2];
-    for (int d = 0; d < 2; ++d) {
-      try {
-        f(d ? Device("xpu") : Device("cpu"));
-      } catch (const Error& e) {
-        msgs[d] = e.what();
-      }
-    }
-    EXPECT_NE(msgs[0].find(needle), std::string::npos) << msgs[0];
-    EXPECT_EQ(msgs[0], msgs[1]);
-  };
-  auto o = [](Device d, ScalarType t = kFloat) { return TensorOptions().dtype(t).device(d); };
   const Tensor bad = tensor({1, 7, -9, 2}).to(kLong);
   both(
       [&](Device d) {
@@ -737,7 +731,7 @@ TEST(XpuParity, IndexErrorsMatchTheCpu) {
 
 TEST(XpuParity, SameErrorsOnBothDevices) {
   const Tensor a = ones({2, 3}), b = ones({4, 3}), flags = ones({3}, kBool);
-  auto both = [](auto&& f, const Tensor& x, const Tensor& y, const std::string& needle) {
+  auto both_xy = [](auto&& f, const Tensor& x, const Tensor& y, const std::string& needle) {
     std::string cpu_msg, xpu_msg;
     try {
       f(x, y);
@@ -752,52 +746,53 @@ TEST(XpuParity, SameErrorsOnBothDevices) {
     EXPECT_NE(cpu_msg.find(needle), std::string::npos) << cpu_msg;
     EXPECT_EQ(cpu_msg, xpu_msg);
   };
-  both([](const Tensor& x, const Tensor& y) { return x + y; }, a, b, "not broadcastable");
-  both([](const Tensor& x, const Tensor& y) { return x - y; }, flags, flags,
-       "subtraction of bool tensors");
-  both([](const Tensor& x, const Tensor&) { return neg(x); }, flags, flags,
-       "negation of a bool tensor");
-  both([](const Tensor& x, const Tensor& y) { return add(x, y, 0.5); }, ones({2}, kInt),
-       ones({2}, kInt), "alpha must not be a floating point number");
-  both(
+  both_xy([](const Tensor& x, const Tensor& y) { return x + y; }, a, b, "not broadcastable");
+  both_xy([](const Tensor& x, const Tensor& y) { return x - y; }, flags, flags,
+          "subtraction of bool tensors");
+  both_xy([](const Tensor& x, const Tensor&) { return neg(x); }, flags, flags,
+          "negation of a bool tensor");
+  both_xy([](const Tensor& x, const Tensor& y) { return add(x, y, 0.5); }, ones({2}, kInt),
+          ones({2}, kInt), "alpha must not be a floating point number");
+  both_xy(
       [](const Tensor& x, const Tensor& y) {
         Tensor s = x.clone();
         return s.add_(y);
       },
       ones({2}, kInt), ones({2}, kFloat),
       "result type Float can't be cast to the desired output type Int");
-  both(
+  both_xy(
       [](const Tensor& x, const Tensor& y) {
         Tensor s = x.clone();
         return s.mul_(y);
       },
       ones({3}), ones({2, 3}), "output with shape (3) doesn't match the broadcast shape (2, 3)");
-  both([](const Tensor& x, const Tensor&) { return abs(x); }, flags, flags, "abs");
-  both([](const Tensor& x, const Tensor&) { return softplus(x, 0); }, a, a, "beta must be nonzero");
+  both_xy([](const Tensor& x, const Tensor&) { return abs(x); }, flags, flags, "abs");
+  both_xy([](const Tensor& x, const Tensor&) { return softplus(x, 0); }, a, a,
+          "beta must be nonzero");
   const Tensor ints = arange(4).to(kInt), with_zero = tensor({1, 0, 2, 3}).to(kInt);
-  both([](const Tensor& x, const Tensor& y) { return remainder(x, y); }, ints, with_zero,
-       "integer division by zero");
-  both([](const Tensor& x, const Tensor& y) { return fmod(x, y); }, ints, with_zero,
-       "integer division by zero");
-  both([](const Tensor& x, const Tensor& y) { return div(x, y, "floor"); }, ints, with_zero,
-       "[div] integer division by zero");
-  both([](const Tensor& x, const Tensor& y) { return div(x, y, "round"); }, a, a,
-       "rounding_mode must be None, 'trunc' or 'floor'");
-  both([](const Tensor& x, const Tensor&) { return pow(x, -2); }, ints, ints,
-       "integers to negative integer powers are not allowed");
-  both([](const Tensor& x, const Tensor& y) { return where(x, y, y); }, a, a,
-       "expected the condition to be a bool tensor");
-  both([](const Tensor& x, const Tensor&) { return clamp(x, std::nullopt, std::nullopt); }, a, a,
-       "at least one of min and max must be given");
-  both([](const Tensor& x, const Tensor&) { return clamp(x, 0, 1); }, flags, flags,
-       "not implemented for dtype Bool");
-  both([](const Tensor& x, const Tensor& y) { return lerp(x, y, 0.5); }, a, a.to(kDouble),
-       "expected end of dtype Float");
-  both([](const Tensor& x, const Tensor& y) { return bitwise_and(x, y); }, a, a,
-       "not implemented for dtype Float");
-  both([](const Tensor& x, const Tensor&) { return gelu(x, "fast"); }, a, a,
-       "approximate must be 'none' or 'tanh'");
-  both([](const Tensor& x, const Tensor&) { return floor(x); }, flags, flags, "floor");
+  both_xy([](const Tensor& x, const Tensor& y) { return remainder(x, y); }, ints, with_zero,
+          "integer division by zero");
+  both_xy([](const Tensor& x, const Tensor& y) { return fmod(x, y); }, ints, with_zero,
+          "integer division by zero");
+  both_xy([](const Tensor& x, const Tensor& y) { return div(x, y, "floor"); }, ints, with_zero,
+          "[div] integer division by zero");
+  both_xy([](const Tensor& x, const Tensor& y) { return div(x, y, "round"); }, a, a,
+          "rounding_mode must be None, 'trunc' or 'floor'");
+  both_xy([](const Tensor& x, const Tensor&) { return pow(x, -2); }, ints, ints,
+          "integers to negative integer powers are not allowed");
+  both_xy([](const Tensor& x, const Tensor& y) { return where(x, y, y); }, a, a,
+          "expected the condition to be a bool tensor");
+  both_xy([](const Tensor& x, const Tensor&) { return clamp(x, std::nullopt, std::nullopt); }, a, a,
+          "at least one of min and max must be given");
+  both_xy([](const Tensor& x, const Tensor&) { return clamp(x, 0, 1); }, flags, flags,
+          "not implemented for dtype Bool");
+  both_xy([](const Tensor& x, const Tensor& y) { return lerp(x, y, 0.5); }, a, a.to(kDouble),
+          "expected end of dtype Float");
+  both_xy([](const Tensor& x, const Tensor& y) { return bitwise_and(x, y); }, a, a,
+          "not implemented for dtype Float");
+  both_xy([](const Tensor& x, const Tensor&) { return gelu(x, "fast"); }, a, a,
+          "approximate must be 'none' or 'tanh'");
+  both_xy([](const Tensor& x, const Tensor&) { return floor(x); }, flags, flags, "floor");
   EXPECT_THROW_MSG(ones({2}, TensorOptions().device(Device("xpu:0"))) +
                        ones({2}, TensorOptions().device(Device("xpu:1"))),
                    DeviceError, "expected all tensors on the same device");

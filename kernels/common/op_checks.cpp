@@ -188,4 +188,26 @@ void check_topk_k(const char* op, int64_t k, int64_t n, int64_t d) {
              n, d);
 }
 
+ScalarType clamp_compute_dtype(const Tensor& self, const std::optional<Scalar>& lo,
+                               const std::optional<Scalar>& hi) {
+  ResultType rt;
+  rt.add(self);
+  if (lo) rt.add(*lo);
+  if (hi) rt.add(*hi);
+  return rt.get();
+}
+
+double finite_max(ScalarType t) {
+  switch (t) {
+    case kHalf:
+      return 65504.0;
+    case kBFloat16:
+      return 3.3895313892515355e38;
+    case kFloat:
+      return std::numeric_limits<float>::max();
+    default:
+      return std::numeric_limits<double>::max();
+  }
+}
+
 }  // namespace xten

@@ -46,6 +46,11 @@ M clamp_bound(const Scalar& s) {
     return s.to<M>();
   }
 }
+// clamp's compute dtype: self promoted with the bounds.
+ScalarType clamp_compute_dtype(const Tensor& self, const std::optional<Scalar>& lo,
+                               const std::optional<Scalar>& hi);
+// The largest finite value of a floating dtype (nan_to_num's default for +inf).
+double finite_max(ScalarType t);
 // clamp: a bound given, no bool input.
 void check_clamp(const char* name, const Tensor& self, bool has_lo, bool has_hi);
 // lerp: end and weight (unless a wrapped number) of self's dtype.

@@ -2,6 +2,7 @@
 #include "window.h"
 
 #include <xten/core/meta.h>
+#include <xten/dispatch/ops.h>
 
 namespace xten {
 namespace {
@@ -121,6 +122,13 @@ ConvGeometry conv_transpose2d_geometry(const Tensor& input, const Tensor& weight
 
 ScalarType conv_compute_dtype(ScalarType t) {
   return t == kHalf || t == kBFloat16 ? kFloat : t;
+}
+
+Tensor conv_finish(Tensor out, const std::optional<Tensor>& bias, const ConvGeometry& g,
+                   ScalarType dtype) {
+  if (bias) out = out + bias->to(out.dtype()).view({1, g.o, 1, 1});
+  if (g.unbatched) out = out.squeeze(0);
+  return out.to(dtype);
 }
 
 DimVector Planes::shape(int64_t ho, int64_t wo) const {

@@ -16,6 +16,8 @@ struct ConvGeometry {
   int64_t ho, wo;  // output spatial size
   bool unbatched;  // the input was 3-D (one image)
   Tensor input4;   // the input as 4-D (a view)
+  // A 1x1 kernel with stride 1 and no padding: the input itself is the column matrix.
+  bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
 };
 
 // conv2d's checks and shapes. weight: [o, c / groups, kh, kw].
@@ -31,6 +33,10 @@ ConvGeometry conv_transpose2d_geometry(const Tensor& input, const Tensor& weight
 
 // The float dtype a convolution computes in (Half/BFloat16 in float).
 ScalarType conv_compute_dtype(ScalarType t);
+// A convolution's result [n, o, ho, wo] in the compute dtype -> plus the bias, unbatched
+// again for a 3-D input, in the input's dtype.
+Tensor conv_finish(Tensor out, const std::optional<Tensor>& bias, const ConvGeometry& g,
+                   ScalarType dtype);
 
 // Pooling's view of a 3-D or 4-D floating input: independent H x W planes.
 struct Planes {

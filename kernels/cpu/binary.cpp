@@ -434,12 +434,8 @@ struct ClampOp {
 Tensor clamp_impl(const char* name, const Tensor& out, const Tensor& self,
                   const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
   check_clamp(name, self, lo.has_value(), hi.has_value());
-  ResultType rt;
-  rt.add(self);
-  if (lo) rt.add(*lo);
-  if (hi) rt.add(*hi);
   Elementwise e(name, out, {self});
-  e.compute_dtype(rt.get());
+  e.compute_dtype(clamp_compute_dtype(self, lo, hi));
   e.prepare();
   return visit_dtype<dtypes::kAllButBool>(name, e.compute(), [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -89,7 +89,7 @@ Tensor conv2d_kernel(const Tensor& input_, const Tensor& weight_, const std::opt
   const Tensor x = g.input4.to(ct).contiguous(), w = weight_.to(ct).contiguous();
   Tensor out = empty_tensor({g.n, g.o, g.ho, g.wo}, ct, input_.device());
   const int64_t cg = g.c / groups, og = g.o / groups, k = cg * g.kh * g.kw, plane = g.ho * g.wo;
-  const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+  const bool pointwise = g.pointwise();
   visit_dtype<dtype_bit(kFloat) | dtype_bit(kDouble)>("conv2d", ct, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* xp = static_cast<const T*>(x.data_ptr());
@@ -110,9 +110,7 @@ Tensor conv2d_kernel(const Tensor& input_, const Tensor& weight_, const std::opt
                     Eigen::Map<const RowMat<T>>(cols, k, plane);
     });
   });
-  if (bias) out = out + bias->to(ct).view({1, g.o, 1, 1});
-  if (g.unbatched) out = out.squeeze(0);
-  return out.to(input_.dtype());
+  return conv_finish(out, bias, g, input_.dtype());
 }
 
 Tensor conv_transpose2d_kernel(const Tensor& input_, const Tensor& weight_,
@@ -141,9 +139,7 @@ Tensor conv_transpose2d_kernel(const Tensor& input_, const Tensor& weight_,
       col2im(cols.data(), og, g, op + (img * g.o + grp * og) * g.ho * g.wo);
     });
   });
-  if (bias) out = out + bias->to(ct).view({1, g.o, 1, 1});
-  if (g.unbatched) out = out.squeeze(0);
-  return out.to(input_.dtype());
+  return conv_finish(out, bias, g, input_.dtype());
 }
 
 }  // namespace

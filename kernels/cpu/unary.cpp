@@ -272,10 +272,7 @@ Tensor nan_to_num_kernel(const Tensor& s, std::optional<double> nan, std::option
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
     // Defaults: the largest and lowest finite values of the tensor's dtype, not of M.
-    const double max = std::is_same_v<T, Half> ? 65504.0
-                       : std::is_same_v<T, BFloat16>
-                           ? 3.3895313892515355e38
-                           : static_cast<double>(std::numeric_limits<M>::max());
+    const double max = finite_max(s.dtype());
     const NanToNumOp<M> op{static_cast<M>(nan.value_or(0.0)), static_cast<M>(posinf.value_or(max)),
                            static_cast<M>(neginf.value_or(-max))};
     Elementwise e("nan_to_num", Tensor(), {s});

@@ -117,11 +117,7 @@ Tensor where_impl(const Tensor& cond, const Tensor& a, const Tensor& b) {
 Tensor clamp_impl(const char* name, const Tensor& out, const Tensor& self,
                   const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
   check_clamp(name, self, lo.has_value(), hi.has_value());
-  ResultType rt;
-  rt.add(self);
-  if (lo) rt.add(*lo);
-  if (hi) rt.add(*hi);
-  Elementwise e(name, out, {self}, rt.get());
+  Elementwise e(name, out, {self}, clamp_compute_dtype(self, lo, hi));
   check_supported<dtypes::kAllButBool>(name, e.compute());
   return visit_dtype<dtypes::kAllButBool>(name, e.compute(), [&](auto tag) {
     using M = opmath_t<typename decltype(tag)::type>;

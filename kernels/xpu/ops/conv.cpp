@@ -32,13 +32,6 @@ void launch_window_kernel(const char* op, const char* name, const Tensor& dst, c
          g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, ho, wo, dst.numel());
 }
 
-Tensor finish(Tensor out, const std::optional<Tensor>& bias, const ConvGeometry& g,
-              ScalarType dtype) {
-  if (bias) out = out + bias->to(out.dtype()).view({1, g.o, 1, 1});
-  if (g.unbatched) out = out.squeeze(0);
-  return out.to(dtype);
-}
-
 Tensor conv2d_kernel(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                      IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
                      int64_t groups) {
@@ -47,7 +40,7 @@ Tensor conv2d_kernel(const Tensor& input, const Tensor& weight, const std::optio
   const Tensor x = g.input4.to(ct).contiguous(), w = weight.to(ct).contiguous();
   Tensor out = empty({g.n, g.o, g.ho, g.wo}, ct, input.device());
   const int64_t cg = g.c / groups, og = g.o / groups, k = cg * g.kh * g.kw, plane = g.ho * g.wo;
-  const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+  const bool pointwise = g.pointwise();
   const int64_t chunk =
       pointwise ? std::max<int64_t>(g.n, 1) : chunk_images(g.n, g.c * g.kh * g.kw * plane, ct);
   const Tensor out3 = out.view({g.n, g.o, plane});
@@ -67,7 +60,7 @@ Tensor conv2d_kernel(const Tensor& input, const Tensor& weight, const std::optio
                cols.narrow(1, grp * k, k));
     }
   }
-  return finish(out, bias, g, input.dtype());
+  return conv_finish(out, bias, g, input.dtype());
 }
 
 Tensor conv_transpose2d_kernel(const Tensor& input, const Tensor& weight,
@@ -95,7 +88,7 @@ Tensor conv_transpose2d_kernel(const Tensor& input, const Tensor& weight,
     launch_window_kernel("conv_transpose2d", "col2im", out.narrow(0, i0, nc), cols, g, g.o, g.h,
                          g.w, g.ho, g.wo);
   }
-  return finish(out, bias, g, input.dtype());
+  return conv_finish(out, bias, g, input.dtype());
 }
 
 }  // namespace

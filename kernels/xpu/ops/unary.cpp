@@ -57,10 +57,7 @@ Tensor nan_to_num_impl(const Tensor& s, std::optional<double> nan, std::optional
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
     // Defaults: the largest and lowest finite values of the tensor's dtype, not of M.
-    const double max = std::is_same_v<T, Half> ? 65504.0
-                       : std::is_same_v<T, BFloat16>
-                           ? 3.3895313892515355e38
-                           : static_cast<double>(std::numeric_limits<M>::max());
+    const double max = finite_max(s.dtype());
     Elementwise e("nan_to_num", Tensor(), {s}, s.dtype());
     return e.run("nan_to_num", "unary", static_cast<M>(nan.value_or(0.0)),
                  static_cast<M>(posinf.value_or(max)), static_cast<M>(neginf.value_or(-max)));
