@@ -686,6 +686,126 @@ TEST(XpuParity, IndexingSortingAndLinspaceMatchTheCpu) {
   }
 }
 
+// The composite ops (normalization, losses, joining, padding, ...) are written with the ops
+// above, so on the XPU they run entirely on XPU kernels; each against the CPU.
+TEST(XpuParity, CompositesMatchTheCpu) {
+  using V = const std::vector<Tensor>&;
+  struct Composite {
+    const char* name;
+    std::function<Tensor(V)> fn;
+  };
+  const std::vector<Composite> table = {
+      {"layer_norm",
+       [](V t) { return layer_norm(t[0], {9}, t[1].select(0, 0), t[2].select(0, 0)); }},
+      {"group_norm",
+       [](V t) {
+         return group_norm(t[0].reshape({1, 6, 3, 3}), 3);
+       }},
+      {"batch_norm eval",
+       [](V t) {
+         return batch_norm(t[0].reshape({3, 6, 3}), t[1].select(1, 0), t[1].select(1, 2),
+                           t[1].select(1, 3), abs(t[1].select(1, 1)), false);
+       }},
+      {"batch_norm train + running stats",
+       [](V t) {
+         Tensor rm = zeros({6}, t[0].options()), rv = ones({6}, t[0].options());
+         const Tensor y =
+             batch_norm(t[0].reshape({3, 6, 3}), std::nullopt, std::nullopt, rm, rv, true, 0.3);
+         return cat({y.flatten(), rm, rv});
+       }},
+      {"cross_entropy",
+       [](V t) { return cross_entropy(t[0].narrow(1, 0, 5), argmax(t[1], 1).remainder(5)); }},
+      {"cross_entropy smoothing weight",
+       [](V t) {
+         return cross_entropy(t[0].narrow(1, 0, 5), argmax(t[1], 1).remainder(5),
+                              abs(t[2].select(0, 0).narrow(0, 0, 5)), "sum", 2, 0.1);
+       }},
+      {"cross_entropy probabilities", [](V t) { return cross_entropy(t[0], softmax(t[1], 1)); }},
+      {"nll_loss",
+       [](V t) { return nll_loss(log_softmax(t[0], 1), argmax(t[1], 1), std::nullopt, "none"); }},
+      {"mse_loss", [](V t) { return mse_loss(t[0], t[1]); }},
+      {"l1_loss", [](V t) { return l1_loss(t[0], t[1], "sum"); }},
+      {"smooth_l1_loss", [](V t) { return smooth_l1_loss(t[0], t[1], "none", 0.5); }},
+      {"huber_loss", [](V t) { return huber_loss(t[0], t[1]); }},
+      {"binary_cross_entropy",
+       [](V t) { return binary_cross_entropy(sigmoid(t[0]), sigmoid(t[1])); }},
+      {"bce_with_logits",
+       [](V t) {
+         return binary_cross_entropy_with_logits(t[0], sigmoid(t[1]), std::nullopt,
+                                                 abs(t[2].select(0, 0)));
+       }},
+      {"kl_div", [](V t) { return kl_div(log_softmax(t[0], 1), softmax(t[1], 1), "batchmean"); }},
+      {"logsumexp", [](V t) { return logsumexp(t[0], {1}); }},
+      {"hardtanh", [](V t) { return hardtanh(t[0], -0.5, 0.7); }},
+      {"prelu", [](V t) { return prelu(t[0], t[2].select(0, 0).abs()); }},
+      {"cat stack",
+       [](V t) {
+         return stack({cat({t[0], t[1]}, 1), cat({t[1], t[0]}, 1)}, 2);
+       }},
+      {"pad constant",
+       [](V t) {
+         return pad(t[0], {1, 2, 0, 1}, "constant", 3.0);
+       }},
+      {"pad reflect",
+       [](V t) {
+         return pad(t[0].unsqueeze(0), {2, 1}, "reflect");
+       }},
+      {"pad replicate",
+       [](V t) {
+         return pad(t[0].unsqueeze(0), {2, 3, 1, 1}, "replicate");
+       }},
+      {"repeat flip roll",
+       [](V t) {
+         return roll(flip(repeat(t[0], {2, 1}), {0, 1}), {3}, {1});
+       }},
+      {"tril triu", [](V t) { return tril(t[0], 1) + triu(t[1], -1); }},
+      {"masked_fill", [](V t) { return masked_fill(t[0], gt(t[1], 0), -2.5); }},
+      {"embedding one_hot",
+       [](V t) {
+         const Tensor idx = argmax(t[1], 1);
+         return cat({embedding(t[2], idx), one_hot(idx, 9).to(t[0].dtype())}, 1);
+       }},
+      {"outer dot mv",
+       [](V t) {
+         return cat({outer(t[0].select(0, 0), t[1].select(0, 1)).flatten(),
+                     dot(t[0].select(0, 2), t[1].select(0, 2)).view({1}),
+                     mv(t[0], t[1].select(0, 3))});
+       }},
+      {"addmm baddbmm",
+       [](V t) {
+         // [6, 9] @ [9, 6] + [6, 6]; batched [1, 6, 9] @ [1, 9, 9] + [1, 6, 9]
+         return cat(
+             {addmm(t[2].narrow(0, 0, 6).narrow(1, 0, 6), t[0], t[1].t(), 0.5, 2).flatten(),
+              baddbmm(t[1].unsqueeze(0), t[0].unsqueeze(0), t[2].unsqueeze(0), 1, -1).flatten()});
+       }},
+  };
+  manual_seed(17);
+  for (ScalarType t : float_dtypes()) {
+    const std::vector<Tensor> in = {random_tensor({6, 9}, t, -3, 3),
+                                    random_tensor({6, 9}, t, -3, 3),
+                                    random_tensor({9, 9}, t, -3, 3)};
+    std::vector<Tensor> on_xpu;
+    for (const Tensor& x : in) on_xpu.push_back(to_xpu(x));
+    for (const Composite& c : table) {
+      Tensor expected, actual;
+      try {
+        expected = c.fn(in);
+        actual = c.fn(on_xpu);
+      } catch (const Error& e) {
+        ADD_FAILURE() << c.name << " " << to_string(t) << ": " << e.what();
+        continue;
+      }
+      EXPECT_EQ(actual.device().type(), kXPU) << c.name;
+      EXPECT_TRUE(agree(expected, actual, Tol::kReduce)) << c.name << " " << to_string(t);
+    }
+    // dropout draws from each device's Philox generator: the same mask for the same seed.
+    manual_seed(3);
+    const Tensor cpu_drop = dropout(in[0], 0.4);
+    manual_seed(3);
+    EXPECT_TRUE(agree(cpu_drop, dropout(on_xpu[0], 0.4), Tol::kExact)) << to_string(t);
+  }
+}
+
 TEST(XpuParity, IndexErrorsMatchTheCpu) {
   const Tensor bad = tensor({1, 7, -9, 2}).to(kLong);
   both(

@@ -89,7 +89,7 @@ Tensor kl_div_kernel(const Tensor& input, const Tensor& target, const std::strin
   check_floating("kl_div", input, target);
   const Tensor l =
       log_target ? exp(target) * (target - input)
-                 : where(target > 0, target * (log(target) - input), zeros({}, input.dtype()));
+                 : where(target > 0, target * (log(target) - input), zeros({}, input.options()));
   if (reduction == "batchmean") return l.sum() / (input.dim() ? input.size(0) : 1);
   return reduce("kl_div", l, reduction);
 }
@@ -124,7 +124,7 @@ std::pair<Tensor, Tensor> class_weights(const char* op, const Tensor& target, in
                                         ScalarType dtype) {
   const Tensor t = target.reshape({-1});
   const Tensor keep = t != ignore_index;
-  const Tensor safe = where(keep, t, zeros({}, kLong));
+  const Tensor safe = where(keep, t, zeros({}, t.options()));
   if (safe.numel()) {
     const int64_t lo = safe.amin().item<int64_t>(), hi = safe.amax().item<int64_t>();
     XTEN_CHECK(lo >= 0 && hi < classes, IndexError, op, "target {} is out of bounds for {} classes",
@@ -134,7 +134,7 @@ std::pair<Tensor, Tensor> class_weights(const char* op, const Tensor& target, in
     XTEN_CHECK(weight->dim() == 1 && weight->size(0) == classes, ValueError, op,
                "weight must have shape ({}), but got {}", classes, weight->sizes());
   const Tensor w = weight && weight->defined() ? index_select(weight->to(dtype), 0, safe)
-                                               : ones({t.numel()}, dtype);
+                                               : ones({t.numel()}, TensorOptions().dtype(dtype).device(t.device()));
   return {w * keep, safe};
 }
 
@@ -167,7 +167,7 @@ Tensor cross_entropy_kernel(const Tensor& input, const Tensor& target,
   const int64_t classes = input.size(class_dim);
   const Tensor logp = log_softmax(input, class_dim);
   const Tensor wc =
-      weight && weight->defined() ? weight->to(input.dtype()) : ones({classes}, input.dtype());
+      weight && weight->defined() ? weight->to(input.dtype()) : ones({classes}, input.options());
   DimVector wshape(static_cast<size_t>(input.dim()), 1);
   wshape[class_dim] = classes;
   if (is_floating_type(target.dtype())) {
