@@ -300,6 +300,17 @@ TEST(XpuModule, Float64NeedsTheDeviceCapability) {
   const Tensor a = arange(0, 2, 0.5, kXpu);
   EXPECT_TRUE(same_bytes(a, arange(0, 2, 0.5)));
   EXPECT_TRUE(same_bytes(ones({3}, kXpu).to(kHalf), ones({3}, kHalf)));
+  // Ops whose CPU kernels accumulate in double (linspace, var, norm, cumsum) compute in float
+  // here, and the float32 work of a small network reaches no float64 kernel either.
+  EXPECT_NEAR(linspace(0, 1, 5, kXpu).select(0, 1).item<float>(), 0.25f, 1e-7);
+  const Tensor x = randn({2, 3, 8, 8}, kXpu), w = randn({4, 3, 3, 3}, kXpu);
+  Tensor y = max_pool2d(conv2d(x, w, std::nullopt, {1, 1}, {1, 1}).relu(), {2});
+  y = batch_norm(y, std::nullopt, std::nullopt, std::nullopt, std::nullopt, true);
+  y = cumsum(y, 1) + var(y, {1}, 1, true) + norm(y, 2, {3}, true);
+  const Tensor probs = softmax(adaptive_avg_pool2d(y, {1, 1}).flatten(1), 1);
+  EXPECT_EQ(std::get<1>(sort(probs, 1)).dtype(), kLong);
+  EXPECT_EQ(scatter_add(zeros({4}, kXpu), 0, argmax(probs, 1), probs.select(1, 0)).dtype(), kFloat);
+  EXPECT_NEAR(probs.sum().item<float>(), 2.0f, 1e-5);
 }
 
 TEST(XpuModule, BuildFailureRaisesDeviceErrorWithTheLog) {
