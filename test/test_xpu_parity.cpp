@@ -366,6 +366,21 @@ TEST(XpuParity, SpecialValues) {
   const Tensor r = randn({3, 1 << 18});
   EXPECT_TRUE(agree(r.sum({1}), r.to("xpu").sum({1}), Tol::kReduce));
   EXPECT_TRUE(agree(r.mean({0}), r.to("xpu").mean({0}), Tol::kReduce));
+  // Long rows take two passes for their extreme's index: ties across chunks keep the first
+  // index, and the first NaN wins.
+  Tensor longrow = randint(0, 50, {2, 100003}).to(kFloat);
+  longrow.select(0, 0).narrow(0, 70000, 1).fill_(60);
+  longrow.select(0, 0).narrow(0, 90000, 1).fill_(60);
+  longrow.select(0, 1).narrow(0, 80001, 1).fill_(NAN);
+  longrow.select(0, 1).narrow(0, 99999, 1).fill_(NAN);
+  for (ScalarType t : {kFloat, kInt, kHalf}) {
+    const Tensor c = t == kInt ? nan_to_num(longrow, 61.0).to(t) : longrow.to(t);
+    EXPECT_TRUE(agree(argmax(c, 1), argmax(c.to("xpu"), 1), Tol::kExact)) << to_string(t);
+    EXPECT_TRUE(agree(argmin(c), argmin(c.to("xpu")), Tol::kExact)) << to_string(t);
+    EXPECT_TRUE(agree(std::get<0>(max(c, 1)), std::get<0>(max(c.to("xpu"), 1)), Tol::kExact));
+  }
+  EXPECT_EQ(argmax(longrow.to("xpu"), 1).to(kCPU).data_ptr<int64_t>()[0], 70000);
+  EXPECT_EQ(argmax(longrow.to("xpu"), 1).to(kCPU).data_ptr<int64_t>()[1], 80001);
   // Integer arithmetic wraps on both.
   const Tensor big = full({3}, std::numeric_limits<int32_t>::max(), TensorOptions().dtype(kInt));
   EXPECT_TRUE(agree(big + big, big.to("xpu") + big.to("xpu"), Tol::kExact));

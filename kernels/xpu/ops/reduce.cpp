@@ -96,18 +96,36 @@ Tensor extreme(const char* name, const char* op, const Tensor& self, IntArrayRef
   return finish(reduce_rows(name, op, r, 1.0), self, r, keepdim);
 }
 
-// Values and/or indices of the extreme of each row (reduce.cl's <op>_index kernels).
+// Values and indices of the extreme of each row (reduce.cl's <op>_index kernels): a work-group
+// per row, or for long rows a work-group per chunk of kArgChunk and a second pass over the
+// chunks' (value, index) partials.
+constexpr int64_t kArgChunk = 16 * kGroupSize;
+
+void launch_extreme(const char* name, const char* op, const Tensor& values, const Tensor& indices,
+                    const Tensor& in, const Tensor* in_idx, int64_t rows, int64_t inner,
+                    int64_t chunk) {
+  const int64_t chunks = (inner + chunk - 1) / chunk;
+  Kernel& k = get_kernel(device_of(in), name, family_for("reduce", {in.dtype()}),
+                         std::string(op) + "_index_" + dtype_tag(in.dtype()));
+  launch_groups(stream_of(in), k, static_cast<uint64_t>(rows * chunks), values.data_ptr(),
+                indices.data_ptr(), in.data_ptr(), (in_idx ? *in_idx : indices).data_ptr(),
+                static_cast<int32_t>(in_idx ? 1 : 0), inner, chunk, chunks);
+}
+
 std::tuple<Tensor, Tensor, Rows> extremes(const char* name, const char* op, const Tensor& self,
                                           IntArrayRef dims) {
   Rows r = make_rows(name, self, dims, self.dtype());
   check_nonempty(name, self, r);
   Tensor values = empty(r.out_shape, self.dtype(), self.device());
   Tensor indices = empty(r.out_shape, kLong, self.device());
-  if (r.outer > 0) {
-    Kernel& k = get_kernel(device_of(r.in), name, family_for("reduce", {self.dtype()}),
-                           std::string(op) + "_index_" + dtype_tag(self.dtype()));
-    launch_groups(stream_of(r.in), k, static_cast<uint64_t>(r.outer), values.data_ptr(),
-                  indices.data_ptr(), r.in.data_ptr(), r.inner);
+  if (r.outer > 0 && r.inner <= kArgChunk) {
+    launch_extreme(name, op, values, indices, r.in, nullptr, r.outer, r.inner, r.inner);
+  } else if (r.outer > 0) {
+    const int64_t chunks = (r.inner + kArgChunk - 1) / kArgChunk;
+    const Tensor pv = empty({r.outer * chunks}, self.dtype(), self.device());
+    const Tensor pi = empty({r.outer * chunks}, kLong, self.device());
+    launch_extreme(name, op, pv, pi, r.in, nullptr, r.outer, r.inner, kArgChunk);
+    launch_extreme(name, op, values, indices, pv, &pi, r.outer, chunks, chunks);
   }
   return {values, indices, std::move(r)};
 }

@@ -114,29 +114,36 @@ XTEN_INT_DTYPES_HERE(REDUCTIONS, _)
 XTEN_BOOL_HERE(REDUCTIONS, _)
 
 // ---- value and index of the extreme of each row (max.dim, min.dim, argmax, argmin) ----------
-// One work-group per row: work-item l scans elements l, l + 256, ... keeping the first of
-// the best, then a local-memory tree keeps (NaN first, then the larger or smaller value,
-// then the smaller index): the CPU's answer (the first NaN, else the first extreme).
+// A work-group per chunk of a row (the host runs a second pass over the chunks' partials for
+// long rows): work-item l scans elements l, l + 256, ... keeping the first of the best, then
+// a local-memory tree keeps (NaN first, then the larger or smaller value, then the smaller
+// index): the CPU's answer (the first NaN, else the first extreme).
 #define BETTER(IS_MAX, v, i, bv, bi)                                                              \
   ((bv) != (bv) ? ((v) != (v) && (i) < (bi))                                                      \
    : (v) != (v) ? 1                                                                               \
    : (IS_MAX ? (v) > (bv) : (v) < (bv)) ? 1                                                       \
    : ((v) == (bv) && (i) < (bi)))
+// Work-group g covers chunk g % chunks of row g / chunks (elements [c*chunk, c*chunk+chunk)
+// of a row of `inner`) and writes its (value, index) to values[g], indices[g]. With has_idx
+// the element indices come from in_idx (the second pass, over the first pass's partials).
 #define ARG_EXTREME(OP, IS_MAX, T)                                                                \
   KERNEL OP##_index_##T(global T##_t* values, global long* indices, global const T##_t* in,      \
-                        long inner) {                                                             \
+                        global const long* in_idx, int has_idx, long inner, long chunk,          \
+                        long chunks) {                                                            \
     local T##_m sv[XTEN_GROUP_SIZE];                                                              \
     local long si[XTEN_GROUP_SIZE];                                                               \
-    const long row = get_group_id(0);                                                             \
+    const long g = get_group_id(0), row = g / chunks, lo = (g - row * chunks) * chunk;            \
+    const long hi = min(inner, lo + chunk);                                                       \
     const int l = (int)get_local_id(0);                                                           \
     global const T##_t* p = in + row * inner;                                                     \
     T##_m best = 0;                                                                               \
     long at = LONG_MAX;                                                                           \
-    for (long j = l; j < inner; j += XTEN_GROUP_SIZE) {                                           \
+    for (long j = lo + l; j < hi; j += XTEN_GROUP_SIZE) {                                         \
       const T##_m v = T##_load(p, j);                                                             \
-      if (at == LONG_MAX || BETTER(IS_MAX, v, j, best, at)) {                                     \
+      const long idx = has_idx ? in_idx[row * inner + j] : j;                                     \
+      if (at == LONG_MAX || BETTER(IS_MAX, v, idx, best, at)) {                                   \
         best = v;                                                                                 \
-        at = j;                                                                                   \
+        at = idx;                                                                                 \
       }                                                                                           \
     }                                                                                             \
     sv[l] = best;                                                                                 \
@@ -151,8 +158,8 @@ XTEN_BOOL_HERE(REDUCTIONS, _)
       barrier(CLK_LOCAL_MEM_FENCE);                                                               \
     }                                                                                             \
     if (l == 0) {                                                                                 \
-      T##_store(values, row, sv[0]);                                                              \
-      indices[row] = si[0];                                                                       \
+      T##_store(values, g, sv[0]);                                                                \
+      indices[g] = si[0];                                                                         \
     }                                                                                             \
   }
 #define ARG_EXTREMES(T, unused) ARG_EXTREME(max, 1, T) ARG_EXTREME(min, 0, T)
