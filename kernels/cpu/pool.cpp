@@ -28,8 +28,8 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, I
                                                           IntArrayRef stride, IntArrayRef padding,
                                                           IntArrayRef dilation, bool ceil_mode) {
   const Planes p = planes_of("max_pool2d", input);
-  const Tensor in = input.contiguous();
   const Window w = window_args("max_pool2d", p, kernel, stride, padding, dilation, ceil_mode);
+  const Tensor in = input.contiguous();
   Tensor out = empty_tensor(p.shape(w.ho, w.wo), input.dtype(), input.device());
   Tensor idx = empty_tensor(p.shape(w.ho, w.wo), kLong, input.device());
   visit_dtype<dtypes::kFloating>("max_pool2d", input.dtype(), [&](auto tag) {
@@ -77,9 +77,9 @@ Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef st
                          IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                          std::optional<int64_t> divisor_override) {
   const Planes p = planes_of("avg_pool2d", input);
-  const Tensor in = input.contiguous();
   const Window w = window_args("avg_pool2d", p, kernel, stride, padding, {}, ceil_mode);
   check_divisor_override(divisor_override);
+  const Tensor in = input.contiguous();
   Tensor out = empty_tensor(p.shape(w.ho, w.wo), input.dtype(), input.device());
   visit_dtype<dtypes::kFloating>("avg_pool2d", input.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;

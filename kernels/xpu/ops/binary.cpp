@@ -56,13 +56,13 @@ Tensor div_impl(const char* name, const Tensor& out, const Tensor& a, const Tens
   return run_with_value(e, "div", Scalar(0));
 }
 
-// Runs one of binary.cl's error-flag kernels (division with rounding, remainder, fmod, pow,
-// atan2). For integers a zero divisor sets the flag, which is read back after the launch
-// (one synchronization) to raise the CPU's error; `error_op` null: the op has no such error.
+// Runs one of binary.cl's error-flag kernels (division with rounding, remainder, fmod). For
+// integers a zero divisor sets the flag, which is read back after the launch (one
+// synchronization) to raise the CPU's error as `error_op`.
 Tensor run_flagged(Elementwise& e, const char* kernel, const char* error_op) {
   const Tensor flag = zeros({1}, TensorOptions().dtype(kInt).device(e.device()));
   Tensor out = e.run(kernel, "binary", flag.data_ptr());
-  if (error_op && !is_floating_type(e.compute()))
+  if (!is_floating_type(e.compute()))
     XTEN_CHECK(flag.item<int32_t>() == 0, ValueError, error_op, "integer division by zero");
   return out;
 }
@@ -87,14 +87,14 @@ Tensor pow_impl(const char* name, const Tensor& out, const Tensor& base, const T
   check_int_pow_exponent(name, t, exp);
   Elementwise e(name, out, {base, exp}, t);
   check_supported<dtypes::kAllButBool>(name, t);
-  return run_flagged(e, "pow", nullptr);
+  return run_with_value(e, "pow", Scalar(0));
 }
 
 Tensor atan2_impl(const Tensor& a, const Tensor& b) {
   const ScalarType t = result_type(a, b);
   Elementwise e("atan2", Tensor(), {a, b}, is_floating_type(t) ? t : kFloat);
   check_supported<dtypes::kFloating>("atan2", e.compute());
-  return run_flagged(e, "atan2", nullptr);
+  return run_with_value(e, "atan2", Scalar(0));
 }
 
 Tensor logical(const char* name, const Tensor& a, const Tensor& b) {

@@ -62,7 +62,7 @@
 ALL_BINARY(BINARY_HEAD_ND)
 ALL_BINARY(BINARY_HEAD_1D)
 
-// ---- division with rounding, remainder, fmod, pow, atan2 -----------------------------------
+// ---- division with rounding, remainder, fmod; pow, atan2 ------------------------------------
 // Heads with an error flag in place of alpha: integer division by zero stores 0 and sets
 // *err, and the host raises the CPU's error after the launch.
 #define BINARY_ERR_HEAD_1D(NAME, T, OUT_T)                                                   \
@@ -107,9 +107,7 @@ DEFINE_DIV_FLOOR(double)
     T##_m r = fmod(x, y);                                                               \
     if (r != 0 && ((r < 0) != (y < 0))) r += y;                                         \
     T##_store(out, oo, r); }}                                                           \
-  HEAD(fmod, T, T##_t) T##_store(out, oo, fmod(x, y)); }}                               \
-  HEAD(pow, T, T##_t) T##_store(out, oo, pow(x, y)); }}                                 \
-  HEAD(atan2, T, T##_t) T##_store(out, oo, atan2(x, y)); }}
+  HEAD(fmod, T, T##_t) T##_store(out, oo, fmod(x, y)); }}
 
 // Integer quotient and remainder truncated toward zero; x / -1 wraps (INT_MIN / -1 ==
 // INT_MIN) and x % -1 is 0, as on the CPU. A zero divisor flags the error.
@@ -131,7 +129,20 @@ DEFINE_DIV_FLOOR(double)
     T##_m r = INT_MOD(T);                                                               \
     if (r != 0 && ((r < 0) != (y < 0))) r = (T##_m)((T##_u)r + (T##_u)y);               \
     T##_store(out, oo, r); }}                                                           \
-  HEAD(fmod, T, T##_t) ZERO_DIVISOR(T) T##_store(out, oo, INT_MOD(T)); }}               \
+  HEAD(fmod, T, T##_t) ZERO_DIVISOR(T) T##_store(out, oo, INT_MOD(T)); }}
+
+#define ALL_DIVISION(HEAD_)                    \
+  XTEN_FLOAT_DTYPES(FLOAT_DIVISION, HEAD_)     \
+  XTEN_INT_DTYPES_HERE(INT_DIVISION, HEAD_)
+ALL_DIVISION(BINARY_ERR_HEAD_ND)
+ALL_DIVISION(BINARY_ERR_HEAD_1D)
+
+// pow and atan2 (plain heads: they raise nothing). Integer pow squares and multiplies,
+// wrapping; negative exponents give 1, -1 or 0 as on the CPU.
+#define FLOAT_POWERS(T, HEAD)                                                               \
+  HEAD(pow, T, T##_t) T##_store(out, oo, pow(x, y)); }}                                 \
+  HEAD(atan2, T, T##_t) T##_store(out, oo, atan2(x, y)); }}
+#define INT_POWERS(T, HEAD)                                                                 \
   HEAD(pow, T, T##_t)                                                                   \
     T##_m result;                                                                       \
     if (y < 0) {                                                                        \
@@ -145,12 +156,11 @@ DEFINE_DIV_FLOOR(double)
       result = (T##_m)r;                                                                \
     }                                                                                   \
     T##_store(out, oo, result); }}
-
-#define ALL_DIVISION(HEAD_)                    \
-  XTEN_FLOAT_DTYPES(FLOAT_DIVISION, HEAD_)     \
-  XTEN_INT_DTYPES_HERE(INT_DIVISION, HEAD_)
-ALL_DIVISION(BINARY_ERR_HEAD_ND)
-ALL_DIVISION(BINARY_ERR_HEAD_1D)
+#define ALL_POWERS(HEAD_)                     \
+  XTEN_FLOAT_DTYPES(FLOAT_POWERS, HEAD_)      \
+  XTEN_INT_DTYPES_HERE(INT_POWERS, HEAD_)
+ALL_POWERS(BINARY_HEAD_ND)
+ALL_POWERS(BINARY_HEAD_1D)
 
 // ---- logical (bool out) and bitwise ops ------------------------------------------------------
 #define LOGICAL(T, HEAD)                                                                    \
