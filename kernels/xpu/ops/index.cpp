@@ -4,7 +4,6 @@
 // checks are the CPU's (kernels/common/op_checks.h); an out-of-range index is found on the
 // device (a flag) and reported with the CPU's message from a host copy of the index.
 // nonzero and masked_select read their output size back (one synchronization), as on any GPU.
-#include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
@@ -130,7 +129,6 @@ Kept kept_positions(const Tensor& flags) {
 }
 
 Tensor nonzero_kernel(const Tensor& self) {
-  visit_dtype<dtypes::kAll>("nonzero", self.dtype(), [](auto) {});
   const Kept k = kept_positions(ne(self, 0));
   Tensor out = empty({k.count, self.dim()}, kLong, self.device());
   if (k.count > 0 && self.dim() > 0) {
@@ -165,7 +163,6 @@ std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t
   const Tensor rows_in = self.transpose(d, -1).contiguous();
   const int64_t n = rows_in.size(-1);
   check_topk_k(op, k, n, d);
-  visit_dtype<dtypes::kAll>(op, self.dtype(), [](auto) {});
   DimVector shape(rows_in.sizes());
   shape.back() = k;
   Tensor values = empty(shape, self.dtype(), self.device());

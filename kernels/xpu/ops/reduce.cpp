@@ -1,7 +1,8 @@
 // XPU reductions over the rows of kernels/common/reduce_rows.h (the same layout as the
 // CPU's): sum, mean, prod, amax/amin, max/min as two passes of reduce.cl; max.dim/min.dim/
-// argmax/argmin as a work-group per row; all/any through amin/amax of x != 0; var/std and
-// norm composed of these; cumsum/cumprod as a blocked scan per row.
+// argmax/argmin as a work-group per row (per chunk and a second pass for long rows); all/any
+// through amin/amax of x != 0; var/std and norm composed of these; cumsum/cumprod as a blocked scan
+// per row.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -150,7 +151,6 @@ Tensor argmax(const char* name, const char* op, const Tensor& self, std::optiona
 // all: every x != 0 (the minimum of the bools); any: some (the maximum). Empty rows: all is
 // true, any false.
 Tensor all_any(const char* name, const Tensor& self, IntArrayRef dims, bool keepdim, bool all) {
-  visit_dtype<dtypes::kAll>(name, self.dtype(), [](auto) {});
   const Rows r = make_rows(name, ne(self, 0), dims, kBool);
   if (r.inner == 0)
     return finish(full(r.out_shape, all, TensorOptions().dtype(kBool).device(self.device())), self,

@@ -20,12 +20,6 @@ Tensor float_unary(const char* name, const char* kernel, const Tensor& out, cons
   return e.run(kernel, "unary");
 }
 
-Tensor same_dtype_unary(const char* name, const char* kernel, const Tensor& out, const Tensor& s) {
-  visit_dtype<dtypes::kAllButBool>(name, s.dtype(), [](auto) {});  // the CPU's dtype error
-  Elementwise e(name, out, {s}, s.dtype());
-  return e.run(kernel, "unary");
-}
-
 // Same dtype in and out over the dtype set `Set` (the CPU's error outside it).
 template <uint32_t Set>
 Tensor typed_unary(const char* name, const char* kernel, const Tensor& out, const Tensor& s,
@@ -66,7 +60,7 @@ Tensor nan_to_num_impl(const Tensor& s, std::optional<double> nan, std::optional
 
 Tensor neg_impl(const char* name, const Tensor& out, const Tensor& s) {
   check_neg(name, s.dtype());
-  return same_dtype_unary(name, "neg", out, s);
+  return typed_unary<dtypes::kAllButBool>(name, "neg", out, s);
 }
 
 }  // namespace
@@ -74,9 +68,13 @@ Tensor neg_impl(const char* name, const Tensor& out, const Tensor& s) {
 #define XTEN_XPU_FLOAT_UNARY(name)                                                       \
   m.impl(#name, [](const Tensor& s) { return float_unary(#name, #name, Tensor(), s); }); \
   m.impl(#name "_", [](const Tensor& s) { return float_unary(#name "_", #name, s, s); });
-#define XTEN_XPU_SAME_DTYPE_UNARY(name)                                                       \
-  m.impl(#name, [](const Tensor& s) { return same_dtype_unary(#name, #name, Tensor(), s); }); \
-  m.impl(#name "_", [](const Tensor& s) { return same_dtype_unary(#name "_", #name, s, s); });
+#define XTEN_XPU_SAME_DTYPE_UNARY(name)                                 \
+  m.impl(#name, [](const Tensor& s) {                                   \
+    return typed_unary<dtypes::kAllButBool>(#name, #name, Tensor(), s); \
+  });                                                                   \
+  m.impl(#name "_", [](const Tensor& s) {                               \
+    return typed_unary<dtypes::kAllButBool>(#name "_", #name, s, s);    \
+  });
 
 #define XTEN_XPU_ROUNDING(name)                                                       \
   m.impl(#name, [](const Tensor& s) { return rounding(#name, #name, Tensor(), s); }); \
@@ -130,13 +128,10 @@ LIBRARY_IMPL(xten, XPU, m) {
   m.impl("neg", [](const Tensor& s) { return neg_impl("neg", Tensor(), s); });
   m.impl("neg_", [](const Tensor& s) { return neg_impl("neg_", s, s); });
   m.impl("silu", [](const Tensor& s) {
-    visit_dtype<dtypes::kFloating>("silu", s.dtype(), [](auto) {});
-    return float_unary("silu", "silu", Tensor(), s);
+    return typed_unary<dtypes::kFloating>("silu", "silu", Tensor(), s);
   });
-  m.impl("silu_", [](const Tensor& s) {
-    visit_dtype<dtypes::kFloating>("silu_", s.dtype(), [](auto) {});
-    return float_unary("silu_", "silu", s, s);
-  });
+  m.impl("silu_",
+         [](const Tensor& s) { return typed_unary<dtypes::kFloating>("silu_", "silu", s, s); });
 }
 
 }  // namespace xten::xpu
