@@ -37,6 +37,7 @@ LIBRARY(xten, m) {
   m.def("select(Tensor(a) self, int dim, int index) -> Tensor(a)");
   m.def("unbind(Tensor(a) self, int dim=0) -> Tensor(a)[]");
   m.def("split(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]");
+  m.def("split_with_sizes(Tensor(a) self, int[] split_sizes, int dim=0) -> Tensor(a)[]");
   m.def("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]");
   m.def(
       "as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> "
@@ -401,6 +402,13 @@ std::vector<Tensor> split(const Tensor& self, int64_t split_size, int64_t dim) {
   XTEN_OP("split", std::vector<Tensor>(const Tensor&, int64_t, int64_t));
   return op.call(self, split_size, dim);
 }
+std::vector<Tensor> split_with_sizes(const Tensor& self, IntArrayRef split_sizes, int64_t dim) {
+  XTEN_OP("split_with_sizes", std::vector<Tensor>(const Tensor&, IntArrayRef, int64_t));
+  return op.call(self, split_sizes, dim);
+}
+std::vector<Tensor> split(const Tensor& self, IntArrayRef split_sizes, int64_t dim) {
+  return split_with_sizes(self, split_sizes, dim);
+}
 std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim) {
   XTEN_OP("chunk", std::vector<Tensor>(const Tensor&, int64_t, int64_t));
   return op.call(self, chunks, dim);
@@ -611,7 +619,8 @@ Tensor mean(const Tensor& self, std::optional<ScalarType> dtype) {
 
 // ---- host data in, random state ----------------------------------------------------------
 template <class T>
-Tensor tensor(const std::vector<T>& values, std::optional<IntArrayRef> shape) {
+Tensor tensor(const std::vector<T>& values, std::optional<IntArrayRef> shape,
+              TensorOptions options) {
   const DimVector sizes =
       shape ? DimVector(*shape) : DimVector{static_cast<int64_t>(values.size())};
   const int64_t numel = check_sizes("tensor", sizes);
@@ -620,10 +629,14 @@ Tensor tensor(const std::vector<T>& values, std::optional<IntArrayRef> shape) {
   Tensor out = empty(sizes, scalar_type_of_v<T>, Device(kCPU));
   T* p = out.data_ptr<T>();
   for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];  // vector<bool> has no data()
-  return out;
+  ScalarType literal = scalar_type_of_v<T>;
+  if (literal == kInt) literal = kLong;
+  if (literal == kDouble) literal = kFloat;
+  const ScalarType dtype = options.has_dtype() ? options.dtype() : literal;
+  return out.to(dtype).to(options.device()).set_requires_grad(options.requires_grad());
 }
 #define XTEN_INSTANTIATE_TENSOR(T, N) \
-  template Tensor tensor<T>(const std::vector<T>&, std::optional<IntArrayRef>);
+  template Tensor tensor<T>(const std::vector<T>&, std::optional<IntArrayRef>, TensorOptions);
 XTEN_FORALL_SCALAR_TYPES(XTEN_INSTANTIATE_TENSOR)
 #undef XTEN_INSTANTIATE_TENSOR
 

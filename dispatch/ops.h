@@ -4,9 +4,9 @@
 // here. Kernels: kernels/cpu/<family>.cpp, device-independent ones kernels/composite/.
 #include <initializer_list>
 #include <optional>
-#include <type_traits>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <xten/core/tensor.h>
@@ -49,12 +49,24 @@ Tensor from_blob(void* data, IntArrayRef sizes, ScalarType dtype);
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, ScalarType dtype);
 
 // A tensor holding a copy of `values`, of shape `shape` (default: 1-D of values.size()).
-// Its dtype is T's: float -> float32, double -> float64, int -> int32, int64_t -> int64.
+// Its dtype follows libtorch's `torch::tensor`: int and int64_t values give int64, float and
+// double values the default dtype float32, other types (bool, uint8_t, int8_t, int16_t, Half,
+// BFloat16) their own; a dtype in `options` wins (the values are converted once).
 template <class T>
-Tensor tensor(const std::vector<T>& values, std::optional<IntArrayRef> shape = std::nullopt);
+Tensor tensor(const std::vector<T>& values, std::optional<IntArrayRef> shape = std::nullopt,
+              TensorOptions options = {});
 template <class T>
-Tensor tensor(std::initializer_list<T> values, std::optional<IntArrayRef> shape = std::nullopt) {
-  return tensor(std::vector<T>(values), shape);
+Tensor tensor(const std::vector<T>& values, TensorOptions options) {
+  return tensor(values, std::nullopt, options);
+}
+template <class T>
+Tensor tensor(std::initializer_list<T> values, std::optional<IntArrayRef> shape = std::nullopt,
+              TensorOptions options = {}) {
+  return tensor(std::vector<T>(values), shape, options);
+}
+template <class T>
+Tensor tensor(std::initializer_list<T> values, TensorOptions options) {
+  return tensor(std::vector<T>(values), std::nullopt, options);
 }
 // A zero-dim tensor.
 Tensor scalar_tensor(const Scalar& value, TensorOptions options = {});
@@ -80,6 +92,9 @@ Tensor slice(const Tensor& self, int64_t dim = 0, std::optional<int64_t> start =
 Tensor select(const Tensor& self, int64_t dim, int64_t index);
 std::vector<Tensor> unbind(const Tensor& self, int64_t dim = 0);
 std::vector<Tensor> split(const Tensor& self, int64_t split_size, int64_t dim = 0);
+// Views of consecutive pieces of the given sizes along dim; the sizes must sum to its size.
+std::vector<Tensor> split_with_sizes(const Tensor& self, IntArrayRef split_sizes, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& self, IntArrayRef split_sizes, int64_t dim = 0);
 std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim = 0);
 Tensor as_strided(const Tensor& self, IntArrayRef size, IntArrayRef stride,
                   std::optional<int64_t> storage_offset = std::nullopt);
@@ -157,14 +172,16 @@ Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight);
 
 // ---- unary ------------------------------------------------------------------------------
 // (name): each has `Tensor name(const Tensor&)`; the in-place list also `Tensor& name_(Tensor&)`.
-#define XTEN_UNARY_INPLACE_OPS(_)                                                                 \
-  _(neg)                                                                                          \
-  _(abs)                                                                                          \
-  _(sign)                                                                                         \
-  _(exp)                                                                                          \
-  _(exp2)                                                                                         \
-  _(log) _(log2) _(log10) _(log1p) _(expm1) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan)   \
-      _(tanh) _(sigmoid) _(relu) _(silu) _(erf) _(floor) _(ceil) _(round) _(trunc) _(logical_not) \
+// As PyTorch: relu and the other activations give NaN for NaN; sign(NaN) is 0.
+#define XTEN_UNARY_INPLACE_OPS(_)                                                                \
+  _(neg)                                                                                         \
+  _(abs)                                                                                         \
+  _(sign)                                                                                        \
+  _(exp)                                                                                         \
+  _(exp2)                                                                                        \
+  _(log)                                                                                         \
+  _(log2) _(log10) _(log1p) _(expm1) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan) _(tanh) \
+      _(sigmoid) _(relu) _(silu) _(erf) _(floor) _(ceil) _(round) _(trunc) _(logical_not)        \
           _(bitwise_not)
 #define XTEN_UNARY_OUT_OF_PLACE_OPS(_) _(isnan) _(isinf) _(isfinite)
 

@@ -86,6 +86,12 @@ std::vector<Tensor> Tensor::unbind(int64_t dim) const {
 std::vector<Tensor> Tensor::split(int64_t n, int64_t dim) const {
   return xten::split(*this, n, dim);
 }
+std::vector<Tensor> Tensor::split(IntArrayRef sizes, int64_t dim) const {
+  return xten::split_with_sizes(*this, sizes, dim);
+}
+std::vector<Tensor> Tensor::split_with_sizes(IntArrayRef sizes, int64_t dim) const {
+  return xten::split_with_sizes(*this, sizes, dim);
+}
 std::vector<Tensor> Tensor::chunk(int64_t n, int64_t dim) const {
   return xten::chunk(*this, n, dim);
 }
@@ -408,44 +414,85 @@ Tensor Tensor::cumprod(int64_t dim, std::optional<ScalarType> dtype) const {
 }
 
 // linear algebra, activations, indexing
-Tensor Tensor::matmul(const Tensor& o) const { return xten::matmul(*this, o); }
-Tensor Tensor::mm(const Tensor& o) const { return xten::mm(*this, o); }
-Tensor Tensor::bmm(const Tensor& o) const { return xten::bmm(*this, o); }
-Tensor Tensor::dot(const Tensor& o) const { return xten::dot(*this, o); }
-Tensor Tensor::mv(const Tensor& v) const { return xten::mv(*this, v); }
-Tensor Tensor::outer(const Tensor& v) const { return xten::outer(*this, v); }
-Tensor Tensor::softmax(int64_t dim, std::optional<ScalarType> dtype) const { return xten::softmax(*this, dim, dtype); }
+Tensor Tensor::matmul(const Tensor& o) const {
+  return xten::matmul(*this, o);
+}
+Tensor Tensor::mm(const Tensor& o) const {
+  return xten::mm(*this, o);
+}
+Tensor Tensor::bmm(const Tensor& o) const {
+  return xten::bmm(*this, o);
+}
+Tensor Tensor::dot(const Tensor& o) const {
+  return xten::dot(*this, o);
+}
+Tensor Tensor::mv(const Tensor& v) const {
+  return xten::mv(*this, v);
+}
+Tensor Tensor::outer(const Tensor& v) const {
+  return xten::outer(*this, v);
+}
+Tensor Tensor::softmax(int64_t dim, std::optional<ScalarType> dtype) const {
+  return xten::softmax(*this, dim, dtype);
+}
 Tensor Tensor::log_softmax(int64_t dim, std::optional<ScalarType> dtype) const {
   return xten::log_softmax(*this, dim, dtype);
 }
-Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return xten::index_select(*this, dim, index); }
-Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return xten::gather(*this, dim, index); }
+Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
+  return xten::index_select(*this, dim, index);
+}
+Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
+  return xten::gather(*this, dim, index);
+}
 Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) const {
   return xten::scatter(*this, dim, index, src);
 }
 Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
   return xten::scatter_add(*this, dim, index, src);
 }
-Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const { return xten::masked_fill(*this, mask, value); }
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
+  return xten::masked_fill(*this, mask, value);
+}
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
   return copy_(xten::masked_fill(*this, mask, value));
 }
-Tensor Tensor::masked_select(const Tensor& mask) const { return xten::masked_select(*this, mask); }
-Tensor Tensor::index(const std::vector<Tensor>& indices) const { return xten::index(*this, indices); }
-Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
+Tensor Tensor::masked_select(const Tensor& mask) const {
+  return xten::masked_select(*this, mask);
+}
+Tensor Tensor::index(const std::vector<Tensor>& indices) const {
+  return xten::index(*this, indices);
+}
+Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& values,
+                           bool accumulate) {
   return xten::index_put_(*this, indices, values, accumulate);
 }
-Tensor Tensor::nonzero() const { return xten::nonzero(*this); }
-std::tuple<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const { return xten::sort(*this, dim, descending); }
-Tensor Tensor::argsort(int64_t dim, bool descending) const { return xten::argsort(*this, dim, descending); }
+Tensor Tensor::nonzero() const {
+  return xten::nonzero(*this);
+}
+std::tuple<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const {
+  return xten::sort(*this, dim, descending);
+}
+Tensor Tensor::argsort(int64_t dim, bool descending) const {
+  return xten::argsort(*this, dim, descending);
+}
 std::tuple<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest, bool sorted) const {
   return xten::topk(*this, k, dim, largest, sorted);
 }
-Tensor Tensor::repeat(IntArrayRef repeats) const { return xten::repeat(*this, repeats); }
-Tensor Tensor::flip(IntArrayRef dims) const { return xten::flip(*this, dims); }
-Tensor Tensor::roll(IntArrayRef shifts, IntArrayRef dims) const { return xten::roll(*this, shifts, dims); }
-Tensor Tensor::tril(int64_t diagonal) const { return xten::tril(*this, diagonal); }
-Tensor Tensor::triu(int64_t diagonal) const { return xten::triu(*this, diagonal); }
+Tensor Tensor::repeat(IntArrayRef repeats) const {
+  return xten::repeat(*this, repeats);
+}
+Tensor Tensor::flip(IntArrayRef dims) const {
+  return xten::flip(*this, dims);
+}
+Tensor Tensor::roll(IntArrayRef shifts, IntArrayRef dims) const {
+  return xten::roll(*this, shifts, dims);
+}
+Tensor Tensor::tril(int64_t diagonal) const {
+  return xten::tril(*this, diagonal);
+}
+Tensor Tensor::triu(int64_t diagonal) const {
+  return xten::triu(*this, diagonal);
+}
 
 // operators
 Tensor operator+(const Tensor& a, const Tensor& b) {

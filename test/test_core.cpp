@@ -203,7 +203,20 @@ TEST(Tensor, FromVectorsAndLists) {
   EXPECT_EQ(a.dtype(), kFloat);
   EXPECT_EQ(tensor(std::vector<int64_t>{1, 2}).dtype(), kLong);
   EXPECT_EQ(tensor(std::vector<bool>{true, false}).dtype(), kBool);
-  EXPECT_EQ(tensor({1.0, 2.0}).dtype(), kDouble);
+  // Literals take libtorch's dtypes: integers int64, floating the default dtype float32.
+  EXPECT_EQ(tensor({1, 2}).dtype(), kLong);
+  EXPECT_EQ(tensor(std::vector<int>{1, 2}).dtype(), kLong);
+  EXPECT_EQ(tensor({1.0, 2.0}).dtype(), kFloat);
+  EXPECT_EQ(tensor(std::vector<double>{0.1}).item<float>(), 0.1f);  // rounded once
+  EXPECT_EQ(tensor({int16_t(1)}).dtype(), kShort);
+  EXPECT_EQ(tensor({uint8_t(1)}).dtype(), kByte);
+  // Explicit options win, without passing through the literal dtype.
+  EXPECT_EQ(tensor({0.1, 2.0}, kDouble).dtype(), kDouble);
+  EXPECT_EQ(tensor({0.1}, kDouble).item<double>(), 0.1);
+  EXPECT_EQ(tensor({1, 2}, kInt).dtype(), kInt);
+  EXPECT_EQ(tensor({1.f, 2.f, 3.f, 4.f}, IntArrayRef{2, 2}, kHalf).sizes(), IntArrayRef({2, 2}));
+  EXPECT_EQ(tensor({1.f, 2.f, 3.f, 4.f}, IntArrayRef{2, 2}, kHalf).dtype(), kHalf);
+  EXPECT_TRUE(tensor({1.f}, TensorOptions().requires_grad(true)).requires_grad());
   EXPECT_THROW_MSG(tensor({1, 2, 3}, IntArrayRef{2, 2}), ValueError,
                    "shape (2, 2) holds 4 elements, but 3 values were given");
 }
@@ -214,7 +227,8 @@ TEST(Print, PyTorchStyle) {
   EXPECT_EQ(arange(4).reshape({2, 2}).toString(), "tensor([[0, 1],\n        [2, 3]])");
   EXPECT_EQ(tensor({true, false}).toString(), "tensor([ True, False])");
   EXPECT_EQ(full({}, 3.0).toString(), "tensor(3.)");
-  EXPECT_EQ(tensor({1, 2}).toString(), "tensor([1, 2], dtype=int32)");
+  EXPECT_EQ(tensor({1, 2}).toString(), "tensor([1, 2])");
+  EXPECT_EQ(tensor({1, 2}, kInt).toString(), "tensor([1, 2], dtype=int32)");
   EXPECT_EQ(tensor({0.5f}).to(kHalf).toString(), "tensor([0.5000], dtype=float16)");
   EXPECT_EQ(zeros({0}).toString(), "tensor([])");
   EXPECT_EQ(zeros({0, 3}).toString(), "tensor([], size=(0, 3))");

@@ -47,6 +47,43 @@ TEST(Activation, SoftmaxAndLogSoftmax) {
   EXPECT_THROW_MSG(softmax(ones({2}), 1), IndexError, "[softmax] dim 1 is out of range");
 }
 
+// Note: log_softmax = (x - max) - log(sum), not x - (max + log(sum)), which rounds at the
+// magnitude of the logits. PyTorch gives log(0.5) = -0.69314718 for [1000, 1000, -1000].
+TEST(Activation, LogSoftmaxOfLargeLogits) {
+  for (double scale : {1e3, 1e4}) {
+    for (ScalarType t : {kFloat, kDouble}) {
+      const Tensor a = random_tensor({6, 9}, kDouble, -1, 1) * scale;
+      const Tensor x = a.to(t);  // the logits as this dtype holds them
+      const Tensor ref = x.to(kDouble);
+      const Tensor m = ref.amax({1}, true);
+      const Tensor expect = (ref - m) - log(exp(ref - m).sum({1}, true));
+      const Tensor got = log_softmax(x, 1).to(kDouble);
+      // Within a few ulp of the result, not of the logits.
+      const double eps = t == kFloat ? 1e-6 : 1e-14;
+      EXPECT_LE(((got - expect).abs() / expect.abs().clamp(1, std::nullopt)).amax().item<double>(),
+                eps)
+          << to_string(t) << " scale " << scale;
+    }
+    const Tensor half_half = tensor({scale, scale, -scale});
+    EXPECT_FLOAT_EQ(log_softmax(half_half, 0).select(0, 0).item<float>(), std::log(0.5f));
+    // cross_entropy goes through log_softmax: log 2 for two equal large logits.
+    EXPECT_FLOAT_EQ(
+        cross_entropy(tensor({scale, scale}, IntArrayRef{1, 2}), tensor(std::vector<int64_t>{0}))
+            .item<float>(),
+        std::log(2.0f));
+    EXPECT_FLOAT_EQ(tensor({scale, scale}).logsumexp({0}).item<float>(),
+                    static_cast<float>(scale + std::log(2.0)));
+  }
+}
+
+TEST(Activation, NanInNanOut) {
+  manual_seed(52);
+  for (ScalarType t : float_dtypes()) {
+    check_nan_propagation(t, "cpu", 5);
+    check_nan_propagation(t, "cpu", 20000);  // several threads, vectorized runs
+  }
+}
+
 TEST(Activation, Pointwise) {
   manual_seed(51);
   for (ScalarType t : float_dtypes()) {

@@ -118,6 +118,9 @@ TEST(Unary, SignedAndRounding) {
     check_unary(
         "round", [](auto& a) { return round(a); }, [](double x) { return std::nearbyint(x); }, t);
   }
+  // sign(NaN) is 0, as PyTorch's.
+  for (ScalarType t : float_dtypes())
+    EXPECT_EQ(sign(full({3}, NAN, t)).to(kFloat).sum().item<float>(), 0.0f) << to_string(t);
   EXPECT_EQ(round(tensor({0.5f, 1.5f, 2.5f, -0.5f})).sum().item<float>(),
             0 + 2 + 2 + 0.0f);  // half to even
   EXPECT_TRUE(std::signbit(neg(zeros({1})).item<float>()));

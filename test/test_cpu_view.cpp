@@ -113,6 +113,30 @@ TEST(View, UnbindSplitChunk) {
   EXPECT_THROW_MSG(a.chunk(0), ValueError, "chunks must be positive, but got 0");
 }
 
+TEST(View, SplitWithSizes) {
+  Tensor a = arange(12).reshape({4, 3});
+  auto parts = split(a, {1, 3});
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].sizes(), IntArrayRef({1, 3}));
+  EXPECT_EQ(parts[1].sizes(), IntArrayRef({3, 3}));
+  EXPECT_EQ(parts[1].data_ptr(), a.select(0, 1).data_ptr());  // a view, no copy
+  EXPECT_EQ(parts[1].sum().item<int64_t>(), 3 + 4 + 5 + 6 + 7 + 8 + 9 + 10 + 11);
+  auto cols = a.split({2, 0, 1}, -1);
+  ASSERT_EQ(cols.size(), 3u);
+  EXPECT_EQ(cols[1].sizes(), IntArrayRef({4, 0}));
+  EXPECT_EQ(cols[2].select(0, 3).item<int64_t>(), 11);
+  EXPECT_EQ(a.split_with_sizes({4}).at(0).sizes(), a.sizes());
+  EXPECT_THROW_MSG(split(a, {1, 2}), ValueError,
+                   "[split_with_sizes] split_sizes must sum exactly to 4 (the size of dim 0), but "
+                   "got split_sizes=(1, 2)");
+  EXPECT_THROW_MSG(split(a, {5, -1}), ValueError,
+                   "[split_with_sizes] split_sizes must be non-negative, but got "
+                   "split_sizes=(5, -1)");
+  EXPECT_THROW_MSG(split(a, {1, 3}, 2), IndexError, "[split_with_sizes] dim 2 is out of range");
+  EXPECT_THROW_MSG(split_with_sizes(full({}, 1.0), {1}), ValueError,
+                   "[split_with_sizes] cannot split a zero-dim tensor");
+}
+
 TEST(View, AsStridedContiguousCloneDetach) {
   Tensor a = arange(9);
   Tensor d = a.as_strided({3}, {4});  // the diagonal of a 3x3 matrix

@@ -210,7 +210,7 @@ TEST(Resolution, BoxedFallbackServesEveryOp) {
   ASSERT_GE(seen.size(), 2u);
   EXPECT_EQ(seen[0], "axpy");
   EXPECT_EQ(seen[1], "unary");
-  IncludeDispatchKeyGuard no_more(DispatchKeySet());
+  IncludeDispatchKeyGuard no_more{DispatchKeySet()};
   ExcludeDispatchKeyGuard cpu_now(DispatchKey::XPU);
   EXPECT_EQ(r.sum().item<float>(), 8.0f);
   EXPECT_EQ(s.item<float>(), 1.0f);

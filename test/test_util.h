@@ -188,4 +188,69 @@ inline ::testing::AssertionResult same_bytes(const Tensor& a, const Tensor& b) {
     }                                                                          \
   } while (0)
 
+// Activations and clamp-like ops, each of which must give NaN where its input is NaN (as
+// PyTorch: NaN in, NaN out, so that divergence stays visible). Reductions and pooling see a
+// NaN in every row or window of the inputs check_nan_propagation makes. Shared by the CPU
+// test and the XPU one.
+struct NanCase {
+  const char* op;
+  std::function<Tensor(const Tensor&)> fn;
+};
+inline std::vector<NanCase> nan_propagating_ops() {
+  using T = const Tensor&;
+  return {
+      {"relu", [](T x) { return relu(x); }},
+      {"relu_",
+       [](T x) {
+         Tensor y = x.clone();
+         return relu_(y);
+       }},
+      {"relu6 (hardtanh 0, 6)", [](T x) { return hardtanh(x, 0, 6); }},
+      {"hardtanh", [](T x) { return hardtanh(x); }},
+      {"leaky_relu", [](T x) { return leaky_relu(x, 0.1); }},
+      {"elu", [](T x) { return elu(x); }},
+      {"gelu", [](T x) { return gelu(x); }},
+      {"gelu tanh", [](T x) { return gelu(x, "tanh"); }},
+      {"silu", [](T x) { return silu(x); }},
+      {"softplus", [](T x) { return softplus(x); }},
+      {"hardswish", [](T x) { return hardswish(x); }},
+      {"sigmoid", [](T x) { return sigmoid(x); }},
+      {"tanh", [](T x) { return tanh(x); }},
+      {"clamp", [](T x) { return clamp(x, -1, 1); }},
+      {"clamp_min", [](T x) { return clamp(x, 0, std::nullopt); }},
+      {"clamp_max", [](T x) { return clamp(x, std::nullopt, 0); }},
+      {"maximum", [](T x) { return maximum(x, zeros_like(x)); }},
+      {"maximum (NaN second)", [](T x) { return maximum(zeros_like(x), x); }},
+      {"minimum", [](T x) { return minimum(zeros_like(x), x); }},
+      {"amax dim", [](T x) { return amax(x, {1}); }},
+      {"amin dim", [](T x) { return amin(x, {1}); }},
+      {"max dim", [](T x) { return std::get<0>(max(x, 1)); }},
+      {"min dim", [](T x) { return std::get<0>(min(x, 1)); }},
+      {"max_pool2d",
+       [](T x) {
+         return max_pool2d(x.unsqueeze(0).unsqueeze(0), {1, 4});
+       }},
+      {"adaptive_max_pool2d",
+       [](T x) {
+         return std::get<0>(adaptive_max_pool2d(x.unsqueeze(0).unsqueeze(0), {2, 1}));
+       }},
+  };
+}
+// Runs every case on rows of 4 (one NaN per row, at a different column each row) of dtype
+// `t` on `device`, and expects NaN exactly at the NaN inputs (everywhere, for the
+// reductions and pooling, whose every row or window holds one).
+inline void check_nan_propagation(ScalarType t, const char* device, int64_t rows) {
+  Tensor x = random_tensor({rows, 4}, t, -3, 3);
+  const Tensor col = remainder(arange(rows * 4), 4).reshape({rows, 4});
+  const Tensor at = col == remainder(arange(rows), 4).unsqueeze(1);
+  x = where(at, full({}, NAN, t), x).to(device);
+  for (const NanCase& c : nan_propagating_ops()) {
+    const Tensor y = c.fn(x).to(kCPU);
+    const Tensor expect = y.numel() == x.numel() ? at : ones(y.sizes(), kBool);
+    EXPECT_TRUE(same_bytes(isnan(y).reshape(expect.sizes()), expect))
+        << c.op << " " << to_string(t) << " on " << device << ": NaN in must give NaN out\n"
+        << y;
+  }
+}
+
 }  // namespace xten::testing

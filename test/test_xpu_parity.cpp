@@ -241,6 +241,10 @@ std::vector<Case> cases() {
       {"lerp tensor weight", 2, fl, Tol::kExact,
        [](T a, T b) { return lerp(a, b, b * 0.125); }},  // both formulas
       {"sign", 1, all, Tol::kExact, [](T a, T) { return sign(a); }},
+      {"sign NaN", 1, fl, Tol::kExact, [](T a, T) { return sign(sqrt(a)); }},  // sign(NaN) = 0
+      {"relu NaN", 1, fl, Tol::kExact, [](T a, T) { return relu(sqrt(a) - 1); }},
+      {"lerp wide weights", 2, fl, Tol::kExact,
+       [](T a, T b) { return lerp(a, b, a * 0.25); }},  // weights in [-1.5, 1.5]: both forms
       {"sign_", 1, all, Tol::kExact,
        [](T a, T) {
          Tensor s = a.clone();
@@ -404,6 +408,102 @@ void both(F&& f, const std::string& needle) {
 }
 TensorOptions o(Device d, ScalarType t = kFloat) {
   return TensorOptions().dtype(t).device(d);
+}
+
+TEST(XpuParity, NanInNanOut) {
+  manual_seed(52);
+  for (ScalarType t : float_dtypes()) {
+    check_nan_propagation(t, "xpu", 5);
+    check_nan_propagation(t, "xpu", 3000);
+  }
+}
+
+// log_softmax = (x - max) - log(sum): within float32 rounding of the result, not of the logits.
+TEST(XpuParity, LogSoftmaxOfLargeLogits) {
+  for (double scale : {1e3, 1e4}) {
+    for (ScalarType t : {kFloat, kDouble}) {
+      const Tensor x = (random_tensor({6, 300}, kDouble, -1, 1) * scale).to(t);
+      const Tensor ref = x.to(kDouble);
+      const Tensor m = ref.amax({1}, true);
+      const Tensor expect = (ref - m) - log(exp(ref - m).sum({1}, true));
+      const Tensor got = log_softmax(x.to("xpu"), 1).to(kCPU).to(kDouble);
+      const double eps = t == kFloat ? 1e-6 : 1e-14;
+      EXPECT_LE(((got - expect).abs() / expect.abs().clamp(1, std::nullopt)).amax().item<double>(),
+                eps)
+          << to_string(t) << " scale " << scale;
+    }
+    const Tensor two = tensor({scale, scale, -scale}).to("xpu");
+    EXPECT_FLOAT_EQ(log_softmax(two, 0).to(kCPU).select(0, 0).item<float>(), std::log(0.5f));
+    EXPECT_FLOAT_EQ(cross_entropy(tensor({scale, scale}, IntArrayRef{1, 2}).to("xpu"),
+                                  tensor(std::vector<int64_t>{0}).to("xpu"))
+                        .item<float>(),
+                    std::log(2.0f));
+  }
+}
+
+TEST(XpuParity, SplitWithSizesViewsOnTheXpu) {
+  const Tensor a = arange(12, kFloat).reshape({3, 4}).to("xpu");
+  const auto parts = a.split({1, 3}, 1);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[1].device().type(), kXPU);
+  EXPECT_EQ(parts[1].storage_offset(), 1);
+  EXPECT_TRUE(same_bytes(parts[1], arange(12, kFloat).reshape({3, 4}).narrow(1, 1, 3)));
+  both(
+      [](Device d) {
+        split(zeros({4}, o(d)), {1, 2});
+      },
+      "[split_with_sizes] split_sizes must sum exactly to 4");
+}
+
+// docs/xpu_kernels.md, "Accuracy": the worst error of each float32 function against a float64
+// reference on 2^16 random inputs, in ulp of the result (0.5: correctly rounded), on both
+// devices. The bounds are the documented ones.
+TEST(XpuParity, Float32FunctionsWithinTheirDocumentedUlp) {
+  using T = const Tensor&;
+  struct Fn {
+    const char* op;
+    double ulp;
+    std::function<Tensor(T, T)> f;
+    int domain;  // 0: x, y in [-10, 10); 1: x in [0, 10), y in [-3, 3)
+  };
+  const std::vector<Fn> fns = {
+      {"div", 0.5, [](T a, T b) { return a / b; }, 0},
+      {"sqrt", 0.5, [](T a, T) { return sqrt(a); }, 1},
+      {"exp", 1.5, [](T a, T) { return exp(a); }, 0},
+      {"exp2", 1.0, [](T a, T) { return exp2(a); }, 0},
+      {"expm1", 3.0, [](T a, T) { return expm1(a); }, 0},
+      {"log", 1.5, [](T a, T) { return log(a); }, 1},
+      {"log2", 2.0, [](T a, T) { return log2(a); }, 1},
+      {"log10", 2.0, [](T a, T) { return log10(a); }, 1},
+      {"log1p", 2.5, [](T a, T) { return log1p(a); }, 1},
+      {"rsqrt", 1.5, [](T a, T) { return rsqrt(a); }, 1},
+      {"sin", 2.0, [](T a, T) { return sin(a); }, 0},
+      {"cos", 2.0, [](T a, T) { return cos(a); }, 0},
+      {"tan", 4.0, [](T a, T) { return tan(a); }, 0},
+      {"tanh", 2.5, [](T a, T) { return tanh(a); }, 0},
+      {"sigmoid", 2.0, [](T a, T) { return sigmoid(a); }, 0},
+      {"erf", 1.0, [](T a, T) { return erf(a); }, 0},
+      {"pow", 1.0, [](T a, T b) { return pow(a, b); }, 1},
+      {"atan2", 1.5, [](T a, T b) { return atan2(a, b); }, 0},
+  };
+  manual_seed(53);
+  const int64_t n = 1 << 16;
+  const Tensor xs[2] = {rand({n}) * 20 - 10, rand({n}) * 10};
+  const Tensor ys[2] = {rand({n}) * 20 - 10, rand({n}) * 6 - 3};
+  for (const Fn& f : fns) {
+    const Tensor x = xs[f.domain], y = ys[f.domain];
+    const Tensor ref = f.f(x.to(kDouble), y.to(kDouble));
+    const Tensor ulp = exp2(floor(log2(ref.abs().clamp(1.2e-38, std::nullopt))) - 23);
+    const Tensor counted = isfinite(ref) & (ref.abs() < 3.4e38);
+    for (const char* dev : {"cpu", "xpu"}) {
+      const Tensor got = f.f(x.to(dev), y.to(dev)).to(kCPU).to(kDouble);
+      const double worst =
+          where(counted, (got - ref).abs() / ulp, zeros_like(ref)).amax().item<double>();
+      EXPECT_LE(worst, f.ulp) << f.op << " on " << dev;
+    }
+  }
+  // atan2(1, 1): the CPU gives pi/4 correctly rounded (as PyTorch's CPU), the XPU one ulp below.
+  EXPECT_EQ(atan2(ones({1}), ones({1})).item<float>(), 0x1.921fb6p-1f);
 }
 
 // Convolution and pooling take images, not the generic layouts: a table of geometries, each

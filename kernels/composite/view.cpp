@@ -253,6 +253,28 @@ std::vector<Tensor> split_kernel(const Tensor& self, int64_t split_size, int64_t
   return out;
 }
 
+std::vector<Tensor> split_with_sizes_kernel(const Tensor& self, IntArrayRef split_sizes,
+                                            int64_t dim) {
+  XTEN_CHECK(self.dim() > 0, ValueError, "split_with_sizes", "cannot split a zero-dim tensor");
+  const int64_t d = wrap_dim("split_with_sizes", dim, self.dim());
+  int64_t total = 0;
+  for (int64_t s : split_sizes) {
+    XTEN_CHECK(s >= 0, ValueError, "split_with_sizes",
+               "split_sizes must be non-negative, but got split_sizes={}", split_sizes);
+    total += s;
+  }
+  XTEN_CHECK(total == self.size(d), ValueError, "split_with_sizes",
+             "split_sizes must sum exactly to {} (the size of dim {}), but got split_sizes={}",
+             self.size(d), d, split_sizes);
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (int64_t s : split_sizes) {
+    out.push_back(slice(self, d, start, start + s, 1));
+    start += s;
+  }
+  return out;
+}
+
 std::vector<Tensor> chunk_kernel(const Tensor& self, int64_t chunks, int64_t dim) {
   XTEN_CHECK(chunks > 0, ValueError, "chunk", "chunks must be positive, but got {}", chunks);
   XTEN_CHECK(self.dim() > 0, ValueError, "chunk", "cannot chunk a zero-dim tensor");
@@ -313,6 +335,7 @@ LIBRARY_IMPL(xten, CompositeImplicit, m) {
   m.impl("select", select_kernel);
   m.impl("unbind", unbind_kernel);
   m.impl("split", split_kernel);
+  m.impl("split_with_sizes", split_with_sizes_kernel);
   m.impl("chunk", chunk_kernel);
   m.impl("as_strided", as_strided_kernel);
   m.impl("contiguous", contiguous_kernel);

@@ -34,11 +34,13 @@ Tensor softmax_impl(const char* op, const Tensor& self, int64_t dim,
     using M = opmath_t<T>;
     const T* src = static_cast<const T*>(rows_in.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
-    // One exp per element: softmax = exp(x - max) / sum, log_softmax = x - (max + log(sum)).
+    // One exp per element: softmax = exp(x - max) / sum, log_softmax = (x - max) - log(sum).
+    // Not x - (max + log(sum)): that rounds max + log(sum) at the logits' magnitude
+    // (log_softmax([1000, 1000, -1000]) would lose 4 digits of log 0.5).
     auto row = [](const auto& x, auto&& y) {
       const M m = x.maxCoeff();
       if (kLog) {
-        y = x - (m + std::log((x - m).exp().sum()));
+        y = (x - m) - std::log((x - m).exp().sum());
       } else {
         y = (x - m).exp();
         y /= y.sum();

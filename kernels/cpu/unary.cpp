@@ -73,7 +73,8 @@ XTEN_UNARY_FUNCTOR(RoundOp, std::nearbyint(x), x.rint())  // half to even
 XTEN_UNARY_SCALAR_FUNCTOR(TruncOp, std::trunc(x))
 XTEN_UNARY_FUNCTOR(NegOp, wrap_neg(x), -x)
 XTEN_UNARY_SCALAR_FUNCTOR(AbsOp, x < 0 ? wrap_neg(x) : x)
-XTEN_UNARY_SCALAR_FUNCTOR(ReluOp, static_cast<M>(x > 0 ? x : M(0)))
+// NaN in, NaN out (as PyTorch): `x < 0` is false for NaN, so NaN passes through.
+XTEN_UNARY_SCALAR_FUNCTOR(ReluOp, static_cast<M>(x < 0 ? M(0) : x))
 XTEN_UNARY_SCALAR_FUNCTOR(IdentityOp, x)
 #undef XTEN_UNARY_FUNCTOR
 #undef XTEN_UNARY_SCALAR_FUNCTOR
@@ -88,7 +89,7 @@ struct SignOp {
     else if constexpr (std::is_integral_v<M>)
       return static_cast<M>((x > 0) - (x < 0));
     else
-      return x != x ? x : static_cast<M>((x > 0) - (x < 0));  // NaN stays NaN
+      return static_cast<M>((x > 0) - (x < 0));  // sign(NaN) = 0, as PyTorch
   }
 };
 struct GeluErfOp {

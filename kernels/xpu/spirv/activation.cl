@@ -33,10 +33,10 @@
     barrier(CLK_LOCAL_MEM_FENCE);                                                           \
     TREE(PLUS, scratch, l)                                                                  \
     s = scratch[0];                                                                         \
-    const T##_m shift = m + log(s);                                                         \
+    const T##_m log_s = log(s); /* (x - max) - log(sum), as the CPU */                      \
     for (long j = l; j < n; j += XTEN_GROUP_SIZE) {                                         \
-      const T##_m v = T##_load(x, j);                                                       \
-      T##_store(y, j, take_log ? v - shift : exp(v - m) / s);                               \
+      const T##_m v = T##_load(x, j) - m;                                                   \
+      T##_store(y, j, take_log ? v - log_s : exp(v) / s);                                   \
     }                                                                                       \
   }
 

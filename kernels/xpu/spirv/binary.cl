@@ -197,11 +197,12 @@ ALL_LOGICAL(BINARY_HEAD_1D)
 
 #define WHERE(T, HEAD)                                                                      \
   HEAD(where, T, uchar) T##_store(out, oo, p[op] ? T##_load(q, oq) : T##_load(r, orr)); }}
-// Two forms so that weight 0 gives start and weight 1 gives end exactly (as the CPU).
+// PyTorch's two forms, each one fused multiply-add (as the CPU): weight 0 gives start and
+// weight 1 gives end exactly.
 #define LERP(T, HEAD)                                                                       \
   HEAD(lerp, T, T##_t)                                                                  \
     const T##_m s = T##_load(p, op), e = T##_load(q, oq), w = T##_load(r, orr);         \
-    T##_store(out, oo, fabs(w) < (T##_m)0.5 ? s + w * (e - s) : e - (e - s) * ((T##_m)1 - w)); }}
+    T##_store(out, oo, fabs(w) < (T##_m)0.5 ? fma(w, e - s, s) : fma(w - (T##_m)1, e - s, e)); }}
 
 #define ALL_TERNARY(HEAD_)                    \
   XTEN_FLOAT_DTYPES(WHERE, HEAD_)             \

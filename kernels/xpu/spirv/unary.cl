@@ -38,7 +38,7 @@
   HEAD(erf, T, T##_t) T##_store(out, oo, erf(x)); }}                                  \
   HEAD(neg, T, T##_t) T##_store(out, oo, -x); }}                                      \
   HEAD(abs, T, T##_t) T##_store(out, oo, x < 0 ? -x : x); }}                          \
-  HEAD(relu, T, T##_t) T##_store(out, oo, x > 0 ? x : (T##_m)0); }}
+  HEAD(relu, T, T##_t) T##_store(out, oo, x < 0 ? (T##_m)0 : x); }} /* NaN stays NaN */
 
 // Integers: negation and abs wrap (-INT_MIN == INT_MIN) like the CPU's.
 #define INT_UNARY(T, HEAD)                                                        \
@@ -57,7 +57,7 @@
   HEAD(gelu_tanh, T, T##_t)                                                      \
     const T##_m inner = (T##_m)0.79788456080286535588 * (x + (T##_m)0.044715 * x * x * x); \
     T##_store(out, oo, (T##_m)0.5 * x * (ONE(T) + tanh(inner))); }}              \
-  HEAD(sign, T, T##_t) T##_store(out, oo, x != x ? x : (T##_m)((x > 0) - (x < 0))); }}
+  HEAD(sign, T, T##_t) T##_store(out, oo, (T##_m)((x > 0) - (x < 0))); }} /* sign(NaN) = 0 */
 #define INT_SIGN(T, HEAD) HEAD(sign, T, T##_t) T##_store(out, oo, (T##_m)((x > 0) - (x < 0))); }}
 
 // Predicates (bool out) and bitwise not.
