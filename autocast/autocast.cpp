@@ -124,37 +124,13 @@ struct OpInfo {
   int dtype_arg = -1;
 };
 
-OpInfo parse_schema(const std::string& schema) {
+OpInfo op_info(const FunctionSchema& schema) {
   OpInfo info;
-  const size_t open = schema.find('(');
-  int depth = 0;
-  std::string arg;
-  auto finish = [&] {
-    size_t b = arg.find_first_not_of(' '), e = arg.find_last_not_of(' ');
-    const std::string a = b == std::string::npos ? "" : arg.substr(b, e - b + 1);
-    arg.clear();
-    if (a.empty() || a == "*") return;
-    const std::string decl = a.substr(0, a.find('='));
-    const size_t sp = decl.rfind(' ');
-    const std::string type = decl.substr(0, sp), name = decl.substr(sp + 1);
-    if (name == "dtype" && type == "ScalarType?")
-      info.dtype_arg = static_cast<int>(info.mutable_arg.size());
-    info.mutable_arg.push_back(type.find('!') != std::string::npos);
-  };
-  for (size_t i = open + 1; i < schema.size(); ++i) {
-    const char c = schema[i];
-    if (c == '(' || c == '[') ++depth;
-    if ((c == ')' || c == ']') && depth > 0) {
-      --depth;
-    } else if (c == ')' && depth == 0) {
-      finish();
-      break;
-    }
-    if (c == ',' && depth == 0) {
-      finish();
-      continue;
-    }
-    arg += c;
+  const SchemaType optional_dtype{SchemaBaseType::ScalarType, false, true};
+  for (size_t i = 0; i < schema.arguments().size(); ++i) {
+    const SchemaArgument& a = schema.arguments()[i];
+    if (a.name == "dtype" && a.type == optional_dtype) info.dtype_arg = static_cast<int>(i);
+    info.mutable_arg.push_back(schema.writes_argument(i));
   }
   return info;
 }
@@ -176,7 +152,7 @@ void for_each_tensor(Stack& stack, const OpInfo& info, F&& f) {
 BoxedKernel policy_kernel(CastPolicy policy, DeviceType d, bool (*applies)(const Stack&)) {
   auto info = std::make_shared<std::pair<std::once_flag, OpInfo>>();
   return [policy, d, applies, info](const OperatorHandle& op, DispatchKeySet, Stack* stack) {
-    std::call_once(info->first, [&] { info->second = parse_schema(op.schema()); });
+    std::call_once(info->first, [&] { info->second = op_info(op.entry().function_schema()); });
     const OpInfo& oi = info->second;
     XTEN_CHECK(
         policy != CastPolicy::kBanned, ValueError, op.entry().display_name().c_str(),

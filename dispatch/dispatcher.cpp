@@ -6,6 +6,16 @@
 
 namespace xten {
 
+namespace {
+// Note [Schema and C++ signature]: a kernel's signature must fit the op's schema.
+void check_fits_schema(const FunctionSchema& schema, const CppSignature& sig,
+                       const std::string& what) {
+  const std::string why = sig.mismatch(schema);
+  XTEN_CHECK(why.empty(), TypeError, "dispatch", "{} does not fit the schema '{}': {}", what,
+             schema.text(), why);
+}
+}  // namespace
+
 namespace detail {
 DispatchKeySet stack_keys(const Stack& stack, size_t num_args) {
   DispatchKeySet ks;
@@ -48,14 +58,18 @@ void OperatorHandle::redispatch_boxed(DispatchKeySet ks, Stack* stack) const {
   entry_->lookup(ks).call_boxed(*this, ks, stack);
 }
 
-void OperatorHandle::check_signature(const std::type_info* sig, int arity) const {
+void OperatorHandle::check_signature(const CppSignature* sig) const {
   std::lock_guard<std::mutex> lock(Dispatcher::singleton().mutex_);
-  XTEN_CHECK(entry_->num_arguments_ < 0 || entry_->num_arguments_ == arity, TypeError, "dispatch",
+  const int arity = static_cast<int>(sig->arguments.size());
+  XTEN_CHECK(entry_->num_arguments() < 0 || entry_->num_arguments() == arity, TypeError, "dispatch",
              "'{}' is declared with {} arguments ({}), but called with a C++ signature of {}",
-             entry_->display_name(), entry_->num_arguments_, entry_->schema_, arity);
-  XTEN_CHECK(!entry_->signature_ || *entry_->signature_ == *sig, TypeError, "dispatch",
+             entry_->display_name(), entry_->num_arguments(), entry_->schema(), arity);
+  XTEN_CHECK(!entry_->signature_ || *entry_->signature_->id == *sig->id, TypeError, "dispatch",
              "'{}' is called with a C++ signature other than its kernel's (registered at {})",
              entry_->display_name(), entry_->signature_site_);
+  if (entry_->has_schema())
+    check_fits_schema(entry_->function_schema(), *sig,
+                      fmt::format("a call of '{}'", entry_->display_name()));
   if (!entry_->signature_) {
     entry_->signature_ = sig;
     entry_->signature_site_ = "a call site";
@@ -100,42 +114,23 @@ std::vector<std::string> Dispatcher::op_names() {
   return names;
 }
 
-namespace {
-// "ns::name.overload(args) -> ret": the full name, and the number of arguments.
-std::pair<std::string, int> parse_schema(const std::string& schema) {
-  const auto open = schema.find('(');
-  const auto close = schema.rfind(')', schema.find("->"));
-  XTEN_CHECK(open != std::string::npos && close != std::string::npos && close > open, ValueError,
-             "dispatch", "schema '{}' is not of the form 'name.overload(args) -> returns'", schema);
-  int args = 0, depth = 0;
-  bool any = false;
-  for (size_t i = open + 1; i < close; ++i) {
-    const char c = schema[i];
-    if (c == '[' || c == '(')
-      ++depth;
-    else if (c == ']' || c == ')')
-      --depth;
-    else if (c == ',' && depth == 0)
-      ++args;
-    if (c != ' ' && c != '*' && c != ',') any = true;
-  }
-  // A bare '*' (keyword-only marker) is not an argument.
-  const std::string inner = schema.substr(open + 1, close - open - 1);
-  int stars = 0;
-  for (size_t p = inner.find('*'); p != std::string::npos; p = inner.find('*', p + 1)) ++stars;
-  return {schema.substr(0, open), any ? args + 1 - stars : 0};
-}
-}  // namespace
-
 uint64_t Dispatcher::define(const std::string& schema, const std::string& site) {
-  auto [name, nargs] = parse_schema(schema);
+  FunctionSchema parsed = FunctionSchema::parse(schema);
   std::lock_guard<std::mutex> lock(mutex_);
-  OperatorEntry& e = entry_locked(name);
+  OperatorEntry& e = entry_locked(parsed.full_name());
   XTEN_CHECK(!e.has_schema(), ValueError, "dispatch", "'{}' is declared twice: at {} and at {}",
-             name, e.schema_site_, site);
-  e.schema_ = schema;
+             parsed.full_name(), e.schema_site_, site);
+  // Kernels registered before the declaration (static initializers run in any order across
+  // files) are checked now.
+  for (int k = 0; k < static_cast<int>(DispatchKey::EndOfKeys); ++k) {
+    const auto& reg = e.kernels_[k];
+    if (reg.present && reg.kernel.signature())
+      check_fits_schema(parsed, *reg.kernel.signature(),
+                        fmt::format("the kernel for '{}' on {} at {}", e.display_name(),
+                                    to_string(static_cast<DispatchKey>(k)), reg.site));
+  }
+  e.schema_ = std::move(parsed);
   e.schema_site_ = site;
-  e.num_arguments_ = nargs;
   return 0;  // declarations are not withdrawn
 }
 
@@ -148,9 +143,13 @@ uint64_t Dispatcher::register_kernel(const std::string& full_name, DispatchKey k
              "a second kernel for '{}' on {}: first registered at {}, again at {}",
              e.display_name(), to_string(key), reg.site, site);
   if (k.signature()) {
-    XTEN_CHECK(!e.signature_ || *e.signature_ == *k.signature(), TypeError, "dispatch",
+    XTEN_CHECK(!e.signature_ || *e.signature_->id == *k.signature()->id, TypeError, "dispatch",
                "kernel for '{}' on {} at {} has a C++ signature other than the kernel at {}",
                e.display_name(), to_string(key), site, e.signature_site_);
+    if (e.has_schema())
+      check_fits_schema(
+          e.function_schema(), *k.signature(),
+          fmt::format("the kernel for '{}' on {} at {}", e.display_name(), to_string(key), site));
     if (!e.signature_) {
       e.signature_ = k.signature();
       e.signature_site_ = site;

@@ -64,7 +64,7 @@ class OperatorHandle {
   // Checks (once) that Sig is the op's C++ signature, and returns a handle that calls with it.
   template <class Sig>
   TypedOperatorHandle<Sig> typed() const {
-    check_signature(&typeid(Sig), function_arity<Sig>::value);
+    check_signature(&cpp_signature_of<Sig>());
     return TypedOperatorHandle<Sig>(entry_);
   }
 
@@ -74,13 +74,7 @@ class OperatorHandle {
   void redispatch_boxed(DispatchKeySet ks, Stack* stack) const;
 
  protected:
-  template <class Sig>
-  struct function_arity;
-  template <class R, class... A>
-  struct function_arity<R(A...)> {
-    static constexpr int value = sizeof...(A);
-  };
-  void check_signature(const std::type_info* sig, int arity) const;
+  void check_signature(const CppSignature* sig) const;
   OperatorEntry* entry_ = nullptr;
 };
 

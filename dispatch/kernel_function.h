@@ -7,6 +7,7 @@
 #include <typeinfo>
 #include <utility>
 
+#include <xten/dispatch/cpp_signature.h>
 #include <xten/dispatch/ivalue.h>
 
 namespace xten {
@@ -28,7 +29,7 @@ class KernelFunction {
     KernelFunction k;
     k.kind_ = Kind::Normal;
     k.unboxed_ = reinterpret_cast<void*>(fn);
-    k.signature_ = &typeid(Ret(Args...));
+    k.signature_ = &cpp_signature_of<Ret(Args...)>();
     k.boxed_from_unboxed_ = &call_unboxed_from_stack<Ret, Args...>;
     return k;
   }
@@ -48,7 +49,8 @@ class KernelFunction {
   bool is_fallthrough() const { return kind_ == Kind::Fallthrough; }
   bool is_missing() const { return kind_ == Kind::Missing; }
   void* unboxed() const { return unboxed_; }
-  const std::type_info* signature() const { return signature_; }
+  // The C++ signature of an unboxed kernel (null for boxed and special kernels).
+  const CppSignature* signature() const { return signature_; }
 
   // Runs the kernel on a stack: arguments in, results out.
   void call_boxed(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) const;
@@ -75,7 +77,7 @@ class KernelFunction {
 
   Kind kind_ = Kind::Missing;
   void* unboxed_ = nullptr;
-  const std::type_info* signature_ = nullptr;
+  const CppSignature* signature_ = nullptr;
   void (*boxed_from_unboxed_)(void*, Stack*) = nullptr;
   BoxedKernel boxed_;
 };

@@ -53,7 +53,7 @@ std::string OperatorEntry::registered_keys() const {
 }
 
 std::string OperatorEntry::dump_table() const {
-  std::string s = fmt::format("{}\n", schema_.empty() ? full_name_ : schema_);
+  std::string s = fmt::format("{}\n", schema_ ? schema_->text() : full_name_);
   for (int k = 1; k < kNumRuntimeKeys; ++k) {
     const char* what = "missing";
     std::string site;

@@ -3,10 +3,11 @@
 // place each was registered from) and the dispatch table computed from them.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
-#include <typeinfo>
 
 #include <xten/dispatch/dispatch_key.h>
+#include <xten/dispatch/function_schema.h>
 #include <xten/dispatch/kernel_function.h>
 
 namespace xten {
@@ -19,9 +20,11 @@ class OperatorEntry {
 
   const std::string& full_name() const { return full_name_; }  // "xten::add.Tensor"
   std::string display_name() const;                            // "add.Tensor"
-  const std::string& schema() const { return schema_; }
-  bool has_schema() const { return !schema_.empty(); }
-  int num_arguments() const { return num_arguments_; }
+  // The schema as declared ("xten::add.Tensor(Tensor self, ...) -> Tensor"), parsed once.
+  const std::string& schema() const { return schema_->text(); }
+  const FunctionSchema& function_schema() const { return *schema_; }
+  bool has_schema() const { return schema_.has_value(); }
+  int num_arguments() const { return schema_ ? static_cast<int>(schema_->arguments().size()) : -1; }
 
   // The kernel to run for a call whose computed key set is `ks` (before fallthrough masking).
   const KernelFunction& lookup(DispatchKeySet ks, DispatchKey* chosen = nullptr) const {
@@ -50,10 +53,9 @@ class OperatorEntry {
   std::pair<const KernelFunction*, Source> resolve(const Dispatcher& d, DispatchKey key) const;
 
   std::string full_name_;
-  std::string schema_;
+  std::optional<FunctionSchema> schema_;
   std::string schema_site_;
-  int num_arguments_ = -1;
-  const std::type_info* signature_ = nullptr;  // the C++ signature kernels and callers share
+  const CppSignature* signature_ = nullptr;  // the C++ signature kernels and callers share
   std::string signature_site_;
   std::array<Registration, static_cast<int>(DispatchKey::EndOfKeys)> kernels_{};
   std::array<KernelFunction, kNumRuntimeKeys> table_{};

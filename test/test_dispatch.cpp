@@ -140,6 +140,83 @@ TEST(Registration, SignatureMismatchIsATypeError) {
                    "no operator named 'test::nope'");
 }
 
+TEST(FunctionSchema, ParsesNamesTypesDefaultsAndAliases) {
+  const FunctionSchema s = FunctionSchema::parse(
+      "xten::add_.Tensor(Tensor(a!) self, Tensor? other, *, Scalar alpha=1, int[2] k=[1, 2], "
+      "str mode='a, b') -> Tensor(a!)");
+  EXPECT_EQ(s.name(), "xten::add_");
+  EXPECT_EQ(s.overload(), "Tensor");
+  EXPECT_EQ(s.full_name(), "xten::add_.Tensor");
+  ASSERT_EQ(s.arguments().size(), 5u);
+  EXPECT_TRUE(s.writes_argument(0));
+  EXPECT_EQ(s.arguments()[0].alias->set, "a");
+  EXPECT_FALSE(s.writes_argument(1));
+  EXPECT_EQ(s.arguments()[1].type.str(), "Tensor?");
+  EXPECT_FALSE(s.arguments()[1].kwarg_only);
+  EXPECT_TRUE(s.arguments()[2].kwarg_only);
+  EXPECT_EQ(s.arguments()[2].default_value.value(), "1");
+  EXPECT_EQ(s.arguments()[3].type.str(), "int[]");
+  EXPECT_EQ(s.arguments()[3].default_value.value(), "[1, 2]");
+  EXPECT_EQ(s.arguments()[4].default_value.value(), "'a, b'");
+  EXPECT_EQ(s.argument_index("alpha"), 2);
+  EXPECT_EQ(s.argument_index("beta"), -1);
+  EXPECT_TRUE(s.is_mutable());
+  ASSERT_EQ(s.returns().size(), 1u);
+  EXPECT_TRUE(s.returns()[0].alias->is_write);
+
+  const FunctionSchema v = FunctionSchema::parse(
+      "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)");
+  EXPECT_FALSE(v.is_mutable());
+  ASSERT_EQ(v.returns().size(), 2u);
+  EXPECT_EQ(v.returns()[1].name, "indices");
+  const FunctionSchema view = FunctionSchema::parse("split(Tensor(a) self) -> Tensor(a)[]");
+  EXPECT_FALSE(view.returns()[0].alias->is_write);
+  EXPECT_EQ(view.returns()[0].alias->set, "a");
+  EXPECT_TRUE(view.returns()[0].type.list);
+  EXPECT_TRUE(FunctionSchema::parse("f() -> ()").returns().empty());
+}
+
+TEST(FunctionSchema, MalformedSchemaNamesTheOpAndColumn) {
+  EXPECT_THROW_MSG(FunctionSchema::parse("f(Tensor self -> Tensor"), ValueError,
+                   "malformed schema for 'f' at column 15: expected ','");
+  EXPECT_THROW_MSG(FunctionSchema::parse("g.x(Tensr self) -> Tensor"), ValueError,
+                   "malformed schema for 'g.x' at column 5: expected a type (Tensor, Scalar, int, "
+                   "float, bool, str, ScalarType, Device), not 'Tensr'");
+  EXPECT_THROW_MSG(FunctionSchema::parse("h(Tensor self)"), ValueError,
+                   "malformed schema for 'h' at column 15: expected '->' and the returns");
+  EXPECT_THROW_MSG(FunctionSchema::parse("k(int(a) n) -> Tensor"), ValueError,
+                   "expected an alias annotation only on a Tensor");
+  EXPECT_THROW_MSG(FunctionSchema::parse("k(Tensor a, Tensor a) -> Tensor"), ValueError,
+                   "argument 'a' named twice");
+  EXPECT_THROW_MSG(FunctionSchema::parse("k(Tensor a) -> Tensor x y"), ValueError,
+                   "at column 25: expected the end of the schema");
+  // Declaring one is an error at load time, naming the op.
+  Library def(Library::Kind::Def, "test", std::nullopt, __FILE__, __LINE__);
+  EXPECT_THROW_MSG(def.def("bad(Tensor self, int) -> Tensor"), ValueError,
+                   "malformed schema for 'test::bad' at column 27: expected an argument name");
+}
+
+TEST(FunctionSchema, KernelSignatureIsCheckedAtRegistration) {
+  Library def(Library::Kind::Def, "test", std::nullopt, __FILE__, __LINE__);
+  def.def("fits(Tensor self, Scalar alpha) -> Tensor");
+  Library cpu(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
+  EXPECT_THROW_MSG(cpu.impl("fits", wrong_signature), TypeError,
+                   "does not fit the schema 'test::fits(Tensor self, Scalar alpha) -> Tensor': "
+                   "argument 2 'alpha' is Scalar in the schema but int in C++");
+  EXPECT_THROW_MSG(cpu.impl("fits", identity_cpu), TypeError,
+                   "1 arguments in C++, 2 in the schema");
+  // A kernel registered before its op is declared is checked at the declaration.
+  Library early(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
+  early.impl("later", wrong_signature);
+  EXPECT_THROW_MSG(def.def("later(Tensor self) -> Tensor"), TypeError,
+                   "the kernel for 'later' on CPU at test/test_dispatch.cpp");
+  // A caller's signature too, when it takes its typed handle.
+  def.def("typed(Tensor self, int n) -> Tensor");
+  EXPECT_THROW_MSG(
+      (Dispatcher::singleton().find("test::typed").typed<Tensor(const Tensor&, double)>()),
+      TypeError, "argument 2 'n' is int in the schema but float in C++");
+}
+
 TEST(Resolution, DirectBeatsCompositeBeatsMissing) {
   Library def(Library::Kind::Def, "test", std::nullopt, __FILE__, __LINE__);
   def.def("res(Tensor self) -> Tensor");
@@ -266,6 +343,14 @@ TEST(Registry, EveryOpIsDeclaredWithASchema) {
   }
   EXPECT_EQ(Dispatcher::singleton().find("xten::add.Tensor").schema(),
             "xten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+  // Parsed once, at load: in-place ops write self, views alias it.
+  const FunctionSchema& add_ =
+      Dispatcher::singleton().find("xten::add_.Tensor").entry().function_schema();
+  EXPECT_TRUE(add_.writes_argument(0));
+  EXPECT_FALSE(add_.writes_argument(1));
+  const FunctionSchema& view = Dispatcher::singleton().find("xten::view").entry().function_schema();
+  EXPECT_FALSE(view.is_mutable());
+  EXPECT_EQ(view.returns()[0].alias->set, view.arguments()[0].alias->set);
 }
 
 TEST(Threads, ManyThreadsCallAtOnce) {
