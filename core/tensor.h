@@ -1,8 +1,10 @@
 #pragma once
 // Tensor: a refcounted handle to a TensorImpl. Copying a Tensor copies the handle, never the
 // data. The accessors below are defined in core/tensor.cpp; the op methods (add, view, ...)
-// forward to the free functions of dispatch/ops.h and are defined in
-// dispatch/tensor_methods.cpp, so that core/ itself knows nothing of dispatch.
+// forward to the free functions of dispatch/ops.h: most are generated from the op table
+// (dispatch/op_table.h, kinds FN_M and IN_M) in dispatch/tensor_methods.cpp, which fails to
+// compile if a declaration here and its row disagree; so core/ itself knows nothing of
+// dispatch.
 #include <memory>
 #include <optional>
 #include <string>
@@ -157,46 +159,65 @@ class Tensor {
   Tensor lerp(const Tensor& end, const Scalar& weight) const;
   Tensor lerp(const Tensor& end, const Tensor& weight) const;
 
-  // --- unary (the list is XTEN_UNARY_OPS in dispatch/ops.h) ----------------------------------
+  // --- unary (the op table's unary rows, dispatch/op_table.h) -------------------------------
   Tensor neg() const;
   Tensor& neg_();
   Tensor abs() const;
   Tensor& abs_();
   Tensor sign() const;
+  Tensor& sign_();
   Tensor exp() const;
   Tensor& exp_();
   Tensor exp2() const;
+  Tensor& exp2_();
   Tensor log() const;
   Tensor& log_();
   Tensor log2() const;
+  Tensor& log2_();
   Tensor log10() const;
+  Tensor& log10_();
   Tensor log1p() const;
+  Tensor& log1p_();
   Tensor expm1() const;
+  Tensor& expm1_();
   Tensor sqrt() const;
   Tensor& sqrt_();
   Tensor rsqrt() const;
+  Tensor& rsqrt_();
   Tensor reciprocal() const;
+  Tensor& reciprocal_();
   Tensor sin() const;
+  Tensor& sin_();
   Tensor cos() const;
+  Tensor& cos_();
   Tensor tan() const;
+  Tensor& tan_();
   Tensor tanh() const;
   Tensor& tanh_();
   Tensor sigmoid() const;
   Tensor& sigmoid_();
   Tensor relu() const;
   Tensor& relu_();
-  Tensor gelu(const std::string& approximate = "none") const;
   Tensor silu() const;
+  Tensor& silu_();
   Tensor erf() const;
+  Tensor& erf_();
   Tensor floor() const;
+  Tensor& floor_();
   Tensor ceil() const;
+  Tensor& ceil_();
   Tensor round() const;
+  Tensor& round_();
   Tensor trunc() const;
+  Tensor& trunc_();
+  Tensor logical_not() const;
+  Tensor& logical_not_();
+  Tensor bitwise_not() const;
+  Tensor& bitwise_not_();
   Tensor isnan() const;
   Tensor isinf() const;
   Tensor isfinite() const;
-  Tensor logical_not() const;
-  Tensor bitwise_not() const;
+  Tensor gelu(const std::string& approximate = "none") const;
   Tensor nan_to_num(std::optional<double> nan = std::nullopt,
                     std::optional<double> posinf = std::nullopt,
                     std::optional<double> neginf = std::nullopt) const;

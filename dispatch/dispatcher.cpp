@@ -114,7 +114,8 @@ std::vector<std::string> Dispatcher::op_names() {
   return names;
 }
 
-uint64_t Dispatcher::define(const std::string& schema, const std::string& site) {
+uint64_t Dispatcher::define(const std::string& schema, const std::string& site,
+                            const CppSignature* sig) {
   FunctionSchema parsed = FunctionSchema::parse(schema);
   std::lock_guard<std::mutex> lock(mutex_);
   OperatorEntry& e = entry_locked(parsed.full_name());
@@ -128,6 +129,14 @@ uint64_t Dispatcher::define(const std::string& schema, const std::string& site) 
       check_fits_schema(parsed, *reg.kernel.signature(),
                         fmt::format("the kernel for '{}' on {} at {}", e.display_name(),
                                     to_string(static_cast<DispatchKey>(k)), reg.site));
+  }
+  if (sig) {
+    check_fits_schema(parsed, *sig, fmt::format("the C++ signature declared at {}", site));
+    XTEN_CHECK(!e.signature_ || *e.signature_->id == *sig->id, TypeError, "dispatch",
+               "'{}' is declared at {} with a C++ signature other than its kernel's at {}",
+               e.display_name(), site, e.signature_site_);
+    e.signature_ = sig;
+    e.signature_site_ = site;
   }
   e.schema_ = std::move(parsed);
   e.schema_site_ = site;

@@ -117,7 +117,9 @@ class Dispatcher {
   std::vector<std::string> op_names();
 
   // Registration (through Library); each returns an id to deregister with.
-  uint64_t define(const std::string& schema_with_ns, const std::string& site);
+  // `sig` (optional): the C++ signature every kernel and caller of the op must use.
+  uint64_t define(const std::string& schema_with_ns, const std::string& site,
+                  const CppSignature* sig = nullptr);
   uint64_t register_kernel(const std::string& full_name, DispatchKey key, KernelFunction k,
                            const std::string& site);
   uint64_t register_fallback(DispatchKey key, KernelFunction k, const std::string& site);

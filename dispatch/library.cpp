@@ -33,9 +33,14 @@ std::string Library::qualify(const std::string& name) const {
 }
 
 Library& Library::def(const std::string& schema, const char* file, int line) {
+  return def_with_signature(schema, nullptr, file, line);
+}
+
+Library& Library::def_with_signature(const std::string& schema, const CppSignature* sig,
+                                     const char* file, int line) {
   XTEN_CHECK(kind_ == Kind::Def, ValueError, "dispatch",
              "def('{}') belongs in a LIBRARY block, not LIBRARY_IMPL ({})", schema, site_);
-  Dispatcher::singleton().define(qualify(schema), site_of(file, line));
+  Dispatcher::singleton().define(qualify(schema), site_of(file, line), sig);
   return *this;
 }
 

@@ -27,6 +27,13 @@ class Library {
   // Declares an op: "name.overload(Tensor self, ...) -> Tensor" (namespace added if absent).
   Library& def(const std::string& schema, const char* file = __builtin_FILE(),
                int line = __builtin_LINE());
+  // Declares an op with the C++ signature its kernels and callers use: checked against the
+  // schema now, and every kernel against it when registered.
+  template <class Sig>
+  Library& def(const std::string& schema, const char* file = __builtin_FILE(),
+               int line = __builtin_LINE()) {
+    return def_with_signature(schema, &cpp_signature_of<Sig>(), file, line);
+  }
 
   // Registers a kernel: a function (or captureless lambda) of the op's C++ signature.
   template <class F>
@@ -54,6 +61,8 @@ class Library {
     return KernelFunction::from_unboxed(+fn);
   }
   Library& impl_kernel(const std::string& name, KernelFunction k, const char* file, int line);
+  Library& def_with_signature(const std::string& schema, const CppSignature* sig, const char* file,
+                              int line);
   std::string qualify(const std::string& name) const;
 
   Kind kind_;

@@ -24,6 +24,8 @@ class OperatorEntry {
   const std::string& schema() const { return schema_->text(); }
   const FunctionSchema& function_schema() const { return *schema_; }
   bool has_schema() const { return schema_.has_value(); }
+  // The C++ signature of its kernels and callers (from the op table or the first kernel).
+  const CppSignature* signature() const { return signature_; }
   int num_arguments() const { return schema_ ? static_cast<int>(schema_->arguments().size()) : -1; }
 
   // The kernel to run for a call whose computed key set is `ks` (before fallthrough masking).

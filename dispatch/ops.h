@@ -105,6 +105,8 @@ Tensor detach(const Tensor& self);
 // ---- copy and cast ----------------------------------------------------------------------
 Tensor& copy_(Tensor& self, const Tensor& src);
 Tensor to(const Tensor& self, Device device, ScalarType dtype, bool copy = false);
+// The options' dtype and device where given, self's otherwise.
+Tensor to(const Tensor& self, const TensorOptions& options, bool copy = false);
 Tensor& fill_(Tensor& self, const Scalar& value);
 Tensor& zero_(Tensor& self);
 
@@ -112,17 +114,21 @@ Tensor& zero_(Tensor& self);
 Tensor add(const Tensor& self, const Tensor& other, const Scalar& alpha = 1);
 Tensor add(const Tensor& self, const Scalar& other, const Scalar& alpha = 1);
 Tensor& add_(Tensor& self, const Tensor& other, const Scalar& alpha = 1);
+Tensor& add_(Tensor& self, const Scalar& other, const Scalar& alpha = 1);
 Tensor sub(const Tensor& self, const Tensor& other, const Scalar& alpha = 1);
 Tensor sub(const Tensor& self, const Scalar& other, const Scalar& alpha = 1);
 Tensor& sub_(Tensor& self, const Tensor& other, const Scalar& alpha = 1);
+Tensor& sub_(Tensor& self, const Scalar& other, const Scalar& alpha = 1);
 Tensor mul(const Tensor& self, const Tensor& other);
 Tensor mul(const Tensor& self, const Scalar& other);
 Tensor& mul_(Tensor& self, const Tensor& other);
+Tensor& mul_(Tensor& self, const Scalar& other);
 // True division (integers give float32); rounding_mode "trunc" or "floor" keeps the dtype.
 Tensor div(const Tensor& self, const Tensor& other);
 Tensor div(const Tensor& self, const Scalar& other);
 Tensor div(const Tensor& self, const Tensor& other, std::optional<std::string> rounding_mode);
 Tensor& div_(Tensor& self, const Tensor& other);
+Tensor& div_(Tensor& self, const Scalar& other);
 Tensor& div_(Tensor& self, const Tensor& other, std::optional<std::string> rounding_mode);
 // Python's %: the result has the divisor's sign.
 Tensor remainder(const Tensor& self, const Tensor& other);
@@ -134,6 +140,7 @@ Tensor pow(const Tensor& self, const Tensor& exponent);
 Tensor pow(const Tensor& self, const Scalar& exponent);
 Tensor pow(const Scalar& self, const Tensor& exponent);
 Tensor& pow_(Tensor& self, const Tensor& exponent);
+Tensor& pow_(Tensor& self, const Scalar& exponent);
 // Elementwise max/min; NaN propagates.
 Tensor maximum(const Tensor& self, const Tensor& other);
 Tensor minimum(const Tensor& self, const Tensor& other);
@@ -173,15 +180,16 @@ Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight);
 // ---- unary ------------------------------------------------------------------------------
 // (name): each has `Tensor name(const Tensor&)`; the in-place list also `Tensor& name_(Tensor&)`.
 // As PyTorch: relu and the other activations give NaN for NaN; sign(NaN) is 0.
-#define XTEN_UNARY_INPLACE_OPS(_)                                                                \
-  _(neg)                                                                                         \
-  _(abs)                                                                                         \
-  _(sign)                                                                                        \
-  _(exp)                                                                                         \
-  _(exp2)                                                                                        \
-  _(log)                                                                                         \
-  _(log2) _(log10) _(log1p) _(expm1) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan) _(tanh) \
-      _(sigmoid) _(relu) _(silu) _(erf) _(floor) _(ceil) _(round) _(trunc) _(logical_not)        \
+#define XTEN_UNARY_INPLACE_OPS(_)                                                         \
+  _(neg)                                                                                  \
+  _(abs)                                                                                  \
+  _(sign)                                                                                 \
+  _(exp)                                                                                  \
+  _(exp2)                                                                                 \
+  _(log)                                                                                  \
+  _(log2)                                                                                 \
+  _(log10) _(log1p) _(expm1) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan) _(tanh)  \
+      _(sigmoid) _(relu) _(silu) _(erf) _(floor) _(ceil) _(round) _(trunc) _(logical_not) \
           _(bitwise_not)
 #define XTEN_UNARY_OUT_OF_PLACE_OPS(_) _(isnan) _(isinf) _(isfinite)
 
@@ -350,6 +358,7 @@ Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Scala
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
 // self where mask is false, value where it is true (self's dtype).
 Tensor masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value);
+Tensor& masked_fill_(Tensor& self, const Tensor& mask, const Scalar& value);
 // The elements where mask (broadcast) is true, as 1-D.
 Tensor masked_select(const Tensor& self, const Tensor& mask);
 // Advanced indexing of the leading dims: int64/int32 index tensors (broadcast together) or

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <thread>
 
+#include <xten/dispatch/op_handles.h>
+
 #include "test_util.h"
 
 using namespace xten;
@@ -215,6 +217,42 @@ TEST(FunctionSchema, KernelSignatureIsCheckedAtRegistration) {
   EXPECT_THROW_MSG(
       (Dispatcher::singleton().find("test::typed").typed<Tensor(const Tensor&, double)>()),
       TypeError, "argument 2 'n' is int in the schema but float in C++");
+}
+
+TEST(OpTable, EveryOpIsDeclaredWithItsCppSignature) {
+  for (const auto& n : Dispatcher::singleton().op_names()) {
+    if (n.rfind("xten::", 0) != 0) continue;
+    const OperatorEntry& e = Dispatcher::singleton().find(n).entry();
+    ASSERT_NE(e.signature(), nullptr) << n;
+    EXPECT_EQ(e.signature()->mismatch(e.function_schema()), "") << n;
+  }
+  // The handles call the op without a front end.
+  const Tensor a = ones({2});
+  EXPECT_EQ(ops::add_Tensor::handle().call(a, a, 3).sum().item<float>(), 8.0f);
+  EXPECT_EQ(ops::add_Tensor::handle().name(), "xten::add.Tensor");
+  Tensor b = ones({2});
+  ops::mul_Tensor_::handle().call(b, full({2}, 5.0));
+  EXPECT_EQ(b.sum().item<float>(), 10.0f);
+  // A declared signature that does not fit its schema fails at the declaration.
+  Library def(Library::Kind::Def, "test", std::nullopt, __FILE__, __LINE__);
+  EXPECT_THROW_MSG(def.def<Tensor(const Tensor&, double)>("sig2(Tensor self, int n) -> Tensor"),
+                   TypeError, "argument 2 'n' is int in the schema but float in C++");
+  def.def<Tensor(const Tensor&)>("sig3(Tensor self) -> Tensor");
+  Library cpu(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
+  EXPECT_THROW_MSG(cpu.impl("sig3", wrong_signature), TypeError,
+                   "has a C++ signature other than the kernel at");
+}
+
+TEST(OpTable, InPlaceMethodsForEveryInPlaceOp) {
+  Tensor t = full({3}, 4.0);
+  EXPECT_EQ(t.sqrt_().exp2_().log2_().sum().item<float>(), 6.0f);
+  EXPECT_TRUE(t.sign_().is_same(t));
+  t.add_(1).mul_(2).sub_(1, 2).div_(2).pow_(2);
+  EXPECT_EQ(t.select(0, 0).item<float>(), 1.0f);
+  Tensor u = arange(4, kFloat);
+  u.masked_fill_(u > 1, -1.0).clamp_(-0.5, std::nullopt);
+  EXPECT_EQ(u.sum().item<float>(), 0 + 1 - 0.5f - 0.5f);
+  EXPECT_EQ(u.to(TensorOptions(kDouble)).dtype(), kDouble);
 }
 
 TEST(Resolution, DirectBeatsCompositeBeatsMissing) {
