@@ -14,4 +14,4 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/local_dispatch_key_set.h>
 #include <xten/dispatch/ops.h>
-#include <xten/xpu/xpu.h>
+#include <xten/kernels/xpu/runtime/xpu.h>

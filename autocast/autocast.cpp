@@ -1,6 +1,6 @@
 // Autocast: state, guard, cast cache, and one boxed kernel per cast policy, registered on
 // AutocastCPU / AutocastXPU for the ops of each device type's lists (policy_lists below).
-#include "autocast.h"
+#include <xten/autocast/autocast.h>
 
 #include <unordered_map>
 

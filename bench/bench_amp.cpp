@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <optional>
 
-#include "../examples/resnet/resnet18.h"
+#include <xten/examples/resnet/resnet18.h>
 #include "bench_util.h"
 
 using namespace xten;

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include <xten/xpu/runtime.h>
+#include <xten/kernels/xpu/runtime/runtime.h>
 #include <xten/xten.h>
 
 namespace {

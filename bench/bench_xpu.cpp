@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include <xten/xpu/runtime.h>
+#include <xten/kernels/xpu/runtime/runtime.h>
 
 #include "bench_util.h"
 

@@ -7,7 +7,7 @@ math(EXPR bytes "${n} / 2")
 string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," body "${hex}")
 string(REGEX REPLACE "((0x[0-9a-f][0-9a-f],){24})" "\\1\n" body "${body}")
 file(WRITE ${OUT} "// Generated from ${FAMILY}.spv by cmake/embed_spirv.cmake; do not edit.
-#include <xten/xpu/module_cache.h>
+#include <xten/kernels/xpu/runtime/module_cache.h>
 namespace {
 alignas(4) const unsigned char kSpirv[${bytes}] = {
 ${body}};

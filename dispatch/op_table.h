@@ -654,4 +654,4 @@
 // `*this` followed by the other arguments (the comma goes when there are none).
 #define XTEN_THIS_AND_REST(first, ...) *this, ##__VA_ARGS__
 // An in-place front end's parameters: `Tensor& self` and the others.
-#define XTEN_INPLACE_PARAMS(first, ...) Tensor& self, ##__VA_ARGS__
+#define XTEN_INPLACE_PARAMS(first, ...) Tensor &self, ##__VA_ARGS__

@@ -9,8 +9,8 @@
 #include <iterator>
 #include <thread>
 
-#include <xten/xpu/module_cache.h>
-#include <xten/xpu/runtime.h>
+#include <xten/kernels/xpu/runtime/module_cache.h>
+#include <xten/kernels/xpu/runtime/runtime.h>
 
 #include "test_util.h"
 #include "xpu_test_env.h"

@@ -1,6 +1,6 @@
 // Tensors on XPU: factories, fill_, copy_ and to() between CPU and XPU and between XPU devices,
 // for every dtype and layout; printing, data_ptr, item; the missing-kernel error for the rest.
-#include <xten/xpu/runtime.h>
+#include <xten/kernels/xpu/runtime/runtime.h>
 
 #include "test_util.h"
 #include "xpu_test_env.h"

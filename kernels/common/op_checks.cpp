@@ -1,4 +1,4 @@
-#include "op_checks.h"
+#include <xten/kernels/common/op_checks.h>
 
 #include <xten/core/meta.h>
 

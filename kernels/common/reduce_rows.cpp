@@ -1,4 +1,4 @@
-#include "reduce_rows.h"
+#include <xten/kernels/common/reduce_rows.h>
 
 #include <xten/core/meta.h>
 #include <xten/dispatch/ops.h>

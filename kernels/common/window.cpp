@@ -1,5 +1,5 @@
 // Convolution and pooling shapes and checks shared by every backend (window.h).
-#include "window.h"
+#include <xten/kernels/common/window.h>
 
 #include <xten/core/meta.h>
 #include <xten/dispatch/ops.h>

@@ -8,12 +8,16 @@ namespace {
 
 // Constant padding writes the input into a slice of a filled tensor; reflect and replicate
 // gather, dim by dim, the source index of every padded position.
-Tensor pad_kernel(const Tensor& input, IntArrayRef pads, const std::string& mode, std::optional<double> value) {
-  XTEN_CHECK(pads.size() % 2 == 0 && static_cast<int64_t>(pads.size()) / 2 <= input.dim(), ValueError, "pad",
-             "pad {} must have an even length of at most 2 x the input's dims ({})", pads, input.dim());
+Tensor pad_kernel(const Tensor& input, IntArrayRef pads, const std::string& mode,
+                  std::optional<double> value) {
+  XTEN_CHECK(pads.size() % 2 == 0 && static_cast<int64_t>(pads.size()) / 2 <= input.dim(),
+             ValueError, "pad",
+             "pad {} must have an even length of at most 2 x the input's dims ({})", pads,
+             input.dim());
   XTEN_CHECK(mode == "constant" || mode == "reflect" || mode == "replicate", ValueError, "pad",
              "mode must be 'constant', 'reflect' or 'replicate', but got '{}'", mode);
-  XTEN_CHECK(mode == "constant" || !value, ValueError, "pad", "a value is only used with mode 'constant'");
+  XTEN_CHECK(mode == "constant" || !value, ValueError, "pad",
+             "a value is only used with mode 'constant'");
   const int64_t npad = static_cast<int64_t>(pads.size()) / 2;
   if (mode == "constant") {
     DimVector shape(input.sizes());
@@ -34,15 +38,20 @@ Tensor pad_kernel(const Tensor& input, IntArrayRef pads, const std::string& mode
   }
   Tensor out = input;
   for (int64_t i = 0; i < npad; ++i) {
-    const int64_t d = input.dim() - 1 - i, lo = pads[2 * i], hi = pads[2 * i + 1], n = input.size(d);
-    XTEN_CHECK(lo >= 0 && hi >= 0, ValueError, "pad", "mode '{}' needs non-negative padding, but got {}", mode, pads);
+    const int64_t d = input.dim() - 1 - i, lo = pads[2 * i], hi = pads[2 * i + 1],
+                  n = input.size(d);
+    XTEN_CHECK(lo >= 0 && hi >= 0, ValueError, "pad",
+               "mode '{}' needs non-negative padding, but got {}", mode, pads);
     XTEN_CHECK(mode == "replicate" ? n > 0 : (lo < n && hi < n), ValueError, "pad",
-               "mode '{}': padding ({}, {}) must be smaller than the input's dim {} ({})", mode, lo, hi, d, n);
+               "mode '{}': padding ({}, {}) must be smaller than the input's dim {} ({})", mode, lo,
+               hi, d, n);
     std::vector<int64_t> idx;
     for (int64_t j = -lo; j < n + hi; ++j) {
       int64_t k = j;
-      if (mode == "replicate") k = std::clamp<int64_t>(j, 0, n - 1);
-      else k = j < 0 ? -j : j >= n ? 2 * (n - 1) - j : j;
+      if (mode == "replicate")
+        k = std::clamp<int64_t>(j, 0, n - 1);
+      else
+        k = j < 0 ? -j : j >= n ? 2 * (n - 1) - j : j;
       idx.push_back(k);
     }
     out = index_select(out, d, tensor(idx).to(input.device()));
@@ -69,11 +78,12 @@ Tensor cat_kernel(const std::vector<Tensor>& tensors, int64_t dim) {
   shape[d] = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const Tensor& t = *parts[i];
-    XTEN_CHECK(t.dim() == ref.dim(), ValueError, "cat", "tensor {} has {} dims, but tensor 0 has {}", i, t.dim(),
-               ref.dim());
+    XTEN_CHECK(t.dim() == ref.dim(), ValueError, "cat",
+               "tensor {} has {} dims, but tensor 0 has {}", i, t.dim(), ref.dim());
     for (int64_t k = 0; k < ref.dim(); ++k)
       XTEN_CHECK(k == d || t.size(k) == ref.size(k), ValueError, "cat",
-                 "sizes must match except in dim {}: tensor 0 has {}, tensor {} has {}", d, ref.sizes(), i, t.sizes());
+                 "sizes must match except in dim {}: tensor 0 has {}, tensor {} has {}", d,
+                 ref.sizes(), i, t.sizes());
     check_same_device("cat", {&ref, &t});
     shape[d] += t.size(d);
   }
@@ -92,14 +102,16 @@ Tensor stack_kernel(const std::vector<Tensor>& tensors, int64_t dim) {
   std::vector<Tensor> parts;
   for (size_t i = 0; i < tensors.size(); ++i) {
     XTEN_CHECK(tensors[i].sizes() == tensors[0].sizes(), ValueError, "stack",
-               "all tensors must have the same shape: tensor 0 has {}, tensor {} has {}", tensors[0].sizes(), i,
-               tensors[i].sizes());
+               "all tensors must have the same shape: tensor 0 has {}, tensor {} has {}",
+               tensors[0].sizes(), i, tensors[i].sizes());
     parts.push_back(tensors[i].unsqueeze(d));
   }
   return cat(parts, d);
 }
 
-Tensor arange_like(int64_t n, const Tensor& t) { return arange(n, TensorOptions(kLong).device(t.device())); }
+Tensor arange_like(int64_t n, const Tensor& t) {
+  return arange(n, TensorOptions(kLong).device(t.device()));
+}
 
 Tensor flip_kernel(const Tensor& self, IntArrayRef dims) {
   Tensor out = self;
@@ -109,18 +121,20 @@ Tensor flip_kernel(const Tensor& self, IntArrayRef dims) {
     XTEN_CHECK(!seen[d], ValueError, "flip", "dim {} appears more than once in {}", d, dims);
     seen[d] = true;
     if (self.dim() == 0) continue;
-    out = index_select(out, d, arange(self.size(d) - 1, -1, -1, TensorOptions(kLong).device(self.device())));
+    out = index_select(
+        out, d, arange(self.size(d) - 1, -1, -1, TensorOptions(kLong).device(self.device())));
   }
   return out.is_same(self) ? self.clone() : out;
 }
 
 Tensor roll_kernel(const Tensor& self, IntArrayRef shifts, IntArrayRef dims) {
   if (dims.empty()) {
-    XTEN_CHECK(shifts.size() == 1, ValueError, "roll", "without dims, shifts must have one value, but got {}", shifts);
+    XTEN_CHECK(shifts.size() == 1, ValueError, "roll",
+               "without dims, shifts must have one value, but got {}", shifts);
     return roll(self.reshape({-1}), shifts, {0}).view(self.sizes());
   }
-  XTEN_CHECK(shifts.size() == dims.size(), ValueError, "roll", "shifts {} and dims {} must have the same length",
-             shifts, dims);
+  XTEN_CHECK(shifts.size() == dims.size(), ValueError, "roll",
+             "shifts {} and dims {} must have the same length", shifts, dims);
   Tensor out = self.clone();
   for (size_t i = 0; i < dims.size(); ++i) {
     const int64_t d = wrap_dim("roll", dims[i], self.dim()), n = self.size(d);
@@ -134,11 +148,13 @@ Tensor roll_kernel(const Tensor& self, IntArrayRef shifts, IntArrayRef dims) {
 
 Tensor repeat_kernel(const Tensor& self, IntArrayRef repeats) {
   XTEN_CHECK(static_cast<int64_t>(repeats.size()) >= self.dim(), ValueError, "repeat",
-             "the number of repeats ({}) must be at least the tensor's number of dims ({})", repeats.size(), self.dim());
+             "the number of repeats ({}) must be at least the tensor's number of dims ({})",
+             repeats.size(), self.dim());
   const int64_t n = static_cast<int64_t>(repeats.size()), lead = n - self.dim();
   DimVector interleaved, expanded, result;
   for (int64_t i = 0; i < n; ++i) {
-    XTEN_CHECK(repeats[i] >= 0, ValueError, "repeat", "repeats must be non-negative, but got {}", repeats);
+    XTEN_CHECK(repeats[i] >= 0, ValueError, "repeat", "repeats must be non-negative, but got {}",
+               repeats);
     const int64_t size = i < lead ? 1 : self.size(i - lead);
     interleaved.push_back(1);
     interleaved.push_back(size);
@@ -151,21 +167,28 @@ Tensor repeat_kernel(const Tensor& self, IntArrayRef repeats) {
 
 // Keeps elements with (col - row) <= diagonal (tril) or >= diagonal (triu) of the last two dims.
 Tensor triangle(const char* op, const Tensor& self, int64_t diagonal, bool lower) {
-  XTEN_CHECK(self.dim() >= 2, ValueError, op, "expected a tensor with at least 2 dims, but got shape {}", self.sizes());
+  XTEN_CHECK(self.dim() >= 2, ValueError, op,
+             "expected a tensor with at least 2 dims, but got shape {}", self.sizes());
   const Tensor rows = arange_like(self.size(-2), self).unsqueeze(1);
   const Tensor cols = arange_like(self.size(-1), self).unsqueeze(0);
   const Tensor keep = lower ? (cols - rows) <= diagonal : (cols - rows) >= diagonal;
   return where(keep, self, zeros({}, self.dtype(), self.device()));
 }
-Tensor tril_kernel(const Tensor& self, int64_t diagonal) { return triangle("tril", self, diagonal, true); }
-Tensor triu_kernel(const Tensor& self, int64_t diagonal) { return triangle("triu", self, diagonal, false); }
+Tensor tril_kernel(const Tensor& self, int64_t diagonal) {
+  return triangle("tril", self, diagonal, true);
+}
+Tensor triu_kernel(const Tensor& self, int64_t diagonal) {
+  return triangle("triu", self, diagonal, false);
+}
 
 Tensor embedding_kernel(const Tensor& weight, const Tensor& indices, int64_t padding_idx) {
-  XTEN_CHECK(weight.dim() == 2, ValueError, "embedding", "weight must be 2-D, but got shape {}", weight.sizes());
+  XTEN_CHECK(weight.dim() == 2, ValueError, "embedding", "weight must be 2-D, but got shape {}",
+             weight.sizes());
   XTEN_CHECK(indices.dtype() == kLong || indices.dtype() == kInt, TypeError, "embedding",
              "expected int64 or int32 indices, but got {}", to_string(indices.dtype()));
-  XTEN_CHECK(padding_idx >= -weight.size(0) && padding_idx < weight.size(0), ValueError, "embedding",
-             "padding_idx {} is out of range for {} embeddings", padding_idx, weight.size(0));
+  XTEN_CHECK(padding_idx >= -weight.size(0) && padding_idx < weight.size(0), ValueError,
+             "embedding", "padding_idx {} is out of range for {} embeddings", padding_idx,
+             weight.size(0));
   DimVector shape(indices.sizes());
   shape.push_back(weight.size(1));
   const Tensor flat = indices.reshape({-1});
@@ -175,19 +198,20 @@ Tensor embedding_kernel(const Tensor& weight, const Tensor& indices, int64_t pad
 }
 
 Tensor one_hot_kernel(const Tensor& self, int64_t num_classes) {
-  XTEN_CHECK(self.dtype() == kLong, TypeError, "one_hot", "expected an int64 tensor of class indices, but got {}",
-             to_string(self.dtype()));
+  XTEN_CHECK(self.dtype() == kLong, TypeError, "one_hot",
+             "expected an int64 tensor of class indices, but got {}", to_string(self.dtype()));
   if (num_classes < 0) num_classes = self.numel() ? self.amax().item<int64_t>() + 1 : 0;
   if (self.numel()) {
     const int64_t lo = self.amin().item<int64_t>(), hi = self.amax().item<int64_t>();
-    XTEN_CHECK(lo >= 0 && hi < num_classes, ValueError, "one_hot", "class values must be in [0, {}), but got [{}, {}]",
-               num_classes, lo, hi);
+    XTEN_CHECK(lo >= 0 && hi < num_classes, ValueError, "one_hot",
+               "class values must be in [0, {}), but got [{}, {}]", num_classes, lo, hi);
   }
   return eq(self.unsqueeze(-1), arange_like(num_classes, self)).to(kLong);
 }
 
 Tensor masked_fill_kernel(const Tensor& self, const Tensor& mask, const Scalar& value) {
-  XTEN_CHECK(mask.dtype() == kBool, TypeError, "masked_fill", "expected a bool mask, but got {}", to_string(mask.dtype()));
+  XTEN_CHECK(mask.dtype() == kBool, TypeError, "masked_fill", "expected a bool mask, but got {}",
+             to_string(mask.dtype()));
   const DimVector shape = broadcast_shapes("masked_fill", self.sizes(), mask.sizes());
   XTEN_CHECK(IntArrayRef(shape) == self.sizes(), ValueError, "masked_fill",
              "mask of shape {} does not broadcast to self's shape {}", mask.sizes(), self.sizes());
@@ -196,7 +220,8 @@ Tensor masked_fill_kernel(const Tensor& self, const Tensor& mask, const Scalar& 
 
 // The index tensors (int64/int32, or bool masks) for the leading dims, as one linear index
 // into those dims flattened; masks become their nonzero coordinates.
-std::pair<Tensor, int64_t> linear_index(const char* op, const Tensor& self, const std::vector<Tensor>& indices) {
+std::pair<Tensor, int64_t> linear_index(const char* op, const Tensor& self,
+                                        const std::vector<Tensor>& indices) {
   std::vector<Tensor> idx;
   for (const Tensor& t : indices) {
     if (t.dtype() == kBool) {
@@ -209,15 +234,16 @@ std::pair<Tensor, int64_t> linear_index(const char* op, const Tensor& self, cons
     }
   }
   const int64_t k = static_cast<int64_t>(idx.size());
-  XTEN_CHECK(k >= 1 && k <= self.dim(), IndexError, op, "too many indices ({}) for a tensor of {} dims", k, self.dim());
+  XTEN_CHECK(k >= 1 && k <= self.dim(), IndexError, op,
+             "too many indices ({}) for a tensor of {} dims", k, self.dim());
   Tensor lin = zeros({}, kLong, self.device());
   for (int64_t d = 0; d < k; ++d) {
     const int64_t n = self.size(d);
     const Tensor& i = idx[d];
     if (i.numel()) {
       const int64_t lo = i.amin().item<int64_t>(), hi = i.amax().item<int64_t>();
-      XTEN_CHECK(lo >= -n && hi < n, IndexError, op, "index {} is out of range for dim {} of size {}", lo < -n ? lo : hi, d,
-                 n);
+      XTEN_CHECK(lo >= -n && hi < n, IndexError, op,
+                 "index {} is out of range for dim {} of size {}", lo < -n ? lo : hi, d, n);
     }
     lin = lin * n + remainder(i, std::max<int64_t>(n, 1));
   }
@@ -232,7 +258,8 @@ Tensor index_kernel(const Tensor& self, const std::vector<Tensor>& indices) {
   return index_select(flat, 0, lin.reshape({-1})).view(shape);
 }
 
-Tensor index_put_kernel(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
+Tensor index_put_kernel(const Tensor& self, const std::vector<Tensor>& indices,
+                        const Tensor& values, bool accumulate) {
   check_no_internal_overlap("index_put_", self);
   auto [lin, k] = linear_index("index_put_", self, indices);
   DimVector vshape(lin.sizes());

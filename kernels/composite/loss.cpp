@@ -133,8 +133,9 @@ std::pair<Tensor, Tensor> class_weights(const char* op, const Tensor& target, in
   if (weight && weight->defined())
     XTEN_CHECK(weight->dim() == 1 && weight->size(0) == classes, ValueError, op,
                "weight must have shape ({}), but got {}", classes, weight->sizes());
-  const Tensor w = weight && weight->defined() ? index_select(weight->to(dtype), 0, safe)
-                                               : ones({t.numel()}, TensorOptions().dtype(dtype).device(t.device()));
+  const Tensor w = weight && weight->defined()
+                       ? index_select(weight->to(dtype), 0, safe)
+                       : ones({t.numel()}, TensorOptions().dtype(dtype).device(t.device()));
   return {w * keep, safe};
 }
 

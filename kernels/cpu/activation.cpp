@@ -12,9 +12,9 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
-#include "../common/op_checks.h"
-#include "elementwise.h"
-#include "loops.h"
+#include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/cpu/elementwise.h>
+#include <xten/kernels/cpu/loops.h>
 
 namespace xten::cpu {
 namespace {

@@ -9,9 +9,9 @@
 #include <xten/core/dtype_dispatch.h>
 #include <xten/dispatch/library.h>
 
-#include "../common/op_checks.h"
-#include "elementwise.h"
-#include "loops.h"
+#include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/cpu/elementwise.h>
+#include <xten/kernels/cpu/loops.h>
 
 namespace xten::cpu {
 namespace {

@@ -15,7 +15,7 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
-#include "../common/window.h"
+#include <xten/kernels/common/window.h>
 
 namespace xten::cpu {
 namespace {

@@ -2,8 +2,8 @@
 #include <xten/core/dtype_dispatch.h>
 #include <xten/dispatch/library.h>
 
-#include "elementwise.h"
-#include "loops.h"
+#include <xten/kernels/cpu/elementwise.h>
+#include <xten/kernels/cpu/loops.h>
 
 namespace xten::cpu {
 

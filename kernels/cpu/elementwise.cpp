@@ -1,5 +1,5 @@
-#include "elementwise.h"
-#include "../common/op_checks.h"
+#include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/cpu/elementwise.h>
 
 namespace xten::cpu {
 

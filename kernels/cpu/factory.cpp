@@ -9,7 +9,7 @@
 #include <xten/core/parallel.h>
 #include <xten/dispatch/library.h>
 
-#include "loops.h"
+#include <xten/kernels/cpu/loops.h>
 
 namespace xten::cpu {
 namespace {

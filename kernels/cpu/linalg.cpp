@@ -10,7 +10,7 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
-#include "../common/op_checks.h"
+#include <xten/kernels/common/op_checks.h>
 
 namespace xten::cpu {
 namespace {

@@ -11,8 +11,8 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
-#include "../common/window.h"
-#include "loops.h"
+#include <xten/kernels/common/window.h>
+#include <xten/kernels/cpu/loops.h>
 
 namespace xten::cpu {
 namespace {

@@ -18,10 +18,10 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
-#include "../common/reduce_rows.h"
+#include <xten/kernels/common/reduce_rows.h>
 
-#include "../common/op_checks.h"
-#include "loops.h"
+#include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/cpu/loops.h>
 
 namespace xten::cpu {
 namespace {

@@ -5,8 +5,8 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
-#include "../../common/op_checks.h"
-#include "elementwise.h"
+#include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/xpu/ops/elementwise.h>
 
 namespace xten::xpu {
 namespace {

@@ -6,8 +6,8 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
-#include "../runtime/module_cache.h"
-#include "xpu_ops.h"
+#include <xten/kernels/xpu/ops/xpu_ops.h>
+#include <xten/kernels/xpu/runtime/module_cache.h>
 
 namespace xten::xpu {
 

@@ -1,5 +1,5 @@
-#include "elementwise.h"
-#include "../../common/op_checks.h"
+#include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/xpu/ops/elementwise.h>
 
 #include <xten/core/meta.h>
 #include <xten/dispatch/ops.h>

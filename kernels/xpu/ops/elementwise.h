@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "xpu_ops.h"
+#include <xten/kernels/xpu/ops/xpu_ops.h>
 
 namespace xten::xpu {
 

@@ -4,7 +4,7 @@
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 
-#include "xpu_ops.h"
+#include <xten/kernels/xpu/ops/xpu_ops.h>
 
 namespace xten::xpu {
 namespace {

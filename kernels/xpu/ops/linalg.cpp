@@ -1,11 +1,12 @@
-// XPU mm and bmm (linalg.cl: 64x64 output tiles, register-blocked, staged in local memory), with the checks shared with the CPU
-// (kernels/common/op_checks.h). matmul, addmm, linear, ... are composites over these.
+// XPU mm and bmm (linalg.cl: 64x64 output tiles, register-blocked, staged in local memory), with
+// the checks shared with the CPU (kernels/common/op_checks.h). matmul, addmm, linear, ... are
+// composites over these.
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
-#include "../../common/op_checks.h"
-#include "xpu_ops.h"
+#include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/xpu/ops/xpu_ops.h>
 
 namespace xten::xpu {
 namespace {

@@ -5,8 +5,8 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
-#include "../../common/window.h"
-#include "xpu_ops.h"
+#include <xten/kernels/common/window.h>
+#include <xten/kernels/xpu/ops/xpu_ops.h>
 
 namespace xten::xpu {
 namespace {

@@ -14,9 +14,9 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
-#include "../../common/op_checks.h"
-#include "../../common/reduce_rows.h"
-#include "xpu_ops.h"
+#include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/common/reduce_rows.h>
+#include <xten/kernels/xpu/ops/xpu_ops.h>
 
 namespace xten::xpu {
 namespace {

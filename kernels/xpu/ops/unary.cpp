@@ -8,8 +8,8 @@
 #include <xten/core/dtype_dispatch.h>
 #include <xten/dispatch/library.h>
 
-#include "../../common/op_checks.h"
-#include "elementwise.h"
+#include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/xpu/ops/elementwise.h>
 
 namespace xten::xpu {
 namespace {

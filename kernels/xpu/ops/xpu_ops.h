@@ -2,7 +2,7 @@
 // Helpers shared by the host side of XPU kernels (kernels/xpu/ops/*.cpp).
 #include <xten/core/tensor.h>
 
-#include "../runtime/runtime.h"
+#include <xten/kernels/xpu/runtime/runtime.h>
 
 namespace xten::xpu {
 

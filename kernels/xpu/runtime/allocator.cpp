@@ -13,7 +13,7 @@
 #include <deque>
 #include <set>
 
-#include "device_state.h"
+#include <xten/kernels/xpu/runtime/device_state.h>
 
 namespace xten::xpu {
 namespace {

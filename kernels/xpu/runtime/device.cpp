@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "device_state.h"
+#include <xten/kernels/xpu/runtime/device_state.h>
 
 namespace xten::xpu {
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <memory>
 
-#include "runtime.h"
+#include <xten/kernels/xpu/runtime/runtime.h>
 
 namespace xten::xpu {
 

@@ -1,10 +1,10 @@
 // Embedded SPIR-V modules, built per device on first use of a family; kernels looked up by
 // name. Note [Module cache] in docs/xpu_kernels.md.
-#include "module_cache.h"
+#include <xten/kernels/xpu/runtime/module_cache.h>
 
 #include <unordered_map>
 
-#include "device_state.h"
+#include <xten/kernels/xpu/runtime/device_state.h>
 
 namespace xten::xpu {
 namespace {

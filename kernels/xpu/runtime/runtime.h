@@ -12,7 +12,7 @@
 #include <vector>
 
 #include <xten/core/error.h>
-#include <xten/xpu/xpu.h>
+#include <xten/kernels/xpu/runtime/xpu.h>
 
 namespace xten::xpu {
 

@@ -1,6 +1,6 @@
 // Streams (immediate in-order command lists), events, copies and kernel launches.
 // Note [Streams] in docs/xpu_runtime.md.
-#include "device_state.h"
+#include <xten/kernels/xpu/runtime/device_state.h>
 
 namespace xten::xpu {
 namespace {
