@@ -3,7 +3,7 @@
 
 namespace xten {
 
-// Autograd is reserved (design.md section 3): until it lands, its keys pass every call on
+// Autograd is reserved (docs/architecture.md, "Dispatch keys"): until it lands, its keys pass every call on
 // to the backend below.
 LIBRARY_IMPL(_, AutogradCPU, m) {
   m.fallback(KernelFunction::fallthrough());

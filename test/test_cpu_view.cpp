@@ -155,5 +155,10 @@ TEST(View, AsStridedContiguousCloneDetach) {
   EXPECT_EQ(a.sum().item<int64_t>(), 36);
   Tensor g = ones({2}).set_requires_grad(true);
   EXPECT_FALSE(g.detach().requires_grad());
+  // Every other view keeps the flag (autograd will give it a grad_fn).
+  EXPECT_TRUE(g.view({2, 1}).requires_grad());
+  EXPECT_TRUE(g.unsqueeze(0).t().requires_grad());
+  EXPECT_TRUE(g.split({1, 1})[1].requires_grad());
+  EXPECT_FALSE(ones({2}).view({2, 1}).requires_grad());
   EXPECT_TRUE(g.detach().storage().is_alias_of(g.storage()));
 }

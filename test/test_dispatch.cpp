@@ -38,7 +38,7 @@ Tensor call_unary(const char* name, const Tensor& t) {
 }  // namespace
 
 TEST(DispatchKey, PriorityOrder) {
-  // design.md section 3: backends < autograd < autocast.
+  // docs/architecture.md, "Dispatch keys": backends < autograd < autocast.
   EXPECT_LT(DispatchKey::CPU, DispatchKey::XPU);
   EXPECT_LT(DispatchKey::XPU, DispatchKey::AutogradCPU);
   EXPECT_LT(DispatchKey::AutogradXPU, DispatchKey::AutocastCPU);

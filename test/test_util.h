@@ -101,7 +101,7 @@ inline double round_to(double v, ScalarType t) {
   }
 }
 
-// Tolerance by dtype (design.md section 6): exact for integers and bool.
+// Tolerance by dtype (docs/adding_an_op.md, step 3): exact for integers and bool.
 inline bool close(double actual, double expected, ScalarType t, double rtol_scale = 1.0) {
   if (std::isnan(expected)) return std::isnan(actual);
   if (std::isinf(expected)) return actual == expected;

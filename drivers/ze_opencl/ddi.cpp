@@ -1,5 +1,5 @@
 // The entry points the Level Zero loader looks up: one *ProcAddrTable getter per table. The
-// loader insists on every getter of the ze, zet and zes sets (design.md section 5); tables
+// loader insists on every getter of the ze, zet and zes sets (docs/level_zero_driver.md); tables
 // this driver does not implement stay null, which the loader answers with
 // ZE_RESULT_ERROR_UNSUPPORTED_FEATURE. The list follows ze/zet/zes_ddi.h of Level Zero 1.4.
 #include <level_zero/ze_ddi.h>

@@ -9,8 +9,11 @@
 namespace xten {
 namespace {
 
+// A view shares self's storage and keeps its requires_grad (detach is the one view that drops
+// it).
 Tensor make_view(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
-  return Tensor(std::make_shared<TensorImpl>(self.storage(), self.dtype(), sizes, strides, offset));
+  Tensor v(std::make_shared<TensorImpl>(self.storage(), self.dtype(), sizes, strides, offset));
+  return v.set_requires_grad(self.requires_grad());
 }
 
 // Resolves one -1 in `shape` so that the product is numel.
@@ -314,7 +317,8 @@ Tensor clone_kernel(const Tensor& self) {
 }
 
 Tensor detach_kernel(const Tensor& self) {
-  return make_view(self, self.sizes(), self.strides(), self.storage_offset());
+  return make_view(self, self.sizes(), self.strides(), self.storage_offset())
+      .set_requires_grad(false);
 }
 
 }  // namespace

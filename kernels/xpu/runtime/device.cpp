@@ -105,7 +105,7 @@ Runtime* discover() {
   const bool have_bundled = !bundled.empty() && stat(bundled.c_str(), &st) == 0;
   const char* user_alt = std::getenv("ZE_ENABLE_ALT_DRIVERS");
   if (!user_alt && mode != "vendor" && have_bundled) {
-    // Listing the vendor's driver keeps a real Intel GPU visible (design.md section 5).
+    // Listing the vendor's driver keeps a real Intel GPU visible (docs/xpu_runtime.md, Note [Finding devices]).
     const std::string alt = mode == "bundled" ? bundled : "libze_intel_gpu.so.1," + bundled;
     setenv("ZE_ENABLE_ALT_DRIVERS", alt.c_str(), 0);
   }

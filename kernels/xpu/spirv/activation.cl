@@ -4,68 +4,74 @@
 // kernels/xpu/ops/activation.cpp.
 #include "common.h"
 
-#define TREE(OP, scratch, l)                                        \
-  for (int s = XTEN_GROUP_SIZE / 2; s > 0; s >>= 1) {               \
-    if ((l) < s) scratch[l] = OP(scratch[l], scratch[(l) + s]);     \
-    barrier(CLK_LOCAL_MEM_FENCE);                                   \
+#define TREE(OP, scratch, l)                                                                       \
+  for (int s = XTEN_GROUP_SIZE / 2; s > 0; s >>= 1) {                                              \
+    if ((l) < s) scratch[l] = OP(scratch[l], scratch[(l) + s]);                                    \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
   }
 #define PLUS(a, b) ((a) + (b))
 // NaN-propagating max, like Eigen's maxCoeff on the CPU for NaN-free rows.
 #define MAXF(a, b) ((a) != (a) ? (a) : ((b) > (a) || (b) != (b)) ? (b) : (a))
 
-#define SOFTMAX(T, unused)                                                                  \
-  KERNEL softmax_##T(global T##_t* out, global const T##_t* in, long n, int take_log) {      \
-    local T##_m scratch[XTEN_GROUP_SIZE];                                                   \
-    const long row = get_group_id(0);                                                       \
-    const int l = (int)get_local_id(0);                                                     \
-    global const T##_t* x = in + row * n;                                                   \
-    global T##_t* y = out + row * n;                                                        \
-    T##_m m = -INFINITY;                                                                    \
-    for (long j = l; j < n; j += XTEN_GROUP_SIZE) m = MAXF(m, T##_load(x, j));              \
-    scratch[l] = m;                                                                         \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                           \
-    TREE(MAXF, scratch, l)                                                                  \
-    m = scratch[0];                                                                         \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                           \
-    T##_m s = 0;                                                                            \
-    for (long j = l; j < n; j += XTEN_GROUP_SIZE) s += exp(T##_load(x, j) - m);             \
-    scratch[l] = s;                                                                         \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                           \
-    TREE(PLUS, scratch, l)                                                                  \
-    s = scratch[0];                                                                         \
-    const T##_m log_s = log(s); /* (x - max) - log(sum), as the CPU */                      \
-    for (long j = l; j < n; j += XTEN_GROUP_SIZE) {                                         \
-      const T##_m v = T##_load(x, j) - m;                                                   \
-      T##_store(y, j, take_log ? v - log_s : exp(v) / s);                                   \
-    }                                                                                       \
+#define SOFTMAX(T, unused)                                                                         \
+  KERNEL softmax_##T(global T##_t* out, global const T##_t* in, long n, int take_log) {            \
+    local T##_m scratch[XTEN_GROUP_SIZE];                                                          \
+    const long row = get_group_id(0);                                                              \
+    const int l = (int)get_local_id(0);                                                            \
+    global const T##_t* x = in + row * n;                                                          \
+    global T##_t* y = out + row * n;                                                               \
+    T##_m m = -INFINITY;                                                                           \
+    for (long j = l; j < n; j += XTEN_GROUP_SIZE) m = MAXF(m, T##_load(x, j));                     \
+    scratch[l] = m;                                                                                \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    TREE(MAXF, scratch, l)                                                                         \
+    m = scratch[0];                                                                                \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    T##_m s = 0;                                                                                   \
+    for (long j = l; j < n; j += XTEN_GROUP_SIZE) s += exp(T##_load(x, j) - m);                    \
+    scratch[l] = s;                                                                                \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    TREE(PLUS, scratch, l)                                                                         \
+    s = scratch[0];                                                                                \
+    const T##_m log_s = log(s); /* (x - max) - log(sum), as the CPU */                             \
+    for (long j = l; j < n; j += XTEN_GROUP_SIZE) {                                                \
+      const T##_m v = T##_load(x, j) - m;                                                          \
+      T##_store(y, j, take_log ? v - log_s : exp(v) / s);                                          \
+    }                                                                                              \
   }
 
 XTEN_FLOAT_DTYPES(SOFTMAX, _)
 
 // Pointwise activations with up to three parameters p0..p2 (in opmath), strided and one-dim
 // variants, through the host's elementwise path; formulas as kernels/cpu/activation.cpp.
-#define ACT_HEAD_ND(NAME, T)                                                                   \
-  KERNEL NAME##_##T(global T##_t* out, global const T##_t* a, T##_m p0, T##_m p1, T##_m p2,     \
-                    long n, int ndim, long8 sizes, long8 so, long8 sa) {                       \
-    ELEMENTS(i, n) {                                                                           \
-    long oo, oa;                                                                               \
-    strided_offsets(i, ndim, sizes, so, sa, &oo, &oa);                                         \
-    const T##_m x = T##_load(a, oa);
-#define ACT_HEAD_1D(NAME, T)                                                                   \
-  KERNEL NAME##_##T##_1d(global T##_t* out, global const T##_t* a, T##_m p0, T##_m p1,         \
-                         T##_m p2, long n, long so, long sa) {                                 \
-    ELEMENTS(i, n) {                                                                           \
-    const long oo = i * so;                                                                    \
-    const T##_m x = T##_load(a, i * sa);
+#define ACT_HEAD_ND(NAME, T, ...)                                                                  \
+  KERNEL NAME##_##T(global T##_t* out, global const T##_t* a, T##_m p0, T##_m p1, T##_m p2,        \
+                    long n, int ndim, long8 sizes, long8 so, long8 sa) {                           \
+    ELEMENTS(i, n) {                                                                               \
+    long oo, oa;                                                                                   \
+    strided_offsets(i, ndim, sizes, so, sa, &oo, &oa);                                             \
+    const T##_m x = T##_load(a, oa);                                                               \
+    __VA_ARGS__                                                                                    \
+  }                                                                                                \
+  }
+#define ACT_HEAD_1D(NAME, T, ...)                                                                  \
+  KERNEL NAME##_##T##_1d(global T##_t* out, global const T##_t* a, T##_m p0, T##_m p1,             \
+                         T##_m p2, long n, long so, long sa) {                                     \
+    ELEMENTS(i, n) {                                                                               \
+    const long oo = i * so;                                                                        \
+    const T##_m x = T##_load(a, i * sa);                                                           \
+    __VA_ARGS__                                                                                    \
+  }                                                                                                \
+  }
 
-#define ACTIVATIONS(T, HEAD)                                                                   \
-  HEAD(leaky_relu, T) T##_store(out, oo, x > 0 ? x : x * p0); (void)p1; (void)p2; }}           \
-  HEAD(elu, T) T##_store(out, oo, x > 0 ? p1 * x : p1 * p0 * expm1(x * p2)); }}                \
-  HEAD(softplus, T) T##_store(out, oo, x * p0 > p1 ? x : log1p(exp(x * p0)) / p0); (void)p2; }} \
-  HEAD(hardswish, T) {                                                                         \
-    const T##_m lo = (x + 3 < 0) ? (T##_m)0 : x + 3;                                           \
-    const T##_m c = (6 < lo) ? (T##_m)6 : lo;                                                  \
-    T##_store(out, oo, x * c / 6); (void)p0; (void)p1; (void)p2; }}}
+#define ACTIVATIONS(T, HEAD)                                                                       \
+  HEAD(leaky_relu, T, T##_store(out, oo, x > 0 ? x : x * p0); (void)p1; (void)p2;)                 \
+  HEAD(elu, T, T##_store(out, oo, x > 0 ? p1 * x : p1 * p0 * expm1(x * p2));)                      \
+  HEAD(softplus, T, T##_store(out, oo, x * p0 > p1 ? x : log1p(exp(x * p0)) / p0); (void)p2;)      \
+  HEAD(hardswish, T, {                                                                             \
+    const T##_m lo = (x + 3 < 0) ? (T##_m)0 : x + 3;                                               \
+    const T##_m c = (6 < lo) ? (T##_m)6 : lo;                                                      \
+    T##_store(out, oo, x * c / 6); (void)p0; (void)p1; (void)p2; })
 
 XTEN_FLOAT_DTYPES(ACTIVATIONS, ACT_HEAD_ND)
 XTEN_FLOAT_DTYPES(ACTIVATIONS, ACT_HEAD_1D)
