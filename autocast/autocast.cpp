@@ -29,10 +29,12 @@ const char* to_string(CastPolicy p) {
 
 namespace {
 
+// The device type's autocast key, from its row of dispatch keys.
 DispatchKey key_of(DeviceType t) {
-  XTEN_CHECK(t == kCPU || t == kXPU, ValueError, "autocast",
+  const int i = static_cast<int>(t);
+  XTEN_CHECK(i >= 0 && i < kNumDeviceTypes, ValueError, "autocast",
              "autocast supports the device types cpu and xpu, but got {}", Device(t).str());
-  return t == kCPU ? DispatchKey::AutocastCPU : DispatchKey::AutocastXPU;
+  return kDeviceTypeKeys[i][2];
 }
 
 void check_dtype(ScalarType dtype) {
@@ -40,7 +42,8 @@ void check_dtype(ScalarType dtype) {
              "the autocast dtype must be float16 or bfloat16, but got {}", xten::to_string(dtype));
 }
 
-thread_local ScalarType t_dtype[2] = {kBFloat16, kHalf};  // [CPU, XPU]
+// The default autocast dtype per device type, as PyTorch's: bfloat16 on CPU, float16 on XPU.
+thread_local ScalarType t_dtype[kNumDeviceTypes] = {kBFloat16, kHalf};
 thread_local int t_nesting = 0;
 // Note [Cast cache]: source TensorImpl -> (source, cast). Holding the source keeps its
 // TensorImpl alive, so an address cannot be reused by another tensor while the entry exists.
@@ -48,7 +51,7 @@ thread_local std::unordered_map<const TensorImpl*, std::pair<Tensor, Tensor>> t_
 
 int slot(DeviceType t) {
   key_of(t);
-  return t == kCPU ? 0 : 1;
+  return static_cast<int>(t);
 }
 
 }  // namespace

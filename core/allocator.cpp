@@ -1,5 +1,7 @@
 #include <xten/core/allocator.h>
 
+#include <xten/core/device_interface.h>
+
 #include <array>
 #include <atomic>
 #include <cstdlib>
@@ -109,11 +111,8 @@ void empty_cpu_cache() {
 }
 
 Allocator* allocator_for(DeviceType type) {
-  if (type == kCPU) return cpu_allocator();
   Allocator* a = registry()[static_cast<int>(type)].load(std::memory_order_acquire);
-  XTEN_CHECK(a != nullptr, DeviceError, "allocator",
-             "no allocator is registered for device type {}", to_string(type));
-  return a;
+  return a ? a : device_interface(type).allocator();
 }
 
 void set_allocator(DeviceType type, Allocator* allocator) {

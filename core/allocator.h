@@ -33,8 +33,10 @@ class Allocator {
   virtual DataPtr allocate(size_t nbytes, Device device) = 0;
 };
 
-// The allocator registered for `type`; a DeviceError if none is (e.g. XPU before its runtime).
+// The allocator of `type`: its backend's (core/device_interface.h) unless overridden; a
+// DeviceError if the type has no backend.
 Allocator* allocator_for(DeviceType type);
+// Overrides (or, with nullptr, restores) the backend's allocator, for tests.
 void set_allocator(DeviceType type, Allocator* allocator);
 
 // CPU memory, aligned to kCpuAlignment bytes so that vector loads never split a line.

@@ -21,7 +21,10 @@ Device::Device(DeviceType type, int index) : type_(type), index_(static_cast<int
 Device::Device(const std::string& s) : type_(kCPU), index_(-1) {
   const auto colon = s.find(':');
   const std::string name = s.substr(0, colon);
-  bool ok = name == "cpu" || name == "xpu";
+  int type = -1;  // the device type whose name this is
+  for (int t = 0; t < kNumDeviceTypes; ++t)
+    if (name == to_string(static_cast<DeviceType>(t))) type = t;
+  bool ok = type >= 0;
   int index = -1;
   if (ok && colon != std::string::npos) {
     const std::string digits = s.substr(colon + 1);
@@ -33,7 +36,7 @@ Device::Device(const std::string& s) : type_(kCPU), index_(-1) {
              "invalid device string '{}': expected 'cpu' or 'xpu', optionally followed by "
              "':<index>' (e.g. 'xpu:1')",
              s);
-  *this = Device(name == "cpu" ? kCPU : kXPU, index);
+  *this = Device(static_cast<DeviceType>(type), index);
 }
 
 std::string Device::str() const {

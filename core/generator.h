@@ -66,8 +66,7 @@ class Generator {
 
 Generator& default_cpu_generator();
 
-// Device runtimes register a hook so that manual_seed reaches their generators too.
-void register_manual_seed_hook(std::function<void(uint64_t)> hook);
+// Seeds the generators of every backend (core/device_interface.h).
 void manual_seed_all_generators(uint64_t seed);
 
 }  // namespace xten

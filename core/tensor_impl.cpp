@@ -4,6 +4,9 @@
 
 namespace xten {
 
+static_assert(kNumDeviceTypeKeyRows == kNumDeviceTypes,
+              "every device type needs its row of dispatch keys (dispatch/dispatch_key.h)");
+
 TensorImpl::TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes, IntArrayRef strides,
                        int64_t storage_offset)
     : storage_(std::move(storage)),

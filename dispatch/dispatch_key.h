@@ -75,14 +75,19 @@ class DispatchKeySet {
   uint64_t bits_ = 0;
 };
 
-// The keys a tensor on a device of this type carries: backend, autograd and autocast key.
+// The keys of each device type, indexed by DeviceType (core/device.h): backend, autograd,
+// autocast. A new backend adds its row (docs/adding_a_backend.md).
+constexpr DispatchKey kDeviceTypeKeys[][3] = {
+    {DispatchKey::CPU, DispatchKey::AutogradCPU, DispatchKey::AutocastCPU},  // DeviceType::CPU
+    {DispatchKey::XPU, DispatchKey::AutogradXPU, DispatchKey::AutocastXPU},  // DeviceType::XPU
+};
+constexpr int kNumDeviceTypeKeyRows = sizeof(kDeviceTypeKeys) / sizeof(kDeviceTypeKeys[0]);
+
+// The keys a tensor on a device of this type carries.
 constexpr DispatchKeySet key_set_for_device_type(int device_type /* DeviceType */) {
-  return device_type == 0 ? DispatchKeySet(DispatchKey::CPU)
-                                .add(DispatchKey::AutogradCPU)
-                                .add(DispatchKey::AutocastCPU)
-                          : DispatchKeySet(DispatchKey::XPU)
-                                .add(DispatchKey::AutogradXPU)
-                                .add(DispatchKey::AutocastXPU);
+  return DispatchKeySet(kDeviceTypeKeys[device_type][0])
+      .add(kDeviceTypeKeys[device_type][1])
+      .add(kDeviceTypeKeys[device_type][2]);
 }
 
 }  // namespace xten

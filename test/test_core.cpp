@@ -4,6 +4,8 @@
 #include <limits>
 #include <sstream>
 
+#include <xten/core/device_interface.h>
+
 #include "test_util.h"
 
 using namespace xten;
@@ -275,4 +277,40 @@ TEST(Parallel, NumThreads) {
   EXPECT_EQ(big.sum().item<double>(), 1 << 20);
   set_num_threads(before);
   EXPECT_THROW_MSG(set_num_threads(0), ValueError, "must be positive, but got 0");
+}
+
+// Note [Backend seam]: the CPU backend through the one device interface.
+TEST(DeviceInterface, CpuBackend) {
+  DeviceInterface& cpu = device_interface(kCPU);
+  EXPECT_EQ(cpu.type(), kCPU);
+  EXPECT_EQ(cpu.allocator(), cpu_allocator());
+  EXPECT_EQ(allocator_for(kCPU), cpu_allocator());
+  EXPECT_EQ(cpu.device_count(), 1);
+  EXPECT_EQ(cpu.current_device(), 0);
+  EXPECT_THROW_MSG(cpu.set_current_device(1), IndexError,
+                   "cpu device must be in [0, 1), but got 1");
+  cpu.manual_seed(5);
+  const Tensor a = rand({4});
+  manual_seed(5);
+  EXPECT_TRUE(same_bytes(a, rand({4})));
+  auto start = cpu.record_event(0);
+  auto end = cpu.record_event(0);
+  end->synchronize();
+  EXPECT_GE(start->elapsed_ms(*end), 0.0);
+  EXPECT_EQ(cpu.current_stream_id(0), 0);
+  { DeviceIndexGuard g{Device(kCPU)}; }
+  static struct Twice : DeviceInterface {
+    DeviceType type() const override { return kCPU; }
+    Allocator* allocator() override { return nullptr; }
+    void manual_seed(uint64_t) override {}
+    int device_count() override { return 0; }
+    int current_device() override { return 0; }
+    void set_current_device(int) override {}
+    void synchronize(int) override {}
+    int64_t current_stream_id(int) override { return 0; }
+    std::unique_ptr<DeviceEvent> record_event(int) override { return nullptr; }
+    void wait_event(DeviceEvent&, int) override {}
+  } twice;
+  EXPECT_THROW_MSG(register_device_interface(&twice), ValueError,
+                   "a backend for device type cpu is registered already");
 }

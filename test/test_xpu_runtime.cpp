@@ -9,6 +9,7 @@
 #include <iterator>
 #include <thread>
 
+#include <xten/core/device_interface.h>
 #include <xten/kernels/xpu/runtime/module_cache.h>
 #include <xten/kernels/xpu/runtime/runtime.h>
 
@@ -116,6 +117,40 @@ TEST(XpuEvent, RecordWaitSynchronizeElapsed) {
   EXPECT_THROW_MSG(ready.elapsed_time(end), ValueError, "enable_timing=true");
   xpu::Event unrecorded(true);
   EXPECT_THROW_MSG(start.elapsed_time(unrecorded), ValueError, "recorded first");
+}
+
+// Note [Backend seam]: the XPU runtime through the one device interface.
+TEST(XpuDeviceInterface, AllocatorDevicesStreamsEventsSeed) {
+  DeviceInterface& x = device_interface(kXPU);
+  EXPECT_EQ(x.type(), kXPU);
+  EXPECT_EQ(x.allocator(), allocator_for(kXPU));
+  EXPECT_EQ(x.device_count(), xpu::device_count());
+  {
+    DeviceIndexGuard g(Device("xpu:1"));
+    EXPECT_EQ(x.current_device(), 1);
+    EXPECT_EQ(xpu::current_device(), 1);
+  }
+  EXPECT_EQ(x.current_device(), 0);
+  EXPECT_THROW_MSG(x.set_current_device(7), IndexError, "must be in [0, 2), but got 7");
+  {
+    xpu::StreamGuard s(xpu::get_stream_from_pool(0));
+    EXPECT_EQ(x.current_stream_id(0), xpu::get_current_stream(0).id());
+    EXPECT_NE(x.current_stream_id(0), 0);
+  }
+  Tensor t = zeros({1 << 16}, TensorOptions().device(Device("xpu")));
+  auto start = x.record_event(0);
+  t.add_(1);
+  auto end = x.record_event(0);
+  x.wait_event(*end, 0);
+  end->synchronize();
+  EXPECT_GE(start->elapsed_ms(*end), 0.0);
+  x.synchronize(-1);
+  EXPECT_EQ(t.sum().item<float>(), float(1 << 16));
+  // manual_seed reaches the XPU generators through the interface.
+  manual_seed(9);
+  const Tensor r = rand({8}, TensorOptions().device(Device("xpu"))).to(kCPU);
+  x.manual_seed(9);
+  EXPECT_TRUE(same_bytes(r, rand({8}, TensorOptions().device(Device("xpu"))).to(kCPU)));
 }
 
 TEST(XpuAllocator, RoundingReuseSplitMergeAndStats) {

@@ -322,13 +322,6 @@ Allocator* caching_allocator() {
   return &a;
 }
 
-namespace {
-const bool kRegistered = [] {
-  set_allocator(kXPU, caching_allocator());
-  return true;
-}();
-}  // namespace
-
 uint64_t memory_allocated(int device) {
   return static_cast<uint64_t>(memory_stats(device)["allocated_bytes.current"]);
 }

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 
@@ -87,6 +88,11 @@ DeviceProperties read_properties(ze_device_handle_t dev, bool bundled) {
   return p;
 }
 
+struct Runtime;
+// Set once discovery is done: manual_seed reaches started devices only (seeding must not start
+// the runtime; devices found later take the CPU generator's seed).
+std::atomic<Runtime*> t_started{nullptr};
+
 struct Runtime {
   std::vector<std::unique_ptr<DeviceState>> devices;
   std::string searched;  // what was looked for, for the no-device error
@@ -105,7 +111,8 @@ Runtime* discover() {
   const bool have_bundled = !bundled.empty() && stat(bundled.c_str(), &st) == 0;
   const char* user_alt = std::getenv("ZE_ENABLE_ALT_DRIVERS");
   if (!user_alt && mode != "vendor" && have_bundled) {
-    // Listing the vendor's driver keeps a real Intel GPU visible (docs/xpu_runtime.md, Note [Finding devices]).
+    // Listing the vendor's driver keeps a real Intel GPU visible (docs/xpu_runtime.md, Note
+    // [Finding devices]).
     const std::string alt = mode == "bundled" ? bundled : "libze_intel_gpu.so.1," + bundled;
     setenv("ZE_ENABLE_ALT_DRIVERS", alt.c_str(), 0);
   }
@@ -164,9 +171,7 @@ Runtime* discover() {
       rt->devices.push_back(std::move(s));
     }
   }
-  register_manual_seed_hook([rt](uint64_t seed) {
-    for (auto& d : rt->devices) d->generator.manual_seed(seed);
-  });
+  t_started.store(rt, std::memory_order_release);
   return rt;
 }
 
@@ -181,6 +186,11 @@ thread_local int t_current_device = 0;
 
 int device_count() {
   return static_cast<int>(runtime().devices.size());
+}
+
+void seed_started_devices(uint64_t seed) {
+  if (Runtime* rt = t_started.load(std::memory_order_acquire))
+    for (auto& d : rt->devices) d->generator.manual_seed(seed);
 }
 bool is_available() {
   return device_count() > 0;

@@ -33,6 +33,8 @@ DeviceState& device_state(int device = -1);
 ze_context_handle_t ze_context(int device);
 ze_device_handle_t ze_device(int device);
 int normalize_device(int device);  // -1 -> current; checks the range
+// Seeds the generators of the devices found so far (none before the runtime has started).
+void seed_started_devices(uint64_t seed);
 
 struct StreamImpl {
   int device;
