@@ -16,26 +16,14 @@ struct ParsedSchema {
   std::vector<SchemaArgument> arguments, returns;
 };
 
+// The schema spelling of each base type, in SchemaBaseType's order.
+constexpr const char* kBaseNames[] = {"Tensor", "Scalar", "int",        "float",
+                                      "bool",   "str",    "ScalarType", "Device"};
+constexpr int kNumBaseTypes = sizeof(kBaseNames) / sizeof(kBaseNames[0]);
+static_assert(kNumBaseTypes == static_cast<int>(SchemaBaseType::Device) + 1);
+
 const char* base_name(SchemaBaseType b) {
-  switch (b) {
-    case SchemaBaseType::Tensor:
-      return "Tensor";
-    case SchemaBaseType::Scalar:
-      return "Scalar";
-    case SchemaBaseType::Int:
-      return "int";
-    case SchemaBaseType::Float:
-      return "float";
-    case SchemaBaseType::Bool:
-      return "bool";
-    case SchemaBaseType::Str:
-      return "str";
-    case SchemaBaseType::ScalarType:
-      return "ScalarType";
-    case SchemaBaseType::Device:
-      return "Device";
-  }
-  return "?";
+  return kBaseNames[static_cast<int>(b)];
 }
 
 // A hand-written reader over the schema text; every error names the op and the column
@@ -106,27 +94,15 @@ class SchemaReader {
     SchemaArgument a;
     const size_t type_at = pos_;
     const std::string base = identifier("a type");
-    if (base == "Tensor")
-      a.type.base = SchemaBaseType::Tensor;
-    else if (base == "Scalar")
-      a.type.base = SchemaBaseType::Scalar;
-    else if (base == "int")
-      a.type.base = SchemaBaseType::Int;
-    else if (base == "float")
-      a.type.base = SchemaBaseType::Float;
-    else if (base == "bool")
-      a.type.base = SchemaBaseType::Bool;
-    else if (base == "str")
-      a.type.base = SchemaBaseType::Str;
-    else if (base == "ScalarType")
-      a.type.base = SchemaBaseType::ScalarType;
-    else if (base == "Device")
-      a.type.base = SchemaBaseType::Device;
-    else {
+    int found = -1;
+    for (int i = 0; i < kNumBaseTypes; ++i)
+      if (base == kBaseNames[i]) found = i;
+    if (found < 0) {
       pos_ = type_at;
       fail("a type (Tensor, Scalar, int, float, bool, str, ScalarType, Device), not '" + base +
            "'");
     }
+    a.type.base = static_cast<SchemaBaseType>(found);
     if (accept('(')) {
       if (a.type.base != SchemaBaseType::Tensor) fail("an alias annotation only on a Tensor");
       AliasInfo alias;

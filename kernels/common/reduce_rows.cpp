@@ -2,6 +2,7 @@
 
 #include <xten/core/meta.h>
 #include <xten/dispatch/ops.h>
+#include <xten/kernels/common/op_checks.h>
 
 namespace xten {
 
@@ -55,6 +56,31 @@ void check_nonempty(const char* op, const Tensor& self, const Rows& r) {
 
 ScalarType sum_dtype(const Tensor& self, std::optional<ScalarType> dtype) {
   return dtype ? *dtype : is_integral_type(self.dtype(), true) ? kLong : self.dtype();
+}
+
+SortRows sort_rows_meta(const char* op, const Tensor& self, int64_t dim, int64_t k) {
+  SortRows r;
+  r.self = self;
+  if (self.dim() == 0) {
+    r.zero_dim = true;
+    return r;
+  }
+  r.d = wrap_dim(op, dim, self.dim());
+  r.rows_in = self.transpose(r.d, -1).contiguous();
+  r.n = r.rows_in.size(-1);
+  check_topk_k(op, k, r.n, r.d);
+  r.k = k;
+  DimVector shape(r.rows_in.sizes());
+  shape.back() = k;
+  r.values = empty_tensor(shape, self.dtype(), self.device());
+  r.indices = empty_tensor(shape, kLong, self.device());
+  r.rows = r.n ? r.rows_in.numel() / r.n : 0;
+  return r;
+}
+
+std::tuple<Tensor, Tensor> SortRows::finish() const {
+  if (zero_dim) return {self.clone(), zeros({}, TensorOptions(kLong).device(self.device()))};
+  return {values.transpose(d, -1).contiguous(), indices.transpose(d, -1).contiguous()};
 }
 
 }  // namespace xten

@@ -4,6 +4,7 @@
 // kernels), so that the input is `outer` rows of `inner` elements and output element i
 // reduces row i.
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include <xten/core/tensor.h>
@@ -30,5 +31,17 @@ void check_nonempty(const char* op, const Tensor& self, const Rows& r);
 // The dtype sum and prod produce: the given one, int64 for integer and bool inputs, else the
 // input's.
 ScalarType sum_dtype(const Tensor& self, std::optional<ScalarType> dtype);
+
+// Sorting's meta step (sort, argsort, topk; Note [Pooling meta] in window.h says why): the
+// input as contiguous rows with dim innermost, k checked, the first k values and their
+// int64 indices per row allocated as `rows` x k. A backend sorts rows_in into them.
+struct SortRows {
+  bool zero_dim = false;  // a 0-d input: its one value, index 0 (nothing to sort)
+  int64_t d = 0, n = 0, rows = 0, k = 0;
+  Tensor self, rows_in, values, indices;
+  // (values, indices) with dim back in its place.
+  std::tuple<Tensor, Tensor> finish() const;
+};
+SortRows sort_rows_meta(const char* op, const Tensor& self, int64_t dim, int64_t k);
 
 }  // namespace xten

@@ -200,4 +200,42 @@ void check_adaptive_output_size(const char* op, IntArrayRef output_size) {
              "output_size must be 2 positive values, but got {}", output_size);
 }
 
+namespace {
+PoolMeta pool_outputs(PoolMeta m, const Tensor& input, bool with_indices) {
+  m.in = input.contiguous();
+  m.out = empty_tensor(m.p.shape(m.w.ho, m.w.wo), input.dtype(), input.device());
+  if (with_indices) m.indices = empty_tensor(m.p.shape(m.w.ho, m.w.wo), kLong, input.device());
+  return m;
+}
+}  // namespace
+
+PoolMeta max_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
+                         IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  PoolMeta m;
+  m.p = planes_of("max_pool2d", input);
+  m.w = window_args("max_pool2d", m.p, kernel, stride, padding, dilation, ceil_mode);
+  return pool_outputs(std::move(m), input, true);
+}
+
+PoolMeta avg_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
+                         IntArrayRef padding, bool ceil_mode,
+                         std::optional<int64_t> divisor_override) {
+  PoolMeta m;
+  m.p = planes_of("avg_pool2d", input);
+  m.w = window_args("avg_pool2d", m.p, kernel, stride, padding, {}, ceil_mode);
+  check_divisor_override(divisor_override);
+  return pool_outputs(std::move(m), input, false);
+}
+
+PoolMeta adaptive_pool2d_meta(const char* op, const Tensor& input, IntArrayRef output_size,
+                              bool with_indices) {
+  check_adaptive_output_size(op, output_size);
+  PoolMeta m;
+  m.p = planes_of(op, input);
+  m.w = Window{};
+  m.w.ho = output_size[0];
+  m.w.wo = output_size[1];
+  return pool_outputs(std::move(m), input, with_indices);
+}
+
 }  // namespace xten

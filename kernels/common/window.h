@@ -63,4 +63,24 @@ inline int64_t adaptive_end(int64_t i, int64_t in, int64_t out) {
 }
 void check_adaptive_output_size(const char* op, IntArrayRef output_size);
 
+// Note [Pooling meta]: what a pooling op settles before any backend computes: its checks,
+// its geometry, the contiguous input and its outputs, allocated on the input's device. A
+// backend's pooling kernel is the meta step and then its compute step (structured-kernel
+// style), so the backends share every shape, dtype rule and error.
+struct PoolMeta {
+  Planes p;
+  Window w;        // adaptive pooling: only ho and wo are set
+  Tensor in;       // the input, contiguous
+  Tensor out;      // p.shape(ho, wo), the input's dtype
+  Tensor indices;  // max pooling: int64 flat positions in the input's H x W plane
+};
+PoolMeta max_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
+                         IntArrayRef padding, IntArrayRef dilation, bool ceil_mode);
+PoolMeta avg_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
+                         IntArrayRef padding, bool ceil_mode,
+                         std::optional<int64_t> divisor_override);
+// adaptive_avg_pool2d (with_indices false) and adaptive_max_pool2d (true).
+PoolMeta adaptive_pool2d_meta(const char* op, const Tensor& input, IntArrayRef output_size,
+                              bool with_indices);
+
 }  // namespace xten

@@ -16,6 +16,7 @@
 #include <xten/dispatch/ops.h>
 
 #include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/common/reduce_rows.h>
 #include <xten/kernels/cpu/loops.h>
 
 namespace xten::cpu {
@@ -168,16 +169,10 @@ bool less_nan_last(M a, M b) {
 
 std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t dim,
                                      bool descending, int64_t k, bool sorted) {
-  if (self.dim() == 0) return {self.clone(), zeros({}, kLong)};
-  const int64_t d = wrap_dim(op, dim, self.dim());
-  const Tensor rows_in = self.transpose(d, -1).contiguous();
-  const int64_t n = rows_in.size(-1);
-  check_topk_k(op, k, n, d);
-  DimVector shape(rows_in.sizes());
-  shape.back() = k;
-  Tensor values = empty_tensor(shape, self.dtype(), self.device());
-  Tensor indices = empty_tensor(shape, kLong, self.device());
-  const int64_t rows = n ? rows_in.numel() / n : 0;
+  const SortRows m = sort_rows_meta(op, self, dim, k);
+  if (m.zero_dim) return m.finish();
+  const Tensor &rows_in = m.rows_in, &values = m.values, &indices = m.indices;
+  const int64_t n = m.n, rows = m.rows;
   visit_dtype<dtypes::kAll>(op, self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
@@ -206,7 +201,7 @@ std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t
       }
     });
   });
-  return {values.transpose(d, -1).contiguous(), indices.transpose(d, -1).contiguous()};
+  return m.finish();
 }
 
 std::tuple<Tensor, Tensor> sort_kernel(const Tensor& self, int64_t dim, bool descending) {

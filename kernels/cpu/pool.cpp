@@ -27,11 +27,10 @@ void for_each_plane(int64_t planes, int64_t work, const F& f) {
 std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, IntArrayRef kernel,
                                                           IntArrayRef stride, IntArrayRef padding,
                                                           IntArrayRef dilation, bool ceil_mode) {
-  const Planes p = planes_of("max_pool2d", input);
-  const Window w = window_args("max_pool2d", p, kernel, stride, padding, dilation, ceil_mode);
-  const Tensor in = input.contiguous();
-  Tensor out = empty_tensor(p.shape(w.ho, w.wo), input.dtype(), input.device());
-  Tensor idx = empty_tensor(p.shape(w.ho, w.wo), kLong, input.device());
+  const PoolMeta m = max_pool2d_meta(input, kernel, stride, padding, dilation, ceil_mode);
+  const Planes& p = m.p;
+  const Window& w = m.w;
+  const Tensor &in = m.in, &out = m.out, &idx = m.indices;
   visit_dtype<dtypes::kFloating>("max_pool2d", input.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
@@ -67,20 +66,13 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, I
   return {out, idx};
 }
 
-Tensor max_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
-                         IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-  return std::get<0>(
-      max_pool2d_with_indices_kernel(input, kernel, stride, padding, dilation, ceil_mode));
-}
-
 Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
                          IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                          std::optional<int64_t> divisor_override) {
-  const Planes p = planes_of("avg_pool2d", input);
-  const Window w = window_args("avg_pool2d", p, kernel, stride, padding, {}, ceil_mode);
-  check_divisor_override(divisor_override);
-  const Tensor in = input.contiguous();
-  Tensor out = empty_tensor(p.shape(w.ho, w.wo), input.dtype(), input.device());
+  const PoolMeta m = avg_pool2d_meta(input, kernel, stride, padding, ceil_mode, divisor_override);
+  const Planes& p = m.p;
+  const Window& w = m.w;
+  const Tensor &in = m.in, &out = m.out;
   visit_dtype<dtypes::kFloating>("avg_pool2d", input.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
@@ -123,11 +115,10 @@ void for_each_adaptive_cell(const Planes& p, int64_t ho, int64_t wo, const F& ce
 }
 
 Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) {
-  check_adaptive_output_size("adaptive_avg_pool2d", output_size);
-  const Planes p = planes_of("adaptive_avg_pool2d", input);
-  const Tensor in = input.contiguous();
-  const int64_t ho = output_size[0], wo = output_size[1];
-  Tensor out = empty_tensor(p.shape(ho, wo), input.dtype(), input.device());
+  const PoolMeta m = adaptive_pool2d_meta("adaptive_avg_pool2d", input, output_size, false);
+  const Planes& p = m.p;
+  const int64_t ho = m.w.ho, wo = m.w.wo;
+  const Tensor &in = m.in, &out = m.out;
   visit_dtype<dtypes::kFloating>("adaptive_avg_pool2d", input.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
@@ -147,12 +138,10 @@ Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) 
 
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_kernel(const Tensor& input,
                                                       IntArrayRef output_size) {
-  check_adaptive_output_size("adaptive_max_pool2d", output_size);
-  const Planes p = planes_of("adaptive_max_pool2d", input);
-  const Tensor in = input.contiguous();
-  const int64_t ho = output_size[0], wo = output_size[1];
-  Tensor out = empty_tensor(p.shape(ho, wo), input.dtype(), input.device());
-  Tensor idx = empty_tensor(p.shape(ho, wo), kLong, input.device());
+  const PoolMeta m = adaptive_pool2d_meta("adaptive_max_pool2d", input, output_size, true);
+  const Planes& p = m.p;
+  const int64_t ho = m.w.ho, wo = m.w.wo;
+  const Tensor &in = m.in, &out = m.out, &idx = m.indices;
   visit_dtype<dtypes::kFloating>("adaptive_max_pool2d", input.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
@@ -182,7 +171,6 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d_kernel(const Tensor& input,
 }  // namespace
 
 LIBRARY_IMPL(xten, CPU, m) {
-  m.impl("max_pool2d", max_pool2d_kernel);
   m.impl("max_pool2d_with_indices", max_pool2d_with_indices_kernel);
   m.impl("avg_pool2d", avg_pool2d_kernel);
   m.impl("adaptive_avg_pool2d", adaptive_avg_pool2d_kernel);

@@ -9,6 +9,7 @@
 #include <xten/dispatch/ops.h>
 
 #include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/common/reduce_rows.h>
 #include <xten/kernels/xpu/ops/xpu_ops.h>
 
 namespace xten::xpu {
@@ -157,17 +158,10 @@ Tensor masked_select_kernel(const Tensor& self, const Tensor& mask) {
 // The first k of each row along dim in sorted order (the CPU's stable order), with indices.
 std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t dim,
                                      bool descending, int64_t k) {
-  if (self.dim() == 0)
-    return {self.clone(), zeros({}, TensorOptions().dtype(kLong).device(self.device()))};
-  const int64_t d = wrap_dim(op, dim, self.dim());
-  const Tensor rows_in = self.transpose(d, -1).contiguous();
-  const int64_t n = rows_in.size(-1);
-  check_topk_k(op, k, n, d);
-  DimVector shape(rows_in.sizes());
-  shape.back() = k;
-  Tensor values = empty(shape, self.dtype(), self.device());
-  Tensor indices = empty(shape, kLong, self.device());
-  const int64_t rows = n ? rows_in.numel() / n : 0;
+  const SortRows m = sort_rows_meta(op, self, dim, k);
+  if (m.zero_dim) return m.finish();
+  const Tensor &rows_in = m.rows_in, &values = m.values, &indices = m.indices;
+  const int64_t n = m.n, rows = m.rows;
   if (rows > 0 && k > 0) {
     int64_t p = 1;
     while (p < n) p <<= 1;
@@ -185,7 +179,7 @@ std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t
     launch(s, index_kernel(op, self, "take_sorted_" + tag), rows * k, values.data_ptr(),
            indices.data_ptr(), rows_in.data_ptr(), idx.data_ptr(), n, p, k, rows * k);
   }
-  return {values.transpose(d, -1).contiguous(), indices.transpose(d, -1).contiguous()};
+  return m.finish();
 }
 
 // self[index[j], ...] = values[j, ...] along dim 0 (atomically += when accumulating).

@@ -19,67 +19,49 @@ Kernel& pool_kernel(const char* op, const char* name, const Tensor& input) {
 std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, IntArrayRef kernel,
                                                           IntArrayRef stride, IntArrayRef padding,
                                                           IntArrayRef dilation, bool ceil_mode) {
-  const Planes p = planes_of("max_pool2d", input);
-  const Window w = window_args("max_pool2d", p, kernel, stride, padding, dilation, ceil_mode);
-  const Tensor in = input.contiguous();
-  Tensor out = empty(p.shape(w.ho, w.wo), input.dtype(), input.device());
-  Tensor idx = empty(p.shape(w.ho, w.wo), kLong, input.device());
-  launch(stream_of(in), pool_kernel("max_pool2d", "max_pool2d", in), out.numel(), out.data_ptr(),
-         idx.data_ptr(), in.data_ptr(), p.h, p.w, w.ho, w.wo, w.kh, w.kw, w.sh, w.sw, w.ph, w.pw,
-         w.dh, w.dw, out.numel());
-  return {out, idx};
-}
-
-Tensor max_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
-                         IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-  return std::get<0>(
-      max_pool2d_with_indices_kernel(input, kernel, stride, padding, dilation, ceil_mode));
+  const PoolMeta m = max_pool2d_meta(input, kernel, stride, padding, dilation, ceil_mode);
+  const Planes& p = m.p;
+  const Window& w = m.w;
+  launch(stream_of(m.in), pool_kernel("max_pool2d", "max_pool2d", m.in), m.out.numel(),
+         m.out.data_ptr(), m.indices.data_ptr(), m.in.data_ptr(), p.h, p.w, w.ho, w.wo, w.kh, w.kw,
+         w.sh, w.sw, w.ph, w.pw, w.dh, w.dw, m.out.numel());
+  return {m.out, m.indices};
 }
 
 Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
                          IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                          std::optional<int64_t> divisor_override) {
-  const Planes p = planes_of("avg_pool2d", input);
-  const Window w = window_args("avg_pool2d", p, kernel, stride, padding, {}, ceil_mode);
-  check_divisor_override(divisor_override);
-  const Tensor in = input.contiguous();
-  Tensor out = empty(p.shape(w.ho, w.wo), input.dtype(), input.device());
+  const PoolMeta m = avg_pool2d_meta(input, kernel, stride, padding, ceil_mode, divisor_override);
+  const Planes& p = m.p;
+  const Window& w = m.w;
   const int32_t include_pad = count_include_pad ? 1 : 0;
   const int64_t divisor = divisor_override.value_or(0);
-  launch(stream_of(in), pool_kernel("avg_pool2d", "avg_pool2d", in), out.numel(), out.data_ptr(),
-         in.data_ptr(), p.h, p.w, w.ho, w.wo, w.kh, w.kw, w.sh, w.sw, w.ph, w.pw, include_pad,
-         divisor, out.numel());
-  return out;
+  launch(stream_of(m.in), pool_kernel("avg_pool2d", "avg_pool2d", m.in), m.out.numel(),
+         m.out.data_ptr(), m.in.data_ptr(), p.h, p.w, w.ho, w.wo, w.kh, w.kw, w.sh, w.sw, w.ph,
+         w.pw, include_pad, divisor, m.out.numel());
+  return m.out;
 }
 
 Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) {
-  check_adaptive_output_size("adaptive_avg_pool2d", output_size);
-  const Planes p = planes_of("adaptive_avg_pool2d", input);
-  const Tensor in = input.contiguous();
-  const int64_t ho = output_size[0], wo = output_size[1];
-  Tensor out = empty(p.shape(ho, wo), input.dtype(), input.device());
-  launch(stream_of(in), pool_kernel("adaptive_avg_pool2d", "adaptive_avg_pool2d", in), out.numel(),
-         out.data_ptr(), in.data_ptr(), p.h, p.w, ho, wo, out.numel());
-  return out;
+  const PoolMeta m = adaptive_pool2d_meta("adaptive_avg_pool2d", input, output_size, false);
+  launch(stream_of(m.in), pool_kernel("adaptive_avg_pool2d", "adaptive_avg_pool2d", m.in),
+         m.out.numel(), m.out.data_ptr(), m.in.data_ptr(), m.p.h, m.p.w, m.w.ho, m.w.wo,
+         m.out.numel());
+  return m.out;
 }
 
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_kernel(const Tensor& input,
                                                       IntArrayRef output_size) {
-  check_adaptive_output_size("adaptive_max_pool2d", output_size);
-  const Planes p = planes_of("adaptive_max_pool2d", input);
-  const Tensor in = input.contiguous();
-  const int64_t ho = output_size[0], wo = output_size[1];
-  Tensor out = empty(p.shape(ho, wo), input.dtype(), input.device());
-  Tensor idx = empty(p.shape(ho, wo), kLong, input.device());
-  launch(stream_of(in), pool_kernel("adaptive_max_pool2d", "adaptive_max_pool2d", in), out.numel(),
-         out.data_ptr(), idx.data_ptr(), in.data_ptr(), p.h, p.w, ho, wo, out.numel());
-  return {out, idx};
+  const PoolMeta m = adaptive_pool2d_meta("adaptive_max_pool2d", input, output_size, true);
+  launch(stream_of(m.in), pool_kernel("adaptive_max_pool2d", "adaptive_max_pool2d", m.in),
+         m.out.numel(), m.out.data_ptr(), m.indices.data_ptr(), m.in.data_ptr(), m.p.h, m.p.w,
+         m.w.ho, m.w.wo, m.out.numel());
+  return {m.out, m.indices};
 }
 
 }  // namespace
 
 LIBRARY_IMPL(xten, XPU, m) {
-  m.impl("max_pool2d", max_pool2d_kernel);
   m.impl("max_pool2d_with_indices", max_pool2d_with_indices_kernel);
   m.impl("avg_pool2d", avg_pool2d_kernel);
   m.impl("adaptive_avg_pool2d", adaptive_avg_pool2d_kernel);
