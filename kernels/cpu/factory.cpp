@@ -9,6 +9,7 @@
 #include <xten/core/parallel.h>
 #include <xten/dispatch/library.h>
 
+#include <xten/kernels/common/factory_meta.h>
 #include <xten/kernels/cpu/loops.h>
 
 namespace xten::cpu {
@@ -30,11 +31,10 @@ void fill_indexed(const Tensor& out, const F& value_at) {
 
 Tensor arange_kernel(const Scalar& start, const Scalar& end, const Scalar& step, ScalarType dtype,
                      Device device) {
-  const ArangeSpec spec = arange_spec(start, end, step);
-  const int64_t n = spec.length;
-  const bool integral = spec.integral;
+  const ArangeMeta m = arange_meta(start, end, step, dtype, device);
+  const bool integral = m.spec.integral;
   const double s = start.to<double>(), st = step.to<double>();
-  Tensor out = empty_tensor({n}, dtype, device);
+  const Tensor& out = m.out;
   visit_dtype<dtypes::kAllButBool>("arange", dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (integral) {
@@ -50,12 +50,10 @@ Tensor arange_kernel(const Scalar& start, const Scalar& end, const Scalar& step,
 
 Tensor linspace_kernel(const Scalar& start, const Scalar& end, int64_t steps, ScalarType dtype,
                        Device device) {
-  XTEN_CHECK(steps >= 0, ValueError, "linspace", "number of steps must be non-negative, but got {}",
-             steps);
-  Tensor out = empty_tensor({steps}, dtype, device);
-  const double s = start.to<double>(), e = end.to<double>();
-  const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
-  const int64_t half = (steps + 1) / 2;
+  const LinspaceMeta m = linspace_meta(start, end, steps, dtype, device);
+  const Tensor& out = m.out;
+  const double s = m.start, e = m.end, step = m.step;
+  const int64_t half = m.half;
   visit_dtype<dtypes::kAllButBool>("linspace", dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     // Computed from both ends so that the last value is `end` exactly.
@@ -99,7 +97,7 @@ T normal_from(const PhiloxCounter& r) {
 }
 
 Tensor rand_kernel(IntArrayRef size, ScalarType dtype, Device device) {
-  Tensor out = empty_tensor(size, dtype, device);
+  Tensor out = random_meta("rand", size, dtype, device);
   const PhiloxState st = default_cpu_generator().next();
   visit_dtype<dtypes::kFloating>("rand", dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -110,7 +108,7 @@ Tensor rand_kernel(IntArrayRef size, ScalarType dtype, Device device) {
 }
 
 Tensor randn_kernel(IntArrayRef size, ScalarType dtype, Device device) {
-  Tensor out = empty_tensor(size, dtype, device);
+  Tensor out = random_meta("randn", size, dtype, device);
   const PhiloxState st = default_cpu_generator().next();
   visit_dtype<dtypes::kFloating>("randn", dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -122,8 +120,7 @@ Tensor randn_kernel(IntArrayRef size, ScalarType dtype, Device device) {
 
 Tensor randint_kernel(int64_t low, int64_t high, IntArrayRef size, ScalarType dtype,
                       Device device) {
-  check_randint_bounds(low, high, dtype);
-  Tensor out = empty_tensor(size, dtype, device);
+  Tensor out = randint_meta(low, high, size, dtype, device);
   const PhiloxState st = default_cpu_generator().next();
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   visit_dtype<dtypes::kAllButBool>("randint", dtype, [&](auto tag) {

@@ -4,6 +4,7 @@
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 
+#include <xten/kernels/common/factory_meta.h>
 #include <xten/kernels/xpu/ops/xpu_ops.h>
 
 namespace xten::xpu {
@@ -23,9 +24,9 @@ Tensor empty_kernel(IntArrayRef size, ScalarType dtype, Device device) {
 
 Tensor arange_kernel(const Scalar& start, const Scalar& end, const Scalar& step, ScalarType dtype,
                      Device device) {
-  const ArangeSpec spec = arange_spec(start, end, step);
-  visit_dtype<dtypes::kAllButBool>("arange", dtype, [](auto) {});  // the CPU's dtype error
-  Tensor out = empty_tensor({spec.length}, dtype, resolve(device));
+  const ArangeMeta m = arange_meta(start, end, step, dtype, resolve(device));
+  const ArangeSpec& spec = m.spec;
+  const Tensor& out = m.out;
   const int d = device_of(out);
   const std::string tag = dtype_tag(dtype);
   if (spec.integral) {
@@ -48,14 +49,11 @@ Tensor arange_kernel(const Scalar& start, const Scalar& end, const Scalar& step,
 // else in float.
 Tensor linspace_kernel(const Scalar& start, const Scalar& end, int64_t steps, ScalarType dtype,
                        Device device) {
-  XTEN_CHECK(steps >= 0, ValueError, "linspace", "number of steps must be non-negative, but got {}",
-             steps);
-  visit_dtype<dtypes::kAllButBool>("linspace", dtype, [](auto) {});  // the CPU's dtype error
-  Tensor out = empty_tensor({steps}, dtype, resolve(device));
+  const LinspaceMeta m = linspace_meta(start, end, steps, dtype, resolve(device));
+  const Tensor& out = m.out;
   const int d = device_of(out);
-  const double s = start.to<double>(), e = end.to<double>();
-  const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
-  const int64_t half = (steps + 1) / 2;
+  const double s = m.start, e = m.end, step = m.step;
+  const int64_t half = m.half;
   const std::string tag = dtype_tag(dtype);
   // float64 always takes the f64 module (whose build raises the TypeError on a device
   // without fp64).
@@ -71,8 +69,7 @@ Tensor linspace_kernel(const Scalar& start, const Scalar& end, int64_t steps, Sc
 }
 
 Tensor random_kernel(const char* op, IntArrayRef size, ScalarType dtype, Device device) {
-  visit_dtype<dtypes::kFloating>(op, dtype, [](auto) {});  // the CPU's dtype error
-  Tensor out = empty_tensor(size, dtype, resolve(device));
+  Tensor out = random_meta(op, size, dtype, resolve(device));
   const int d = device_of(out);
   const PhiloxState st = default_generator(d).next();
   Kernel& k =
@@ -90,8 +87,7 @@ Tensor randn_kernel(IntArrayRef size, ScalarType dtype, Device device) {
 
 Tensor randint_kernel(int64_t low, int64_t high, IntArrayRef size, ScalarType dtype,
                       Device device) {
-  check_randint_bounds(low, high, dtype);
-  Tensor out = empty_tensor(size, dtype, resolve(device));
+  Tensor out = randint_meta(low, high, size, dtype, resolve(device));
   const int d = device_of(out);
   const PhiloxState st = default_generator(d).next();
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
