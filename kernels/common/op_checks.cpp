@@ -1,5 +1,6 @@
 #include <xten/kernels/common/op_checks.h>
 
+#include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 
 namespace xten {
@@ -208,6 +209,57 @@ double finite_max(ScalarType t) {
     default:
       return std::numeric_limits<double>::max();
   }
+}
+
+// ---- binary ops' meta steps (Note [Binary meta]) ----
+namespace {
+template <uint32_t Set>
+ScalarType supported(const char* op, ScalarType t) {
+  visit_dtype<Set>(op, t, [](auto) {});
+  return t;
+}
+ScalarType float_promoted(const Tensor& a, const Tensor& b) {
+  const ScalarType t = result_type(a, b);
+  return is_floating_type(t) ? t : kFloat;
+}
+}  // namespace
+
+ScalarType add_sub_meta(const char* name, const Tensor& a, const Tensor& b, const Scalar& alpha,
+                        bool negate) {
+  const ScalarType t = result_type(a, b);
+  check_add_sub(name, t, alpha, negate);
+  return supported<dtypes::kAll>(name, t);
+}
+ScalarType true_div_meta(const char* name, const Tensor& a, const Tensor& b) {
+  return supported<dtypes::kFloating>(name, float_promoted(a, b));
+}
+ScalarType div_mode_meta(const char* name, const Tensor& a, const Tensor& b,
+                         const std::string& mode) {
+  check_rounding_mode(name, mode);
+  return supported<dtypes::kAllButBool>(name, result_type(a, b));
+}
+ScalarType remainder_fmod_meta(const char* name, const Tensor& a, const Tensor& b) {
+  return supported<dtypes::kAllButBool>(name, result_type(a, b));
+}
+ScalarType pow_meta(const char* name, const Tensor& base, const Tensor& exp) {
+  const ScalarType t = result_type(base, exp);
+  check_int_pow_exponent(name, t, exp);
+  return supported<dtypes::kAllButBool>(name, t);
+}
+ScalarType atan2_meta(const Tensor& a, const Tensor& b) {
+  return supported<dtypes::kFloating>("atan2", float_promoted(a, b));
+}
+ScalarType bitwise_meta(const char* name, const Tensor& a, const Tensor& b) {
+  return supported<dtypes::kIntegralAndBool>(name, result_type(a, b));
+}
+ScalarType clamp_meta(const char* name, const Tensor& self, const std::optional<Scalar>& lo,
+                      const std::optional<Scalar>& hi) {
+  check_clamp(name, self, lo.has_value(), hi.has_value());
+  return supported<dtypes::kAllButBool>(name, clamp_compute_dtype(self, lo, hi));
+}
+ScalarType lerp_meta(const Tensor& self, const Tensor& end, const Tensor& weight) {
+  check_lerp(self, end, weight);
+  return supported<dtypes::kFloating>("lerp", self.dtype());
 }
 
 }  // namespace xten

@@ -64,6 +64,23 @@ void check_int_pow_exponent(const char* name, ScalarType t, const Tensor& exp);
 // var/std and norm: a floating input.
 void check_var_dtype(const char* op, const Tensor& self);
 void check_norm_dtype(const Tensor& self);
+// ---- binary ops' meta steps ----
+// Note [Binary meta]: each binary op's compute dtype, after its argument checks and its
+// dtype set's check (`[op] not implemented for dtype X`), decided once for every backend;
+// a backend kernel runs in the dtype its meta returns.
+ScalarType add_sub_meta(const char* name, const Tensor& a, const Tensor& b, const Scalar& alpha,
+                        bool negate);
+ScalarType true_div_meta(const char* name, const Tensor& a, const Tensor& b);  // ints: float32
+ScalarType div_mode_meta(const char* name, const Tensor& a, const Tensor& b,
+                         const std::string& mode);
+ScalarType remainder_fmod_meta(const char* name, const Tensor& a, const Tensor& b);
+ScalarType pow_meta(const char* name, const Tensor& base, const Tensor& exp);
+ScalarType atan2_meta(const Tensor& a, const Tensor& b);  // ints: float32
+ScalarType bitwise_meta(const char* name, const Tensor& a, const Tensor& b);
+ScalarType clamp_meta(const char* name, const Tensor& self, const std::optional<Scalar>& lo,
+                      const std::optional<Scalar>& hi);
+ScalarType lerp_meta(const Tensor& self, const Tensor& end, const Tensor& weight);
+
 // ---- indexing ----
 // A CPU index tensor's values as int64, each checked against [-size, size) (IndexError naming
 // the first bad one) and wrapped; TypeError unless int64 or int32. The XPU kernels check the

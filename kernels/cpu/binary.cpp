@@ -274,17 +274,11 @@ auto fixed(Op op) {
 ScalarType promoted(const Tensor& a, const Tensor& b) {
   return result_type(a, b);
 }
-// The dtype true division and other float-valued ops compute in: integers go to float32.
-ScalarType float_promoted(const Tensor& a, const Tensor& b) {
-  const ScalarType t = result_type(a, b);
-  return is_floating_type(t) ? t : kFloat;
-}
 
 // ---- add / sub ----------------------------------------------------------------------------
 Tensor add_impl(const char* name, const Tensor& out, const Tensor& self, const Tensor& other,
                 const Scalar& alpha, bool negate) {
-  const ScalarType t = promoted(self, other);
-  check_add_sub(name, t, alpha, negate);
+  const ScalarType t = add_sub_meta(name, self, other, alpha, negate);
   if (alpha.to_double() == 1.0) {
     if (negate)
       return binary<dtypes::kAllButBool, false>(name, out, self, other, t, fixed(SubOp{}));
@@ -325,9 +319,9 @@ Tensor mul__kernel(const Tensor& a, const Tensor& b) {
 Tensor div_impl(const char* name, const Tensor& out, const Tensor& a, const Tensor& b,
                 const std::optional<std::string>& mode) {
   if (!mode)
-    return binary<dtypes::kFloating, false>(name, out, a, b, float_promoted(a, b), fixed(DivOp{}));
-  check_rounding_mode(name, *mode);
-  const ScalarType t = promoted(a, b);
+    return binary<dtypes::kFloating, false>(name, out, a, b, true_div_meta(name, a, b),
+                                            fixed(DivOp{}));
+  const ScalarType t = div_mode_meta(name, a, b, *mode);
   if (*mode == "trunc")
     return binary<dtypes::kAllButBool, false>(name, out, a, b, t, fixed(DivTruncOp{}));
   return binary<dtypes::kAllButBool, false>(name, out, a, b, t, fixed(DivFloorOp{}));
@@ -346,16 +340,16 @@ Tensor div__mode_kernel(const Tensor& a, const Tensor& b, std::optional<std::str
 }
 
 Tensor remainder_kernel(const Tensor& a, const Tensor& b) {
-  return binary<dtypes::kAllButBool, false>("remainder", Tensor(), a, b, std::nullopt,
-                                            fixed(RemainderOp{}));
+  return binary<dtypes::kAllButBool, false>(
+      "remainder", Tensor(), a, b, remainder_fmod_meta("remainder", a, b), fixed(RemainderOp{}));
 }
 Tensor fmod_kernel(const Tensor& a, const Tensor& b) {
-  return binary<dtypes::kAllButBool, false>("fmod", Tensor(), a, b, std::nullopt, fixed(FmodOp{}));
+  return binary<dtypes::kAllButBool, false>("fmod", Tensor(), a, b,
+                                            remainder_fmod_meta("fmod", a, b), fixed(FmodOp{}));
 }
 
 Tensor pow_impl(const char* name, const Tensor& out, const Tensor& base, const Tensor& exp) {
-  const ScalarType t = promoted(base, exp);
-  check_int_pow_exponent(name, t, exp);
+  const ScalarType t = pow_meta(name, base, exp);
   return binary<dtypes::kAllButBool, false>(name, out, base, exp, t, fixed(PowOp{}));
 }
 Tensor pow_kernel(const Tensor& a, const Tensor& b) {
@@ -372,7 +366,7 @@ Tensor minimum_kernel(const Tensor& a, const Tensor& b) {
   return binary<dtypes::kAll, false>("minimum", Tensor(), a, b, std::nullopt, fixed(MinimumOp{}));
 }
 Tensor atan2_kernel(const Tensor& a, const Tensor& b) {
-  return binary<dtypes::kFloating, false>("atan2", Tensor(), a, b, float_promoted(a, b),
+  return binary<dtypes::kFloating, false>("atan2", Tensor(), a, b, atan2_meta(a, b),
                                           fixed(Atan2Op{}));
 }
 
@@ -392,10 +386,10 @@ XTEN_PREDICATE_KERNEL(logical_or_kernel, "logical_or", LogicalOrOp)
 XTEN_PREDICATE_KERNEL(logical_xor_kernel, "logical_xor", LogicalXorOp)
 #undef XTEN_PREDICATE_KERNEL
 
-#define XTEN_BITWISE_KERNEL(fn, name, Op)                                              \
-  Tensor fn(const Tensor& a, const Tensor& b) {                                        \
-    return binary<dtypes::kIntegralAndBool, false>(name, Tensor(), a, b, std::nullopt, \
-                                                   fixed(Op{}));                       \
+#define XTEN_BITWISE_KERNEL(fn, name, Op)                                                          \
+  Tensor fn(const Tensor& a, const Tensor& b) {                                                    \
+    return binary<dtypes::kIntegralAndBool, false>(name, Tensor(), a, b, bitwise_meta(name, a, b), \
+                                                   fixed(Op{}));                                   \
   }
 XTEN_BITWISE_KERNEL(bitwise_and_kernel, "bitwise_and", BitAndOp)
 XTEN_BITWISE_KERNEL(bitwise_or_kernel, "bitwise_or", BitOrOp)
@@ -433,9 +427,8 @@ struct ClampOp {
 
 Tensor clamp_impl(const char* name, const Tensor& out, const Tensor& self,
                   const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
-  check_clamp(name, self, lo.has_value(), hi.has_value());
   Elementwise e(name, out, {self});
-  e.compute_dtype(clamp_compute_dtype(self, lo, hi));
+  e.compute_dtype(clamp_meta(name, self, lo, hi));
   e.prepare();
   return visit_dtype<dtypes::kAllButBool>(name, e.compute(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -455,9 +448,8 @@ Tensor clamp__kernel(const Tensor& self, const std::optional<Scalar>& lo,
 }
 
 Tensor lerp_kernel(const Tensor& self, const Tensor& end, const Tensor& weight) {
-  check_lerp(self, end, weight);
   Elementwise e("lerp", Tensor(), {self, end, weight});
-  e.compute_dtype(self.dtype());
+  e.compute_dtype(lerp_meta(self, end, weight));
   e.prepare();
   return visit_dtype<dtypes::kFloating>("lerp", e.compute(), [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -16,12 +16,6 @@
 namespace xten::xpu {
 namespace {
 
-// The dtype set's error, exactly as the CPU kernel raises it.
-template <uint32_t Set>
-void check_supported(const char* op, ScalarType t) {
-  visit_dtype<Set>(op, t, [](auto) {});
-}
-
 // Runs `kernel` with a value argument of the compute dtype's opmath type.
 Tensor run_with_value(Elementwise& e, const char* kernel, const Scalar& value) {
   return visit_dtype<dtypes::kAll>("xpu", e.compute(), [&](auto tag) {
@@ -32,9 +26,7 @@ Tensor run_with_value(Elementwise& e, const char* kernel, const Scalar& value) {
 
 Tensor add_impl(const char* name, const Tensor& out, const Tensor& self, const Tensor& other,
                 const Scalar& alpha, bool negate) {
-  const ScalarType t = result_type(self, other);
-  check_add_sub(name, t, alpha, negate);
-  check_supported<dtypes::kAll>(name, t);
+  const ScalarType t = add_sub_meta(name, self, other, alpha, negate);
   Elementwise e(name, out, {self, other}, t);
   if (t == kBool) return run_with_value(e, "add", alpha);
   const Scalar a =
@@ -49,10 +41,7 @@ Tensor mul_impl(const char* name, const Tensor& out, const Tensor& a, const Tens
 }
 
 Tensor div_impl(const char* name, const Tensor& out, const Tensor& a, const Tensor& b) {
-  const ScalarType t = result_type(a, b);
-  const ScalarType compute = is_floating_type(t) ? t : kFloat;
-  check_supported<dtypes::kFloating>(name, compute);
-  Elementwise e(name, out, {a, b}, compute);
+  Elementwise e(name, out, {a, b}, true_div_meta(name, a, b));
   return run_with_value(e, "div", Scalar(0));
 }
 
@@ -70,30 +59,22 @@ Tensor run_flagged(Elementwise& e, const char* kernel, const char* error_op) {
 Tensor div_mode_impl(const char* name, const Tensor& out, const Tensor& a, const Tensor& b,
                      const std::optional<std::string>& mode) {
   if (!mode) return div_impl(name, out, a, b);
-  check_rounding_mode(name, *mode);
-  Elementwise e(name, out, {a, b}, result_type(a, b));
-  check_supported<dtypes::kAllButBool>(name, e.compute());
+  Elementwise e(name, out, {a, b}, div_mode_meta(name, a, b, *mode));
   return run_flagged(e, *mode == "trunc" ? "div_trunc" : "div_floor", "div");
 }
 
 Tensor remainder_fmod(const char* name, const Tensor& a, const Tensor& b) {
-  Elementwise e(name, Tensor(), {a, b});
-  check_supported<dtypes::kAllButBool>(name, e.compute());
+  Elementwise e(name, Tensor(), {a, b}, remainder_fmod_meta(name, a, b));
   return run_flagged(e, name, name);
 }
 
 Tensor pow_impl(const char* name, const Tensor& out, const Tensor& base, const Tensor& exp) {
-  const ScalarType t = result_type(base, exp);
-  check_int_pow_exponent(name, t, exp);
-  Elementwise e(name, out, {base, exp}, t);
-  check_supported<dtypes::kAllButBool>(name, t);
+  Elementwise e(name, out, {base, exp}, pow_meta(name, base, exp));
   return run_with_value(e, "pow", Scalar(0));
 }
 
 Tensor atan2_impl(const Tensor& a, const Tensor& b) {
-  const ScalarType t = result_type(a, b);
-  Elementwise e("atan2", Tensor(), {a, b}, is_floating_type(t) ? t : kFloat);
-  check_supported<dtypes::kFloating>("atan2", e.compute());
+  Elementwise e("atan2", Tensor(), {a, b}, atan2_meta(a, b));
   return run_with_value(e, "atan2", Scalar(0));
 }
 
@@ -103,8 +84,7 @@ Tensor logical(const char* name, const Tensor& a, const Tensor& b) {
 }
 
 Tensor bitwise(const char* name, const Tensor& a, const Tensor& b) {
-  Elementwise e(name, Tensor(), {a, b});
-  check_supported<dtypes::kIntegralAndBool>(name, e.compute());
+  Elementwise e(name, Tensor(), {a, b}, bitwise_meta(name, a, b));
   return run_with_value(e, name, Scalar(0));
 }
 
@@ -116,9 +96,7 @@ Tensor where_impl(const Tensor& cond, const Tensor& a, const Tensor& b) {
 
 Tensor clamp_impl(const char* name, const Tensor& out, const Tensor& self,
                   const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
-  check_clamp(name, self, lo.has_value(), hi.has_value());
-  Elementwise e(name, out, {self}, clamp_compute_dtype(self, lo, hi));
-  check_supported<dtypes::kAllButBool>(name, e.compute());
+  Elementwise e(name, out, {self}, clamp_meta(name, self, lo, hi));
   return visit_dtype<dtypes::kAllButBool>(name, e.compute(), [&](auto tag) {
     using M = opmath_t<typename decltype(tag)::type>;
     // A missing bound is one that clamps nothing.
@@ -132,9 +110,7 @@ Tensor clamp_impl(const char* name, const Tensor& out, const Tensor& self,
 }
 
 Tensor lerp_impl(const Tensor& self, const Tensor& end, const Tensor& weight) {
-  check_lerp(self, end, weight);
-  Elementwise e("lerp", Tensor(), {self, end, weight}, self.dtype());
-  check_supported<dtypes::kFloating>("lerp", e.compute());
+  Elementwise e("lerp", Tensor(), {self, end, weight}, lerp_meta(self, end, weight));
   return e.run("lerp", "binary");
 }
 
