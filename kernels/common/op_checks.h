@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <xten/core/dtype_dispatch.h>
 #include <xten/core/tensor.h>
 
 namespace xten {
@@ -80,6 +81,22 @@ ScalarType bitwise_meta(const char* name, const Tensor& a, const Tensor& b);
 ScalarType clamp_meta(const char* name, const Tensor& self, const std::optional<Scalar>& lo,
                       const std::optional<Scalar>& hi);
 ScalarType lerp_meta(const Tensor& self, const Tensor& end, const Tensor& weight);
+
+// ---- unary ops' dtype sets ----
+// The dtypes each unary op computes in, for every backend's kernel to instantiate over and
+// raise the same error outside (the float functions, exp, log, ..., take every dtype and
+// compute integers in float32).
+namespace unary_dtypes {
+constexpr uint32_t kNeg = dtypes::kAllButBool;
+constexpr uint32_t kAbs = dtypes::kAllButBool;
+constexpr uint32_t kRelu = dtypes::kAllButBool;
+constexpr uint32_t kSign = dtypes::kAll;
+constexpr uint32_t kSilu = dtypes::kFloating;
+constexpr uint32_t kGelu = dtypes::kFloating;
+constexpr uint32_t kRounding = dtypes::kFloating;  // floor, ceil, round, trunc; integers copy
+constexpr uint32_t kBitwiseNot = dtypes::kIntegralAndBool;
+constexpr uint32_t kPredicate = dtypes::kAll;  // isnan, isinf, isfinite, logical_not
+}  // namespace unary_dtypes
 
 // ---- indexing ----
 // A CPU index tensor's values as int64, each checked against [-size, size) (IndexError naming

@@ -195,16 +195,16 @@ XTEN_FLOAT_UNARY(erf, ErfOp)
   Tensor name##__kernel(const Tensor& s) {       \
     return unary<Set>(#name "_", s, s, Op{});    \
   }
-XTEN_SAME_DTYPE_UNARY(silu, dtypes::kFloating, SiluOp)
-XTEN_SAME_DTYPE_UNARY(abs, dtypes::kAllButBool, AbsOp)
-XTEN_SAME_DTYPE_UNARY(sign, dtypes::kAll, SignOp)
-XTEN_SAME_DTYPE_UNARY(relu, dtypes::kAllButBool, ReluOp)
-XTEN_SAME_DTYPE_UNARY(bitwise_not, dtypes::kIntegralAndBool, BitNotOp)
+XTEN_SAME_DTYPE_UNARY(silu, unary_dtypes::kSilu, SiluOp)
+XTEN_SAME_DTYPE_UNARY(abs, unary_dtypes::kAbs, AbsOp)
+XTEN_SAME_DTYPE_UNARY(sign, unary_dtypes::kSign, SignOp)
+XTEN_SAME_DTYPE_UNARY(relu, unary_dtypes::kRelu, ReluOp)
+XTEN_SAME_DTYPE_UNARY(bitwise_not, unary_dtypes::kBitwiseNot, BitNotOp)
 #undef XTEN_SAME_DTYPE_UNARY
 
 Tensor neg_impl(const char* name, const Tensor& out, const Tensor& s) {
   check_neg(name, s.dtype());
-  return unary<dtypes::kAllButBool>(name, out, s, NegOp{});
+  return unary<unary_dtypes::kNeg>(name, out, s, NegOp{});
 }
 Tensor neg_kernel(const Tensor& s) {
   return neg_impl("neg", Tensor(), s);
@@ -218,7 +218,7 @@ template <class Op>
 Tensor round_impl(const char* name, const Tensor& out, const Tensor& s) {
   if (is_integral_type(s.dtype(), false))
     return unary<dtypes::kIntegral>(name, out, s, IdentityOp{});
-  return unary<dtypes::kFloating>(name, out, s, Op{});
+  return unary<unary_dtypes::kRounding>(name, out, s, Op{});
 }
 #define XTEN_ROUNDING_UNARY(name, Op)          \
   Tensor name##_kernel(const Tensor& s) {      \
@@ -234,10 +234,10 @@ XTEN_ROUNDING_UNARY(trunc, TruncOp)
 #undef XTEN_ROUNDING_UNARY
 
 Tensor logical_not_kernel(const Tensor& s) {
-  return unary<dtypes::kAll, true>("logical_not", Tensor(), s, LogicalNotOp{});
+  return unary<unary_dtypes::kPredicate, true>("logical_not", Tensor(), s, LogicalNotOp{});
 }
 Tensor logical_not__kernel(const Tensor& s) {
-  return unary<dtypes::kAll, true>("logical_not_", s, s, LogicalNotOp{});
+  return unary<unary_dtypes::kPredicate, true>("logical_not_", s, s, LogicalNotOp{});
 }
 Tensor isnan_kernel(const Tensor& s) {
   return unary<dtypes::kAll, true>("isnan", Tensor(), s, IsNanOp{});
@@ -251,8 +251,8 @@ Tensor isfinite_kernel(const Tensor& s) {
 
 Tensor gelu_kernel(const Tensor& s, const std::string& approximate) {
   check_gelu_approximate(approximate);
-  if (approximate == "tanh") return unary<dtypes::kFloating>("gelu", Tensor(), s, GeluTanhOp{});
-  return unary<dtypes::kFloating>("gelu", Tensor(), s, GeluErfOp{});
+  if (approximate == "tanh") return unary<unary_dtypes::kGelu>("gelu", Tensor(), s, GeluTanhOp{});
+  return unary<unary_dtypes::kGelu>("gelu", Tensor(), s, GeluErfOp{});
 }
 
 template <class M>

@@ -35,13 +35,13 @@ Tensor rounding(const char* name, const char* kernel, const Tensor& out, const T
     if (out.defined()) return out;
     return s.clone();
   }
-  return typed_unary<dtypes::kFloating>(name, kernel, out, s);
+  return typed_unary<unary_dtypes::kRounding>(name, kernel, out, s);
 }
 
 Tensor gelu_impl(const Tensor& s, const std::string& approximate) {
   check_gelu_approximate(approximate);
-  return typed_unary<dtypes::kFloating>("gelu", approximate == "tanh" ? "gelu_tanh" : "gelu_erf",
-                                        Tensor(), s);
+  return typed_unary<unary_dtypes::kGelu>("gelu", approximate == "tanh" ? "gelu_tanh" : "gelu_erf",
+                                          Tensor(), s);
 }
 
 Tensor nan_to_num_impl(const Tensor& s, std::optional<double> nan, std::optional<double> posinf,
@@ -60,7 +60,7 @@ Tensor nan_to_num_impl(const Tensor& s, std::optional<double> nan, std::optional
 
 Tensor neg_impl(const char* name, const Tensor& out, const Tensor& s) {
   check_neg(name, s.dtype());
-  return typed_unary<dtypes::kAllButBool>(name, "neg", out, s);
+  return typed_unary<unary_dtypes::kNeg>(name, "neg", out, s);
 }
 
 }  // namespace
@@ -68,20 +68,16 @@ Tensor neg_impl(const char* name, const Tensor& out, const Tensor& s) {
 #define XTEN_XPU_FLOAT_UNARY(name)                                                       \
   m.impl(#name, [](const Tensor& s) { return float_unary(#name, #name, Tensor(), s); }); \
   m.impl(#name "_", [](const Tensor& s) { return float_unary(#name "_", #name, s, s); });
-#define XTEN_XPU_SAME_DTYPE_UNARY(name)                                 \
-  m.impl(#name, [](const Tensor& s) {                                   \
-    return typed_unary<dtypes::kAllButBool>(#name, #name, Tensor(), s); \
-  });                                                                   \
-  m.impl(#name "_", [](const Tensor& s) {                               \
-    return typed_unary<dtypes::kAllButBool>(#name "_", #name, s, s);    \
-  });
+#define XTEN_XPU_SAME_DTYPE_UNARY(name, Set)                                                  \
+  m.impl(#name, [](const Tensor& s) { return typed_unary<Set>(#name, #name, Tensor(), s); }); \
+  m.impl(#name "_", [](const Tensor& s) { return typed_unary<Set>(#name "_", #name, s, s); });
 
 #define XTEN_XPU_ROUNDING(name)                                                       \
   m.impl(#name, [](const Tensor& s) { return rounding(#name, #name, Tensor(), s); }); \
   m.impl(#name "_", [](const Tensor& s) { return rounding(#name "_", #name, s, s); });
-#define XTEN_XPU_PREDICATE(name)                                        \
-  m.impl(#name, [](const Tensor& s) {                                   \
-    return typed_unary<dtypes::kAll>(#name, #name, Tensor(), s, kBool); \
+#define XTEN_XPU_PREDICATE(name)                                                    \
+  m.impl(#name, [](const Tensor& s) {                                               \
+    return typed_unary<unary_dtypes::kPredicate>(#name, #name, Tensor(), s, kBool); \
   });
 
 LIBRARY_IMPL(xten, XPU, m) {
@@ -94,16 +90,18 @@ LIBRARY_IMPL(xten, XPU, m) {
   XTEN_XPU_PREDICATE(isfinite)
   XTEN_XPU_PREDICATE(logical_not)
   m.impl("logical_not_", [](const Tensor& s) {
-    return typed_unary<dtypes::kAll>("logical_not_", "logical_not", s, s, kBool);
+    return typed_unary<unary_dtypes::kPredicate>("logical_not_", "logical_not", s, s, kBool);
   });
-  m.impl("sign",
-         [](const Tensor& s) { return typed_unary<dtypes::kAll>("sign", "sign", Tensor(), s); });
-  m.impl("sign_", [](const Tensor& s) { return typed_unary<dtypes::kAll>("sign_", "sign", s, s); });
+  m.impl("sign", [](const Tensor& s) {
+    return typed_unary<unary_dtypes::kSign>("sign", "sign", Tensor(), s);
+  });
+  m.impl("sign_",
+         [](const Tensor& s) { return typed_unary<unary_dtypes::kSign>("sign_", "sign", s, s); });
   m.impl("bitwise_not", [](const Tensor& s) {
-    return typed_unary<dtypes::kIntegralAndBool>("bitwise_not", "bitwise_not", Tensor(), s);
+    return typed_unary<unary_dtypes::kBitwiseNot>("bitwise_not", "bitwise_not", Tensor(), s);
   });
   m.impl("bitwise_not_", [](const Tensor& s) {
-    return typed_unary<dtypes::kIntegralAndBool>("bitwise_not_", "bitwise_not", s, s);
+    return typed_unary<unary_dtypes::kBitwiseNot>("bitwise_not_", "bitwise_not", s, s);
   });
   m.impl("gelu", gelu_impl);
   m.impl("nan_to_num", nan_to_num_impl);
@@ -123,15 +121,15 @@ LIBRARY_IMPL(xten, XPU, m) {
   XTEN_XPU_FLOAT_UNARY(tanh)
   XTEN_XPU_FLOAT_UNARY(sigmoid)
   XTEN_XPU_FLOAT_UNARY(erf)
-  XTEN_XPU_SAME_DTYPE_UNARY(abs)
-  XTEN_XPU_SAME_DTYPE_UNARY(relu)
+  XTEN_XPU_SAME_DTYPE_UNARY(abs, unary_dtypes::kAbs)
+  XTEN_XPU_SAME_DTYPE_UNARY(relu, unary_dtypes::kRelu)
   m.impl("neg", [](const Tensor& s) { return neg_impl("neg", Tensor(), s); });
   m.impl("neg_", [](const Tensor& s) { return neg_impl("neg_", s, s); });
   m.impl("silu", [](const Tensor& s) {
-    return typed_unary<dtypes::kFloating>("silu", "silu", Tensor(), s);
+    return typed_unary<unary_dtypes::kSilu>("silu", "silu", Tensor(), s);
   });
   m.impl("silu_",
-         [](const Tensor& s) { return typed_unary<dtypes::kFloating>("silu_", "silu", s, s); });
+         [](const Tensor& s) { return typed_unary<unary_dtypes::kSilu>("silu_", "silu", s, s); });
 }
 
 }  // namespace xten::xpu
