@@ -1,10 +1,18 @@
-// The matrix-product family written with mm and bmm (valid on every backend that has them).
+// The matrix-product family written with bmm (valid on every backend that has it): mm, matmul,
+// addmm, baddbmm, linear, dot, mv, outer.
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
+#include <xten/kernels/common/op_checks.h>
 
 namespace xten {
 namespace {
+
+// A batch of one: mm's checks (and its errors), then bmm, which each backend implements.
+Tensor mm_kernel(const Tensor& a, const Tensor& b) {
+  check_mm(a, b);
+  return bmm(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
+}
 
 Tensor dot_kernel(const Tensor& a, const Tensor& b) {
   XTEN_CHECK(a.dim() == 1 && b.dim() == 1, ValueError, "dot",
@@ -100,6 +108,7 @@ Tensor linear_kernel(const Tensor& input, const Tensor& weight, const std::optio
 }  // namespace
 
 LIBRARY_IMPL(xten, CompositeImplicit, m) {
+  m.impl("mm", mm_kernel);
   m.impl("dot", dot_kernel);
   m.impl("mv", mv_kernel);
   m.impl("outer", outer_kernel);

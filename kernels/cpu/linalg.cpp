@@ -1,5 +1,5 @@
-// Matrix products on CPU: mm and bmm run Eigen's GEMM (multi-threaded through OpenMP); the
-// rest of the family (matmul, addmm, baddbmm, linear, dot, mv, outer) is written with them
+// Matrix products on CPU: bmm runs Eigen's GEMM (multi-threaded through OpenMP); the
+// rest of the family (mm, matmul, addmm, baddbmm, linear, dot, mv, outer) is written with it
 // in kernels/composite/linalg.cpp. Half and BFloat16 multiply in float: inputs are widened,
 // the product accumulates in float, and the result is rounded once.
 #include <Eigen/Core>
@@ -77,11 +77,6 @@ Tensor batched(const char* op, const Tensor& a, const Tensor& b) {
   return compute == dtype ? out : out.to(dtype);
 }
 
-Tensor mm_kernel(const Tensor& a, const Tensor& b) {
-  check_mm(a, b);
-  return batched("mm", a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
-}
-
 Tensor bmm_kernel(const Tensor& a, const Tensor& b) {
   check_bmm(a, b);
   return batched("bmm", a, b);
@@ -90,7 +85,6 @@ Tensor bmm_kernel(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 LIBRARY_IMPL(xten, CPU, m) {
-  m.impl("mm", mm_kernel);
   m.impl("bmm", bmm_kernel);
 }
 

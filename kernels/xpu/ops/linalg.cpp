@@ -1,6 +1,6 @@
-// XPU mm and bmm (linalg.cl: 64x64 output tiles, register-blocked, staged in local memory), with
-// the checks shared with the CPU (kernels/common/op_checks.h). matmul, addmm, linear, ... are
-// composites over these.
+// XPU bmm (linalg.cl: 64x64 output tiles, register-blocked, staged in local memory), with
+// the checks shared with the CPU (kernels/common/op_checks.h). mm, matmul, addmm, linear, ... are
+// composites over it (mm is a batch of one).
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
@@ -36,11 +36,6 @@ Tensor batched(const char* op, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor mm_kernel(const Tensor& a, const Tensor& b) {
-  check_mm(a, b);
-  return batched("mm", a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
-}
-
 Tensor bmm_kernel(const Tensor& a, const Tensor& b) {
   check_bmm(a, b);
   return batched("bmm", a, b);
@@ -49,7 +44,6 @@ Tensor bmm_kernel(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 LIBRARY_IMPL(xten, XPU, m) {
-  m.impl("mm", mm_kernel);
   m.impl("bmm", bmm_kernel);
 }
 
