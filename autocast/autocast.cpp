@@ -4,6 +4,7 @@
 
 #include <unordered_map>
 
+#include <xten/core/device_interface.h>
 #include <xten/core/error.h>
 #include <xten/core/tensor.h>
 #include <xten/dispatch/library.h>
@@ -42,8 +43,9 @@ void check_dtype(ScalarType dtype) {
              "the autocast dtype must be float16 or bfloat16, but got {}", xten::to_string(dtype));
 }
 
-// The default autocast dtype per device type, as PyTorch's: bfloat16 on CPU, float16 on XPU.
-thread_local ScalarType t_dtype[kNumDeviceTypes] = {kBFloat16, kHalf};
+// The autocast dtype per device type, once this thread sets one; else the backend's default
+// (core/device_interface.h).
+thread_local std::optional<ScalarType> t_dtype[kNumDeviceTypes];
 thread_local int t_nesting = 0;
 // Note [Cast cache]: source TensorImpl -> (source, cast). Holding the source keeps its
 // TensorImpl alive, so an address cannot be reused by another tensor while the entry exists.
@@ -68,7 +70,8 @@ void set_autocast_enabled(DeviceType device_type, bool enabled) {
 }
 
 ScalarType get_autocast_dtype(DeviceType device_type) {
-  return t_dtype[slot(device_type)];
+  const std::optional<ScalarType>& t = t_dtype[slot(device_type)];
+  return t ? *t : device_interface(device_type).default_autocast_dtype();
 }
 
 void set_autocast_dtype(DeviceType device_type, ScalarType dtype) {

@@ -29,6 +29,7 @@ class CpuInterface : public DeviceInterface {
  public:
   DeviceType type() const override { return kCPU; }
   Allocator* allocator() override { return cpu_allocator(); }
+  ScalarType default_autocast_dtype() const override { return kBFloat16; }
   void manual_seed(uint64_t seed) override { default_cpu_generator().manual_seed(seed); }
   int device_count() override { return 1; }
   int current_device() override { return 0; }

@@ -10,6 +10,7 @@
 
 #include <xten/core/allocator.h>
 #include <xten/core/device.h>
+#include <xten/core/scalar_type.h>
 
 namespace xten {
 
@@ -29,6 +30,9 @@ class DeviceInterface {
   virtual DeviceType type() const = 0;
   // Where tensors of this device type get their memory.
   virtual Allocator* allocator() = 0;
+  // The lower-precision dtype autocast uses on this device type unless set (PyTorch's
+  // defaults: bfloat16 on CPU, float16 on XPU).
+  virtual ScalarType default_autocast_dtype() const = 0;
   // Seeds every generator of this device type (xten::manual_seed calls each backend's).
   virtual void manual_seed(uint64_t seed) = 0;
   virtual int device_count() = 0;

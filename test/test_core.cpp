@@ -298,10 +298,12 @@ TEST(DeviceInterface, CpuBackend) {
   end->synchronize();
   EXPECT_GE(start->elapsed_ms(*end), 0.0);
   EXPECT_EQ(cpu.current_stream_id(0), 0);
+  EXPECT_EQ(cpu.default_autocast_dtype(), kBFloat16);
   { DeviceIndexGuard g{Device(kCPU)}; }
   static struct Twice : DeviceInterface {
     DeviceType type() const override { return kCPU; }
     Allocator* allocator() override { return nullptr; }
+    ScalarType default_autocast_dtype() const override { return kHalf; }
     void manual_seed(uint64_t) override {}
     int device_count() override { return 0; }
     int current_device() override { return 0; }

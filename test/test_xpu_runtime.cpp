@@ -124,6 +124,8 @@ TEST(XpuDeviceInterface, AllocatorDevicesStreamsEventsSeed) {
   DeviceInterface& x = device_interface(kXPU);
   EXPECT_EQ(x.type(), kXPU);
   EXPECT_EQ(x.allocator(), allocator_for(kXPU));
+  EXPECT_EQ(x.default_autocast_dtype(), kHalf);
+  EXPECT_EQ(autocast::get_autocast_dtype(kXPU), kHalf);  // autocast's default is the backend's
   EXPECT_EQ(x.device_count(), xpu::device_count());
   {
     DeviceIndexGuard g(Device("xpu:1"));

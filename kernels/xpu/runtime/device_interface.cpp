@@ -31,6 +31,7 @@ class XpuInterface : public DeviceInterface {
  public:
   DeviceType type() const override { return kXPU; }
   Allocator* allocator() override { return caching_allocator(); }
+  ScalarType default_autocast_dtype() const override { return kHalf; }
   void manual_seed(uint64_t seed) override { seed_started_devices(seed); }
   int device_count() override { return xpu::device_count(); }
   int current_device() override { return xpu::current_device(); }
