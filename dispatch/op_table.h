@@ -14,6 +14,11 @@
 //   FN_M    and the Tensor method `Ret Tensor::name(params but self) const`
 //   IN      in-place: `Tensor& name(Tensor& self, ...)` calls the op and returns self
 //   IN_M    and the method `Tensor& Tensor::name(...)`
+//   FLOAT2, FLOAT2_M  as FN, FN_M, for a pointwise function of two tensors computed in floating
+//           point (integers promote to float32): its kernels are generated too, on every
+//           backend, from FloatBinaryFn<ops::id> (the CPU functor, kernels/cpu/binary.cpp) and
+//           the kernel `name` of the XPU's FLOAT_BINARY_FUNCTIONS (kernels/xpu/spirv/binary.cl),
+//           and its declaration in dispatch/ops.h (Note [Float binary functions])
 //   CUSTOM  the front end computes the arguments (options, pairs, checks) and is written by
 //           hand in dispatch/ops.cpp, calling ops::<id>
 // From the table, dispatch/ops.cpp declares every op with its C++ signature (checked against
@@ -164,7 +169,7 @@
     Tensor, (const Tensor& self, const Tensor& other), (self, other))                              \
   X(FN_M, minimum, minimum, "minimum(Tensor self, Tensor other) -> Tensor",                        \
     Tensor, (const Tensor& self, const Tensor& other), (self, other))                              \
-  X(FN_M, atan2, atan2, "atan2(Tensor self, Tensor other) -> Tensor",                              \
+  X(FLOAT2_M, atan2, atan2, "atan2(Tensor self, Tensor other) -> Tensor",                          \
     Tensor, (const Tensor& self, const Tensor& other), (self, other))                              \
   X(FN_M, eq, eq_Tensor, "eq.Tensor(Tensor self, Tensor other) -> Tensor",                         \
     Tensor, (const Tensor& self, const Tensor& other), (self, other))                              \

@@ -326,6 +326,8 @@ std::string dump_dispatch_table(const std::string& op) {
     return ops::id::handle().call args;                \
   }
 #define XTEN_FRONT_END_FN_M XTEN_FRONT_END_FN
+#define XTEN_FRONT_END_FLOAT2 XTEN_FRONT_END_FN
+#define XTEN_FRONT_END_FLOAT2_M XTEN_FRONT_END_FN
 #define XTEN_FRONT_END_IN(name, id, Ret, params, args)   \
   auto xten::name(XTEN_INPLACE_PARAMS params) -> Tensor& { \
     ops::id::handle().call args;                         \

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <xten/core/tensor.h>
+#include <xten/dispatch/op_table.h>
 
 namespace xten {
 
@@ -145,6 +146,21 @@ Tensor& pow_(Tensor& self, const Scalar& exponent);
 Tensor maximum(const Tensor& self, const Tensor& other);
 Tensor minimum(const Tensor& self, const Tensor& other);
 Tensor atan2(const Tensor& self, const Tensor& other);
+
+// Note [Float binary functions]: a pointwise function of two tensors in floating point (kind
+// FLOAT2 or FLOAT2_M in dispatch/op_table.h) is declared here from its row, with the row's
+// comment as its documentation; its CPU and XPU kernels are generated too
+// (docs/adding_an_op.md). Hand-written declarations above may add documentation.
+#define XTEN_DECLARE_FLOAT2_ROW(kind, name, id, schema, Ret, params, args) \
+  XTEN_DECLARE_FLOAT2_##kind(name, Ret, params)
+#define XTEN_DECLARE_FLOAT2_FLOAT2(name, Ret, params) Ret name params;
+#define XTEN_DECLARE_FLOAT2_FLOAT2_M(name, Ret, params) Ret name params;
+#define XTEN_DECLARE_FLOAT2_FN(name, Ret, params)
+#define XTEN_DECLARE_FLOAT2_FN_M(name, Ret, params)
+#define XTEN_DECLARE_FLOAT2_IN(name, Ret, params)
+#define XTEN_DECLARE_FLOAT2_IN_M(name, Ret, params)
+#define XTEN_DECLARE_FLOAT2_CUSTOM(name, Ret, params)
+XTEN_FORALL_OPS(XTEN_DECLARE_FLOAT2_ROW)
 // Comparisons give bool.
 Tensor eq(const Tensor& self, const Tensor& other);
 Tensor eq(const Tensor& self, const Scalar& other);
@@ -180,17 +196,18 @@ Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight);
 // ---- unary ------------------------------------------------------------------------------
 // (name): each has `Tensor name(const Tensor&)`; the in-place list also `Tensor& name_(Tensor&)`.
 // As PyTorch: relu and the other activations give NaN for NaN; sign(NaN) is 0.
-#define XTEN_UNARY_INPLACE_OPS(_)                                                                  \
-  _(neg)                                                                                           \
-  _(abs)                                                                                           \
-  _(sign)                                                                                          \
-  _(exp)                                                                                           \
-  _(exp2)                                                                                          \
-  _(log)                                                                                           \
-  _(log2)                                                                                          \
-  _(log10)                                                                                         \
-  _(log1p) _(expm1) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan) _(tanh) _(sigmoid) _(relu) \
-      _(silu) _(erf) _(floor) _(ceil) _(round) _(trunc) _(logical_not) _(bitwise_not)
+#define XTEN_UNARY_INPLACE_OPS(_)                                                                 \
+  _(neg)                                                                                          \
+  _(abs)                                                                                          \
+  _(sign)                                                                                         \
+  _(exp)                                                                                          \
+  _(exp2)                                                                                         \
+  _(log)                                                                                          \
+  _(log2)                                                                                         \
+  _(log10)                                                                                        \
+  _(log1p)                                                                                        \
+  _(expm1) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan) _(tanh) _(sigmoid) _(relu) _(silu) \
+      _(erf) _(floor) _(ceil) _(round) _(trunc) _(logical_not) _(bitwise_not)
 #define XTEN_UNARY_OUT_OF_PLACE_OPS(_) _(isnan) _(isinf) _(isfinite)
 
 #define XTEN_DECLARE_UNARY(name) Tensor name(const Tensor& self);

@@ -230,12 +230,14 @@ Tensor operator^(const Tensor& a, const Tensor& b) {
 #define XTEN_METHOD(kind, name, id, schema, Ret, params, args) \
   XTEN_METHOD_##kind(name, Ret, params, args)
 #define XTEN_METHOD_FN(name, Ret, params, args)
+#define XTEN_METHOD_FLOAT2(name, Ret, params, args)
 #define XTEN_METHOD_IN(name, Ret, params, args)
 #define XTEN_METHOD_CUSTOM(name, Ret, params, args)
 #define XTEN_METHOD_FN_M(name, Ret, params, args)              \
   auto xten::Tensor::name(XTEN_DROP_FIRST params) const -> Ret { \
     return xten::name(XTEN_THIS_AND_REST args);                \
   }
+#define XTEN_METHOD_FLOAT2_M XTEN_METHOD_FN_M
 #define XTEN_METHOD_IN_M(name, Ret, params, args)            \
   auto xten::Tensor::name(XTEN_DROP_FIRST params) -> Tensor& { \
     return xten::name(XTEN_THIS_AND_REST args);              \

@@ -410,6 +410,34 @@ TensorOptions o(Device d, ScalarType t = kFloat) {
   return TensorOptions().dtype(t).device(d);
 }
 
+// Note [Float binary functions] (dispatch/ops.h): each FLOAT2 op against a float64 reference
+// on both devices; integer and bool inputs compute in float32.
+TEST(FloatBinaryFunctions, MatchTheirReferenceOnEveryDevice) {
+  using T = const Tensor&;
+  struct Fn {
+    const char* op;
+    std::function<Tensor(T, T)> f;
+    double (*ref)(double, double);
+  };
+  const std::vector<Fn> fns = {
+      {"atan2", [](T a, T b) { return atan2(a, b); },
+       [](double a, double b) { return std::atan2(a, b); }},
+  };
+  manual_seed(54);
+  for (const Fn& f : fns) {
+    for (const char* dev : {"cpu", "xpu"}) {
+      for (ScalarType t : {kFloat, kDouble, kHalf, kInt, kBool}) {
+        const Tensor a = random_tensor({7, 9}, t, -20, 20), b = random_tensor({9}, t, -20, 20);
+        const Tensor got = f.f(a.to(dev), b.to(dev)).to(kCPU);
+        EXPECT_EQ(got.dtype(), is_floating_type(t) ? t : kFloat) << f.op << " " << dev;
+        expect_elements(
+            got, [&](auto& i) { return f.ref(value_at(a, i), value_at(b, i)); },
+            std::string(f.op) + " " + dev + " " + to_string(t), 4.0);
+      }
+    }
+  }
+}
+
 TEST(XpuParity, NanInNanOut) {
   manual_seed(52);
   for (ScalarType t : float_dtypes()) {

@@ -246,8 +246,8 @@ ScalarType pow_meta(const char* name, const Tensor& base, const Tensor& exp) {
   check_int_pow_exponent(name, t, exp);
   return supported<dtypes::kAllButBool>(name, t);
 }
-ScalarType atan2_meta(const Tensor& a, const Tensor& b) {
-  return supported<dtypes::kFloating>("atan2", float_promoted(a, b));
+ScalarType float_binary_meta(const char* name, const Tensor& a, const Tensor& b) {
+  return supported<dtypes::kFloating>(name, float_promoted(a, b));
 }
 ScalarType bitwise_meta(const char* name, const Tensor& a, const Tensor& b) {
   return supported<dtypes::kIntegralAndBool>(name, result_type(a, b));

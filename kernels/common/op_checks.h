@@ -76,7 +76,9 @@ ScalarType div_mode_meta(const char* name, const Tensor& a, const Tensor& b,
                          const std::string& mode);
 ScalarType remainder_fmod_meta(const char* name, const Tensor& a, const Tensor& b);
 ScalarType pow_meta(const char* name, const Tensor& base, const Tensor& exp);
-ScalarType atan2_meta(const Tensor& a, const Tensor& b);  // ints: float32
+// A float binary function (atan2, ...; Note [Float binary functions] in dispatch/ops.h):
+// floating dtypes, integers computed in float32.
+ScalarType float_binary_meta(const char* name, const Tensor& a, const Tensor& b);
 ScalarType bitwise_meta(const char* name, const Tensor& a, const Tensor& b);
 ScalarType clamp_meta(const char* name, const Tensor& self, const std::optional<Scalar>& lo,
                       const std::optional<Scalar>& hi);

@@ -8,6 +8,7 @@
 
 #include <xten/core/dtype_dispatch.h>
 #include <xten/dispatch/library.h>
+#include <xten/dispatch/op_handles.h>
 
 #include <xten/kernels/common/op_checks.h>
 #include <xten/kernels/cpu/elementwise.h>
@@ -188,7 +189,12 @@ struct MinimumOp {
     return a < b ? a : b;
   }
 };
-struct Atan2Op {
+// Note [Float binary functions] (dispatch/ops.h): the functor of each FLOAT2 row, keyed by
+// its handle; the kernels are generated at the bottom of this file.
+template <class Handle>
+struct FloatBinaryFn;
+template <>
+struct FloatBinaryFn<ops::atan2> {
   template <class M>
   M operator()(M a, M b) const {
     return std::atan2(a, b);
@@ -365,9 +371,10 @@ Tensor maximum_kernel(const Tensor& a, const Tensor& b) {
 Tensor minimum_kernel(const Tensor& a, const Tensor& b) {
   return binary<dtypes::kAll, false>("minimum", Tensor(), a, b, std::nullopt, fixed(MinimumOp{}));
 }
-Tensor atan2_kernel(const Tensor& a, const Tensor& b) {
-  return binary<dtypes::kFloating, false>("atan2", Tensor(), a, b, atan2_meta(a, b),
-                                          fixed(Atan2Op{}));
+template <class Handle>
+Tensor float_binary_kernel(const char* name, const Tensor& a, const Tensor& b) {
+  return binary<dtypes::kFloating, false>(name, Tensor(), a, b, float_binary_meta(name, a, b),
+                                          fixed(FloatBinaryFn<Handle>{}));
 }
 
 // ---- predicates -----------------------------------------------------------------------------
@@ -481,7 +488,19 @@ LIBRARY_IMPL(xten, CPU, m) {
   m.impl("pow_.Tensor", pow__kernel);
   m.impl("maximum", maximum_kernel);
   m.impl("minimum", minimum_kernel);
-  m.impl("atan2", atan2_kernel);
+#define XTEN_FLOAT2_KERNEL(kind, name, id, schema, Ret, params, args) \
+  XTEN_FLOAT2_KERNEL_##kind(name, id)
+#define XTEN_FLOAT2_KERNEL_FLOAT2(name, id)            \
+  m.impl(#name, [](const Tensor& a, const Tensor& b) { \
+    return float_binary_kernel<ops::id>(#name, a, b);  \
+  });
+#define XTEN_FLOAT2_KERNEL_FLOAT2_M XTEN_FLOAT2_KERNEL_FLOAT2
+#define XTEN_FLOAT2_KERNEL_FN(name, id)
+#define XTEN_FLOAT2_KERNEL_FN_M(name, id)
+#define XTEN_FLOAT2_KERNEL_IN(name, id)
+#define XTEN_FLOAT2_KERNEL_IN_M(name, id)
+#define XTEN_FLOAT2_KERNEL_CUSTOM(name, id)
+  XTEN_FORALL_OPS(XTEN_FLOAT2_KERNEL)
   m.impl("eq.Tensor", eq_kernel);
   m.impl("ne.Tensor", ne_kernel);
   m.impl("lt.Tensor", lt_kernel);

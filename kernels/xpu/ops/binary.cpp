@@ -73,9 +73,11 @@ Tensor pow_impl(const char* name, const Tensor& out, const Tensor& base, const T
   return run_with_value(e, "pow", Scalar(0));
 }
 
-Tensor atan2_impl(const Tensor& a, const Tensor& b) {
-  Elementwise e("atan2", Tensor(), {a, b}, atan2_meta(a, b));
-  return run_with_value(e, "atan2", Scalar(0));
+// A float binary function (Note [Float binary functions] in dispatch/ops.h): the kernel of the
+// op's name in binary.cl's FLOAT_BINARY_FUNCTIONS.
+Tensor float_binary_impl(const char* name, const Tensor& a, const Tensor& b) {
+  Elementwise e(name, Tensor(), {a, b}, float_binary_meta(name, a, b));
+  return run_with_value(e, name, Scalar(0));
 }
 
 Tensor logical(const char* name, const Tensor& a, const Tensor& b) {
@@ -166,7 +168,17 @@ LIBRARY_IMPL(xten, XPU, m) {
   m.impl("pow.Tensor_Tensor",
          [](const Tensor& a, const Tensor& b) { return pow_impl("pow", Tensor(), a, b); });
   m.impl("pow_.Tensor", [](const Tensor& a, const Tensor& b) { return pow_impl("pow_", a, a, b); });
-  m.impl("atan2", atan2_impl);
+#define XTEN_XPU_FLOAT2_KERNEL(kind, name, id, schema, Ret, params, args) \
+  XTEN_XPU_FLOAT2_KERNEL_##kind(name)
+#define XTEN_XPU_FLOAT2_KERNEL_FLOAT2(name) \
+  m.impl(#name, [](const Tensor& a, const Tensor& b) { return float_binary_impl(#name, a, b); });
+#define XTEN_XPU_FLOAT2_KERNEL_FLOAT2_M XTEN_XPU_FLOAT2_KERNEL_FLOAT2
+#define XTEN_XPU_FLOAT2_KERNEL_FN(name)
+#define XTEN_XPU_FLOAT2_KERNEL_FN_M(name)
+#define XTEN_XPU_FLOAT2_KERNEL_IN(name)
+#define XTEN_XPU_FLOAT2_KERNEL_IN_M(name)
+#define XTEN_XPU_FLOAT2_KERNEL_CUSTOM(name)
+  XTEN_FORALL_OPS(XTEN_XPU_FLOAT2_KERNEL)
   m.impl("logical_and",
          [](const Tensor& a, const Tensor& b) { return logical("logical_and", a, b); });
   m.impl("logical_or",

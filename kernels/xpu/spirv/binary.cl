@@ -149,10 +149,13 @@ DEFINE_DIV_FLOOR(double)
 ALL_DIVISION(BINARY_ERR_HEAD_ND)
 ALL_DIVISION(BINARY_ERR_HEAD_1D)
 
-// pow and atan2 (plain heads: they raise nothing). Integer pow squares and multiplies,
-// wrapping; negative exponents give 1, -1 or 0 as on the CPU.
+// pow (a plain head: it raises nothing). Integer pow squares and multiplies, wrapping;
+// negative exponents give 1, -1 or 0 as on the CPU.
 #define FLOAT_POWERS(T, HEAD)                                                                      \
-  HEAD(pow, T, T##_t, T##_store(out, oo, pow(x, y));)                                              \
+  HEAD(pow, T, T##_t, T##_store(out, oo, pow(x, y));)
+// Note [Float binary functions] (dispatch/ops.h): one line per FLOAT2 op of the op table,
+// named as the op; the host runs it in the op's meta dtype (integers in float32).
+#define FLOAT_BINARY_FUNCTIONS(T, HEAD)                                                            \
   HEAD(atan2, T, T##_t, T##_store(out, oo, atan2(x, y));)
 #define INT_POWERS(T, HEAD)                                                                        \
   HEAD(pow, T, T##_t,                                                                              \
@@ -170,6 +173,7 @@ ALL_DIVISION(BINARY_ERR_HEAD_1D)
     T##_store(out, oo, result);)
 #define ALL_POWERS(HEAD_)                                                                          \
   XTEN_FLOAT_DTYPES(FLOAT_POWERS, HEAD_)                                                           \
+  XTEN_FLOAT_DTYPES(FLOAT_BINARY_FUNCTIONS, HEAD_)                                                 \
   XTEN_INT_DTYPES_HERE(INT_POWERS, HEAD_)
 ALL_POWERS(BINARY_HEAD_ND)
 ALL_POWERS(BINARY_HEAD_1D)
