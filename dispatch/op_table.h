@@ -171,6 +171,9 @@
     Tensor, (const Tensor& self, const Tensor& other), (self, other))                              \
   X(FLOAT2_M, atan2, atan2, "atan2(Tensor self, Tensor other) -> Tensor",                          \
     Tensor, (const Tensor& self, const Tensor& other), (self, other))                              \
+  /* sqrt(self^2 + other^2) without overflow or underflow in between */                            \
+  X(FLOAT2, hypot, hypot, "hypot(Tensor self, Tensor other) -> Tensor",                            \
+    Tensor, (const Tensor& self, const Tensor& other), (self, other))                              \
   X(FN_M, eq, eq_Tensor, "eq.Tensor(Tensor self, Tensor other) -> Tensor",                         \
     Tensor, (const Tensor& self, const Tensor& other), (self, other))                              \
   X(FN_M, ne, ne_Tensor, "ne.Tensor(Tensor self, Tensor other) -> Tensor",                         \

@@ -218,6 +218,7 @@ std::vector<Case> cases() {
        }},
       {"pow int scalar", 1, all_but_bool(), Tol::kUlp, [](T a, T) { return pow(a, 3); }},
       {"atan2", 2, all, Tol::kUlp, [](T a, T b) { return atan2(a, b); }},
+      {"hypot", 2, all, Tol::kUlp, [](T a, T b) { return hypot(a, b); }},
       {"logical_and", 2, all, Tol::kExact, [](T a, T b) { return logical_and(a, b); }},
       {"logical_or", 2, all, Tol::kExact, [](T a, T b) { return logical_or(a, b); }},
       {"logical_xor", 2, all, Tol::kExact, [](T a, T b) { return logical_xor(a, b); }},
@@ -422,6 +423,8 @@ TEST(FloatBinaryFunctions, MatchTheirReferenceOnEveryDevice) {
   const std::vector<Fn> fns = {
       {"atan2", [](T a, T b) { return atan2(a, b); },
        [](double a, double b) { return std::atan2(a, b); }},
+      {"hypot", [](T a, T b) { return hypot(a, b); },
+       [](double a, double b) { return std::hypot(a, b); }},
   };
   manual_seed(54);
   for (const Fn& f : fns) {

@@ -200,6 +200,13 @@ struct FloatBinaryFn<ops::atan2> {
     return std::atan2(a, b);
   }
 };
+template <>
+struct FloatBinaryFn<ops::hypot> {
+  template <class M>
+  M operator()(M a, M b) const {
+    return std::hypot(a, b);
+  }
+};
 #define XTEN_COMPARE_OP(Name, expr_op)       \
   struct Name {                              \
     template <class M>                       \

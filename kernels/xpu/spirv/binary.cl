@@ -156,7 +156,8 @@ ALL_DIVISION(BINARY_ERR_HEAD_1D)
 // Note [Float binary functions] (dispatch/ops.h): one line per FLOAT2 op of the op table,
 // named as the op; the host runs it in the op's meta dtype (integers in float32).
 #define FLOAT_BINARY_FUNCTIONS(T, HEAD)                                                            \
-  HEAD(atan2, T, T##_t, T##_store(out, oo, atan2(x, y));)
+  HEAD(atan2, T, T##_t, T##_store(out, oo, atan2(x, y));)                                          \
+  HEAD(hypot, T, T##_t, T##_store(out, oo, hypot(x, y));)
 #define INT_POWERS(T, HEAD)                                                                        \
   HEAD(pow, T, T##_t,                                                                              \
     T##_m result;                                                                                  \
