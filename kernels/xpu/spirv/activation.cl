@@ -44,34 +44,18 @@ XTEN_FLOAT_DTYPES(SOFTMAX, _)
 
 // Pointwise activations with up to three parameters p0..p2 (in opmath), strided and one-dim
 // variants, through the host's elementwise path; formulas as kernels/cpu/activation.cpp.
-#define ACT_HEAD_ND(NAME, T, ...)                                                                  \
-  KERNEL NAME##_##T(global T##_t* out, global const T##_t* a, T##_m p0, T##_m p1, T##_m p2,        \
-                    long n, int ndim, long8 sizes, long8 so, long8 sa) {                           \
-    ELEMENTS(i, n) {                                                                               \
-    long oo, oa;                                                                                   \
-    strided_offsets(i, ndim, sizes, so, sa, &oo, &oa);                                             \
-    const T##_m x = T##_load(a, oa);                                                               \
-    __VA_ARGS__                                                                                    \
-  }                                                                                                \
-  }
-#define ACT_HEAD_1D(NAME, T, ...)                                                                  \
-  KERNEL NAME##_##T##_1d(global T##_t* out, global const T##_t* a, T##_m p0, T##_m p1,             \
-                         T##_m p2, long n, long so, long sa) {                                     \
-    ELEMENTS(i, n) {                                                                               \
-    const long oo = i * so;                                                                        \
-    const T##_m x = T##_load(a, i * sa);                                                           \
-    __VA_ARGS__                                                                                    \
-  }                                                                                                \
-  }
+// The output is the input's dtype: common.h's parameter heads with OUT_T = T's storage type.
+#define ACT_HEAD_ND(NAME, T, ...) PARAM_HEAD_ND(NAME, T, T##_t, __VA_ARGS__)
+#define ACT_HEAD_1D(NAME, T, ...) PARAM_HEAD_1D(NAME, T, T##_t, __VA_ARGS__)
 
 #define ACTIVATIONS(T, HEAD)                                                                       \
-  HEAD(leaky_relu, T, T##_store(out, oo, x > 0 ? x : x * p0); (void)p1; (void)p2;)                 \
+  HEAD(leaky_relu, T, T##_store(out, oo, x > 0 ? x : x * p0);)                                     \
   HEAD(elu, T, T##_store(out, oo, x > 0 ? p1 * x : p1 * p0 * expm1(x * p2));)                      \
-  HEAD(softplus, T, T##_store(out, oo, x * p0 > p1 ? x : log1p(exp(x * p0)) / p0); (void)p2;)      \
+  HEAD(softplus, T, T##_store(out, oo, x * p0 > p1 ? x : log1p(exp(x * p0)) / p0);)                \
   HEAD(hardswish, T, {                                                                             \
     const T##_m lo = (x + 3 < 0) ? (T##_m)0 : x + 3;                                               \
     const T##_m c = (6 < lo) ? (T##_m)6 : lo;                                                      \
-    T##_store(out, oo, x * c / 6); (void)p0; (void)p1; (void)p2; })
+    T##_store(out, oo, x * c / 6); })
 
 XTEN_FLOAT_DTYPES(ACTIVATIONS, ACT_HEAD_ND)
 XTEN_FLOAT_DTYPES(ACTIVATIONS, ACT_HEAD_1D)

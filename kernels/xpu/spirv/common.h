@@ -194,3 +194,29 @@ static inline void strided_offsets(long i, int ndim, long8 sizes, long8 a_st, lo
   const long i = get_global_id(0); \
   if (i < (n))
 #define KERNEL kernel __attribute__((reqd_work_group_size(XTEN_GROUP_SIZE, 1, 1))) void
+
+// Heads of a pointwise kernel with up to three opmath parameters p0..p2 (clamp and
+// nan_to_num in unary.cl, the parameterized activations in activation.cl): NAME_T over a
+// strided space and NAME_T_1d over one dim, the body (the last argument) run per element
+// with x loaded; unused parameters are fine.
+#define PARAM_HEAD_ND(NAME, T, OUT_T, ...)                                                         \
+  KERNEL NAME##_##T(global OUT_T* out, global const T##_t* a, T##_m p0, T##_m p1, T##_m p2,        \
+                    long n, int ndim, long8 sizes, long8 so, long8 sa) {                           \
+    ELEMENTS(i, n) {                                                                               \
+      long oo, oa;                                                                                 \
+      strided_offsets(i, ndim, sizes, so, sa, &oo, &oa);                                           \
+      const T##_m x = T##_load(a, oa);                                                             \
+      (void)p0; (void)p1; (void)p2;                                                                \
+      __VA_ARGS__                                                                                  \
+    }                                                                                              \
+  }
+#define PARAM_HEAD_1D(NAME, T, OUT_T, ...)                                                         \
+  KERNEL NAME##_##T##_1d(global OUT_T* out, global const T##_t* a, T##_m p0, T##_m p1,             \
+                         T##_m p2, long n, long so, long sa) {                                     \
+    ELEMENTS(i, n) {                                                                               \
+      const long oo = i * so, oa = i * sa;                                                         \
+      const T##_m x = T##_load(a, oa);                                                             \
+      (void)p0; (void)p1; (void)p2;                                                                \
+      __VA_ARGS__                                                                                  \
+    }                                                                                              \
+  }

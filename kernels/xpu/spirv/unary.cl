@@ -102,28 +102,6 @@ ALL_UNARY(UNARY_HEAD_1D)
 // With up to three parameters p0..p2 in opmath: clamp (p0 lower, p1 upper bound; a missing
 // bound is -inf/+inf or the dtype's limit, which clamps nothing) and nan_to_num (p0 for NaN,
 // p1 for +inf, p2 for -inf).
-#define UNARY_P_HEAD_1D(NAME, T, OUT_T, ...)                                                       \
-  KERNEL NAME##_##T##_1d(global OUT_T* out, global const T##_t* a, T##_m p0, T##_m p1,             \
-                         T##_m p2, long n, long so, long sa) {                                     \
-    ELEMENTS(i, n) {                                                                               \
-    const long oo = i * so, oa = i * sa;                                                           \
-    const T##_m x = T##_load(a, oa);                                                               \
-    (void)p2;                                                                                      \
-    __VA_ARGS__                                                                                    \
-  }                                                                                                \
-  }
-#define UNARY_P_HEAD_ND(NAME, T, OUT_T, ...)                                                       \
-  KERNEL NAME##_##T(global OUT_T* out, global const T##_t* a, T##_m p0, T##_m p1, T##_m p2,        \
-                    long n, int ndim, long8 sizes, long8 so, long8 sa) {                           \
-    ELEMENTS(i, n) {                                                                               \
-    long oo, oa;                                                                                   \
-    strided_offsets(i, ndim, sizes, so, sa, &oo, &oa);                                             \
-    const T##_m x = T##_load(a, oa);                                                               \
-    (void)p2;                                                                                      \
-    __VA_ARGS__                                                                                    \
-  }                                                                                                \
-  }
-
 // NaN propagates from x, then from a NaN bound, as on the CPU.
 #define FLOAT_PARAM(T, HEAD)                                                                       \
   HEAD(clamp, T, T##_t,                                                                            \
@@ -149,5 +127,5 @@ ALL_UNARY(UNARY_HEAD_1D)
 #define ALL_PARAM(HEAD_)                                                                           \
   XTEN_FLOAT_DTYPES(FLOAT_PARAM, HEAD_)                                                            \
   XTEN_INT_DTYPES_HERE(INT_PARAM, HEAD_)
-ALL_PARAM(UNARY_P_HEAD_ND)
-ALL_PARAM(UNARY_P_HEAD_1D)
+ALL_PARAM(PARAM_HEAD_ND)
+ALL_PARAM(PARAM_HEAD_1D)
