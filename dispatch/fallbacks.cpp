@@ -3,8 +3,8 @@
 
 namespace xten {
 
-// Autograd is reserved (docs/architecture.md, "Dispatch keys"): until it lands, its keys pass every call on
-// to the backend below.
+// Autograd is reserved (docs/architecture.md, "Dispatch keys"): until it lands, its keys pass every
+// call on to the backend below.
 LIBRARY_IMPL(_, AutogradCPU, m) {
   m.fallback(KernelFunction::fallthrough());
 }

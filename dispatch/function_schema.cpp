@@ -39,8 +39,7 @@ class SchemaReader {
       pos_ += 2;
       qualified += "::" + identifier("the op name after '::'");
     }
-    op_ = qualified;
-    p.name = qualified;
+    p.name = op_ = qualified;  // errors in the overload name name the op
     if (accept('.')) p.overload = identifier("the overload name after '.'");
     op_ = p.overload.empty() ? p.name : p.name + "." + p.overload;
     expect('(');
@@ -99,8 +98,9 @@ class SchemaReader {
       if (base == kBaseNames[i]) found = i;
     if (found < 0) {
       pos_ = type_at;
-      fail("a type (Tensor, Scalar, int, float, bool, str, ScalarType, Device), not '" + base +
-           "'");
+      std::string known;
+      for (const char* n : kBaseNames) known += (known.empty() ? "" : ", ") + std::string(n);
+      fail("a type (" + known + "), not '" + base + "'");
     }
     a.type.base = static_cast<SchemaBaseType>(found);
     if (accept('(')) {

@@ -161,6 +161,14 @@ Tensor atan2(const Tensor& self, const Tensor& other);
 #define XTEN_DECLARE_FLOAT2_IN_M(name, Ret, params)
 #define XTEN_DECLARE_FLOAT2_CUSTOM(name, Ret, params)
 XTEN_FORALL_OPS(XTEN_DECLARE_FLOAT2_ROW)
+#undef XTEN_DECLARE_FLOAT2_ROW
+#undef XTEN_DECLARE_FLOAT2_FLOAT2
+#undef XTEN_DECLARE_FLOAT2_FLOAT2_M
+#undef XTEN_DECLARE_FLOAT2_FN
+#undef XTEN_DECLARE_FLOAT2_FN_M
+#undef XTEN_DECLARE_FLOAT2_IN
+#undef XTEN_DECLARE_FLOAT2_IN_M
+#undef XTEN_DECLARE_FLOAT2_CUSTOM
 // Comparisons give bool.
 Tensor eq(const Tensor& self, const Tensor& other);
 Tensor eq(const Tensor& self, const Scalar& other);
@@ -196,18 +204,12 @@ Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight);
 // ---- unary ------------------------------------------------------------------------------
 // (name): each has `Tensor name(const Tensor&)`; the in-place list also `Tensor& name_(Tensor&)`.
 // As PyTorch: relu and the other activations give NaN for NaN; sign(NaN) is 0.
-#define XTEN_UNARY_INPLACE_OPS(_)                                                                 \
-  _(neg)                                                                                          \
-  _(abs)                                                                                          \
-  _(sign)                                                                                         \
-  _(exp)                                                                                          \
-  _(exp2)                                                                                         \
-  _(log)                                                                                          \
-  _(log2)                                                                                         \
-  _(log10)                                                                                        \
-  _(log1p)                                                                                        \
-  _(expm1) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan) _(tanh) _(sigmoid) _(relu) _(silu) \
-      _(erf) _(floor) _(ceil) _(round) _(trunc) _(logical_not) _(bitwise_not)
+// clang-format off
+#define XTEN_UNARY_INPLACE_OPS(_)                                                                  \
+  _(neg) _(abs) _(sign) _(exp) _(exp2) _(log) _(log2) _(log10) _(log1p) _(expm1) _(sqrt)           \
+  _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan) _(tanh) _(sigmoid) _(relu) _(silu) _(erf)            \
+  _(floor) _(ceil) _(round) _(trunc) _(logical_not) _(bitwise_not)
+// clang-format on
 #define XTEN_UNARY_OUT_OF_PLACE_OPS(_) _(isnan) _(isinf) _(isfinite)
 
 #define XTEN_DECLARE_UNARY(name) Tensor name(const Tensor& self);

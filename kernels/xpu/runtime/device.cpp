@@ -91,7 +91,7 @@ DeviceProperties read_properties(ze_device_handle_t dev, bool bundled) {
 struct Runtime;
 // Set once discovery is done: manual_seed reaches started devices only (seeding must not start
 // the runtime; devices found later take the CPU generator's seed).
-std::atomic<Runtime*> t_started{nullptr};
+std::atomic<Runtime*> started_runtime{nullptr};
 
 struct Runtime {
   std::vector<std::unique_ptr<DeviceState>> devices;
@@ -171,7 +171,7 @@ Runtime* discover() {
       rt->devices.push_back(std::move(s));
     }
   }
-  t_started.store(rt, std::memory_order_release);
+  started_runtime.store(rt, std::memory_order_release);
   return rt;
 }
 
@@ -189,7 +189,7 @@ int device_count() {
 }
 
 void seed_started_devices(uint64_t seed) {
-  if (Runtime* rt = t_started.load(std::memory_order_acquire))
+  if (Runtime* rt = started_runtime.load(std::memory_order_acquire))
     for (auto& d : rt->devices) d->generator.manual_seed(seed);
 }
 bool is_available() {
