@@ -5,6 +5,7 @@
 // (dispatch/op_table.h, kinds FN_M and IN_M) in dispatch/tensor_methods.cpp, which fails to
 // compile if a declaration here and its row disagree; so core/ itself knows nothing of
 // dispatch.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,10 @@
 
 namespace xten {
 
+namespace autograd {
+class Node;
+}
+
 class Tensor {
  public:
   Tensor() = default;
@@ -28,6 +33,7 @@ class Tensor {
   // --- accessors -------------------------------------------------------------------------
   bool defined() const { return impl_ != nullptr; }
   TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   IntArrayRef sizes() const { return impl_->sizes(); }
   IntArrayRef strides() const { return impl_->strides(); }
   int64_t size(int64_t dim) const;  // negative dims count from the end
@@ -49,10 +55,7 @@ class Tensor {
   TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
   DispatchKeySet key_set() const { return impl_->key_set(); }
   bool requires_grad() const { return impl_->requires_grad(); }
-  Tensor& set_requires_grad(bool r) {
-    impl_->set_requires_grad(r);
-    return *this;
-  }
+  Tensor& set_requires_grad(bool r) { return requires_grad_(r); }
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
   long use_count() const { return impl_.use_count(); }
 
@@ -93,6 +96,34 @@ class Tensor {
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor detach() const;
+
+  // --- autograd (autograd/tensor_autograd.cpp, docs/autograd.md) -------------------------
+  // Asks for a gradient: only a leaf of a floating dtype can.
+  Tensor& requires_grad_(bool requires_grad = true);
+  // The gradient accumulated by backward() (undefined until one reaches this tensor): assignable
+  // (`t.grad() = xten::Tensor()` clears it).
+  Tensor& grad() const;
+  Tensor& mutable_grad() const { return grad(); }
+  // A leaf: made by the user, not by a recorded op (every tensor that does not require grad).
+  bool is_leaf() const;
+  // The node that made this tensor (null for leaves); name() reads like "MulBackward".
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  int64_t output_nr() const;
+  // Keeps the gradient of a non-leaf in grad() when backward() passes through it.
+  void retain_grad() const;
+  bool retains_grad() const;
+  // Cuts this tensor off its history (in place): it becomes a leaf that does not require grad.
+  Tensor& detach_();
+  // Computes the gradient of this tensor with respect to the graph's leaves and accumulates it
+  // in their grad(). `gradient` is needed unless this tensor has one element.
+  void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
+  // A function of this tensor's gradient, run when the gradient is computed; it may return a
+  // replacement (or an undefined tensor to keep the gradient). Returns a handle for remove_hook.
+  int64_t register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  void remove_hook(int64_t handle) const;
+  // The version counter shared with the views of this tensor (bumped by every in-place op).
+  uint32_t _version() const { return impl_->version(); }
 
   // --- copy and cast -----------------------------------------------------------------------
   Tensor& copy_(const Tensor& src);

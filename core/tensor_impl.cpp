@@ -20,6 +20,34 @@ TensorImpl::TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes, Int
   refresh();
 }
 
+namespace {
+AutogradMetaFactory g_autograd_meta_factory = nullptr;
+}
+void set_autograd_meta_factory(AutogradMetaFactory factory) {
+  g_autograd_meta_factory = factory;
+}
+AutogradMetaFactory autograd_meta_factory() {
+  return g_autograd_meta_factory;
+}
+
+AutogradMetaInterface* TensorImpl::ensure_autograd_meta() {
+  if (!autograd_meta_) {
+    XTEN_ASSERT(g_autograd_meta_factory != nullptr, "autograd is not loaded");
+    autograd_meta_ = g_autograd_meta_factory();
+  }
+  return autograd_meta_.get();
+}
+
+void TensorImpl::set_requires_grad(bool r) {
+  if (!r && !autograd_meta_) return;
+  ensure_autograd_meta()->set_requires_grad(r, this);
+}
+
+void TensorImpl::set_autograd_key(bool on) {
+  const DispatchKey k = kDeviceTypeKeys[static_cast<int>(device_.type())][1];
+  key_set_ = on ? key_set_.add(k) : key_set_.remove(k);
+}
+
 void TensorImpl::set_geometry(IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset) {
   XTEN_ASSERT(sizes.size() == strides.size(), "sizes {} and strides {}", sizes, strides);
   sizes_ = DimVector(sizes);

@@ -1,7 +1,10 @@
 #pragma once
 // TensorImpl: what a Tensor handle points at. Sizes, strides (in elements) and an offset
 // into a Storage, the dtype, device and the dispatch keys the tensor contributes.
+#include <memory>
+
 #include <xten/core/array_ref.h>
+#include <xten/core/autograd_meta_interface.h>
 #include <xten/core/scalar_type.h>
 #include <xten/core/storage.h>
 #include <xten/dispatch/dispatch_key.h>
@@ -29,8 +32,25 @@ class TensorImpl {
            storage_offset_ * static_cast<int64_t>(element_size(dtype_));
   }
 
-  bool requires_grad() const { return requires_grad_; }
-  void set_requires_grad(bool r) { requires_grad_ = r; }
+  // Autograd's state (Note [Autograd meta], docs/autograd.md): null for a tensor autograd never
+  // touched. requires_grad is true for a leaf that asked for it and for every result of a
+  // recorded op.
+  bool requires_grad() const { return autograd_meta_ && autograd_meta_->requires_grad(); }
+  void set_requires_grad(bool r);  // through autograd's meta (checks leaf and dtype)
+  AutogradMetaInterface* autograd_meta() const { return autograd_meta_.get(); }
+  // The meta, made by autograd's factory if the tensor has none yet.
+  AutogradMetaInterface* ensure_autograd_meta();
+  // Only tensors in the graph carry the Autograd key of their device, so a call on tensors that
+  // need no gradient never reaches the autograd layer (Note [Autograd key], docs/autograd.md).
+  void set_autograd_key(bool on);
+
+  // A view (made by a view op) remembers the tensor that owns its memory: the base of every view
+  // of a view is the first non-view tensor. Null for a tensor that is not a view.
+  const std::shared_ptr<TensorImpl>& view_base() const { return view_base_; }
+  void set_view_base(std::shared_ptr<TensorImpl> base) { view_base_ = std::move(base); }
+  // The storage's version counter: shared by a tensor and its views (core/storage.h).
+  uint32_t version() const { return storage_.version(); }
+  void bump_version() const { storage_.bump_version(); }
   // A zero-dim tensor made from a Scalar: it promotes as a Scalar does (core/meta.h).
   bool is_wrapped_number() const { return is_wrapped_number_; }
   void set_wrapped_number(bool w) { is_wrapped_number_ = w; }
@@ -50,8 +70,9 @@ class TensorImpl {
   Device device_;
   DispatchKeySet key_set_;
   bool is_contiguous_ = true;
-  bool requires_grad_ = false;
   bool is_wrapped_number_ = false;
+  std::unique_ptr<AutogradMetaInterface> autograd_meta_;
+  std::shared_ptr<TensorImpl> view_base_;
 };
 
 }  // namespace xten

@@ -20,6 +20,8 @@ const char* to_string(DispatchKey k) {
       return "AutocastXPU";
     case DispatchKey::CompositeImplicit:
       return "CompositeImplicit";
+    case DispatchKey::Autograd:
+      return "Autograd";
     case DispatchKey::EndOfKeys:
       break;
   }

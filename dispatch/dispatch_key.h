@@ -17,8 +17,8 @@ enum class DispatchKey : uint8_t {
   // Backends: the kernels that compute.
   CPU,  // host memory, Eigen kernels (kernels/cpu)
   XPU,  // Intel GPU through Level Zero (kernels/xpu)
-  // Autograd: records graph nodes, then redispatches below. Reserved: a fallthrough until
-  // autograd lands.
+  // Autograd: records graph nodes, then redispatches below (autograd/). Only tensors in the
+  // graph carry these keys.
   AutogradCPU,
   AutogradXPU,
   // Autocast: casts arguments by the op's policy, then redispatches below. Inert until an
@@ -29,6 +29,7 @@ enum class DispatchKey : uint8_t {
   // Alias keys: a registration there fills several runtime keys (see Note [Table entry
   // resolution] in dispatch/operator_entry.cpp). Never in a tensor's key set.
   CompositeImplicit = EndOfRuntimeKeys,  // one kernel written with other ops, for every backend
+  Autograd,                              // one autograd kernel for AutogradCPU and AutogradXPU
   EndOfKeys,
 };
 constexpr int kNumRuntimeKeys = static_cast<int>(DispatchKey::EndOfRuntimeKeys);
@@ -37,6 +38,9 @@ const char* to_string(DispatchKey k);
 
 constexpr bool is_backend_key(DispatchKey k) {
   return k == DispatchKey::CPU || k == DispatchKey::XPU;
+}
+constexpr bool is_autograd_key(DispatchKey k) {
+  return k == DispatchKey::AutogradCPU || k == DispatchKey::AutogradXPU;
 }
 constexpr bool is_alias_key(DispatchKey k) {
   return k >= DispatchKey::EndOfRuntimeKeys;
@@ -83,11 +87,12 @@ constexpr DispatchKey kDeviceTypeKeys[][3] = {
 };
 constexpr int kNumDeviceTypeKeyRows = sizeof(kDeviceTypeKeys) / sizeof(kDeviceTypeKeys[0]);
 
-// The keys a tensor on a device of this type carries.
+// The keys a tensor on a device of this type carries: backend and autocast. A tensor in the
+// autograd graph carries its device's Autograd key too (Note [Autograd key], docs/autograd.md).
 constexpr DispatchKeySet key_set_for_device_type(int device_type /* DeviceType */) {
-  return DispatchKeySet(kDeviceTypeKeys[device_type][0])
-      .add(kDeviceTypeKeys[device_type][1])
-      .add(kDeviceTypeKeys[device_type][2]);
+  return DispatchKeySet(kDeviceTypeKeys[device_type][0]).add(kDeviceTypeKeys[device_type][2]);
 }
+constexpr DispatchKeySet kAutogradKeys =
+    DispatchKeySet(DispatchKey::AutogradCPU).add(DispatchKey::AutogradXPU);
 
 }  // namespace xten

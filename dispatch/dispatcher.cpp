@@ -17,6 +17,9 @@ void check_fits_schema(const FunctionSchema& schema, const CppSignature& sig,
 }  // namespace
 
 namespace detail {
+void bump_version(const IValue& v) {
+  if (v.is_tensor()) bump_version(v.get<Tensor>());
+}
 DispatchKeySet stack_keys(const Stack& stack, size_t num_args) {
   DispatchKeySet ks;
   for (size_t i = stack.size() - std::min(num_args, stack.size()); i < stack.size(); ++i) {
@@ -49,6 +52,11 @@ void KernelFunction::call_boxed(const OperatorHandle& op, DispatchKeySet ks, Sta
 
 void OperatorHandle::call_boxed(Stack* stack) const {
   const int n = entry_->num_arguments();
+  if (entry_->written_args() && n >= 0) {
+    const size_t base = stack->size() - static_cast<size_t>(n);
+    for (int i = 0; i < n; ++i)
+      if ((entry_->written_args() >> i) & 1) detail::bump_version((*stack)[base + i]);
+  }
   const DispatchKeySet ks = apply_local_key_set(
       detail::stack_keys(*stack, n < 0 ? stack->size() : static_cast<size_t>(n)));
   redispatch_boxed(ks, stack);
@@ -138,6 +146,8 @@ uint64_t Dispatcher::define(const std::string& schema, const std::string& site,
     e.signature_ = sig;
     e.signature_site_ = site;
   }
+  for (size_t i = 0; i < parsed.arguments().size() && i < 64; ++i)
+    if (parsed.writes_argument(i)) e.written_args_ |= uint64_t{1} << i;
   e.schema_ = std::move(parsed);
   e.schema_site_ = site;
   return 0;  // declarations are not withdrawn

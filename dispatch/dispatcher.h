@@ -48,6 +48,20 @@ DispatchKeySet arg_keys(const T&) {
   return DispatchKeySet();
 }
 DispatchKeySet stack_keys(const Stack& stack, size_t num_args);
+
+// Note [Version counter]: a call of an op that writes an argument bumps that tensor's version
+// before it runs, whatever the key that runs it (docs/autograd.md).
+inline void bump_version(const Tensor& t) {
+  if (t.defined()) t.impl()->bump_version();
+}
+template <class T>
+void bump_version(const T&) {}
+void bump_version(const IValue& v);
+template <class... Args>
+void bump_written_args(uint64_t mask, const Args&... args) {
+  int i = 0;
+  ((((mask >> i) & 1) ? bump_version(args) : void(), ++i), ...);
+}
 }  // namespace detail
 
 template <class Sig>
@@ -92,6 +106,8 @@ class TypedOperatorHandle<Ret(Args...)> : public OperatorHandle {
   Ret call(Args... args) const {
     const DispatchKeySet ks =
         apply_local_key_set((detail::arg_keys(args) | ... | DispatchKeySet()));
+    if (__builtin_expect(entry_->written_args() != 0, 0))
+      detail::bump_written_args(entry_->written_args(), args...);
     return redispatch(ks, std::forward<Args>(args)...);
   }
   // Runs the kernel of the highest key of `ks`, whatever the thread-local state.

@@ -13,19 +13,26 @@ std::string OperatorEntry::display_name() const {
 
 // Note [Table entry resolution]
 // Which kernel runs for a runtime key, in order:
-//   1. a kernel registered for the op on that key;
-//   2. for a backend key (CPU, XPU): the op's CompositeImplicit kernel, which is written with
-//      other ops and so is valid on every backend;
+//   1. a kernel registered for the op on that key; for an autograd key (AutogradCPU,
+//      AutogradXPU), one registered on the Autograd alias;
+//   2. for a backend key (CPU, XPU) or an autograd key: the op's CompositeImplicit kernel, which
+//      is written with other ops and so is valid on every backend; at an autograd key it runs
+//      above autograd, so its inner ops are recorded and it is differentiable through its
+//      decomposition (docs/autograd.md);
 //   3. the backend fallback registered for the key, for every op (boxed, or fallthrough);
 //   4. missing: calling it raises the missing-kernel error.
-// Autograd keys have a fallthrough fallback until autograd lands, and the autocast keys a
-// fallthrough for every op that no cast policy lists (autocast/).
+// The autograd keys' fallback records nothing for non-differentiable ops and a node that raises
+// for the rest (autograd/autograd_kernel.cpp); the autocast keys have a fallthrough for every op
+// that no cast policy lists (autocast/).
 std::pair<const KernelFunction*, OperatorEntry::Source> OperatorEntry::resolve(
     const Dispatcher& d, DispatchKey key) const {
   const Registration& direct = kernels_[static_cast<int>(key)];
   if (direct.present) return {&direct.kernel, Source::Direct};  // 1
+  const Registration& autograd = kernels_[static_cast<int>(DispatchKey::Autograd)];
+  if (is_autograd_key(key) && autograd.present) return {&autograd.kernel, Source::Alias};  // 1
   const Registration& composite = kernels_[static_cast<int>(DispatchKey::CompositeImplicit)];
-  if (is_backend_key(key) && composite.present) return {&composite.kernel, Source::Composite};  // 2
+  if ((is_backend_key(key) || is_autograd_key(key)) && composite.present)
+    return {&composite.kernel, Source::Composite};  // 2
   const KernelFunction& fallback = d.backend_fallback(key);
   if (!fallback.is_missing()) return {&fallback, Source::BackendFallback};  // 3
   return {nullptr, Source::Missing};                                        // 4
@@ -63,6 +70,10 @@ std::string OperatorEntry::dump_table() const {
       case Source::Direct:
         what = table_[k].is_fallthrough() ? "fallthrough" : "kernel";
         site = kernels_[k].site;
+        break;
+      case Source::Alias:
+        what = "Autograd kernel";
+        site = kernels_[static_cast<int>(DispatchKey::Autograd)].site;
         break;
       case Source::Composite:
         what = "CompositeImplicit kernel";

@@ -26,6 +26,8 @@ class OperatorEntry {
   bool has_schema() const { return schema_.has_value(); }
   // The C++ signature of its kernels and callers (from the op table or the first kernel).
   const CppSignature* signature() const { return signature_; }
+  // Bit i set: the op writes argument i (`Tensor(a!)`), so a call bumps its version counter.
+  uint64_t written_args() const { return written_args_; }
   int num_arguments() const { return schema_ ? static_cast<int>(schema_->arguments().size()) : -1; }
 
   // The kernel to run for a call whose computed key set is `ks` (before fallthrough masking).
@@ -49,7 +51,7 @@ class OperatorEntry {
     uint64_t id = 0;
     bool present = false;
   };
-  enum class Source : uint8_t { Missing, Direct, Composite, BackendFallback };
+  enum class Source : uint8_t { Missing, Direct, Alias, Composite, BackendFallback };
 
   void recompute_table(const Dispatcher& d);
   std::pair<const KernelFunction*, Source> resolve(const Dispatcher& d, DispatchKey key) const;
@@ -62,6 +64,7 @@ class OperatorEntry {
   std::array<Registration, static_cast<int>(DispatchKey::EndOfKeys)> kernels_{};
   std::array<KernelFunction, kNumRuntimeKeys> table_{};
   std::array<Source, kNumRuntimeKeys> sources_{};
+  uint64_t written_args_ = 0;
   DispatchKeySet non_fallthrough_ = DispatchKeySet::from_bits(~uint64_t{0});
 };
 

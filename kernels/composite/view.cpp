@@ -9,11 +9,14 @@
 namespace xten {
 namespace {
 
-// A view shares self's storage and keeps its requires_grad (detach is the one view that drops
-// it).
+// A view shares self's storage and remembers its base (the first tensor that is not a view),
+// which autograd needs when the view is written in place (docs/autograd.md, "Views"). Its
+// gradient history comes from the view op's derivative (autograd/derivatives/view.cpp).
 Tensor make_view(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
   Tensor v(std::make_shared<TensorImpl>(self.storage(), self.dtype(), sizes, strides, offset));
-  return v.set_requires_grad(self.requires_grad());
+  const auto& base = self.impl()->view_base();
+  v.impl()->set_view_base(base ? base : self.impl_ptr());
+  return v;
 }
 
 // Resolves one -1 in `shape` so that the product is numel.
@@ -85,9 +88,10 @@ Tensor view_kernel(const Tensor& self, IntArrayRef size) {
 
 Tensor reshape_kernel(const Tensor& self, IntArrayRef size) {
   const DimVector shape = infer_size("reshape", size, self.numel());
-  if (auto strides = view_strides(self.sizes(), self.strides(), shape))
-    return make_view(self, shape, *strides, self.storage_offset());
-  return view_kernel(clone(self), shape);
+  // Through the view op (not make_view), so that autograd records it: reshape is differentiable
+  // through this decomposition.
+  if (view_strides(self.sizes(), self.strides(), shape)) return view(self, shape);
+  return view(clone(self), shape);
 }
 
 Tensor flatten_kernel(const Tensor& self, int64_t start_dim, int64_t end_dim) {
@@ -316,9 +320,11 @@ Tensor clone_kernel(const Tensor& self) {
   return copy_(out, self);
 }
 
+// detach shares the storage (and so the version counter) but is not a view autograd tracks: it
+// has no history, and writing it in place does not touch self's.
 Tensor detach_kernel(const Tensor& self) {
-  return make_view(self, self.sizes(), self.strides(), self.storage_offset())
-      .set_requires_grad(false);
+  return Tensor(std::make_shared<TensorImpl>(self.storage(), self.dtype(), self.sizes(),
+                                             self.strides(), self.storage_offset()));
 }
 
 }  // namespace

@@ -1,0 +1,46 @@
+// Derivatives of softmax, log_softmax and the parameterized activations
+// (kernels/cpu/activation.cpp).
+#include <xten/autograd/derivatives/common.h>
+
+namespace xten::autograd {
+
+LIBRARY_IMPL(xten, Autograd, m) {
+  Derivatives d(m);
+  // y = softmax(x): dx = y * (g - sum(g * y)).
+  d.def("softmax", [](const GradContext& c) -> variable_list {
+     const Tensor y = c.result();
+     const int64_t dim = c.arg<int64_t>(1);
+     return {y * (c.grad() - (c.grad() * y).sum({dim}, true))};
+   }).saves_result();
+  // y = log_softmax(x): dx = g - exp(y) * sum(g).
+  d.def("log_softmax", [](const GradContext& c) -> variable_list {
+     const int64_t dim = c.arg<int64_t>(1);
+     return {c.grad() - exp(c.result()) * c.grad().sum({dim}, true)};
+   }).saves_result();
+  d.def("leaky_relu", [](const GradContext& c) -> variable_list {
+    const Tensor x = c.input(0);
+    return {where(x > 0, c.grad(), c.grad() * c.arg<Scalar>(1))};
+  });
+  // elu(x) = scale * x for x > 0, scale * alpha * (exp(input_scale * x) - 1) otherwise.
+  d.def("elu", [](const GradContext& c) -> variable_list {
+    const Tensor x = c.input(0);
+    const double alpha = c.arg<Scalar>(1).to<double>(), scale = c.arg<Scalar>(2).to<double>(),
+                 input_scale = c.arg<Scalar>(3).to<double>();
+    return {where(x > 0, c.grad() * scale,
+                  c.grad() * exp(x * input_scale) * (alpha * scale * input_scale))};
+  });
+  // softplus(x) = log(1 + exp(beta x)) / beta, x where beta x > threshold.
+  d.def("softplus", [](const GradContext& c) -> variable_list {
+    const Tensor x = c.input(0);
+    const double beta = c.arg<Scalar>(1).to<double>(), threshold = c.arg<Scalar>(2).to<double>();
+    const Tensor bx = x * beta;
+    return {where(bx > threshold, c.grad(), c.grad() * sigmoid(bx))};
+  });
+  d.def("hardswish", [](const GradContext& c) -> variable_list {
+    const Tensor x = c.input(0);
+    return {where(x < -3, zeros({}, c.grad().dtype(), c.grad().device()),
+                  where(x <= 3, c.grad() * (x / 3 + 0.5), c.grad()))};
+  });
+}
+
+}  // namespace xten::autograd

@@ -1,0 +1,81 @@
+// Derivatives of conv2d and conv_transpose2d (kernels/cpu/conv.cpp): each is the other's
+// backward-input, and the backward-weight is a convolution of the input with the gradient, so
+// both run on the dispatched convolution kernels of the tensors' device (conv1d and the padding
+// strings are composites over conv2d).
+#include <xten/autograd/derivatives/common.h>
+#include <xten/dispatch/op_handles.h>
+
+namespace xten::autograd {
+namespace {
+
+Tensor conv2d_raw(const Tensor& in, const Tensor& w, IntArrayRef stride, IntArrayRef padding,
+                  IntArrayRef dilation, int64_t groups) {
+  return ops::conv2d::handle().call(in, w, std::nullopt, stride, padding, dilation, groups);
+}
+
+// The weight gradient of y = conv(x, w) (transposed = false) or y = conv_transpose(x, w):
+// per group, a convolution over the batch of x (channels as batch) with g as the weight, with
+// stride and dilation swapped; cut to the kernel's size.
+Tensor weight_grad(const Tensor& x, const Tensor& g, IntArrayRef w_sizes, IntArrayRef stride,
+                   IntArrayRef padding, IntArrayRef dilation, int64_t groups, bool transposed) {
+  const int64_t cx = x.size(1) / groups, cg = g.size(1) / groups;
+  std::vector<Tensor> parts;
+  for (int64_t k = 0; k < groups; ++k) {
+    const Tensor xk = x.narrow(1, k * cx, cx).transpose(0, 1);  // (cx, N, H, W)
+    const Tensor gk = g.narrow(1, k * cg, cg).transpose(0, 1);  // (cg, N, Ho, Wo)
+    // conv: dW[co, ci] = conv(x^T, g^T); transposed: dW[ci, co] = conv(g^T, x^T).
+    Tensor r = transposed ? conv2d_raw(gk, xk, dilation, padding, stride, 1)
+                          : conv2d_raw(xk, gk, dilation, padding, stride, 1);
+    parts.push_back(r.transpose(0, 1).narrow(2, 0, w_sizes[2]).narrow(3, 0, w_sizes[3]));
+  }
+  return groups == 1 ? parts[0].contiguous() : cat(parts, 0);
+}
+
+}  // namespace
+
+LIBRARY_IMPL(xten, Autograd, m) {
+  Derivatives d(m);
+  // conv2d(input, weight, bias, stride, padding, dilation, groups)
+  d.def("conv2d", [](const GradContext& c) -> variable_list {
+    // An unbatched (C, H, W) input is a batch of one.
+    const bool unbatched = c.input(0).dim() == 3;
+    const Tensor x = unbatched ? c.input(0).unsqueeze(0) : c.input(0), w = c.input(1);
+    const Tensor g = unbatched ? c.grad().unsqueeze(0) : c.grad();
+    const IntArrayRef stride = c.arg<IntArrayRef>(3), padding = c.arg<IntArrayRef>(4),
+                      dilation = c.arg<IntArrayRef>(5);
+    const int64_t groups = c.arg<int64_t>(6);
+    variable_list r(3);
+    if (c.needs_grad(0)) {
+      int64_t out_pad[2];
+      for (int i = 0; i < 2; ++i)
+        out_pad[i] = x.size(2 + i) - ((g.size(2 + i) - 1) * stride[i] - 2 * padding[i] +
+                                      dilation[i] * (w.size(2 + i) - 1) + 1);
+      r[0] = ops::conv_transpose2d::handle().call(g, w, std::nullopt, stride, padding,
+                                                  IntArrayRef(out_pad, 2), groups, dilation);
+    }
+    if (c.needs_grad(1))
+      r[1] = weight_grad(x, g, w.sizes(), stride, padding, dilation, groups, false);
+    if (c.needs_grad(2)) r[2] = g.sum({0, 2, 3});
+    if (unbatched && r[0].defined()) r[0] = r[0].squeeze(0);
+    return r;
+  });
+  // conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+  d.def("conv_transpose2d", [](const GradContext& c) -> variable_list {
+    // An unbatched (C, H, W) input is a batch of one.
+    const bool unbatched = c.input(0).dim() == 3;
+    const Tensor x = unbatched ? c.input(0).unsqueeze(0) : c.input(0), w = c.input(1);
+    const Tensor g = unbatched ? c.grad().unsqueeze(0) : c.grad();
+    const IntArrayRef stride = c.arg<IntArrayRef>(3), padding = c.arg<IntArrayRef>(4),
+                      dilation = c.arg<IntArrayRef>(7);
+    const int64_t groups = c.arg<int64_t>(6);
+    variable_list r(3);
+    if (c.needs_grad(0)) r[0] = conv2d_raw(g, w, stride, padding, dilation, groups);
+    if (c.needs_grad(1))
+      r[1] = weight_grad(x, g, w.sizes(), stride, padding, dilation, groups, true);
+    if (c.needs_grad(2)) r[2] = g.sum({0, 2, 3});
+    if (unbatched && r[0].defined()) r[0] = r[0].squeeze(0);
+    return r;
+  });
+}
+
+}  // namespace xten::autograd

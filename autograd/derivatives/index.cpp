@@ -1,0 +1,79 @@
+// Derivatives of the indexing and sorting primitives (kernels/cpu/index.cpp). index, index_put_,
+// embedding, masked_fill, cat, stack, pad, repeat, flip, roll, tril and triu are composites
+// over these.
+#include <xten/autograd/derivatives/common.h>
+#include <xten/core/meta.h>
+
+namespace xten::autograd {
+namespace {
+
+// The gradient of values picked along `dim` by `indices` (of the values' shape): summed back
+// into zeros of the input's shape.
+Tensor scatter_back(const Tensor& g, int64_t dim, const Tensor& indices, IntArrayRef sizes) {
+  return zeros(sizes, g.dtype(), g.device()).scatter_add(dim, indices, g);
+}
+
+}  // namespace
+
+LIBRARY_IMPL(xten, Autograd, m) {
+  Derivatives d(m);
+  d.def("index_select", [](const GradContext& c) -> variable_list {
+    const Tensor x = c.input(0), index = c.input(2), &g = c.grad();
+    if (x.dim() == 0) return {g.reshape({})};
+    const int64_t dim = wrap_dim("index_select", c.arg<int64_t>(1), x.dim());
+    DimVector shape(g.dim(), 1);
+    shape[dim] = index.numel();
+    return {scatter_back(g, dim, index.reshape(shape).expand(g.sizes()), x.sizes())};
+  });
+  d.def("gather", [](const GradContext& c) -> variable_list {
+    return {scatter_back(c.grad(), c.arg<int64_t>(1), c.input(2), c.input(0).sizes())};
+  });
+  d.def("scatter.src", [](const GradContext& c) -> variable_list {
+    const int64_t dim = c.arg<int64_t>(1);
+    const Tensor index = c.input(2);
+    return {c.needs_grad(0) ? scatter(c.grad(), dim, index, Scalar(0)) : Tensor(), Tensor(),
+            c.needs_grad(2) ? c.grad().gather(dim, index) : Tensor()};
+  });
+  d.def("scatter.value", [](const GradContext& c) -> variable_list {
+    return {scatter(c.grad(), c.arg<int64_t>(1), c.input(2), Scalar(0)), Tensor()};
+  });
+  d.def("scatter_add", [](const GradContext& c) -> variable_list {
+    return {c.grad(), Tensor(),
+            c.needs_grad(2) ? c.grad().gather(c.arg<int64_t>(1), c.input(2)) : Tensor()};
+  });
+  // The selected positions of the broadcast (self, mask) get the gradient back in order.
+  d.def("masked_select", [](const GradContext& c) -> variable_list {
+    const Tensor x = c.input(0), mask = c.input(1);
+    const DimVector shape = broadcast_shapes("masked_select", x.sizes(), mask.sizes());
+    const Tensor pos = nonzero(mask.expand(shape).reshape({-1})).reshape({-1});
+    int64_t numel = 1;
+    for (int64_t s : shape) numel *= s;
+    return {zeros({numel}, c.grad().dtype(), c.grad().device())
+                .scatter(0, pos, c.grad())
+                .view(shape),
+            Tensor()};
+  });
+  // _index_put_rows_(self (rows, k), index (n), values (n, k), accumulate): index_put_'s
+  // primitive (kernels/composite/index.cpp).
+  d.def("_index_put_rows_", [](const GradContext& c) -> variable_list {
+     const Tensor index = c.input(1), &g = c.grad();
+     const Tensor rows = index.reshape({-1, 1}).expand({index.numel(), g.size(1)});
+     return {c.arg<bool>(3) ? g : scatter(g, 0, rows, Scalar(0)), Tensor(),
+             c.needs_grad(2) ? g.index_select(0, index) : Tensor()};
+   }).self_not_needed();
+  d.def("sort", [](const GradContext& c) -> variable_list {
+     const Tensor x = c.input(0);
+     if (x.dim() == 0) return {c.grad(0)};
+     const int64_t dim = wrap_dim("sort", c.arg<int64_t>(1), x.dim());
+     return {scatter_back(c.grad(0), dim, c.result(1), x.sizes())};
+   }).saves_result();
+  d.def("topk", [](const GradContext& c) -> variable_list {
+     const Tensor x = c.input(0);
+     if (x.dim() == 0) return {c.grad(0)};
+     const int64_t dim = wrap_dim("topk", c.arg<int64_t>(2), x.dim());
+     return {scatter_back(c.grad(0), dim, c.result(1), x.sizes())};
+   }).saves_result();
+  d.nondifferentiable({"nonzero"});
+}
+
+}  // namespace xten::autograd

@@ -1,0 +1,149 @@
+// Derivatives of the unary ops (kernels/cpu/unary.cpp). Each formula is registered for the op
+// and its in-place variant.
+#include <cmath>
+
+#include <xten/autograd/derivatives/common.h>
+
+namespace xten::autograd {
+namespace {
+
+constexpr double kLn2 = 0.693147180559945309417;
+constexpr double kLn10 = 2.302585092994045684018;
+constexpr double kPi = 3.141592653589793238463;
+
+Tensor zero_grad(const GradContext& c) {
+  return zeros_like(c.grad());
+}
+
+// d/dx gelu(x), exact (erf) or with the tanh approximation.
+Tensor gelu_grad(const Tensor& g, const Tensor& x, const std::string& approximate) {
+  if (approximate == "tanh") {
+    const double beta = std::sqrt(2.0 / kPi), kappa = 0.044715;
+    const Tensor inner_tanh = tanh((x + x * x * x * kappa) * beta);
+    const Tensor left = x * 0.5, right = inner_tanh + 1;
+    const Tensor d_right = left * (1 - inner_tanh * inner_tanh) * ((x * x * (3 * kappa) + 1) * beta);
+    return g * (right * 0.5 + d_right);
+  }
+  const Tensor cdf = (erf(x * (1 / std::sqrt(2.0))) + 1) * 0.5;
+  const Tensor pdf = exp(x * x * -0.5) * (1 / std::sqrt(2 * kPi));
+  return g * (cdf + x * pdf);
+}
+
+}  // namespace
+
+LIBRARY_IMPL(xten, Autograd, m) {
+  Derivatives d(m);
+  d.def("neg", [](const GradContext& c) -> variable_list { return {-c.grad()}; })
+      .inplace("neg_")
+      .self_not_needed();
+  d.def("abs", [](const GradContext& c) -> variable_list {
+     return {c.grad() * sign(c.input(0))};
+   }).inplace("abs_");
+  d.def("sign", [](const GradContext& c) -> variable_list { return {zero_grad(c)}; })
+      .inplace("sign_")
+      .self_not_needed();
+  d.def("exp", [](const GradContext& c) -> variable_list { return {c.grad() * c.result()}; })
+      .saves_result()
+      .inplace("exp_")
+      .self_not_needed();
+  d.def("exp2", [](const GradContext& c) -> variable_list {
+     return {c.grad() * c.result() * kLn2};
+   })
+      .saves_result()
+      .inplace("exp2_")
+      .self_not_needed();
+  d.def("expm1", [](const GradContext& c) -> variable_list {
+     return {c.grad() * (c.result() + 1)};
+   })
+      .saves_result()
+      .inplace("expm1_")
+      .self_not_needed();
+  d.def("log", [](const GradContext& c) -> variable_list { return {c.grad() / c.input(0)}; })
+      .inplace("log_");
+  d.def("log2", [](const GradContext& c) -> variable_list {
+     return {c.grad() / (c.input(0) * kLn2)};
+   }).inplace("log2_");
+  d.def("log10", [](const GradContext& c) -> variable_list {
+     return {c.grad() / (c.input(0) * kLn10)};
+   }).inplace("log10_");
+  d.def("log1p", [](const GradContext& c) -> variable_list {
+     return {c.grad() / (c.input(0) + 1)};
+   }).inplace("log1p_");
+  d.def("sqrt", [](const GradContext& c) -> variable_list {
+     return {c.grad() / (c.result() * 2)};
+   })
+      .saves_result()
+      .inplace("sqrt_")
+      .self_not_needed();
+  d.def("rsqrt", [](const GradContext& c) -> variable_list {
+     const Tensor r = c.result();
+     return {c.grad() * r * r * r * -0.5};
+   })
+      .saves_result()
+      .inplace("rsqrt_")
+      .self_not_needed();
+  d.def("reciprocal", [](const GradContext& c) -> variable_list {
+     const Tensor r = c.result();
+     return {-c.grad() * r * r};
+   })
+      .saves_result()
+      .inplace("reciprocal_")
+      .self_not_needed();
+  d.def("sin", [](const GradContext& c) -> variable_list {
+     return {c.grad() * cos(c.input(0))};
+   }).inplace("sin_");
+  d.def("cos", [](const GradContext& c) -> variable_list {
+     return {-c.grad() * sin(c.input(0))};
+   }).inplace("cos_");
+  d.def("tan", [](const GradContext& c) -> variable_list {
+     const Tensor r = c.result();
+     return {c.grad() * (r * r + 1)};
+   })
+      .saves_result()
+      .inplace("tan_")
+      .self_not_needed();
+  d.def("tanh", [](const GradContext& c) -> variable_list {
+     const Tensor r = c.result();
+     return {c.grad() * (1 - r * r)};
+   })
+      .saves_result()
+      .inplace("tanh_")
+      .self_not_needed();
+  d.def("sigmoid", [](const GradContext& c) -> variable_list {
+     const Tensor r = c.result();
+     return {c.grad() * r * (1 - r)};
+   })
+      .saves_result()
+      .inplace("sigmoid_")
+      .self_not_needed();
+  // Zero where the result is zero: at x = 0 too (PyTorch's threshold_backward).
+  d.def("relu", [](const GradContext& c) -> variable_list {
+     return {keep_where(c.result() > 0, c.grad())};
+   })
+      .saves_result()
+      .inplace("relu_")
+      .self_not_needed();
+  d.def("silu", [](const GradContext& c) -> variable_list {
+     const Tensor x = c.input(0), s = sigmoid(x);
+     return {c.grad() * s * (x * (1 - s) + 1)};
+   }).inplace("silu_");
+  d.def("erf", [](const GradContext& c) -> variable_list {
+     const Tensor x = c.input(0);
+     return {c.grad() * exp(-(x * x)) * (2 / std::sqrt(kPi))};
+   }).inplace("erf_");
+  for (const char* op : {"floor", "ceil", "round", "trunc"}) {
+    d.def(op, [](const GradContext& c) -> variable_list { return {zero_grad(c)}; })
+        .inplace((std::string(op) + "_").c_str())
+        .self_not_needed();
+  }
+  d.def("gelu", [](const GradContext& c) -> variable_list {
+    return {gelu_grad(c.grad(), c.input(0), c.arg<std::string>(1))};
+  });
+  d.def("nan_to_num", [](const GradContext& c) -> variable_list {
+    return {keep_where(isfinite(c.input(0)), c.grad())};
+  });
+  d.nondifferentiable({"logical_not", "logical_not_", "bitwise_not", "bitwise_not_", "isnan",
+                       "isinf", "isfinite"});
+}
+
+}  // namespace xten::autograd

@@ -1,0 +1,68 @@
+// Derivatives of the view ops (kernels/composite/view.cpp) and of copy_/fill_
+// (kernels/cpu/copy.cpp). A view's output is recorded as a view of its base, so that an in-place
+// op on it updates the base's history (Note [Views and in-place], autograd/autograd_meta.cpp).
+// reshape, flatten, narrow, unbind, split, chunk, contiguous, clone and to are composites of
+// these and need no formula of their own.
+#include <xten/autograd/derivatives/common.h>
+#include <xten/core/meta.h>
+
+namespace xten::autograd {
+
+LIBRARY_IMPL(xten, Autograd, m) {
+  Derivatives d(m);
+  for (const char* op : {"view", "squeeze", "squeeze.dim", "unsqueeze"})
+    d.def(op, [](const GradContext& c) -> variable_list {
+      return {c.grad().reshape(c.input(0).sizes())};
+    });
+  d.def("permute", [](const GradContext& c) -> variable_list {
+    const IntArrayRef dims = c.arg<IntArrayRef>(1);
+    const int64_t n = static_cast<int64_t>(dims.size());
+    std::vector<int64_t> inverse(dims.size());
+    for (int64_t i = 0; i < n; ++i) inverse[wrap_dim("permute", dims[i], n)] = i;
+    return {c.grad().permute(inverse)};
+  });
+  d.def("transpose", [](const GradContext& c) -> variable_list {
+    return {c.grad().transpose(c.arg<int64_t>(1), c.arg<int64_t>(2))};
+  });
+  d.def("t", [](const GradContext& c) -> variable_list { return {c.grad().t()}; });
+  d.def("expand", [](const GradContext& c) -> variable_list {
+    return {sum_to(c.grad(), c.input(0).sizes())};
+  });
+  d.def("slice", [](const GradContext& c) -> variable_list {
+    const int64_t dim = c.arg<int64_t>(1), step = c.arg<int64_t>(4);
+    const auto start = c.arg<std::optional<int64_t>>(2), end = c.arg<std::optional<int64_t>>(3);
+    return {embed_grad(c.grad(), c.input(0).sizes(),
+                       [&](const Tensor& r) { return r.slice(dim, start, end, step); })};
+  });
+  d.def("select", [](const GradContext& c) -> variable_list {
+    const int64_t dim = c.arg<int64_t>(1), index = c.arg<int64_t>(2);
+    return {embed_grad(c.grad(), c.input(0).sizes(),
+                       [&](const Tensor& r) { return r.select(dim, index); })};
+  });
+  // as_strided: positions relative to the input's first element; overlapping outputs add up.
+  d.def("as_strided", [](const GradContext& c) -> variable_list {
+    const Tensor x = c.input(0);
+    XTEN_CHECK(x.is_contiguous(), NotImplementedError, "as_strided",
+               "the derivative of as_strided of a non-contiguous tensor (sizes {}, strides {}) is "
+               "not implemented",
+               x.sizes(), x.strides());
+    const auto offset = c.arg<std::optional<int64_t>>(3);
+    const int64_t rel = offset ? *offset - x.storage_offset() : 0;
+    const IntArrayRef size = c.arg<IntArrayRef>(1), stride = c.arg<IntArrayRef>(2);
+    const Tensor pos =
+        as_strided(arange(x.numel(), TensorOptions(kLong).device(x.device())), size, stride, rel)
+            .reshape({-1});
+    return {zeros({x.numel()}, c.grad().dtype(), c.grad().device())
+                .scatter_add(0, pos, c.grad().reshape({-1}))
+                .view(x.sizes())};
+  });
+  // copy_: self's old values are overwritten (no gradient); src gets the gradient back in its
+  // own dtype and on its own device (the engine casts it).
+  d.def("copy_", [](const GradContext& c) -> variable_list {
+     return {Tensor(), c.grad()};
+   }).self_not_needed();
+  d.def("fill_", [](const GradContext&) -> variable_list { return {Tensor()}; }).self_not_needed();
+  d.nondifferentiable({"empty", "arange", "linspace", "rand", "randn", "randint"});
+}
+
+}  // namespace xten::autograd

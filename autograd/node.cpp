@@ -1,0 +1,107 @@
+#include <xten/autograd/node.h>
+
+#include <atomic>
+
+#include <xten/autograd/autograd_meta.h>
+#include <xten/autograd/grad_mode.h>
+#include <xten/dispatch/ops.h>
+
+namespace xten::autograd {
+
+namespace {
+std::atomic<uint64_t> g_next_sequence_nr{0};
+std::atomic<int64_t> g_next_hook_handle{1};
+}  // namespace
+
+Tensor TensorMeta::zeros() const {
+  return xten::zeros(sizes, dtype, device);
+}
+
+Node::Node() : sequence_nr_(g_next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+
+int64_t Node::add_pre_hook(uint32_t input_nr, Hook hook) {
+  const int64_t h = g_next_hook_handle.fetch_add(1);
+  pre_hooks_.push_back({h, input_nr, std::move(hook)});
+  return h;
+}
+
+void Node::remove_pre_hook(int64_t handle) {
+  for (auto it = pre_hooks_.begin(); it != pre_hooks_.end(); ++it)
+    if (it->handle == handle) {
+      pre_hooks_.erase(it);
+      return;
+    }
+}
+
+void Node::run_pre_hooks(variable_list& grads) const {
+  for (const PreHook& h : pre_hooks_) {
+    if (h.input_nr >= grads.size() || !grads[h.input_nr].defined()) continue;
+    Tensor r = h.fn(grads[h.input_nr]);
+    if (r.defined()) grads[h.input_nr] = std::move(r);
+  }
+}
+
+AccumulateGrad::AccumulateGrad(Tensor variable) : variable_(std::move(variable)) {
+  next_edges_.clear();
+}
+
+variable_list AccumulateGrad::apply(variable_list&& grads) {
+  if (grads.empty() || !grads[0].defined()) return {};
+  Tensor g = std::move(grads[0]);
+  AutogradMeta* m = ensure_meta(variable_);
+  std::lock_guard<std::mutex> lock(m->mutex);
+  for (const auto& [handle, hook] : m->leaf_hooks) {
+    Tensor r = hook(g);
+    if (r.defined()) g = std::move(r);
+  }
+  if (!m->grad.defined()) {
+    // Keep the gradient itself when nothing else can see it; otherwise a copy, so that a later
+    // accumulation never writes a tensor the caller holds.
+    const bool owned = g.use_count() == 1 && !g.impl()->view_base() && g.is_contiguous();
+    m->grad = GradMode::is_enabled() ? (owned ? g : g.clone()) : (owned ? g : g.clone()).detach();
+  } else if (GradMode::is_enabled()) {
+    m->grad = m->grad + g;  // create_graph: the sum is part of the new graph
+  } else {
+    m->grad.add_(g);
+  }
+  return {};
+}
+
+variable_list ErrorNode::apply(variable_list&&) {
+  XTEN_FAIL(NotImplementedError, "autograd", "{}", message_);
+}
+
+SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output) {
+  if (!t.defined()) return;
+  version_ = t._version();
+  if (is_output) {
+    // Kept without its history: the history is the node that saves it (Note [Saved tensors]).
+    data_ = Tensor(std::make_shared<TensorImpl>(t.storage(), t.dtype(), t.sizes(), t.strides(),
+                                                t.storage_offset()));
+    requires_grad_ = t.requires_grad();
+    if (AutogradMeta* m = meta_of(t)) output_nr_ = m->output_nr;
+  } else {
+    data_ = t;
+  }
+}
+
+Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner, const char* op) const {
+  XTEN_CHECK(data_.defined(), ValueError, op,
+             "Trying to backward through the graph a second time (or directly access saved "
+             "tensors after they have already been freed). Saved intermediate values of the graph "
+             "are freed when you call backward() or autograd::grad(). Specify retain_graph=true "
+             "if you need to backward through the graph a second time");
+  XTEN_CHECK(data_._version() == version_, ValueError, op,
+             "one of the variables needed for gradient computation has been modified by an "
+             "inplace operation: [{} {}], which {} of {}, is at version {}; expected version {} "
+             "instead",
+             to_string(data_.dtype()), data_.sizes(), is_output_ ? "is the output" : "is an input",
+             owner ? owner->name() : std::string(op), data_._version(), version_);
+  if (!is_output_ || !requires_grad_ || !GradMode::is_enabled() || !owner) return data_;
+  Tensor t(std::make_shared<TensorImpl>(data_.storage(), data_.dtype(), data_.sizes(),
+                                        data_.strides(), data_.storage_offset()));
+  set_history(t, owner, output_nr_);
+  return t;
+}
+
+}  // namespace xten::autograd
