@@ -125,9 +125,9 @@ void autograd_kernel(const Derivative& d, const OperatorHandle& op, DispatchKeyS
       if (!given) {
         node->saved_.emplace_back();
       } else if (in_place && a == 0) {
-        // self is about to be overwritten: keep its value if the formula reads it.
+        // self is about to be overwritten: keep its value if the formula reads it (a recorded
+        // clone, so a backward with create_graph differentiates through it).
         if (d.needs_self) {
-          ExcludeDispatchKeyGuard guard(kAutogradKeys);
           node->saved_.emplace_back(t->clone(), false);
         } else {
           node->saved_.emplace_back();
@@ -222,6 +222,10 @@ std::vector<Tensor> GradContext::input_list(size_t arg) const {
   for (size_t j = 0; j < node_.list_size_.at(arg); ++j)
     r.push_back(node_.saved_[first + j].unpack(nullptr, node_.d_->op.c_str()));
   return r;
+}
+
+const TensorMeta& GradContext::input_meta(size_t arg) const {
+  return node_.in_meta_.at(node_.first_slot_.at(arg));
 }
 
 bool GradContext::has_input(size_t arg) const {

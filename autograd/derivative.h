@@ -32,6 +32,10 @@ class GradContext {
   const Tensor& grad(size_t i = 0) const { return grads_[i]; }
   // The saved tensor argument at schema position `arg` (its version checked).
   Tensor input(size_t arg) const;
+  // The shape, dtype, device and layout the tensor argument at `arg` had: for formulas that need
+  // no values (views, reductions), so they neither check nor keep the values.
+  const TensorMeta& input_meta(size_t arg) const;
+  IntArrayRef input_sizes(size_t arg) const { return input_meta(arg).sizes; }
   // The saved tensors of a Tensor[] argument.
   std::vector<Tensor> input_list(size_t arg) const;
   // Whether the Tensor? argument at `arg` was given.

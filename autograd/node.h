@@ -36,7 +36,11 @@ struct TensorMeta {
   DimVector sizes;
   ScalarType dtype = ScalarType::Float;
   Device device = Device("cpu");
-  static TensorMeta of(const Tensor& t) { return {DimVector(t.sizes()), t.dtype(), t.device()}; }
+  bool contiguous = true;
+  int64_t storage_offset = 0;
+  static TensorMeta of(const Tensor& t) {
+    return {DimVector(t.sizes()), t.dtype(), t.device(), t.is_contiguous(), t.storage_offset()};
+  }
   Tensor zeros() const;
 };
 

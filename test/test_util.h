@@ -177,6 +177,21 @@ inline ::testing::AssertionResult same_bytes(const Tensor& a, const Tensor& b) {
 }
 
 // Expects `stmt` to throw E with a message containing `needle`.
+// Whether a and b (any devices and float dtypes) have the same shape and |a - b| <= atol +
+// rtol * |b| everywhere.
+inline ::testing::AssertionResult allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5,
+                                           double atol = 1e-6) {
+  if (a.sizes() != b.sizes())
+    return ::testing::AssertionFailure()
+           << "shapes " << to_string(a.sizes()) << " and " << to_string(b.sizes());
+  NoGradGuard no_grad;
+  const Tensor x = a.to(Device("cpu"), kDouble), y = b.to(Device("cpu"), kDouble);
+  const Tensor err = (x - y).abs() - (y.abs() * rtol + atol);
+  if (x.numel() == 0 || err.max().item<double>() <= 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "max |a - b| = " << (x - y).abs().max().item<double>()
+                                       << "\n a = " << x << "\n b = " << y;
+}
+
 #define EXPECT_THROW_MSG(stmt, E, needle)                                      \
   do {                                                                         \
     try {                                                                      \

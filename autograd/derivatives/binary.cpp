@@ -61,6 +61,10 @@ LIBRARY_IMPL(xten, Autograd, m) {
   // d/dx x^y = y x^(y-1) (0 where y = 0); d/dy x^y = x^y log x (0 where x = 0 and y >= 0).
   d.def("pow.Tensor_Tensor", [](const GradContext& c) -> variable_list {
      const Tensor x = c.input(0), y = c.input(1);
+     if (y.impl()->is_wrapped_number()) {  // pow(x, scalar)
+       const double e = y.item<double>();
+       return {e == 0 ? zeros_like(c.grad()) : c.grad() * e * pow(x, e - 1), Tensor()};
+     }
      variable_list r(2);
      if (c.needs_grad(0)) r[0] = keep_where(y != 0, c.grad() * y * pow(x, y - 1));
      if (c.needs_grad(1))

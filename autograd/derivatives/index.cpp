@@ -18,15 +18,17 @@ Tensor scatter_back(const Tensor& g, int64_t dim, const Tensor& indices, IntArra
 LIBRARY_IMPL(xten, Autograd, m) {
   Derivatives d(m);
   d.def("index_select", [](const GradContext& c) -> variable_list {
-    const Tensor x = c.input(0), index = c.input(2), &g = c.grad();
-    if (x.dim() == 0) return {g.reshape({})};
-    const int64_t dim = wrap_dim("index_select", c.arg<int64_t>(1), x.dim());
+    const IntArrayRef sizes = c.input_sizes(0);
+    const Tensor index = c.input(2), &g = c.grad();
+    if (sizes.empty()) return {g.reshape({})};
+    const int64_t dim =
+        wrap_dim("index_select", c.arg<int64_t>(1), static_cast<int64_t>(sizes.size()));
     DimVector shape(g.dim(), 1);
     shape[dim] = index.numel();
-    return {scatter_back(g, dim, index.reshape(shape).expand(g.sizes()), x.sizes())};
+    return {scatter_back(g, dim, index.reshape(shape).expand(g.sizes()), sizes)};
   });
   d.def("gather", [](const GradContext& c) -> variable_list {
-    return {scatter_back(c.grad(), c.arg<int64_t>(1), c.input(2), c.input(0).sizes())};
+    return {scatter_back(c.grad(), c.arg<int64_t>(1), c.input(2), c.input_sizes(0))};
   });
   d.def("scatter.src", [](const GradContext& c) -> variable_list {
     const int64_t dim = c.arg<int64_t>(1);
@@ -43,8 +45,8 @@ LIBRARY_IMPL(xten, Autograd, m) {
   });
   // The selected positions of the broadcast (self, mask) get the gradient back in order.
   d.def("masked_select", [](const GradContext& c) -> variable_list {
-    const Tensor x = c.input(0), mask = c.input(1);
-    const DimVector shape = broadcast_shapes("masked_select", x.sizes(), mask.sizes());
+    const Tensor mask = c.input(1);
+    const DimVector shape = broadcast_shapes("masked_select", c.input_sizes(0), mask.sizes());
     const Tensor pos = nonzero(mask.expand(shape).reshape({-1})).reshape({-1});
     int64_t numel = 1;
     for (int64_t s : shape) numel *= s;
@@ -62,16 +64,16 @@ LIBRARY_IMPL(xten, Autograd, m) {
              c.needs_grad(2) ? g.index_select(0, index) : Tensor()};
    }).self_not_needed();
   d.def("sort", [](const GradContext& c) -> variable_list {
-     const Tensor x = c.input(0);
-     if (x.dim() == 0) return {c.grad(0)};
-     const int64_t dim = wrap_dim("sort", c.arg<int64_t>(1), x.dim());
-     return {scatter_back(c.grad(0), dim, c.result(1), x.sizes())};
+     const IntArrayRef sizes = c.input_sizes(0);
+     if (sizes.empty()) return {c.grad(0)};
+     const int64_t dim = wrap_dim("sort", c.arg<int64_t>(1), static_cast<int64_t>(sizes.size()));
+     return {scatter_back(c.grad(0), dim, c.result(1), sizes)};
    }).saves_result();
   d.def("topk", [](const GradContext& c) -> variable_list {
-     const Tensor x = c.input(0);
-     if (x.dim() == 0) return {c.grad(0)};
-     const int64_t dim = wrap_dim("topk", c.arg<int64_t>(2), x.dim());
-     return {scatter_back(c.grad(0), dim, c.result(1), x.sizes())};
+     const IntArrayRef sizes = c.input_sizes(0);
+     if (sizes.empty()) return {c.grad(0)};
+     const int64_t dim = wrap_dim("topk", c.arg<int64_t>(2), static_cast<int64_t>(sizes.size()));
+     return {scatter_back(c.grad(0), dim, c.result(1), sizes)};
    }).saves_result();
   d.nondifferentiable({"nonzero"});
 }

@@ -12,7 +12,7 @@ LIBRARY_IMPL(xten, Autograd, m) {
   Derivatives d(m);
   for (const char* op : {"view", "squeeze", "squeeze.dim", "unsqueeze"})
     d.def(op, [](const GradContext& c) -> variable_list {
-      return {c.grad().reshape(c.input(0).sizes())};
+      return {c.grad().reshape(c.input_sizes(0))};
     });
   d.def("permute", [](const GradContext& c) -> variable_list {
     const IntArrayRef dims = c.arg<IntArrayRef>(1);
@@ -26,35 +26,37 @@ LIBRARY_IMPL(xten, Autograd, m) {
   });
   d.def("t", [](const GradContext& c) -> variable_list { return {c.grad().t()}; });
   d.def("expand", [](const GradContext& c) -> variable_list {
-    return {sum_to(c.grad(), c.input(0).sizes())};
+    return {sum_to(c.grad(), c.input_sizes(0))};
   });
   d.def("slice", [](const GradContext& c) -> variable_list {
     const int64_t dim = c.arg<int64_t>(1), step = c.arg<int64_t>(4);
     const auto start = c.arg<std::optional<int64_t>>(2), end = c.arg<std::optional<int64_t>>(3);
-    return {embed_grad(c.grad(), c.input(0).sizes(),
+    return {embed_grad(c.grad(), c.input_sizes(0),
                        [&](const Tensor& r) { return r.slice(dim, start, end, step); })};
   });
   d.def("select", [](const GradContext& c) -> variable_list {
     const int64_t dim = c.arg<int64_t>(1), index = c.arg<int64_t>(2);
-    return {embed_grad(c.grad(), c.input(0).sizes(),
+    return {embed_grad(c.grad(), c.input_sizes(0),
                        [&](const Tensor& r) { return r.select(dim, index); })};
   });
   // as_strided: positions relative to the input's first element; overlapping outputs add up.
   d.def("as_strided", [](const GradContext& c) -> variable_list {
-    const Tensor x = c.input(0);
-    XTEN_CHECK(x.is_contiguous(), NotImplementedError, "as_strided",
-               "the derivative of as_strided of a non-contiguous tensor (sizes {}, strides {}) is "
-               "not implemented",
-               x.sizes(), x.strides());
+    const TensorMeta& x = c.input_meta(0);
+    XTEN_CHECK(x.contiguous, NotImplementedError, "as_strided",
+               "the derivative of as_strided of a non-contiguous tensor (sizes {}) is not "
+               "implemented",
+               IntArrayRef(x.sizes));
     const auto offset = c.arg<std::optional<int64_t>>(3);
-    const int64_t rel = offset ? *offset - x.storage_offset() : 0;
+    const int64_t rel = offset ? *offset - x.storage_offset : 0;
+    int64_t numel = 1;
+    for (int64_t s : x.sizes) numel *= s;
     const IntArrayRef size = c.arg<IntArrayRef>(1), stride = c.arg<IntArrayRef>(2);
     const Tensor pos =
-        as_strided(arange(x.numel(), TensorOptions(kLong).device(x.device())), size, stride, rel)
+        as_strided(arange(numel, TensorOptions(kLong).device(x.device)), size, stride, rel)
             .reshape({-1});
-    return {zeros({x.numel()}, c.grad().dtype(), c.grad().device())
+    return {zeros({numel}, c.grad().dtype(), c.grad().device())
                 .scatter_add(0, pos, c.grad().reshape({-1}))
-                .view(x.sizes())};
+                .view(x.sizes)};
   });
   // copy_: self's old values are overwritten (no gradient); src gets the gradient back in its
   // own dtype and on its own device (the engine casts it).

@@ -1,0 +1,423 @@
+// Autograd on the CPU: every op of the op database gradchecked in float64 (contiguous and
+// non-contiguous inputs; broadcast entries in the database), second derivatives, the API and
+// its errors, views and in-place, the registry of derivatives, and training by hand.
+#include <thread>
+
+#include "op_db.h"
+#include "test_util.h"
+
+#include <xten/autograd/gradcheck.h>
+
+namespace xten {
+namespace {
+
+using testing::Domain;
+using testing::op_db;
+using testing::OpInfo;
+using testing::allclose;
+
+std::vector<Tensor> make_inputs(const OpInfo& op, bool contiguous, uint64_t seed = 1) {
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < op.shapes.size(); ++i) {
+    std::vector<int64_t> shape = op.shapes[i];
+    Tensor t;
+    if (contiguous || shape.empty()) {
+      t = testing::sample(shape, op.domain, kDouble, seed + i);
+    } else {
+      // Every other element of a tensor twice as long in the last dim: strided, not contiguous.
+      shape.back() *= 2;
+      t = testing::sample(shape, op.domain, kDouble, seed + i)
+              .slice(-1, 0, std::nullopt, 2);
+    }
+    in.push_back(t.requires_grad_());
+  }
+  return in;
+}
+
+class OpGrad : public ::testing::TestWithParam<OpInfo> {};
+
+TEST_P(OpGrad, Gradcheck) {
+  const OpInfo& op = GetParam();
+  for (bool contiguous : {true, false}) {
+    SCOPED_TRACE(contiguous ? "contiguous" : "non-contiguous");
+    const std::vector<Tensor> in = make_inputs(op, contiguous);
+    if (!contiguous) ASSERT_FALSE(in[0].is_contiguous());
+    try {
+      autograd::gradcheck(op.fn, in);
+    } catch (const Error& e) {
+      ADD_FAILURE() << op.name << ": " << e.what();
+    }
+  }
+}
+
+TEST_P(OpGrad, Gradgradcheck) {
+  const OpInfo& op = GetParam();
+  if (!op.second_order) GTEST_SKIP() << "first order only";
+  const std::vector<Tensor> in = make_inputs(op, true, 11);
+  try {
+    autograd::gradgradcheck(op.fn, in);
+  } catch (const Error& e) {
+    ADD_FAILURE() << op.name << ": " << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OpDb, OpGrad, ::testing::ValuesIn(op_db()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(AutogradRegistry, EveryOpIsDifferentiableOrDeclaredNot) {
+  // Each op's AutogradCPU entry is a derivative (or a declared non-differentiable op) on the
+  // Autograd key, or its CompositeImplicit decomposition: never the fallback that raises.
+  std::vector<std::string> missing;
+  for (const std::string& name : Dispatcher::singleton().op_names()) {
+    if (name.rfind("xten::", 0) != 0) continue;
+    const std::string table = dump_dispatch_table(name);
+    const bool ok = table.find("AutogradCPU  Autograd kernel") != std::string::npos ||
+                    table.find("AutogradCPU  CompositeImplicit kernel") != std::string::npos;
+    if (!ok) missing.push_back(name);
+  }
+  EXPECT_TRUE(missing.empty()) << ::testing::PrintToString(missing);
+}
+
+TEST(AutogradRegistry, AnOpWithoutADerivativeRaisesAtBackward) {
+  Library def(Library::Kind::Def, "test", std::nullopt, __FILE__, __LINE__);
+  def.def("twice(Tensor self) -> Tensor");
+  Library cpu(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
+  cpu.impl("twice", [](const Tensor& t) -> Tensor {
+    ExcludeDispatchKeyGuard g(kAutogradKeys);
+    return t * 2;
+  });
+  const auto op = Dispatcher::singleton().find("test::twice").typed<Tensor(const Tensor&)>();
+  Tensor x = ones({2}).requires_grad_();
+  Tensor y = op.call(x);
+  ASSERT_TRUE(y.requires_grad());
+  EXPECT_EQ(y.grad_fn()->name(), "TwiceBackward");
+  EXPECT_THROW_MSG(y.sum().backward(), NotImplementedError,
+                   "the derivative of 'twice' is not implemented");
+  EXPECT_FALSE(op.call(ones({2})).requires_grad());
+}
+
+TEST(AutogradApi, LeavesGradAndAccumulation) {
+  Tensor a = tensor({1.0, 2.0, 3.0}).requires_grad_();
+  EXPECT_TRUE(a.requires_grad());
+  EXPECT_TRUE(a.is_leaf());
+  EXPECT_EQ(a.grad_fn(), nullptr);
+  EXPECT_FALSE(a.grad().defined());
+  Tensor y = (a * a).sum();
+  EXPECT_FALSE(y.is_leaf());
+  EXPECT_EQ(y.grad_fn()->name(), "SumBackward");
+  EXPECT_EQ((a * a).grad_fn()->name(), "MulBackward");
+  y.backward();
+  EXPECT_TRUE(allclose(a.grad(), tensor({2.0f, 4.0f, 6.0f})));
+  (a * 3).sum().backward();  // accumulates
+  EXPECT_TRUE(allclose(a.grad(), tensor({5.0f, 7.0f, 9.0f})));
+  a.grad() = Tensor();  // settable
+  (a * 3).sum().backward();
+  EXPECT_TRUE(allclose(a.grad(), tensor({3.0f, 3.0f, 3.0f})));
+  EXPECT_FALSE(a.grad().requires_grad());
+  // Ops on tensors that need no gradient record nothing.
+  Tensor c = ones({3}) * 2;
+  EXPECT_FALSE(c.requires_grad());
+  EXPECT_EQ(c.grad_fn(), nullptr);
+  EXPECT_FALSE((a > 1).requires_grad());            // comparisons are not differentiable
+  EXPECT_FALSE(a.argmax().requires_grad());         // nor are indices
+  EXPECT_FALSE(std::get<1>(a.max(0)).requires_grad());
+  EXPECT_TRUE(std::get<0>(a.max(0)).requires_grad());
+}
+
+TEST(AutogradApi, RequiresGradErrors) {
+  EXPECT_THROW_MSG(arange(3).requires_grad_(), TypeError,
+                   "only Tensors of floating point dtype can require gradients");
+  Tensor a = ones({2}).requires_grad_();
+  Tensor b = a * 2;
+  EXPECT_THROW_MSG(b.requires_grad_(false), ValueError,
+                   "you can only change requires_grad flags of leaf variables");
+  a.requires_grad_(false);
+  EXPECT_FALSE(a.requires_grad());
+  EXPECT_FALSE((a * 2).requires_grad());
+  EXPECT_TRUE(ones({2}, TensorOptions().requires_grad(true)).requires_grad());
+}
+
+TEST(AutogradApi, BackwardErrors) {
+  Tensor a = ones({2, 2}).requires_grad_();
+  Tensor y = a * 2;
+  EXPECT_THROW_MSG(y.backward(), ValueError,
+                   "grad can be implicitly created only for scalar outputs");
+  EXPECT_THROW_MSG(y.backward(ones({3})), ValueError, "Mismatch in shape");
+  Tensor s = (a.exp() * 2).sum();
+  s.backward();
+  EXPECT_THROW_MSG(s.backward(), ValueError,
+                   "Trying to backward through the graph a second time");
+  Tensor r = (a.exp()).sum();
+  r.backward({}, /*retain_graph=*/true);
+  r.backward();  // retained: a second backward works
+  EXPECT_THROW_MSG(ones({2}).sum().backward(), ValueError,
+                   "does not require grad and does not have a grad_fn");
+}
+
+TEST(AutogradApi, GradFunction) {
+  Tensor x = tensor({1.0, 2.0}).requires_grad_();
+  Tensor w = tensor({3.0, 4.0}).requires_grad_();
+  Tensor unused = tensor({1.0}).requires_grad_();
+  Tensor y = (x * w).sum();
+  auto g = autograd::grad({y}, {x, w}, {}, true);
+  EXPECT_TRUE(allclose(g[0], tensor({3.0f, 4.0f})));
+  EXPECT_TRUE(allclose(g[1], tensor({1.0f, 2.0f})));
+  EXPECT_FALSE(x.grad().defined());  // grad() returns, it does not accumulate
+  EXPECT_THROW_MSG(autograd::grad({y}, {unused}, {}, true), ValueError,
+                   "appears to not have been used in the graph");
+  auto g2 = autograd::grad({y}, {x, unused}, {}, true, false, /*allow_unused=*/true);
+  EXPECT_TRUE(g2[0].defined());
+  EXPECT_FALSE(g2[1].defined());
+  // Gradient of a non-leaf.
+  Tensor h = x * w;
+  Tensor z = (h * h).sum();
+  auto gh = autograd::grad({z}, {h});
+  EXPECT_TRUE(allclose(gh[0], (h * 2).detach()));
+}
+
+TEST(AutogradApi, RetainGradHooksAndDetach) {
+  Tensor x = tensor({1.0, 2.0}).requires_grad_();
+  Tensor h = x * 3;
+  h.retain_grad();
+  EXPECT_TRUE(h.retains_grad());
+  int calls = 0;
+  h.register_hook([&](const Tensor& g) {
+    ++calls;
+    return g * 10;
+  });
+  const int64_t leaf_hook = x.register_hook([&](const Tensor& g) { return g + 1; });
+  (h * h).sum().backward();
+  EXPECT_EQ(calls, 1);
+  // h's gradient 2h = [6, 12], times 10 by the hook; then x gets 3 * that, plus 1 (leaf hook).
+  EXPECT_TRUE(allclose(x.grad(), tensor({181.0f, 361.0f})));
+  EXPECT_TRUE(h.grad().defined());
+  x.remove_hook(leaf_hook);
+  x.grad() = Tensor();
+  (x * 2).sum().backward();
+  EXPECT_TRUE(allclose(x.grad(), tensor({2.0f, 2.0f})));
+
+  Tensor d = h.detach();
+  EXPECT_FALSE(d.requires_grad());
+  EXPECT_TRUE(d.is_leaf());
+  EXPECT_EQ(d.data_ptr(), h.data_ptr());
+  Tensor e = x * 2;
+  e.detach_();
+  EXPECT_FALSE(e.requires_grad());
+  EXPECT_THROW_MSG(ones({1}).retain_grad(), ValueError, "can't retain_grad");
+}
+
+TEST(AutogradApi, GradModes) {
+  Tensor x = ones({2}).requires_grad_();
+  {
+    NoGradGuard no_grad;
+    EXPECT_FALSE(GradMode::is_enabled());
+    Tensor y = x * 2;
+    EXPECT_FALSE(y.requires_grad());
+    {
+      AutoGradMode on(true);
+      EXPECT_TRUE((x * 2).requires_grad());
+    }
+    EXPECT_FALSE((x * 2).requires_grad());
+  }
+  EXPECT_TRUE(GradMode::is_enabled());
+  {
+    InferenceMode inference;
+    EXPECT_TRUE(InferenceMode::is_enabled());
+    EXPECT_FALSE((x * 2).requires_grad());
+  }
+  EXPECT_FALSE(InferenceMode::is_enabled());
+  EXPECT_TRUE((x * 2).requires_grad());
+}
+
+TEST(AutogradInPlace, VersionCounterErrors) {
+  Tensor a = ones({3}).requires_grad_();
+  EXPECT_THROW_MSG(a.mul_(2), ValueError,
+                   "a leaf Variable that requires grad is being used in an in-place operation");
+  EXPECT_THROW_MSG(a.view({3}).mul_(2), ValueError, "a view of a leaf Variable");
+  Tensor y = a.exp();
+  Tensor z = y * 1;
+  y.add_(1);  // exp saved its output
+  EXPECT_GT(y._version(), 0u);
+  EXPECT_THROW_MSG(
+      (y * 1).sum().backward(), ValueError,
+      "one of the variables needed for gradient computation has been modified by an inplace "
+      "operation: [Float (3)], which is the output of ExpBackward, is at version 1; expected "
+      "version 0 instead");
+  // An input saved by mul, written through a view that shares its version counter.
+  Tensor b = ones({2, 2});
+  Tensor p = a.narrow(0, 0, 2) * b.select(0, 0);
+  const uint32_t saved = b._version();
+  b.select(0, 0).fill_(3);
+  EXPECT_GT(b._version(), saved);
+  EXPECT_THROW_MSG(p.sum().backward(), ValueError, "which is an input of MulBackward");
+  // Under no_grad too (an optimizer's update), versions move.
+  Tensor w = ones({2}).requires_grad_();
+  {
+    NoGradGuard g;
+    w.sub_(ones({2}));
+  }
+  EXPECT_GT(w._version(), 0u);
+}
+
+TEST(AutogradInPlace, ViewOfANonLeafRebasesItsBase) {
+  Tensor a = tensor({1.0, 2.0, 3.0}).requires_grad_();
+  Tensor x = a * 1;
+  x.select(0, 0).mul_(2);
+  EXPECT_EQ(x.grad_fn()->name(), "CopySlices");
+  x.sum().backward();
+  EXPECT_TRUE(allclose(a.grad(), tensor({2.0f, 1.0f, 1.0f})));
+  // A view taken before the write sees the new history too.
+  Tensor b = tensor({1.0, 2.0, 3.0, 4.0}).requires_grad_();
+  Tensor base = b * 1;
+  Tensor v = base.narrow(0, 2, 2);
+  base.narrow(0, 1, 2).mul_(base.narrow(0, 0, 2).detach() * 0 + 5);
+  (v * v).sum().backward();
+  // v = [5 * b2, b3]: d/db2 = 2 * 25 * b2 = 150, d/db3 = 2 * b3 = 8.
+  EXPECT_TRUE(allclose(b.grad(), tensor({0.0f, 0.0f, 150.0f, 8.0f})));
+  // Writing a view of a tensor outside the graph brings it in.
+  Tensor c = tensor({1.0, 2.0}).requires_grad_();
+  Tensor z = zeros({2, 2});
+  z.select(0, 1).copy_(c * c);
+  EXPECT_TRUE(z.requires_grad());
+  z.sum().backward();
+  EXPECT_TRUE(allclose(c.grad(), tensor({2.0f, 4.0f})));
+}
+
+TEST(AutogradHigherOrder, SecondDerivativeAndGradientPenalty) {
+  Tensor x = tensor({1.0, -2.0, 0.5}, kDouble).requires_grad_();
+  Tensor y = (x * x * x).sum();
+  auto g = autograd::grad({y}, {x}, {}, std::nullopt, /*create_graph=*/true);
+  EXPECT_TRUE(g[0].requires_grad());
+  auto gg = autograd::grad({g[0].sum()}, {x});
+  EXPECT_TRUE(allclose(gg[0], x.detach() * 6));
+  // Second derivative of a small network, and a gradient penalty that trains through it.
+  manual_seed(0);
+  Tensor w1 = randn({3, 4}, kDouble).requires_grad_();
+  Tensor w2 = randn({1, 3}, kDouble).requires_grad_();
+  Tensor in = randn({5, 4}, kDouble).requires_grad_();
+  auto net = [&](const std::vector<Tensor>& v) {
+    return linear(tanh(linear(v[0], v[1])), v[2]).sum();
+  };
+  EXPECT_TRUE(autograd::gradgradcheck(net, {in, w1, w2}));
+  Tensor out = net({in, w1, w2});
+  Tensor gin = autograd::grad({out}, {in}, {}, std::nullopt, true)[0];
+  Tensor penalty = (gin.norm(2, {1}) - 1).pow(2).mean();
+  penalty.backward();
+  ASSERT_TRUE(w1.grad().defined());
+  EXPECT_GT(w1.grad().abs().sum().item<double>(), 0);
+  EXPECT_TRUE(autograd::gradcheck(
+      [&](const std::vector<Tensor>& v) {
+        Tensor o = net({in, v[0], w2});
+        Tensor gi = autograd::grad({o}, {in}, {}, std::nullopt, true)[0];
+        return (gi.norm(2, {1}) - 1).pow(2).mean();
+      },
+      {w1}));
+}
+
+TEST(AutogradEngine, SharedSubexpressionsAndThreads) {
+  Tensor x = tensor({2.0}).requires_grad_();
+  Tensor s = x * x;           // used twice: its gradient is summed before it runs
+  Tensor y = s * s + s.exp();
+  y.backward();
+  const double xv = 2, sv = 4;
+  EXPECT_NEAR(x.grad().item<double>(), (2 * sv + std::exp(sv)) * 2 * xv, 1e-3);
+  // Independent backward calls on several threads.
+  std::vector<std::thread> threads;
+  std::vector<double> results(8);
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([t, &results] {
+      Tensor a = full({16}, static_cast<double>(t), kDouble).requires_grad_();
+      for (int i = 0; i < 20; ++i) {
+        a.grad() = Tensor();
+        ((a * a).sum() * 0.5).backward();
+      }
+      results[t] = a.grad().sum().item<double>();
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(results[t], 16.0 * t);
+  // One shared leaf, accumulated from several threads at once.
+  Tensor shared = zeros({4}, kDouble).requires_grad_();
+  threads.clear();
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&shared] {
+      for (int i = 0; i < 25; ++i) (shared * 1).sum().backward();
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_TRUE(allclose(shared.grad(), full({4}, 100.0, kDouble)));
+}
+
+TEST(AutogradEngine, AutocastCastsFlowBackInTheOriginalDtype) {
+  Tensor w = randn({4, 3}).requires_grad_();
+  Tensor x = randn({2, 3});
+  Tensor y;
+  {
+    autocast::AutocastGuard guard(DeviceType::CPU, kBFloat16);
+    y = linear(x, w);
+  }
+  EXPECT_EQ(y.dtype(), kBFloat16);
+  y.to(kFloat).sum().backward();
+  ASSERT_TRUE(w.grad().defined());
+  EXPECT_EQ(w.grad().dtype(), kFloat);
+  // d/dw sum(x w^T) = column sums of x, within bfloat16 rounding.
+  EXPECT_TRUE(allclose(w.grad(), x.sum({0}).unsqueeze(0).expand({4, 3}), 2e-2, 2e-2));
+}
+
+// Hand-written SGD on a two-layer MLP and a small CNN: the loss must fall.
+double train_mlp(Device device, int steps, std::vector<double>* losses = nullptr) {
+  manual_seed(0);
+  Tensor x = randn({64, 20}).to(device);
+  Tensor target = (x.narrow(1, 0, 5).sum({1}) > 0).to(kLong).to(device);
+  Tensor w1 = (randn({32, 20}) * 0.2).to(device).requires_grad_();
+  Tensor b1 = zeros({32}).to(device).requires_grad_();
+  Tensor w2 = (randn({2, 32}) * 0.2).to(device).requires_grad_();
+  Tensor b2 = zeros({2}).to(device).requires_grad_();
+  double loss_v = 0;
+  for (int step = 0; step < steps; ++step) {
+    Tensor loss = cross_entropy(linear(relu(linear(x, w1, b1)), w2, b2), target);
+    for (Tensor* p : {&w1, &b1, &w2, &b2}) p->grad() = Tensor();
+    loss.backward();
+    {
+      NoGradGuard g;
+      for (Tensor* p : {&w1, &b1, &w2, &b2}) p->sub_(p->grad() * 0.5);
+    }
+    loss_v = loss.item<double>();
+    if (losses) losses->push_back(loss_v);
+  }
+  return loss_v;
+}
+
+TEST(AutogradTraining, MlpLossFalls) {
+  std::vector<double> losses;
+  train_mlp(Device("cpu"), 100, &losses);
+  EXPECT_GT(losses.front(), 0.5);
+  EXPECT_LT(losses.back(), 0.25 * losses.front()) << losses.front() << " -> " << losses.back();
+}
+
+TEST(AutogradTraining, SmallCnnLossFalls) {
+  manual_seed(1);
+  Tensor x = randn({16, 1, 8, 8});
+  Tensor target = (x.mean({1, 2, 3}) > 0).to(kLong);
+  Tensor cw = (randn({4, 1, 3, 3}) * 0.3).requires_grad_();
+  Tensor cb = zeros({4}).requires_grad_();
+  Tensor gamma = ones({4}).requires_grad_(), beta = zeros({4}).requires_grad_();
+  Tensor fw = (randn({2, 36}) * 0.2).requires_grad_(), fb = zeros({2}).requires_grad_();
+  std::vector<Tensor*> params{&cw, &cb, &gamma, &beta, &fw, &fb};
+  double first = 0, last = 0;
+  for (int step = 0; step < 100; ++step) {
+    Tensor h = conv2d(x, cw, cb, {1, 1}, {1, 1});
+    h = relu(batch_norm(h, gamma, beta, std::nullopt, std::nullopt, true));
+    h = max_pool2d(h, {2, 2}).flatten(1);  // 4 x 4 x 4 -> but 8/2 = 4: 4 * 4 * 4 = 64
+    h = h.narrow(1, 0, 36);
+    Tensor loss = cross_entropy(linear(h, fw, fb), target);
+    for (Tensor* p : params) p->grad() = Tensor();
+    loss.backward();
+    NoGradGuard g;
+    for (Tensor* p : params) p->sub_(p->grad() * 0.1);
+    if (step == 0) first = loss.item<double>();
+    last = loss.item<double>();
+  }
+  EXPECT_LT(last, 0.5 * first) << first << " -> " << last;
+}
+
+}  // namespace
+}  // namespace xten
