@@ -155,6 +155,8 @@ Edge gradient_edge(const Tensor& t) {
     }
   }
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  // A leaf's accumulator is shared by every graph that uses it, on any thread.
+  std::lock_guard<std::mutex> lock(m->mutex);
   std::shared_ptr<Node> acc = m->grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t);
