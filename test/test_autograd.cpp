@@ -3,6 +3,7 @@
 // its errors, views and in-place, the registry of derivatives, and training by hand.
 #include <thread>
 
+#include "autograd_training.h"
 #include "op_db.h"
 #include "test_util.h"
 
@@ -372,61 +373,17 @@ TEST(AutogradEngine, AutocastCastsFlowBackInTheOriginalDtype) {
   EXPECT_TRUE(allclose(w.grad(), x.sum({0}).unsqueeze(0).expand({4, 3}), 2e-2, 2e-2));
 }
 
-// Hand-written SGD on a two-layer MLP and a small CNN: the loss must fall.
-double train_mlp(Device device, int steps, std::vector<double>* losses = nullptr) {
-  manual_seed(0);
-  Tensor x = randn({64, 20}).to(device);
-  Tensor target = (x.narrow(1, 0, 5).sum({1}) > 0).to(kLong).to(device);
-  Tensor w1 = (randn({32, 20}) * 0.2).to(device).requires_grad_();
-  Tensor b1 = zeros({32}).to(device).requires_grad_();
-  Tensor w2 = (randn({2, 32}) * 0.2).to(device).requires_grad_();
-  Tensor b2 = zeros({2}).to(device).requires_grad_();
-  double loss_v = 0;
-  for (int step = 0; step < steps; ++step) {
-    Tensor loss = cross_entropy(linear(relu(linear(x, w1, b1)), w2, b2), target);
-    for (Tensor* p : {&w1, &b1, &w2, &b2}) p->grad() = Tensor();
-    loss.backward();
-    {
-      NoGradGuard g;
-      for (Tensor* p : {&w1, &b1, &w2, &b2}) p->sub_(p->grad() * 0.5);
-    }
-    loss_v = loss.item<double>();
-    if (losses) losses->push_back(loss_v);
-  }
-  return loss_v;
-}
-
 TEST(AutogradTraining, MlpLossFalls) {
   std::vector<double> losses;
-  train_mlp(Device("cpu"), 100, &losses);
+  testing::train_mlp(Device("cpu"), 100, &losses);
   EXPECT_GT(losses.front(), 0.5);
   EXPECT_LT(losses.back(), 0.25 * losses.front()) << losses.front() << " -> " << losses.back();
 }
 
 TEST(AutogradTraining, SmallCnnLossFalls) {
-  manual_seed(1);
-  Tensor x = randn({16, 1, 8, 8});
-  Tensor target = (x.mean({1, 2, 3}) > 0).to(kLong);
-  Tensor cw = (randn({4, 1, 3, 3}) * 0.3).requires_grad_();
-  Tensor cb = zeros({4}).requires_grad_();
-  Tensor gamma = ones({4}).requires_grad_(), beta = zeros({4}).requires_grad_();
-  Tensor fw = (randn({2, 36}) * 0.2).requires_grad_(), fb = zeros({2}).requires_grad_();
-  std::vector<Tensor*> params{&cw, &cb, &gamma, &beta, &fw, &fb};
-  double first = 0, last = 0;
-  for (int step = 0; step < 100; ++step) {
-    Tensor h = conv2d(x, cw, cb, {1, 1}, {1, 1});
-    h = relu(batch_norm(h, gamma, beta, std::nullopt, std::nullopt, true));
-    h = max_pool2d(h, {2, 2}).flatten(1);  // 4 x 4 x 4 -> but 8/2 = 4: 4 * 4 * 4 = 64
-    h = h.narrow(1, 0, 36);
-    Tensor loss = cross_entropy(linear(h, fw, fb), target);
-    for (Tensor* p : params) p->grad() = Tensor();
-    loss.backward();
-    NoGradGuard g;
-    for (Tensor* p : params) p->sub_(p->grad() * 0.1);
-    if (step == 0) first = loss.item<double>();
-    last = loss.item<double>();
-  }
-  EXPECT_LT(last, 0.5 * first) << first << " -> " << last;
+  std::vector<double> losses;
+  testing::train_small_cnn(Device("cpu"), 100, &losses);
+  EXPECT_LT(losses.back(), 0.5 * losses.front()) << losses.front() << " -> " << losses.back();
 }
 
 }  // namespace
