@@ -1,4 +1,4 @@
-// xten in a page: create tensors, broadcast, promote, reduce, print.
+// xten in a page: create tensors, broadcast, promote, reduce, differentiate, print.
 #include <iostream>
 
 #include <xten/xten.h>
@@ -33,6 +33,19 @@ int main() {
   xten::Tensor r = xten::randn({2, 2});
   std::cout << "randn =\n" << r << "\n";
   std::cout << "sigmoid in float16 = " << r.to(xten::kHalf).sigmoid() << "\n";
+
+  // Gradients: a leaf that requires grad, a loss, backward, an update outside the graph.
+  xten::Tensor w = xten::randn({3, 4}).requires_grad_();
+  xten::Tensor x = xten::randn({8, 4}), target = xten::randint(0, 3, {8});
+  xten::Tensor loss = xten::cross_entropy(xten::linear(x, w), target);
+  loss.backward();
+  std::cout << "loss = " << loss.item<float>() << " (" << loss.grad_fn()->name()
+            << "), w.grad() =\n" << w.grad() << "\n";
+  {
+    xten::NoGradGuard no_grad;
+    w.sub_(w.grad() * 0.1);
+  }
+  w.grad() = xten::Tensor();
 
   // Bad input is a clear error, never a crash.
   try {
