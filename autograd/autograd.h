@@ -18,7 +18,7 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& gra
 // the outputs do not depend on raises unless allow_unused (then its gradient is undefined).
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {},
-                         std::optional<bool> retain_graph = std::nullopt,
-                         bool create_graph = false, bool allow_unused = false);
+                         std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
+                         bool allow_unused = false);
 
 }  // namespace xten::autograd

@@ -212,8 +212,8 @@ variable_list FormulaNode::apply(variable_list&& grads) {
 Tensor GradContext::input(size_t arg) const {
   const size_t slot = node_.first_slot_.at(arg);
   XTEN_ASSERT(node_.present_.at(slot), "{}: input {} was not given", node_.d_->op, arg);
-  return node_.saved_[slot].unpack(
-      std::const_pointer_cast<Node>(node_.shared_from_this()), node_.d_->op.c_str());
+  return node_.saved_[slot].unpack(std::const_pointer_cast<Node>(node_.shared_from_this()),
+                                   node_.d_->op.c_str());
 }
 
 std::vector<Tensor> GradContext::input_list(size_t arg) const {
@@ -289,12 +289,10 @@ void Derivatives::nondifferentiable(std::initializer_list<const char*> ops, cons
 }
 
 void Derivatives::register_op(const char* op, Derivative* dv, const char* file, int line) {
-  m_.impl(
-      op,
-      BoxedKernel([dv](const OperatorHandle& h, DispatchKeySet ks, Stack* s) {
-        autograd_kernel(*dv, h, ks, s);
-      }),
-      file, line);
+  m_.impl(op, BoxedKernel([dv](const OperatorHandle& h, DispatchKeySet ks, Stack* s) {
+            autograd_kernel(*dv, h, ks, s);
+          }),
+          file, line);
 }
 
 Derivatives::Entry& Derivatives::Entry::saves_result() {

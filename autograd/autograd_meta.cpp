@@ -149,7 +149,8 @@ Edge gradient_edge(const Tensor& t) {
     if (bm && bm->history_gen != m->base_gen && m->grad_fn) {
       Tensor b(base);
       check_contiguous_base(*base, "using the history");
-      m->grad_fn = std::make_shared<ViewOfBase>(*base, ViewGeometry::of(t, *base), gradient_edge(b));
+      m->grad_fn =
+          std::make_shared<ViewOfBase>(*base, ViewGeometry::of(t, *base), gradient_edge(b));
       m->output_nr = 0;
       m->base_gen = bm->history_gen;
     }

@@ -8,11 +8,11 @@
 namespace xten::autograd {
 
 struct AutogradMeta final : AutogradMetaInterface {
-  Tensor grad;                               // accumulated gradient (leaves, retain_grad)
-  std::shared_ptr<Node> grad_fn;             // the node that made it (null for leaves)
-  std::weak_ptr<Node> grad_accumulator;      // a leaf's AccumulateGrad, while the graph holds it
-  uint32_t output_nr = 0;                    // which output of grad_fn's op it is
-  bool requires_grad_flag = false;           // a leaf that asked for a gradient
+  Tensor grad;                           // accumulated gradient (leaves, retain_grad)
+  std::shared_ptr<Node> grad_fn;         // the node that made it (null for leaves)
+  std::weak_ptr<Node> grad_accumulator;  // a leaf's AccumulateGrad, while the graph holds it
+  uint32_t output_nr = 0;                // which output of grad_fn's op it is
+  bool requires_grad_flag = false;       // a leaf that asked for a gradient
   bool retains_grad = false;
   int64_t retain_grad_hook = -1;
   std::vector<std::pair<int64_t, Hook>> leaf_hooks;  // a leaf's hooks, run before accumulation

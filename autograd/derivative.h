@@ -91,8 +91,8 @@ class Derivatives {
   Entry def(const char* op, Formula formula, const char* file = __builtin_FILE(),
             int line = __builtin_LINE());
   // Ops whose outputs never require grad (comparisons, indices, integer results, factories).
-  void nondifferentiable(std::initializer_list<const char*> ops, const char* file = __builtin_FILE(),
-                         int line = __builtin_LINE());
+  void nondifferentiable(std::initializer_list<const char*> ops,
+                         const char* file = __builtin_FILE(), int line = __builtin_LINE());
 
  private:
   void register_op(const char* op, Derivative* dv, const char* file, int line);

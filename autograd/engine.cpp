@@ -108,8 +108,8 @@ variable_list run(const std::vector<Edge>& roots, variable_list root_grads, bool
         if (captures[c].fn.get() == fn.get() && captures[c].input_nr < inputs.size())
           captured[c] = inputs[captures[c].input_nr];
     }
-    const bool skip = !first && capturing &&
-                      (dynamic_cast<AccumulateGrad*>(fn.get()) || !needed.count(fn.get()));
+    const bool skip =
+        !first && capturing && (dynamic_cast<AccumulateGrad*>(fn.get()) || !needed.count(fn.get()));
     first = false;
     variable_list outputs;
     if (!skip) {
@@ -183,9 +183,8 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                "One of the differentiated Tensors (input {}) does not require grad", i);
     captures.push_back(gradient_edge(inputs[i]));
   }
-  variable_list r =
-      run(root_edges(outputs), std::move(g), retain_graph.value_or(create_graph), create_graph,
-          captures);
+  variable_list r = run(root_edges(outputs), std::move(g), retain_graph.value_or(create_graph),
+                        create_graph, captures);
   for (size_t i = 0; i < r.size(); ++i) {
     XTEN_CHECK(r[i].defined() || allow_unused, ValueError, "grad",
                "One of the differentiated Tensors (input {}) appears to not have been used in the "

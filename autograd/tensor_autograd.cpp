@@ -68,8 +68,8 @@ Tensor& Tensor::detach_() {
 
 void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph,
                       bool create_graph) const {
-  autograd::backward({*this}, gradient.defined() ? std::vector<Tensor>{gradient}
-                                                 : std::vector<Tensor>{},
+  autograd::backward({*this},
+                     gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{},
                      retain_graph, create_graph);
 }
 

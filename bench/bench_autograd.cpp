@@ -53,7 +53,9 @@ void BM_mlp_step(benchmark::State& s) {
     for (Tensor* p : params) p->sub_(p->grad() * 0.01);
   }
 }
-BENCHMARK(BM_mlp_step)->Arg(1)->Arg(static_cast<int>(std::thread::hardware_concurrency()))
+BENCHMARK(BM_mlp_step)
+    ->Arg(1)
+    ->Arg(static_cast<int>(std::thread::hardware_concurrency()))
     ->Unit(benchmark::kMicrosecond);
 
 constexpr double kConvFlops = 2.0 * 8 * 64 * 64 * 9 * 56 * 56;  // one direction
@@ -62,10 +64,12 @@ void BM_conv2d_forward(benchmark::State& s) {
   set_num_threads(static_cast<int>(s.range(0)));
   Tensor x = randn({8, 64, 56, 56}), w = randn({64, 64, 3, 3});
   for (auto _ : s) benchmark::DoNotOptimize(conv2d(x, w, std::nullopt, {1, 1}, {1, 1}));
-  s.counters["GFLOP/s"] = benchmark::Counter(kConvFlops * s.iterations() / 1e9,
-                                             benchmark::Counter::kIsRate);
+  s.counters["GFLOP/s"] =
+      benchmark::Counter(kConvFlops * s.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_conv2d_forward)->Arg(1)->Arg(static_cast<int>(std::thread::hardware_concurrency()))
+BENCHMARK(BM_conv2d_forward)
+    ->Arg(1)
+    ->Arg(static_cast<int>(std::thread::hardware_concurrency()))
     ->Unit(benchmark::kMillisecond);
 
 // Backward-input and backward-weight: twice the forward's flops.
@@ -76,10 +80,12 @@ void BM_conv2d_backward(benchmark::State& s) {
   Tensor g = randn(y.sizes());
   for (auto _ : s)
     benchmark::DoNotOptimize(autograd::grad({y}, {x, w}, {g}, /*retain_graph=*/true));
-  s.counters["GFLOP/s"] = benchmark::Counter(2 * kConvFlops * s.iterations() / 1e9,
-                                             benchmark::Counter::kIsRate);
+  s.counters["GFLOP/s"] =
+      benchmark::Counter(2 * kConvFlops * s.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_conv2d_backward)->Arg(1)->Arg(static_cast<int>(std::thread::hardware_concurrency()))
+BENCHMARK(BM_conv2d_backward)
+    ->Arg(1)
+    ->Arg(static_cast<int>(std::thread::hardware_concurrency()))
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

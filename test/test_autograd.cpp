@@ -12,10 +12,10 @@
 namespace xten {
 namespace {
 
+using testing::allclose;
 using testing::Domain;
 using testing::op_db;
 using testing::OpInfo;
-using testing::allclose;
 
 std::vector<Tensor> make_inputs(const OpInfo& op, bool contiguous, uint64_t seed = 1) {
   std::vector<Tensor> in;
@@ -27,8 +27,7 @@ std::vector<Tensor> make_inputs(const OpInfo& op, bool contiguous, uint64_t seed
     } else {
       // Every other element of a tensor twice as long in the last dim: strided, not contiguous.
       shape.back() *= 2;
-      t = testing::sample(shape, op.domain, kDouble, seed + i)
-              .slice(-1, 0, std::nullopt, 2);
+      t = testing::sample(shape, op.domain, kDouble, seed + i).slice(-1, 0, std::nullopt, 2);
     }
     in.push_back(t.requires_grad_());
   }
@@ -42,7 +41,9 @@ TEST_P(OpGrad, Gradcheck) {
   for (bool contiguous : {true, false}) {
     SCOPED_TRACE(contiguous ? "contiguous" : "non-contiguous");
     const std::vector<Tensor> in = make_inputs(op, contiguous);
-    if (!contiguous) ASSERT_FALSE(in[0].is_contiguous());
+    if (!contiguous) {
+      ASSERT_FALSE(in[0].is_contiguous());
+    }
     try {
       autograd::gradcheck(op.fn, in);
     } catch (const Error& e) {
@@ -129,8 +130,8 @@ TEST(AutogradApi, LeavesGradAndAccumulation) {
   Tensor c = ones({3}) * 2;
   EXPECT_FALSE(c.requires_grad());
   EXPECT_EQ(c.grad_fn(), nullptr);
-  EXPECT_FALSE((a > 1).requires_grad());            // comparisons are not differentiable
-  EXPECT_FALSE(a.argmax().requires_grad());         // nor are indices
+  EXPECT_FALSE((a > 1).requires_grad());     // comparisons are not differentiable
+  EXPECT_FALSE(a.argmax().requires_grad());  // nor are indices
   EXPECT_FALSE(std::get<1>(a.max(0)).requires_grad());
   EXPECT_TRUE(std::get<0>(a.max(0)).requires_grad());
 }
@@ -156,8 +157,7 @@ TEST(AutogradApi, BackwardErrors) {
   EXPECT_THROW_MSG(y.backward(ones({3})), ValueError, "Mismatch in shape");
   Tensor s = (a.exp() * 2).sum();
   s.backward();
-  EXPECT_THROW_MSG(s.backward(), ValueError,
-                   "Trying to backward through the graph a second time");
+  EXPECT_THROW_MSG(s.backward(), ValueError, "Trying to backward through the graph a second time");
   Tensor r = (a.exp()).sum();
   r.backward({}, /*retain_graph=*/true);
   r.backward();  // retained: a second backward works
@@ -327,7 +327,7 @@ TEST(AutogradHigherOrder, SecondDerivativeAndGradientPenalty) {
 
 TEST(AutogradEngine, SharedSubexpressionsAndThreads) {
   Tensor x = tensor({2.0}).requires_grad_();
-  Tensor s = x * x;           // used twice: its gradient is summed before it runs
+  Tensor s = x * x;  // used twice: its gradient is summed before it runs
   Tensor y = s * s + s.exp();
   y.backward();
   const double xv = 2, sv = 4;

@@ -21,7 +21,8 @@ class XpuOpGrad : public ::testing::TestWithParam<OpInfo> {};
 std::vector<Tensor> grads_on(const OpInfo& op, Device device) {
   std::vector<Tensor> in;
   for (size_t i = 0; i < op.shapes.size(); ++i)
-    in.push_back(testing::sample(op.shapes[i], op.domain, kFloat, 1 + i).to(device).requires_grad_());
+    in.push_back(
+        testing::sample(op.shapes[i], op.domain, kFloat, 1 + i).to(device).requires_grad_());
   Tensor out = op.fn(in);
   manual_seed(99);
   Tensor v = randn(out.sizes()).to(device);
@@ -41,7 +42,9 @@ TEST_P(XpuOpGrad, MatchesTheCpu) {
   ASSERT_EQ(cpu.size(), xpu.size());
   for (size_t i = 0; i < cpu.size(); ++i) {
     ASSERT_EQ(cpu[i].defined(), xpu[i].defined()) << op.name << " input " << i;
-    if (cpu[i].defined()) EXPECT_TRUE(allclose(xpu[i], cpu[i], 1e-4, 1e-5)) << op.name << " input " << i;
+    if (cpu[i].defined()) {
+      EXPECT_TRUE(allclose(xpu[i], cpu[i], 1e-4, 1e-5)) << op.name << " input " << i;
+    }
   }
 }
 

@@ -22,14 +22,16 @@ variable_list max_min_grad(const GradContext& c, bool is_max) {
 
 LIBRARY_IMPL(xten, Autograd, m) {
   Derivatives d(m);
-  d.def("add.Tensor", [](const GradContext& c) -> variable_list {
-     return {c.grad(), c.needs_grad(1) ? scaled(c.grad(), c.arg<Scalar>(2)) : Tensor()};
-   })
+  d.def("add.Tensor",
+        [](const GradContext& c) -> variable_list {
+          return {c.grad(), c.needs_grad(1) ? scaled(c.grad(), c.arg<Scalar>(2)) : Tensor()};
+        })
       .inplace("add_.Tensor")
       .self_not_needed();
-  d.def("sub.Tensor", [](const GradContext& c) -> variable_list {
-     return {c.grad(), c.needs_grad(1) ? -scaled(c.grad(), c.arg<Scalar>(2)) : Tensor()};
-   })
+  d.def("sub.Tensor",
+        [](const GradContext& c) -> variable_list {
+          return {c.grad(), c.needs_grad(1) ? -scaled(c.grad(), c.arg<Scalar>(2)) : Tensor()};
+        })
       .inplace("sub_.Tensor")
       .self_not_needed();
   d.def("mul.Tensor", [](const GradContext& c) -> variable_list {
@@ -67,8 +69,7 @@ LIBRARY_IMPL(xten, Autograd, m) {
      }
      variable_list r(2);
      if (c.needs_grad(0)) r[0] = keep_where(y != 0, c.grad() * y * pow(x, y - 1));
-     if (c.needs_grad(1))
-       r[1] = keep_where(~((x == 0) & (y >= 0)), c.grad() * pow(x, y) * log(x));
+     if (c.needs_grad(1)) r[1] = keep_where(~((x == 0) & (y >= 0)), c.grad() * pow(x, y) * log(x));
      return r;
    }).inplace("pow_.Tensor");
   d.def("maximum", [](const GradContext& c) { return max_min_grad(c, true); });
@@ -100,9 +101,9 @@ LIBRARY_IMPL(xten, Autograd, m) {
             c.needs_grad(1) ? c.grad() * w : Tensor(),
             c.needs_grad(2) ? c.grad() * (c.input(1) - c.input(0)) : Tensor()};
   });
-  d.nondifferentiable({"eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor",
-                       "ge.Tensor", "logical_and", "logical_or", "logical_xor",
-                       "bitwise_and.Tensor", "bitwise_or.Tensor", "bitwise_xor.Tensor"});
+  d.nondifferentiable({"eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor", "ge.Tensor",
+                       "logical_and", "logical_or", "logical_xor", "bitwise_and.Tensor",
+                       "bitwise_or.Tensor", "bitwise_xor.Tensor"});
 }
 
 }  // namespace xten::autograd

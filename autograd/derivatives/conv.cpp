@@ -31,51 +31,42 @@ Tensor weight_grad(const Tensor& x, const Tensor& g, IntArrayRef w_sizes, IntArr
   return groups == 1 ? parts[0].contiguous() : cat(parts, 0);
 }
 
-}  // namespace
-
-LIBRARY_IMPL(xten, Autograd, m) {
-  Derivatives d(m);
-  // conv2d(input, weight, bias, stride, padding, dilation, groups)
-  d.def("conv2d", [](const GradContext& c) -> variable_list {
-    // An unbatched (C, H, W) input is a batch of one.
-    const bool unbatched = c.input(0).dim() == 3;
-    const Tensor x = unbatched ? c.input(0).unsqueeze(0) : c.input(0), w = c.input(1);
-    const Tensor g = unbatched ? c.grad().unsqueeze(0) : c.grad();
-    const IntArrayRef stride = c.arg<IntArrayRef>(3), padding = c.arg<IntArrayRef>(4),
-                      dilation = c.arg<IntArrayRef>(5);
-    const int64_t groups = c.arg<int64_t>(6);
-    variable_list r(3);
-    if (c.needs_grad(0)) {
-      int64_t out_pad[2];
+// The gradients of conv2d(input, weight, bias, stride, padding, dilation, groups) or, if
+// `transposed`, conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups,
+// dilation). An unbatched (C, H, W) input is a batch of one.
+variable_list conv_grads(const GradContext& c, bool transposed) {
+  const bool unbatched = c.input(0).dim() == 3;
+  const Tensor x = unbatched ? c.input(0).unsqueeze(0) : c.input(0), w = c.input(1);
+  const Tensor g = unbatched ? c.grad().unsqueeze(0) : c.grad();
+  const IntArrayRef stride = c.arg<IntArrayRef>(3), padding = c.arg<IntArrayRef>(4),
+                    dilation = c.arg<IntArrayRef>(transposed ? 7 : 5);
+  const int64_t groups = c.arg<int64_t>(6);
+  variable_list r(3);
+  if (c.needs_grad(0)) {
+    if (transposed) {
+      r[0] = conv2d_raw(g, w, stride, padding, dilation, groups);
+    } else {
+      int64_t out_pad[2];  // the rows and columns the forward's stride left unused
       for (int i = 0; i < 2; ++i)
         out_pad[i] = x.size(2 + i) - ((g.size(2 + i) - 1) * stride[i] - 2 * padding[i] +
                                       dilation[i] * (w.size(2 + i) - 1) + 1);
       r[0] = ops::conv_transpose2d::handle().call(g, w, std::nullopt, stride, padding,
                                                   IntArrayRef(out_pad, 2), groups, dilation);
     }
-    if (c.needs_grad(1))
-      r[1] = weight_grad(x, g, w.sizes(), stride, padding, dilation, groups, false);
-    if (c.needs_grad(2)) r[2] = g.sum({0, 2, 3});
-    if (unbatched && r[0].defined()) r[0] = r[0].squeeze(0);
-    return r;
-  });
-  // conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
-  d.def("conv_transpose2d", [](const GradContext& c) -> variable_list {
-    // An unbatched (C, H, W) input is a batch of one.
-    const bool unbatched = c.input(0).dim() == 3;
-    const Tensor x = unbatched ? c.input(0).unsqueeze(0) : c.input(0), w = c.input(1);
-    const Tensor g = unbatched ? c.grad().unsqueeze(0) : c.grad();
-    const IntArrayRef stride = c.arg<IntArrayRef>(3), padding = c.arg<IntArrayRef>(4),
-                      dilation = c.arg<IntArrayRef>(7);
-    const int64_t groups = c.arg<int64_t>(6);
-    variable_list r(3);
-    if (c.needs_grad(0)) r[0] = conv2d_raw(g, w, stride, padding, dilation, groups);
-    if (c.needs_grad(1))
-      r[1] = weight_grad(x, g, w.sizes(), stride, padding, dilation, groups, true);
-    if (c.needs_grad(2)) r[2] = g.sum({0, 2, 3});
-    if (unbatched && r[0].defined()) r[0] = r[0].squeeze(0);
-    return r;
-  });
+    if (unbatched) r[0] = r[0].squeeze(0);
+  }
+  if (c.needs_grad(1))
+    r[1] = weight_grad(x, g, w.sizes(), stride, padding, dilation, groups, transposed);
+  if (c.needs_grad(2)) r[2] = g.sum({0, 2, 3});
+  return r;
+}
+
+}  // namespace
+
+LIBRARY_IMPL(xten, Autograd, m) {
+  Derivatives d(m);
+  d.def("conv2d", [](const GradContext& c) { return conv_grads(c, false); });
+  d.def("conv_transpose2d", [](const GradContext& c) { return conv_grads(c, true); });
 }
 
 }  // namespace xten::autograd

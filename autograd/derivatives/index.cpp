@@ -13,6 +13,15 @@ Tensor scatter_back(const Tensor& g, int64_t dim, const Tensor& indices, IntArra
   return zeros(sizes, g.dtype(), g.device()).scatter_add(dim, indices, g);
 }
 
+// The gradient of the values output of sort/topk (dim is argument `dim_arg`).
+variable_list to_sorted_indices(const GradContext& c, size_t dim_arg) {
+  const IntArrayRef sizes = c.input_sizes(0);
+  if (sizes.empty()) return {c.grad(0)};
+  const int64_t dim =
+      wrap_dim("backward", c.arg<int64_t>(dim_arg), static_cast<int64_t>(sizes.size()));
+  return {scatter_back(c.grad(0), dim, c.result(1), sizes)};
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, Autograd, m) {
@@ -50,10 +59,9 @@ LIBRARY_IMPL(xten, Autograd, m) {
     const Tensor pos = nonzero(mask.expand(shape).reshape({-1})).reshape({-1});
     int64_t numel = 1;
     for (int64_t s : shape) numel *= s;
-    return {zeros({numel}, c.grad().dtype(), c.grad().device())
-                .scatter(0, pos, c.grad())
-                .view(shape),
-            Tensor()};
+    return {
+        zeros({numel}, c.grad().dtype(), c.grad().device()).scatter(0, pos, c.grad()).view(shape),
+        Tensor()};
   });
   // _index_put_rows_(self (rows, k), index (n), values (n, k), accumulate): index_put_'s
   // primitive (kernels/composite/index.cpp).
@@ -63,18 +71,9 @@ LIBRARY_IMPL(xten, Autograd, m) {
      return {c.arg<bool>(3) ? g : scatter(g, 0, rows, Scalar(0)), Tensor(),
              c.needs_grad(2) ? g.index_select(0, index) : Tensor()};
    }).self_not_needed();
-  d.def("sort", [](const GradContext& c) -> variable_list {
-     const IntArrayRef sizes = c.input_sizes(0);
-     if (sizes.empty()) return {c.grad(0)};
-     const int64_t dim = wrap_dim("sort", c.arg<int64_t>(1), static_cast<int64_t>(sizes.size()));
-     return {scatter_back(c.grad(0), dim, c.result(1), sizes)};
-   }).saves_result();
-  d.def("topk", [](const GradContext& c) -> variable_list {
-     const IntArrayRef sizes = c.input_sizes(0);
-     if (sizes.empty()) return {c.grad(0)};
-     const int64_t dim = wrap_dim("topk", c.arg<int64_t>(2), static_cast<int64_t>(sizes.size()));
-     return {scatter_back(c.grad(0), dim, c.result(1), sizes)};
-   }).saves_result();
+  // sort(self, dim, descending) and topk(self, k, dim, ...): values go back to their indices.
+  d.def("sort", [](const GradContext& c) { return to_sorted_indices(c, 1); }).saves_result();
+  d.def("topk", [](const GradContext& c) { return to_sorted_indices(c, 2); }).saves_result();
   d.nondifferentiable({"nonzero"});
 }
 

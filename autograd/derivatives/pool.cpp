@@ -36,9 +36,9 @@ Tensor window_sum_grad(const Tensor& g_div, IntArrayRef input_sizes, IntArrayRef
     full[i] = (out[i] - 1) * stride[i] - 2 * padding[i] + kernel[i];
     out_pad[i] = std::max<int64_t>(0, std::min(in[i] - full[i], stride[i] - 1));
   }
-  Tensor r = ops::conv_transpose2d::handle().call(planes, ones_window, std::nullopt, stride,
-                                                  padding, IntArrayRef(out_pad, 2), 1,
-                                                  IntArrayRef({1, 1}));
+  Tensor r =
+      ops::conv_transpose2d::handle().call(planes, ones_window, std::nullopt, stride, padding,
+                                           IntArrayRef(out_pad, 2), 1, IntArrayRef({1, 1}));
   // ceil_mode windows may reach past the input: cut; a short result is padded with zeros.
   if (r.size(2) > h) r = r.narrow(2, 0, h);
   if (r.size(3) > w) r = r.narrow(3, 0, w);
@@ -92,12 +92,13 @@ LIBRARY_IMPL(xten, Autograd, m) {
         const int64_t padded = (y1 - y0) * (x1 - x0);
         y0 = std::max<int64_t>(y0, 0), x0 = std::max<int64_t>(x0, 0);
         y1 = std::min(y1, h), x1 = std::min(x1, w);
-        const int64_t div = override_div ? *override_div
+        const int64_t div = override_div  ? *override_div
                             : include_pad ? padded
                                           : (y1 - y0) * (x1 - x0);
         inv[oy * wo + ox] = div > 0 ? 1.0 / static_cast<double>(div) : 0.0;
       }
-    const Tensor scale = tensor(inv, IntArrayRef({ho, wo}), TensorOptions(g.dtype())).to(g.device());
+    const Tensor scale =
+        tensor(inv, IntArrayRef({ho, wo}), TensorOptions(g.dtype())).to(g.device());
     return {window_sum_grad(g * scale, xs, kernel, stride, padding)};
   });
   // Separable: out = A_h x A_w^T per plane, so dx = A_h^T g A_w.

@@ -51,9 +51,8 @@ Tensor prod_grad(const Tensor& grad, const Tensor& x, IntArrayRef dims_in, bool 
     one.push_back(1);
     const Tensor ones_col = ones(one, x.dtype(), x.device());
     const Tensor left = cat({ones_col, cumprod(rows.narrow(last, 0, n - 1), last)}, last);
-    const Tensor right =
-        cat({flip(cumprod(flip(rows.narrow(last, 1, n - 1), {last}), last), {last}), ones_col},
-            last);
+    const Tensor right = cat(
+        {flip(cumprod(flip(rows.narrow(last, 1, n - 1), {last}), last), {last}), ones_col}, last);
     others = left * right;
   }
   Tensor g = expand_reduced(grad, x.sizes(), dims_in, keepdim).permute(perm).reshape(flat);

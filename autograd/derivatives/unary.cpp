@@ -21,7 +21,8 @@ Tensor gelu_grad(const Tensor& g, const Tensor& x, const std::string& approximat
     const double beta = std::sqrt(2.0 / kPi), kappa = 0.044715;
     const Tensor inner_tanh = tanh((x + x * x * x * kappa) * beta);
     const Tensor left = x * 0.5, right = inner_tanh + 1;
-    const Tensor d_right = left * (1 - inner_tanh * inner_tanh) * ((x * x * (3 * kappa) + 1) * beta);
+    const Tensor d_right =
+        left * (1 - inner_tanh * inner_tanh) * ((x * x * (3 * kappa) + 1) * beta);
     return g * (right * 0.5 + d_right);
   }
   const Tensor cdf = (erf(x * (1 / std::sqrt(2.0))) + 1) * 0.5;
@@ -46,20 +47,19 @@ LIBRARY_IMPL(xten, Autograd, m) {
       .saves_result()
       .inplace("exp_")
       .self_not_needed();
-  d.def("exp2", [](const GradContext& c) -> variable_list {
-     return {c.grad() * c.result() * kLn2};
-   })
+  d.def("exp2",
+        [](const GradContext& c) -> variable_list { return {c.grad() * c.result() * kLn2}; })
       .saves_result()
       .inplace("exp2_")
       .self_not_needed();
-  d.def("expm1", [](const GradContext& c) -> variable_list {
-     return {c.grad() * (c.result() + 1)};
-   })
+  d.def("expm1",
+        [](const GradContext& c) -> variable_list { return {c.grad() * (c.result() + 1)}; })
       .saves_result()
       .inplace("expm1_")
       .self_not_needed();
-  d.def("log", [](const GradContext& c) -> variable_list { return {c.grad() / c.input(0)}; })
-      .inplace("log_");
+  d.def("log", [](const GradContext& c) -> variable_list {
+     return {c.grad() / c.input(0)};
+   }).inplace("log_");
   d.def("log2", [](const GradContext& c) -> variable_list {
      return {c.grad() / (c.input(0) * kLn2)};
    }).inplace("log2_");
@@ -69,23 +69,23 @@ LIBRARY_IMPL(xten, Autograd, m) {
   d.def("log1p", [](const GradContext& c) -> variable_list {
      return {c.grad() / (c.input(0) + 1)};
    }).inplace("log1p_");
-  d.def("sqrt", [](const GradContext& c) -> variable_list {
-     return {c.grad() / (c.result() * 2)};
-   })
+  d.def("sqrt", [](const GradContext& c) -> variable_list { return {c.grad() / (c.result() * 2)}; })
       .saves_result()
       .inplace("sqrt_")
       .self_not_needed();
-  d.def("rsqrt", [](const GradContext& c) -> variable_list {
-     const Tensor r = c.result();
-     return {c.grad() * r * r * r * -0.5};
-   })
+  d.def("rsqrt",
+        [](const GradContext& c) -> variable_list {
+          const Tensor r = c.result();
+          return {c.grad() * r * r * r * -0.5};
+        })
       .saves_result()
       .inplace("rsqrt_")
       .self_not_needed();
-  d.def("reciprocal", [](const GradContext& c) -> variable_list {
-     const Tensor r = c.result();
-     return {-c.grad() * r * r};
-   })
+  d.def("reciprocal",
+        [](const GradContext& c) -> variable_list {
+          const Tensor r = c.result();
+          return {-c.grad() * r * r};
+        })
       .saves_result()
       .inplace("reciprocal_")
       .self_not_needed();
@@ -95,31 +95,34 @@ LIBRARY_IMPL(xten, Autograd, m) {
   d.def("cos", [](const GradContext& c) -> variable_list {
      return {-c.grad() * sin(c.input(0))};
    }).inplace("cos_");
-  d.def("tan", [](const GradContext& c) -> variable_list {
-     const Tensor r = c.result();
-     return {c.grad() * (r * r + 1)};
-   })
+  d.def("tan",
+        [](const GradContext& c) -> variable_list {
+          const Tensor r = c.result();
+          return {c.grad() * (r * r + 1)};
+        })
       .saves_result()
       .inplace("tan_")
       .self_not_needed();
-  d.def("tanh", [](const GradContext& c) -> variable_list {
-     const Tensor r = c.result();
-     return {c.grad() * (1 - r * r)};
-   })
+  d.def("tanh",
+        [](const GradContext& c) -> variable_list {
+          const Tensor r = c.result();
+          return {c.grad() * (1 - r * r)};
+        })
       .saves_result()
       .inplace("tanh_")
       .self_not_needed();
-  d.def("sigmoid", [](const GradContext& c) -> variable_list {
-     const Tensor r = c.result();
-     return {c.grad() * r * (1 - r)};
-   })
+  d.def("sigmoid",
+        [](const GradContext& c) -> variable_list {
+          const Tensor r = c.result();
+          return {c.grad() * r * (1 - r)};
+        })
       .saves_result()
       .inplace("sigmoid_")
       .self_not_needed();
   // Zero where the result is zero: at x = 0 too (PyTorch's threshold_backward).
-  d.def("relu", [](const GradContext& c) -> variable_list {
-     return {keep_where(c.result() > 0, c.grad())};
-   })
+  d.def(
+       "relu",
+       [](const GradContext& c) -> variable_list { return {keep_where(c.result() > 0, c.grad())}; })
       .saves_result()
       .inplace("relu_")
       .self_not_needed();
@@ -142,8 +145,8 @@ LIBRARY_IMPL(xten, Autograd, m) {
   d.def("nan_to_num", [](const GradContext& c) -> variable_list {
     return {keep_where(isfinite(c.input(0)), c.grad())};
   });
-  d.nondifferentiable({"logical_not", "logical_not_", "bitwise_not", "bitwise_not_", "isnan",
-                       "isinf", "isfinite"});
+  d.nondifferentiable(
+      {"logical_not", "logical_not_", "bitwise_not", "bitwise_not_", "isnan", "isinf", "isfinite"});
 }
 
 }  // namespace xten::autograd

@@ -25,9 +25,8 @@ LIBRARY_IMPL(xten, Autograd, m) {
     return {c.grad().transpose(c.arg<int64_t>(1), c.arg<int64_t>(2))};
   });
   d.def("t", [](const GradContext& c) -> variable_list { return {c.grad().t()}; });
-  d.def("expand", [](const GradContext& c) -> variable_list {
-    return {sum_to(c.grad(), c.input_sizes(0))};
-  });
+  d.def("expand",
+        [](const GradContext& c) -> variable_list { return {sum_to(c.grad(), c.input_sizes(0))}; });
   d.def("slice", [](const GradContext& c) -> variable_list {
     const int64_t dim = c.arg<int64_t>(1), step = c.arg<int64_t>(4);
     const auto start = c.arg<std::optional<int64_t>>(2), end = c.arg<std::optional<int64_t>>(3);
