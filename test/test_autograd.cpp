@@ -294,6 +294,53 @@ TEST(AutogradInPlace, ViewOfANonLeafRebasesItsBase) {
   EXPECT_TRUE(allclose(c.grad(), tensor({2.0f, 4.0f})));
 }
 
+// batch_norm and layer_norm have closed-form derivatives: they must equal the gradient of the
+// decomposition, written here with the ops it is made of.
+TEST(NormFormulas, MatchTheDecompositionsGradient) {
+  manual_seed(3);
+  Tensor x = randn({4, 3, 5, 2}, kDouble).requires_grad_();
+  Tensor w = randn({3}, kDouble).requires_grad_(), b = randn({3}, kDouble).requires_grad_();
+  Tensor v = randn({4, 3, 5, 2}, kDouble);
+  auto grads = [&](const Tensor& y) { return autograd::grad({(y * v).sum()}, {x, w, b}); };
+  const std::vector<int64_t> dims{0, 2, 3};
+  const std::vector<int64_t> shape{1, 3, 1, 1};
+  // training: batch statistics
+  auto fused = grads(batch_norm(x, w, b, std::nullopt, std::nullopt, true, 0.1, 1e-5));
+  Tensor ref_y = (x - x.mean(dims, true)) * rsqrt(x.var(dims, 0, true) + 1e-5) * w.view(shape) +
+                 b.view(shape);
+  auto ref = grads(ref_y);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(allclose(fused[i], ref[i], 1e-10, 1e-10)) << i;
+  // evaluation: running statistics (which get no gradient)
+  Tensor rm = randn({3}, kDouble), rv = rand({3}, kDouble) + 0.5;
+  fused = grads(batch_norm(x, w, b, rm, rv, false, 0.1, 1e-5));
+  ref = grads((x - rm.view(shape)) * rsqrt(rv.view(shape) + 1e-5) * w.view(shape) + b.view(shape));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(allclose(fused[i], ref[i], 1e-10, 1e-10)) << i;
+  // layer_norm over the last two dims
+  Tensor lw = randn({5, 2}, kDouble).requires_grad_(), lb = randn({5, 2}, kDouble).requires_grad_();
+  auto lgrads = [&](const Tensor& y) { return autograd::grad({(y * v).sum()}, {x, lw, lb}); };
+  fused = lgrads(layer_norm(x, {5, 2}, lw, lb, 1e-5));
+  ref = lgrads((x - x.mean({2, 3}, true)) * rsqrt(x.var({2, 3}, 0, true) + 1e-5) * lw + lb);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(allclose(fused[i], ref[i], 1e-10, 1e-10)) << i;
+  // float16 inputs: statistics in float32, gradients back in float16
+  Tensor xh = x.detach().to(kHalf).requires_grad_();
+  Tensor yh = layer_norm(xh, {5, 2});
+  Tensor gh = autograd::grad({(yh.to(kFloat) * v.to(kFloat)).sum()}, {xh})[0];
+  EXPECT_EQ(gh.dtype(), kHalf);
+  Tensor xf = x.detach().to(kFloat).requires_grad_();
+  Tensor gf = autograd::grad({(layer_norm(xf, {5, 2}) * v.to(kFloat)).sum()}, {xf})[0];
+  EXPECT_TRUE(allclose(gh, gf, 1e-2, 1e-2));
+}
+
+TEST(NormFormulas, RunningStatisticsStayOutOfTheGraph) {
+  Tensor x = randn({8, 3}).requires_grad_();
+  Tensor rm = zeros({3}), rv = ones({3});
+  for (int step = 0; step < 3; ++step) batch_norm(x * 2, {}, {}, rm, rv, true).sum().backward();
+  EXPECT_FALSE(rm.requires_grad());
+  EXPECT_FALSE(rv.requires_grad());
+  EXPECT_EQ(rm.grad_fn(), nullptr);
+  EXPECT_GT(rm.abs().sum().item<float>(), 0);
+}
+
 TEST(AutogradHigherOrder, SecondDerivativeAndGradientPenalty) {
   Tensor x = tensor({1.0, -2.0, 0.5}, kDouble).requires_grad_();
   Tensor y = (x * x * x).sum();

@@ -53,14 +53,15 @@ Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weigh
                input.sizes());
     mean = x.mean(dims);
     var = x.var(dims, /*correction=*/0);
-    // Running statistics: exponential averages, the variance unbiased.
+    // Running statistics: exponential averages, the variance unbiased. Buffers, never part of
+    // the autograd graph (detached statistics).
     if (running_mean && running_mean->defined()) {
       Tensor rm = *running_mean;
-      rm.copy_(rm * (1 - momentum) + mean * momentum);
+      rm.copy_(rm * (1 - momentum) + mean.detach() * momentum);
     }
     if (running_var && running_var->defined()) {
       Tensor rv = *running_var;
-      rv.copy_(rv * (1 - momentum) + var * (momentum * count / (count - 1.0)));
+      rv.copy_(rv * (1 - momentum) + var.detach() * (momentum * count / (count - 1.0)));
     }
   } else {
     XTEN_CHECK(running_mean && running_mean->defined() && running_var && running_var->defined(),
