@@ -108,6 +108,7 @@ void autograd_kernel(const Derivative& d, const OperatorHandle& op, DispatchKeyS
   if (!d.formula || !any_requires_grad(*stack, base, n)) return call_below(op, ks, stack);
 
   auto node = std::make_shared<FormulaNode>(&d);
+  const Storage self_storage = in_place ? (*stack)[base].get<Tensor>().storage() : Storage();
   node->args_.reserve(n);
   node->first_slot_.resize(n);
   node->list_size_.resize(n);
@@ -122,7 +123,8 @@ void autograd_kernel(const Derivative& d, const OperatorHandle& op, DispatchKeyS
       Edge e = given ? gradient_edge(*t) : Edge{};
       node->in_meta_.push_back(given ? TensorMeta::of(*t) : TensorMeta{});
       node->mutable_next_edges().push_back(std::move(e));
-      if (!given) {
+      const bool saved = (d.saved_args >> a) & 1;
+      if (!given || !saved) {
         node->saved_.emplace_back();
       } else if (in_place && a == 0) {
         // self is about to be overwritten: keep its value if the formula reads it (a recorded
@@ -132,6 +134,10 @@ void autograd_kernel(const Derivative& d, const OperatorHandle& op, DispatchKeyS
         } else {
           node->saved_.emplace_back();
         }
+      } else if (in_place && t->storage().is_alias_of(self_storage)) {
+        // Another input that self's write changes (x.mul_(x)): keep its value, and no
+        // reference to self, which will point at this node.
+        node->saved_.emplace_back(t->clone(), false);
       } else {
         node->saved_.emplace_back(*t, false);
       }
@@ -210,6 +216,8 @@ variable_list FormulaNode::apply(variable_list&& grads) {
 }
 
 Tensor GradContext::input(size_t arg) const {
+  XTEN_ASSERT((node_.d_->saved_args >> arg) & 1, "{}: the formula reads input {}, not saved",
+              node_.d_->op, arg);
   const size_t slot = node_.first_slot_.at(arg);
   XTEN_ASSERT(node_.present_.at(slot), "{}: input {} was not given", node_.d_->op, arg);
   return node_.saved_[slot].unpack(std::const_pointer_cast<Node>(node_.shared_from_this()),
@@ -297,6 +305,11 @@ void Derivatives::register_op(const char* op, Derivative* dv, const char* file, 
 
 Derivatives::Entry& Derivatives::Entry::saves_result() {
   dv_->saves_result = true;
+  return *this;
+}
+Derivatives::Entry& Derivatives::Entry::saves_only(std::initializer_list<size_t> args) {
+  dv_->saved_args = 0;
+  for (size_t a : args) dv_->saved_args |= uint64_t{1} << a;
   return *this;
 }
 Derivatives::Entry& Derivatives::Entry::self_not_needed() {

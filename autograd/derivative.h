@@ -66,6 +66,7 @@ struct Derivative {
   Formula formula = nullptr;  // null: not differentiable (outputs never require grad)
   bool saves_result = false;  // the formula reads result()
   bool needs_self = true;     // in-place variants: keep a copy of self's value before the write
+  uint64_t saved_args = ~uint64_t{0};  // bit i: the formula reads argument i's values
 };
 
 // Registers derivatives on the Autograd key of a LIBRARY_IMPL(xten, Autograd, m) block.
@@ -81,6 +82,10 @@ class Derivatives {
                    int line = __builtin_LINE());
     // The formula never reads self's value, so an in-place variant need not copy it.
     Entry& self_not_needed();
+    // The formula reads the values of these tensor arguments only (by schema position); the
+    // others are not kept (their shapes are, through input_meta). Views and reductions keep
+    // nothing: a node that kept its input could form a cycle with the input's history.
+    Entry& saves_only(std::initializer_list<size_t> args);
 
    private:
     friend class Derivatives;

@@ -7,16 +7,22 @@ namespace xten::autograd {
 LIBRARY_IMPL(xten, Autograd, m) {
   Derivatives d(m);
   // y = softmax(x): dx = y * (g - sum(g * y)).
-  d.def("softmax", [](const GradContext& c) -> variable_list {
-     const Tensor y = c.result();
-     const int64_t dim = c.arg<int64_t>(1);
-     return {y * (c.grad() - (c.grad() * y).sum({dim}, true))};
-   }).saves_result();
+  d.def("softmax",
+        [](const GradContext& c) -> variable_list {
+          const Tensor y = c.result();
+          const int64_t dim = c.arg<int64_t>(1);
+          return {y * (c.grad() - (c.grad() * y).sum({dim}, true))};
+        })
+      .saves_result()
+      .saves_only({});
   // y = log_softmax(x): dx = g - exp(y) * sum(g).
-  d.def("log_softmax", [](const GradContext& c) -> variable_list {
-     const int64_t dim = c.arg<int64_t>(1);
-     return {c.grad() - exp(c.result()) * c.grad().sum({dim}, true)};
-   }).saves_result();
+  d.def("log_softmax",
+        [](const GradContext& c) -> variable_list {
+          const int64_t dim = c.arg<int64_t>(1);
+          return {c.grad() - exp(c.result()) * c.grad().sum({dim}, true)};
+        })
+      .saves_result()
+      .saves_only({});
   d.def("leaky_relu", [](const GradContext& c) -> variable_list {
     const Tensor x = c.input(0);
     return {where(x > 0, c.grad(), c.grad() * c.arg<Scalar>(1))};

@@ -27,13 +27,13 @@ LIBRARY_IMPL(xten, Autograd, m) {
           return {c.grad(), c.needs_grad(1) ? scaled(c.grad(), c.arg<Scalar>(2)) : Tensor()};
         })
       .inplace("add_.Tensor")
-      .self_not_needed();
+      .saves_only({});
   d.def("sub.Tensor",
         [](const GradContext& c) -> variable_list {
           return {c.grad(), c.needs_grad(1) ? -scaled(c.grad(), c.arg<Scalar>(2)) : Tensor()};
         })
       .inplace("sub_.Tensor")
-      .self_not_needed();
+      .saves_only({});
   d.def("mul.Tensor", [](const GradContext& c) -> variable_list {
      return {c.needs_grad(0) ? c.grad() * c.input(1) : Tensor(),
              c.needs_grad(1) ? c.grad() * c.input(0) : Tensor()};

@@ -27,42 +27,42 @@ variable_list to_sorted_indices(const GradContext& c, size_t dim_arg) {
 LIBRARY_IMPL(xten, Autograd, m) {
   Derivatives d(m);
   d.def("index_select", [](const GradContext& c) -> variable_list {
-    const IntArrayRef sizes = c.input_sizes(0);
-    const Tensor index = c.input(2), &g = c.grad();
-    if (sizes.empty()) return {g.reshape({})};
-    const int64_t dim =
-        wrap_dim("index_select", c.arg<int64_t>(1), static_cast<int64_t>(sizes.size()));
-    DimVector shape(g.dim(), 1);
-    shape[dim] = index.numel();
-    return {scatter_back(g, dim, index.reshape(shape).expand(g.sizes()), sizes)};
-  });
+     const IntArrayRef sizes = c.input_sizes(0);
+     const Tensor index = c.input(2), &g = c.grad();
+     if (sizes.empty()) return {g.reshape({})};
+     const int64_t dim =
+         wrap_dim("index_select", c.arg<int64_t>(1), static_cast<int64_t>(sizes.size()));
+     DimVector shape(g.dim(), 1);
+     shape[dim] = index.numel();
+     return {scatter_back(g, dim, index.reshape(shape).expand(g.sizes()), sizes)};
+   }).saves_only({2});
   d.def("gather", [](const GradContext& c) -> variable_list {
-    return {scatter_back(c.grad(), c.arg<int64_t>(1), c.input(2), c.input_sizes(0))};
-  });
+     return {scatter_back(c.grad(), c.arg<int64_t>(1), c.input(2), c.input_sizes(0))};
+   }).saves_only({2});
   d.def("scatter.src", [](const GradContext& c) -> variable_list {
-    const int64_t dim = c.arg<int64_t>(1);
-    const Tensor index = c.input(2);
-    return {c.needs_grad(0) ? scatter(c.grad(), dim, index, Scalar(0)) : Tensor(), Tensor(),
-            c.needs_grad(2) ? c.grad().gather(dim, index) : Tensor()};
-  });
+     const int64_t dim = c.arg<int64_t>(1);
+     const Tensor index = c.input(2);
+     return {c.needs_grad(0) ? scatter(c.grad(), dim, index, Scalar(0)) : Tensor(), Tensor(),
+             c.needs_grad(2) ? c.grad().gather(dim, index) : Tensor()};
+   }).saves_only({2});
   d.def("scatter.value", [](const GradContext& c) -> variable_list {
-    return {scatter(c.grad(), c.arg<int64_t>(1), c.input(2), Scalar(0)), Tensor()};
-  });
+     return {scatter(c.grad(), c.arg<int64_t>(1), c.input(2), Scalar(0)), Tensor()};
+   }).saves_only({2});
   d.def("scatter_add", [](const GradContext& c) -> variable_list {
-    return {c.grad(), Tensor(),
-            c.needs_grad(2) ? c.grad().gather(c.arg<int64_t>(1), c.input(2)) : Tensor()};
-  });
+     return {c.grad(), Tensor(),
+             c.needs_grad(2) ? c.grad().gather(c.arg<int64_t>(1), c.input(2)) : Tensor()};
+   }).saves_only({2});
   // The selected positions of the broadcast (self, mask) get the gradient back in order.
   d.def("masked_select", [](const GradContext& c) -> variable_list {
-    const Tensor mask = c.input(1);
-    const DimVector shape = broadcast_shapes("masked_select", c.input_sizes(0), mask.sizes());
-    const Tensor pos = nonzero(mask.expand(shape).reshape({-1})).reshape({-1});
-    int64_t numel = 1;
-    for (int64_t s : shape) numel *= s;
-    return {
-        zeros({numel}, c.grad().dtype(), c.grad().device()).scatter(0, pos, c.grad()).view(shape),
-        Tensor()};
-  });
+     const Tensor mask = c.input(1);
+     const DimVector shape = broadcast_shapes("masked_select", c.input_sizes(0), mask.sizes());
+     const Tensor pos = nonzero(mask.expand(shape).reshape({-1})).reshape({-1});
+     int64_t numel = 1;
+     for (int64_t s : shape) numel *= s;
+     return {
+         zeros({numel}, c.grad().dtype(), c.grad().device()).scatter(0, pos, c.grad()).view(shape),
+         Tensor()};
+   }).saves_only({1});
   // _index_put_rows_(self (rows, k), index (n), values (n, k), accumulate): index_put_'s
   // primitive (kernels/composite/index.cpp).
   d.def("_index_put_rows_", [](const GradContext& c) -> variable_list {
@@ -70,10 +70,14 @@ LIBRARY_IMPL(xten, Autograd, m) {
      const Tensor rows = index.reshape({-1, 1}).expand({index.numel(), g.size(1)});
      return {c.arg<bool>(3) ? g : scatter(g, 0, rows, Scalar(0)), Tensor(),
              c.needs_grad(2) ? g.index_select(0, index) : Tensor()};
-   }).self_not_needed();
+   }).saves_only({1});
   // sort(self, dim, descending) and topk(self, k, dim, ...): values go back to their indices.
-  d.def("sort", [](const GradContext& c) { return to_sorted_indices(c, 1); }).saves_result();
-  d.def("topk", [](const GradContext& c) { return to_sorted_indices(c, 2); }).saves_result();
+  d.def("sort", [](const GradContext& c) { return to_sorted_indices(c, 1); })
+      .saves_result()
+      .saves_only({});
+  d.def("topk", [](const GradContext& c) { return to_sorted_indices(c, 2); })
+      .saves_result()
+      .saves_only({});
   d.nondifferentiable({"nonzero"});
 }
 

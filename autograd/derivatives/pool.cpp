@@ -67,48 +67,54 @@ Tensor adaptive_matrix(int64_t out, int64_t in, const Tensor& like) {
 
 LIBRARY_IMPL(xten, Autograd, m) {
   Derivatives d(m);
-  d.def("max_pool2d_with_indices", [](const GradContext& c) -> variable_list {
-     return {max_pool_grad(c.grad(0), c.result(1), c.input_sizes(0))};
-   }).saves_result();
-  d.def("adaptive_max_pool2d", [](const GradContext& c) -> variable_list {
-     return {max_pool_grad(c.grad(0), c.result(1), c.input_sizes(0))};
-   }).saves_result();
+  d.def("max_pool2d_with_indices",
+        [](const GradContext& c) -> variable_list {
+          return {max_pool_grad(c.grad(0), c.result(1), c.input_sizes(0))};
+        })
+      .saves_result()
+      .saves_only({});
+  d.def("adaptive_max_pool2d",
+        [](const GradContext& c) -> variable_list {
+          return {max_pool_grad(c.grad(0), c.result(1), c.input_sizes(0))};
+        })
+      .saves_result()
+      .saves_only({});
   // avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
   d.def("avg_pool2d", [](const GradContext& c) -> variable_list {
-    const IntArrayRef xs = c.input_sizes(0);
-    const Tensor& g = c.grad();
-    const IntArrayRef kernel = c.arg<IntArrayRef>(1), padding = c.arg<IntArrayRef>(3);
-    IntArrayRef stride = c.arg<IntArrayRef>(2);
-    if (stride.empty()) stride = kernel;
-    const bool include_pad = c.arg<bool>(5);
-    const auto override_div = c.arg<std::optional<int64_t>>(6);
-    const int64_t h = xs[xs.size() - 2], w = xs[xs.size() - 1], ho = g.size(-2), wo = g.size(-1);
-    std::vector<double> inv(static_cast<size_t>(ho * wo));
-    for (int64_t oy = 0; oy < ho; ++oy)
-      for (int64_t ox = 0; ox < wo; ++ox) {
-        int64_t y0 = oy * stride[0] - padding[0], x0 = ox * stride[1] - padding[1];
-        int64_t y1 = std::min(y0 + kernel[0], h + padding[0]);
-        int64_t x1 = std::min(x0 + kernel[1], w + padding[1]);
-        const int64_t padded = (y1 - y0) * (x1 - x0);
-        y0 = std::max<int64_t>(y0, 0), x0 = std::max<int64_t>(x0, 0);
-        y1 = std::min(y1, h), x1 = std::min(x1, w);
-        const int64_t div = override_div  ? *override_div
-                            : include_pad ? padded
-                                          : (y1 - y0) * (x1 - x0);
-        inv[oy * wo + ox] = div > 0 ? 1.0 / static_cast<double>(div) : 0.0;
-      }
-    const Tensor scale =
-        tensor(inv, IntArrayRef({ho, wo}), TensorOptions(g.dtype())).to(g.device());
-    return {window_sum_grad(g * scale, xs, kernel, stride, padding)};
-  });
+     const IntArrayRef xs = c.input_sizes(0);
+     const Tensor& g = c.grad();
+     const IntArrayRef kernel = c.arg<IntArrayRef>(1), padding = c.arg<IntArrayRef>(3);
+     IntArrayRef stride = c.arg<IntArrayRef>(2);
+     if (stride.empty()) stride = kernel;
+     const bool include_pad = c.arg<bool>(5);
+     const auto override_div = c.arg<std::optional<int64_t>>(6);
+     const int64_t h = xs[xs.size() - 2], w = xs[xs.size() - 1], ho = g.size(-2), wo = g.size(-1);
+     std::vector<double> inv(static_cast<size_t>(ho * wo));
+     for (int64_t oy = 0; oy < ho; ++oy)
+       for (int64_t ox = 0; ox < wo; ++ox) {
+         int64_t y0 = oy * stride[0] - padding[0], x0 = ox * stride[1] - padding[1];
+         int64_t y1 = std::min(y0 + kernel[0], h + padding[0]);
+         int64_t x1 = std::min(x0 + kernel[1], w + padding[1]);
+         const int64_t padded = (y1 - y0) * (x1 - x0);
+         y0 = std::max<int64_t>(y0, 0), x0 = std::max<int64_t>(x0, 0);
+         y1 = std::min(y1, h), x1 = std::min(x1, w);
+         const int64_t div = override_div  ? *override_div
+                             : include_pad ? padded
+                                           : (y1 - y0) * (x1 - x0);
+         inv[oy * wo + ox] = div > 0 ? 1.0 / static_cast<double>(div) : 0.0;
+       }
+     const Tensor scale =
+         tensor(inv, IntArrayRef({ho, wo}), TensorOptions(g.dtype())).to(g.device());
+     return {window_sum_grad(g * scale, xs, kernel, stride, padding)};
+   }).saves_only({});
   // Separable: out = A_h x A_w^T per plane, so dx = A_h^T g A_w.
   d.def("adaptive_avg_pool2d", [](const GradContext& c) -> variable_list {
-    const IntArrayRef xs = c.input_sizes(0);
-    const Tensor& g = c.grad();
-    const Tensor ah = adaptive_matrix(g.size(-2), xs[xs.size() - 2], g);
-    const Tensor aw = adaptive_matrix(g.size(-1), xs[xs.size() - 1], g);
-    return {matmul(matmul(ah.t(), g), aw)};
-  });
+     const IntArrayRef xs = c.input_sizes(0);
+     const Tensor& g = c.grad();
+     const Tensor ah = adaptive_matrix(g.size(-2), xs[xs.size() - 2], g);
+     const Tensor aw = adaptive_matrix(g.size(-1), xs[xs.size() - 1], g);
+     return {matmul(matmul(ah.t(), g), aw)};
+   }).saves_only({});
 }
 
 }  // namespace xten::autograd

@@ -80,13 +80,13 @@ Tensor cumprod_grad(const Tensor& g, const Tensor& x, const Tensor& y, int64_t d
 LIBRARY_IMPL(xten, Autograd, m) {
   Derivatives d(m);
   d.def("sum.dim_IntList", [](const GradContext& c) -> variable_list {
-    return {expand_reduced(c.grad(), c.input_sizes(0), c.arg<IntArrayRef>(1), c.arg<bool>(2))};
-  });
+     return {expand_reduced(c.grad(), c.input_sizes(0), c.arg<IntArrayRef>(1), c.arg<bool>(2))};
+   }).saves_only({});
   d.def("mean.dim", [](const GradContext& c) -> variable_list {
-    const IntArrayRef sizes = c.input_sizes(0), dims = c.arg<IntArrayRef>(1);
-    return {expand_reduced(c.grad(), sizes, dims, c.arg<bool>(2)) /
-            static_cast<double>(reduced_count(sizes, dims))};
-  });
+     const IntArrayRef sizes = c.input_sizes(0), dims = c.arg<IntArrayRef>(1);
+     return {expand_reduced(c.grad(), sizes, dims, c.arg<bool>(2)) /
+             static_cast<double>(reduced_count(sizes, dims))};
+   }).saves_only({});
   d.def("prod.dim_IntList", [](const GradContext& c) -> variable_list {
     return {prod_grad(c.grad(), c.input(0), c.arg<IntArrayRef>(1), c.arg<bool>(2))};
   });
@@ -103,12 +103,15 @@ LIBRARY_IMPL(xten, Autograd, m) {
      return {evenly_to_ties(c, {}, false)};
    }).saves_result();
   for (const char* op : {"max.dim", "min.dim"})
-    d.def(op, [](const GradContext& c) -> variable_list {
-       const IntArrayRef sizes = c.input_sizes(0);
-       const int64_t n = static_cast<int64_t>(sizes.size());
-       const int64_t dim = n == 0 ? 0 : wrap_dim("backward", c.arg<int64_t>(1), n);
-       return {to_indices(c.grad(0), c.result(1), sizes, dim, c.arg<bool>(2))};
-     }).saves_result();
+    d.def(op,
+          [](const GradContext& c) -> variable_list {
+            const IntArrayRef sizes = c.input_sizes(0);
+            const int64_t n = static_cast<int64_t>(sizes.size());
+            const int64_t dim = n == 0 ? 0 : wrap_dim("backward", c.arg<int64_t>(1), n);
+            return {to_indices(c.grad(0), c.result(1), sizes, dim, c.arg<bool>(2))};
+          })
+        .saves_result()
+        .saves_only({});
   // var = sum((x - mean)^2) / (N - correction).
   d.def("var.correction", [](const GradContext& c) -> variable_list {
     const Tensor x = c.input(0);
@@ -145,10 +148,10 @@ LIBRARY_IMPL(xten, Autograd, m) {
      return {keep_where(r != 0, g * x * pow(abs(x), p - 2) / pow(r, p - 1))};
    }).saves_result();
   d.def("cumsum", [](const GradContext& c) -> variable_list {
-    const int64_t n = static_cast<int64_t>(c.input_sizes(0).size());
-    if (n == 0) return {c.grad()};
-    return {reverse_cumsum(c.grad(), wrap_dim("backward", c.arg<int64_t>(1), n))};
-  });
+     const int64_t n = static_cast<int64_t>(c.input_sizes(0).size());
+     if (n == 0) return {c.grad()};
+     return {reverse_cumsum(c.grad(), wrap_dim("backward", c.arg<int64_t>(1), n))};
+   }).saves_only({});
   d.def("cumprod", [](const GradContext& c) -> variable_list {
      const Tensor x = c.input(0);
      if (x.dim() == 0) return {c.grad()};

@@ -36,27 +36,27 @@ LIBRARY_IMPL(xten, Autograd, m) {
   Derivatives d(m);
   d.def("neg", [](const GradContext& c) -> variable_list { return {-c.grad()}; })
       .inplace("neg_")
-      .self_not_needed();
+      .saves_only({});
   d.def("abs", [](const GradContext& c) -> variable_list {
      return {c.grad() * sign(c.input(0))};
    }).inplace("abs_");
   d.def("sign", [](const GradContext& c) -> variable_list { return {zero_grad(c)}; })
       .inplace("sign_")
-      .self_not_needed();
+      .saves_only({});
   d.def("exp", [](const GradContext& c) -> variable_list { return {c.grad() * c.result()}; })
       .saves_result()
       .inplace("exp_")
-      .self_not_needed();
+      .saves_only({});
   d.def("exp2",
         [](const GradContext& c) -> variable_list { return {c.grad() * c.result() * kLn2}; })
       .saves_result()
       .inplace("exp2_")
-      .self_not_needed();
+      .saves_only({});
   d.def("expm1",
         [](const GradContext& c) -> variable_list { return {c.grad() * (c.result() + 1)}; })
       .saves_result()
       .inplace("expm1_")
-      .self_not_needed();
+      .saves_only({});
   d.def("log", [](const GradContext& c) -> variable_list {
      return {c.grad() / c.input(0)};
    }).inplace("log_");
@@ -72,7 +72,7 @@ LIBRARY_IMPL(xten, Autograd, m) {
   d.def("sqrt", [](const GradContext& c) -> variable_list { return {c.grad() / (c.result() * 2)}; })
       .saves_result()
       .inplace("sqrt_")
-      .self_not_needed();
+      .saves_only({});
   d.def("rsqrt",
         [](const GradContext& c) -> variable_list {
           const Tensor r = c.result();
@@ -80,7 +80,7 @@ LIBRARY_IMPL(xten, Autograd, m) {
         })
       .saves_result()
       .inplace("rsqrt_")
-      .self_not_needed();
+      .saves_only({});
   d.def("reciprocal",
         [](const GradContext& c) -> variable_list {
           const Tensor r = c.result();
@@ -88,7 +88,7 @@ LIBRARY_IMPL(xten, Autograd, m) {
         })
       .saves_result()
       .inplace("reciprocal_")
-      .self_not_needed();
+      .saves_only({});
   d.def("sin", [](const GradContext& c) -> variable_list {
      return {c.grad() * cos(c.input(0))};
    }).inplace("sin_");
@@ -102,7 +102,7 @@ LIBRARY_IMPL(xten, Autograd, m) {
         })
       .saves_result()
       .inplace("tan_")
-      .self_not_needed();
+      .saves_only({});
   d.def("tanh",
         [](const GradContext& c) -> variable_list {
           const Tensor r = c.result();
@@ -110,7 +110,7 @@ LIBRARY_IMPL(xten, Autograd, m) {
         })
       .saves_result()
       .inplace("tanh_")
-      .self_not_needed();
+      .saves_only({});
   d.def("sigmoid",
         [](const GradContext& c) -> variable_list {
           const Tensor r = c.result();
@@ -118,14 +118,14 @@ LIBRARY_IMPL(xten, Autograd, m) {
         })
       .saves_result()
       .inplace("sigmoid_")
-      .self_not_needed();
+      .saves_only({});
   // Zero where the result is zero: at x = 0 too (PyTorch's threshold_backward).
   d.def(
        "relu",
        [](const GradContext& c) -> variable_list { return {keep_where(c.result() > 0, c.grad())}; })
       .saves_result()
       .inplace("relu_")
-      .self_not_needed();
+      .saves_only({});
   d.def("silu", [](const GradContext& c) -> variable_list {
      const Tensor x = c.input(0), s = sigmoid(x);
      return {c.grad() * s * (x * (1 - s) + 1)};
@@ -137,7 +137,7 @@ LIBRARY_IMPL(xten, Autograd, m) {
   for (const char* op : {"floor", "ceil", "round", "trunc"}) {
     d.def(op, [](const GradContext& c) -> variable_list { return {zero_grad(c)}; })
         .inplace((std::string(op) + "_").c_str())
-        .self_not_needed();
+        .saves_only({});
   }
   d.def("gelu", [](const GradContext& c) -> variable_list {
     return {gelu_grad(c.grad(), c.input(0), c.arg<std::string>(1))};

@@ -12,57 +12,58 @@ LIBRARY_IMPL(xten, Autograd, m) {
   Derivatives d(m);
   for (const char* op : {"view", "squeeze", "squeeze.dim", "unsqueeze"})
     d.def(op, [](const GradContext& c) -> variable_list {
-      return {c.grad().reshape(c.input_sizes(0))};
-    });
+       return {c.grad().reshape(c.input_sizes(0))};
+     }).saves_only({});
   d.def("permute", [](const GradContext& c) -> variable_list {
-    const IntArrayRef dims = c.arg<IntArrayRef>(1);
-    const int64_t n = static_cast<int64_t>(dims.size());
-    std::vector<int64_t> inverse(dims.size());
-    for (int64_t i = 0; i < n; ++i) inverse[wrap_dim("permute", dims[i], n)] = i;
-    return {c.grad().permute(inverse)};
-  });
+     const IntArrayRef dims = c.arg<IntArrayRef>(1);
+     const int64_t n = static_cast<int64_t>(dims.size());
+     std::vector<int64_t> inverse(dims.size());
+     for (int64_t i = 0; i < n; ++i) inverse[wrap_dim("permute", dims[i], n)] = i;
+     return {c.grad().permute(inverse)};
+   }).saves_only({});
   d.def("transpose", [](const GradContext& c) -> variable_list {
-    return {c.grad().transpose(c.arg<int64_t>(1), c.arg<int64_t>(2))};
-  });
-  d.def("t", [](const GradContext& c) -> variable_list { return {c.grad().t()}; });
-  d.def("expand",
-        [](const GradContext& c) -> variable_list { return {sum_to(c.grad(), c.input_sizes(0))}; });
+     return {c.grad().transpose(c.arg<int64_t>(1), c.arg<int64_t>(2))};
+   }).saves_only({});
+  d.def("t", [](const GradContext& c) -> variable_list { return {c.grad().t()}; }).saves_only({});
+  d.def("expand", [](const GradContext& c) -> variable_list {
+     return {sum_to(c.grad(), c.input_sizes(0))};
+   }).saves_only({});
   d.def("slice", [](const GradContext& c) -> variable_list {
-    const int64_t dim = c.arg<int64_t>(1), step = c.arg<int64_t>(4);
-    const auto start = c.arg<std::optional<int64_t>>(2), end = c.arg<std::optional<int64_t>>(3);
-    return {embed_grad(c.grad(), c.input_sizes(0),
-                       [&](const Tensor& r) { return r.slice(dim, start, end, step); })};
-  });
+     const int64_t dim = c.arg<int64_t>(1), step = c.arg<int64_t>(4);
+     const auto start = c.arg<std::optional<int64_t>>(2), end = c.arg<std::optional<int64_t>>(3);
+     return {embed_grad(c.grad(), c.input_sizes(0),
+                        [&](const Tensor& r) { return r.slice(dim, start, end, step); })};
+   }).saves_only({});
   d.def("select", [](const GradContext& c) -> variable_list {
-    const int64_t dim = c.arg<int64_t>(1), index = c.arg<int64_t>(2);
-    return {embed_grad(c.grad(), c.input_sizes(0),
-                       [&](const Tensor& r) { return r.select(dim, index); })};
-  });
+     const int64_t dim = c.arg<int64_t>(1), index = c.arg<int64_t>(2);
+     return {embed_grad(c.grad(), c.input_sizes(0),
+                        [&](const Tensor& r) { return r.select(dim, index); })};
+   }).saves_only({});
   // as_strided: positions relative to the input's first element; overlapping outputs add up.
   d.def("as_strided", [](const GradContext& c) -> variable_list {
-    const TensorMeta& x = c.input_meta(0);
-    XTEN_CHECK(x.contiguous, NotImplementedError, "as_strided",
-               "the derivative of as_strided of a non-contiguous tensor (sizes {}) is not "
-               "implemented",
-               IntArrayRef(x.sizes));
-    const auto offset = c.arg<std::optional<int64_t>>(3);
-    const int64_t rel = offset ? *offset - x.storage_offset : 0;
-    int64_t numel = 1;
-    for (int64_t s : x.sizes) numel *= s;
-    const IntArrayRef size = c.arg<IntArrayRef>(1), stride = c.arg<IntArrayRef>(2);
-    const Tensor pos =
-        as_strided(arange(numel, TensorOptions(kLong).device(x.device)), size, stride, rel)
-            .reshape({-1});
-    return {zeros({numel}, c.grad().dtype(), c.grad().device())
-                .scatter_add(0, pos, c.grad().reshape({-1}))
-                .view(x.sizes)};
-  });
+     const TensorMeta& x = c.input_meta(0);
+     XTEN_CHECK(x.contiguous, NotImplementedError, "as_strided",
+                "the derivative of as_strided of a non-contiguous tensor (sizes {}) is not "
+                "implemented",
+                IntArrayRef(x.sizes));
+     const auto offset = c.arg<std::optional<int64_t>>(3);
+     const int64_t rel = offset ? *offset - x.storage_offset : 0;
+     int64_t numel = 1;
+     for (int64_t s : x.sizes) numel *= s;
+     const IntArrayRef size = c.arg<IntArrayRef>(1), stride = c.arg<IntArrayRef>(2);
+     const Tensor pos =
+         as_strided(arange(numel, TensorOptions(kLong).device(x.device)), size, stride, rel)
+             .reshape({-1});
+     return {zeros({numel}, c.grad().dtype(), c.grad().device())
+                 .scatter_add(0, pos, c.grad().reshape({-1}))
+                 .view(x.sizes)};
+   }).saves_only({});
   // copy_: self's old values are overwritten (no gradient); src gets the gradient back in its
   // own dtype and on its own device (the engine casts it).
   d.def("copy_", [](const GradContext& c) -> variable_list {
      return {Tensor(), c.grad()};
-   }).self_not_needed();
-  d.def("fill_", [](const GradContext&) -> variable_list { return {Tensor()}; }).self_not_needed();
+   }).saves_only({});
+  d.def("fill_", [](const GradContext&) -> variable_list { return {Tensor()}; }).saves_only({});
   d.nondifferentiable({"empty", "arange", "linspace", "rand", "randn", "randint"});
 }
 
