@@ -72,7 +72,7 @@ void check_contiguous_base(const TensorImpl& base, const char* what) {
 class ViewOfBase final : public Node {
  public:
   ViewOfBase(const TensorImpl& base, ViewGeometry g, Edge base_edge)
-      : base_sizes_(base.sizes()), dtype_(base.dtype()), geometry_(std::move(g)) {
+      : base_sizes_(base.sizes()), geometry_(std::move(g)) {
     next_edges_.push_back(std::move(base_edge));
   }
   std::string name() const override { return "AsStridedBackward"; }
@@ -82,7 +82,6 @@ class ViewOfBase final : public Node {
 
  private:
   DimVector base_sizes_;
-  ScalarType dtype_;
   ViewGeometry geometry_;
 };
 
@@ -95,15 +94,16 @@ class ViewOfBase final : public Node {
 class CopySlices final : public Node {
  public:
   CopySlices(const TensorImpl& base, ViewGeometry g, Edge base_edge, std::shared_ptr<Node> fn)
-      : base_sizes_(base.sizes()), geometry_(std::move(g)), fn_(std::move(fn)) {
+      : base_({DimVector(base.sizes()), base.dtype(), base.device()}),
+        geometry_(std::move(g)),
+        fn_(std::move(fn)) {
     next_edges_.push_back(std::move(base_edge));
     const auto& fe = fn_->next_edges();
     for (size_t i = 1; i < fe.size(); ++i) next_edges_.push_back(fe[i]);
   }
   std::string name() const override { return "CopySlices"; }
   variable_list apply(variable_list&& grads) override {
-    Tensor result = grads[0].defined() ? grads[0].clone()
-                                       : zeros(base_sizes_, ScalarType::Float, Device("cpu"));
+    Tensor result = grads[0].defined() ? grads[0].clone() : base_.zeros();
     Tensor region = as_strided(result, geometry_.sizes, geometry_.strides, geometry_.offset);
     variable_list fn_grads = fn_->apply({region.clone()});
     if (!fn_grads.empty() && fn_grads[0].defined())
@@ -118,7 +118,7 @@ class CopySlices final : public Node {
   void release_saved() override { fn_->release_saved(); }
 
  private:
-  DimVector base_sizes_;
+  TensorMeta base_;
   ViewGeometry geometry_;
   std::shared_ptr<Node> fn_;
 };
