@@ -6,6 +6,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -83,13 +84,24 @@ void push_result(Stack& s, std::tuple<Ts...>&& v) {
   std::apply([&](auto&&... e) { (push_result(s, std::move(e)), ...); }, std::move(v));
 }
 template <class T>
+struct is_tensor_tuple : std::false_type {};
+template <class... Ts>
+struct is_tensor_tuple<std::tuple<Ts...>>
+    : std::bool_constant<(std::is_same_v<Ts, Tensor> && ...)> {};
+template <class Tuple, size_t... I>
+Tuple pop_tensors(Stack& s, std::index_sequence<I...>) {
+  const size_t first = s.size() - sizeof...(I);
+  Tuple r{s[first + I].get<Tensor>()...};
+  s.resize(first);
+  return r;
+}
+template <class T>
 T pop_result(Stack& s) {
   if constexpr (std::is_void_v<T>) {
     return;
-  } else if constexpr (std::is_same_v<std::decay_t<T>, std::tuple<Tensor, Tensor>>) {
-    T r{s[s.size() - 2].get<Tensor>(), s.back().get<Tensor>()};
-    s.resize(s.size() - 2);
-    return r;
+  } else if constexpr (is_tensor_tuple<std::decay_t<T>>::value) {
+    using Tuple = std::decay_t<T>;
+    return pop_tensors<Tuple>(s, std::make_index_sequence<std::tuple_size_v<Tuple>>{});
   } else {
     std::decay_t<T> r(ivalue_traits<std::decay_t<T>>::from(s.back()));
     s.pop_back();

@@ -12,8 +12,10 @@
 
 namespace xten {
 
-// Two tensors (values and indices): the one return type with a comma, named for the table.
+// Return types with commas, named for the table: two tensors (values and indices), three
+// (the gradients of a normalization's input, weight and bias).
 using TensorPair = std::tuple<Tensor, Tensor>;
+using TensorTriple = std::tuple<Tensor, Tensor, Tensor>;
 
 namespace ops {
 #define XTEN_DECLARE_OP_HANDLE(kind, name, id, schema, Ret, params, args) \

@@ -432,6 +432,16 @@
   X(FN_M, log_softmax, log_softmax, "log_softmax(Tensor self, int dim, ScalarType? dtype=None) "   \
     "-> Tensor",                                                                                   \
     Tensor, (const Tensor& self, int64_t dim, std::optional<ScalarType> dtype), (self, dim, dtype))\
+  /* the backward of softmax and log_softmax (kernels/cpu/activation.cpp; composites in */        \
+  /* kernels/composite/activation.cpp, which a backward with create_graph records) */              \
+  X(FN, _softmax_backward_data, _softmax_backward_data, "_softmax_backward_data(Tensor "            \
+    "grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",                      \
+    Tensor, (const Tensor& grad_output, const Tensor& output, int64_t dim, ScalarType input_dtype),\
+    (grad_output, output, dim, input_dtype))                                                       \
+  X(FN, _log_softmax_backward_data, _log_softmax_backward_data, "_log_softmax_backward_data("      \
+    "Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",               \
+    Tensor, (const Tensor& grad_output, const Tensor& output, int64_t dim, ScalarType input_dtype),\
+    (grad_output, output, dim, input_dtype))                                                       \
   X(FN, dropout, dropout, "dropout(Tensor input, float p, bool train) -> Tensor",                  \
     Tensor, (const Tensor& input, double p, bool train), (input, p, train))                        \
   X(FN, hardtanh, hardtanh, "hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor",\
@@ -600,6 +610,21 @@
     (const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,       \
      const std::optional<Tensor>& bias, double eps),                                               \
     (input, normalized_shape, weight, bias, eps))                                                  \
+  /* their backward (kernels/cpu/norm.cpp; composites in kernels/composite/norm.cpp) */          \
+  X(FN, batch_norm_backward, batch_norm_backward, "batch_norm_backward(Tensor grad_output, "       \
+    "Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, bool training, "     \
+    "float eps) -> (Tensor, Tensor, Tensor)",                                                      \
+    TensorTriple,                                                                                  \
+    (const Tensor& grad_output, const Tensor& input, const std::optional<Tensor>& weight,          \
+     const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,          \
+     bool training, double eps),                                                                   \
+    (grad_output, input, weight, running_mean, running_var, training, eps))                        \
+  X(FN, layer_norm_backward, layer_norm_backward, "layer_norm_backward(Tensor grad_output, "       \
+    "Tensor input, int[] normalized_shape, Tensor? weight, float eps) -> (Tensor, Tensor, Tensor)",\
+    TensorTriple,                                                                                  \
+    (const Tensor& grad_output, const Tensor& input, IntArrayRef normalized_shape,                 \
+     const std::optional<Tensor>& weight, double eps),                                             \
+    (grad_output, input, normalized_shape, weight, eps))                                           \
   X(FN, group_norm, group_norm, "group_norm(Tensor input, int num_groups, Tensor? weight=None, "   \
     "Tensor? bias=None, float eps=1e-05) -> Tensor",                                               \
     Tensor,                                                                                        \

@@ -298,6 +298,13 @@ Tensor outer(const Tensor& self, const Tensor& vec2);
 // exp(x) / sum(exp(x)) along dim, computed in the input (or given) floating dtype.
 Tensor softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
 Tensor log_softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+// Their backward, from the output y and its gradient g along dim (the gradient of an input of
+// input_dtype): softmax y * (g - sum(g * y)), log_softmax g - exp(y) * sum(g). Fused kernels on
+// CPU and XPU; with create_graph, autograd differentiates their composites (docs/autograd.md).
+Tensor _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,
+                              ScalarType input_dtype);
+Tensor _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,
+                                  ScalarType input_dtype);
 // Zeroes elements with probability p and scales the rest by 1/(1-p) when training.
 Tensor dropout(const Tensor& self, double p = 0.5, bool train = true);
 Tensor hardtanh(const Tensor& self, const Scalar& min_val = -1, const Scalar& max_val = 1);
@@ -418,6 +425,21 @@ Tensor batch_norm(const Tensor& input, const std::optional<Tensor>& weight,
 Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape,
                   const std::optional<Tensor>& weight = std::nullopt,
                   const std::optional<Tensor>& bias = std::nullopt, double eps = 1e-5);
+// The gradients (input, weight, bias) of batch_norm and layer_norm for the output gradient
+// grad_output, the statistics recomputed from the input (training) or taken from the running
+// ones (evaluation). The weight and bias gradients are returned whether or not weight is given.
+// Fused kernels on CPU and XPU; with create_graph, autograd differentiates their composites.
+std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad_output,
+                                                       const Tensor& input,
+                                                       const std::optional<Tensor>& weight,
+                                                       const std::optional<Tensor>& running_mean,
+                                                       const std::optional<Tensor>& running_var,
+                                                       bool training, double eps = 1e-5);
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad_output,
+                                                       const Tensor& input,
+                                                       IntArrayRef normalized_shape,
+                                                       const std::optional<Tensor>& weight,
+                                                       double eps = 1e-5);
 Tensor group_norm(const Tensor& input, int64_t num_groups,
                   const std::optional<Tensor>& weight = std::nullopt,
                   const std::optional<Tensor>& bias = std::nullopt, double eps = 1e-5);

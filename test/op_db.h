@@ -311,9 +311,23 @@ inline const std::vector<OpInfo>& op_db() {
       {"batch_norm",
        {{4, 3, 2, 2}, {3}, {3}},
        [](const V& x) { return batch_norm(x[0], x[1], x[2], std::nullopt, std::nullopt, true); }},
+      {"batch_norm_eval",
+       {{4, 3, 2, 2}, {3}, {3}},
+       [](const V& x) {
+         const Tensor rm = idx({1, -2, 3}, x[0]).to(x[0].dtype()) * 0.1;
+         const Tensor rv = idx({1, 2, 3}, x[0]).to(x[0].dtype()) * 0.5;
+         return batch_norm(x[0], x[1], x[2], rm, rv, false);
+       }},
+      {"batch_norm_1d",
+       {{5, 3}},
+       [](const V& x) {
+         return batch_norm(x[0], std::nullopt, std::nullopt, std::nullopt, std::nullopt, true) *
+                x[0];
+       }},
       {"layer_norm",
        {{3, 2, 4}, {2, 4}, {2, 4}},
        [](const V& x) { return layer_norm(x[0], {2, 4}, x[1], x[2]); }},
+      {"layer_norm_no_affine", {{4, 6}}, [](const V& x) { return layer_norm(x[0], {6}) * x[0]; }},
       {"group_norm",
        {{2, 4, 3}, {4}, {4}},
        [](const V& x) { return group_norm(x[0], 2, x[1], x[2]); }},

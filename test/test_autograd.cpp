@@ -306,8 +306,8 @@ TEST(NormFormulas, MatchTheDecompositionsGradient) {
   const std::vector<int64_t> shape{1, 3, 1, 1};
   // training: batch statistics
   auto fused = grads(batch_norm(x, w, b, std::nullopt, std::nullopt, true, 0.1, 1e-5));
-  Tensor ref_y = (x - x.mean(dims, true)) * rsqrt(x.var(dims, 0, true) + 1e-5) * w.view(shape) +
-                 b.view(shape);
+  Tensor ref_y =
+      (x - x.mean(dims, true)) * rsqrt(x.var(dims, 0, true) + 1e-5) * w.view(shape) + b.view(shape);
   auto ref = grads(ref_y);
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(allclose(fused[i], ref[i], 1e-10, 1e-10)) << i;
   // evaluation: running statistics (which get no gradient)
@@ -329,6 +329,93 @@ TEST(NormFormulas, MatchTheDecompositionsGradient) {
   Tensor xf = x.detach().to(kFloat).requires_grad_();
   Tensor gf = autograd::grad({(layer_norm(xf, {5, 2}) * v.to(kFloat)).sum()}, {xf})[0];
   EXPECT_TRUE(allclose(gh, gf, 1e-2, 1e-2));
+}
+
+TEST(NormFormulas, LogSoftmaxAndCrossEntropyMatchTheDecompositionsGradient) {
+  manual_seed(4);
+  Tensor x = randn({6, 7}, kDouble).requires_grad_();
+  Tensor v = randn({6, 7}, kDouble);
+  auto dx = [&](const Tensor& y) { return autograd::grad({(y * v).sum()}, {x})[0]; };
+  for (int64_t dim : {0, 1}) {
+    const Tensor m = x.amax({dim}, true).detach();
+    const Tensor ref_log = (x - m) - log(exp(x - m).sum({dim}, true));
+    EXPECT_TRUE(allclose(dx(log_softmax(x, dim)), dx(ref_log), 1e-12, 1e-12)) << dim;
+    const Tensor ref_soft = exp(x - m) / exp(x - m).sum({dim}, true);
+    EXPECT_TRUE(allclose(dx(softmax(x, dim)), dx(ref_soft), 1e-12, 1e-12)) << dim;
+  }
+  const Tensor target = tensor({1, 6, 0, 3, 3, 2});
+  const Tensor ce = autograd::grad({cross_entropy(x, target)}, {x})[0];
+  const Tensor m = x.amax({1}, true).detach();
+  const Tensor logp = (x - m) - log(exp(x - m).sum({1}, true));
+  const Tensor ref = autograd::grad({-logp.gather(1, target.unsqueeze(1)).mean()}, {x})[0];
+  EXPECT_TRUE(allclose(ce, ref, 1e-12, 1e-12));
+}
+
+// The fused backward ops have CPU kernels; their composites (kernels/composite) run where
+// autograd records them (inputs in the graph, as in a backward with create_graph): both agree.
+TEST(FusedBackward, CpuKernelsMatchTheirComposites) {
+  for (const char* op : {"_softmax_backward_data", "_log_softmax_backward_data",
+                         "batch_norm_backward", "layer_norm_backward"}) {
+    const std::string table = dump_dispatch_table(std::string("xten::") + op);
+    EXPECT_NE(table.find("  CPU          kernel from"), std::string::npos) << table;
+    EXPECT_NE(table.find("AutogradCPU  CompositeImplicit kernel"), std::string::npos) << table;
+  }
+  manual_seed(5);
+  for (ScalarType dt : {kDouble, kFloat, kHalf, kBFloat16}) {
+    SCOPED_TRACE(to_string(dt));
+    const double tol = dt == kDouble ? 1e-12 : dt == kFloat ? 1e-5 : 2e-2;
+    // `in_graph` makes the call take the autograd key, where the composite runs.
+    const Tensor x = randn({4, 3, 5, 2}).to(dt), g = randn({4, 3, 5, 2}).to(dt);
+    const Tensor gg = g.detach().requires_grad_();
+    for (int64_t dim : {1, 3}) {
+      const Tensor y = softmax(x, dim), ly = log_softmax(x, dim);
+      EXPECT_TRUE(allclose(_softmax_backward_data(g, y, dim, dt),
+                           _softmax_backward_data(gg, y, dim, dt).detach(), tol, tol));
+      EXPECT_TRUE(allclose(_log_softmax_backward_data(g, ly, dim, dt),
+                           _log_softmax_backward_data(gg, ly, dim, dt).detach(), tol, tol));
+    }
+    const Tensor w = randn({3}).to(dt), rm = randn({3}).to(dt), rv = rand({3}).to(dt) + 0.5;
+    for (bool training : {true, false}) {
+      for (bool affine : {true, false}) {
+        const auto wt = affine ? std::optional<Tensor>(w) : std::nullopt;
+        auto fused = batch_norm_backward(g, x, wt, rm, rv, training);
+        auto comp = batch_norm_backward(gg, x, wt, rm, rv, training);
+        EXPECT_TRUE(allclose(std::get<0>(fused), std::get<0>(comp).detach(), tol, tol));
+        EXPECT_TRUE(allclose(std::get<1>(fused), std::get<1>(comp).detach(), tol, tol * 10));
+        EXPECT_TRUE(allclose(std::get<2>(fused), std::get<2>(comp).detach(), tol, tol * 10));
+        EXPECT_EQ(std::get<0>(fused).dtype(), dt);
+      }
+    }
+    const Tensor lw = randn({5, 2}).to(dt);
+    for (bool affine : {true, false}) {
+      const auto wt = affine ? std::optional<Tensor>(lw) : std::nullopt;
+      Tensor fused[3], comp[3];
+      std::tie(fused[0], fused[1], fused[2]) = layer_norm_backward(g, x, {5, 2}, wt);
+      std::tie(comp[0], comp[1], comp[2]) = layer_norm_backward(gg, x, {5, 2}, wt);
+      for (int i = 0; i < 3; ++i)
+        EXPECT_TRUE(allclose(fused[i], comp[i].detach(), tol, tol * 10)) << i;
+    }
+  }
+}
+
+TEST(FusedBackward, BadArgumentsRaise) {
+  const Tensor x = randn({4, 3}), g = randn({4, 3});
+  EXPECT_THROW_MSG(_log_softmax_backward_data(randn({4, 2}), x, 1, kFloat), ValueError,
+                   "[_log_softmax_backward_data] grad_output of shape (4, 2) does not match");
+  EXPECT_THROW_MSG(_softmax_backward_data(g, x, 2, kFloat), IndexError, "_softmax_backward_data");
+  EXPECT_THROW_MSG(_softmax_backward_data(g, x, 1, kLong), NotImplementedError,
+                   "[_softmax_backward_data] not implemented for dtype Long");
+  EXPECT_THROW_MSG(batch_norm_backward(g, x, randn({4}), std::nullopt, std::nullopt, true),
+                   ValueError, "[batch_norm_backward] weight must have shape (3), but got (4)");
+  EXPECT_THROW_MSG(batch_norm_backward(g, x, std::nullopt, std::nullopt, std::nullopt, false),
+                   ValueError, "running_mean and running_var must be given");
+  EXPECT_THROW_MSG(
+      batch_norm_backward(g, randn({4}), std::nullopt, std::nullopt, std::nullopt, true),
+      ValueError, "[batch_norm_backward] expected an input of at least 2 dims");
+  EXPECT_THROW_MSG(layer_norm_backward(g, x, {4}, std::nullopt), ValueError,
+                   "[layer_norm_backward] normalized_shape (4) must match the last dims");
+  EXPECT_THROW_MSG(layer_norm_backward(g.to(kLong), x.to(kLong), {3}, std::nullopt),
+                   NotImplementedError, "[layer_norm_backward] not implemented for dtypes Long");
 }
 
 TEST(NormFormulas, RunningStatisticsStayOutOfTheGraph) {

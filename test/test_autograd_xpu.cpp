@@ -51,6 +51,64 @@ TEST_P(XpuOpGrad, MatchesTheCpu) {
 INSTANTIATE_TEST_SUITE_P(OpDb, XpuOpGrad, ::testing::ValuesIn(op_db()),
                          [](const auto& info) { return info.param.name; });
 
+// The fused backward ops' XPU kernels against the CPU's, in every floating dtype, in training
+// and evaluation, with and without weight, on shapes whose rows span several work-item strides.
+TEST(FusedBackwardXpu, KernelsMatchTheCpu) {
+  for (const char* op : {"_softmax_backward_data", "_log_softmax_backward_data",
+                         "batch_norm_backward", "layer_norm_backward"}) {
+    const std::string table = dump_dispatch_table(std::string("xten::") + op);
+    EXPECT_NE(table.find("  XPU          kernel from"), std::string::npos) << table;
+  }
+  manual_seed(6);
+  const Device xpu("xpu");
+  auto same = [](const Tensor& on_xpu, const Tensor& cpu, double tol) {
+    EXPECT_EQ(on_xpu.device().type(), kXPU);
+    EXPECT_EQ(on_xpu.dtype(), cpu.dtype());
+    return allclose(on_xpu.to("cpu"), cpu, tol, tol);
+  };
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kBFloat16}) {
+    SCOPED_TRACE(to_string(dt));
+    const double tol = dt == kDouble ? 1e-12 : dt == kFloat ? 1e-4 : 2e-2;
+    const Tensor x = randn({3, 5, 7, 90}).to(dt), g = randn({3, 5, 7, 90}).to(dt);
+    const Tensor xx = x.to(xpu), gx = g.to(xpu);
+    for (int64_t dim : {1, 3}) {
+      const Tensor y = softmax(x, dim), ly = log_softmax(x, dim);
+      EXPECT_TRUE(same(_softmax_backward_data(gx, y.to(xpu), dim, dt),
+                       _softmax_backward_data(g, y, dim, dt), tol));
+      EXPECT_TRUE(same(_log_softmax_backward_data(gx, ly.to(xpu), dim, dt),
+                       _log_softmax_backward_data(g, ly, dim, dt), tol));
+    }
+    const Tensor w = randn({5}), rm = randn({5}), rv = rand({5}) + 0.5;
+    for (bool training : {true, false}) {
+      for (bool affine : {true, false}) {
+        const auto wc = affine ? std::optional<Tensor>(w) : std::nullopt;
+        const auto wx = affine ? std::optional<Tensor>(w.to(xpu)) : std::nullopt;
+        Tensor c[3], d[3];
+        std::tie(c[0], c[1], c[2]) = batch_norm_backward(g, x, wc, rm, rv, training);
+        std::tie(d[0], d[1], d[2]) =
+            batch_norm_backward(gx, xx, wx, rm.to(xpu), rv.to(xpu), training);
+        for (int i = 0; i < 3; ++i)
+          EXPECT_TRUE(same(d[i], c[i], tol * (i ? 10 : 1))) << training << affine << i;
+      }
+    }
+    for (bool affine : {true, false}) {
+      const Tensor lw = randn({7, 90}).to(dt);
+      const auto wc = affine ? std::optional<Tensor>(lw) : std::nullopt;
+      const auto wx = affine ? std::optional<Tensor>(lw.to(xpu)) : std::nullopt;
+      Tensor c[3], d[3];
+      std::tie(c[0], c[1], c[2]) = layer_norm_backward(g, x, {7, 90}, wc);
+      std::tie(d[0], d[1], d[2]) = layer_norm_backward(gx, xx, {7, 90}, wx);
+      for (int i = 0; i < 3; ++i) EXPECT_TRUE(same(d[i], c[i], tol * (i ? 10 : 1))) << affine << i;
+    }
+  }
+  // Empty batches: no launch, zero weight and bias gradients.
+  Tensor d[3];
+  std::tie(d[0], d[1], d[2]) = layer_norm_backward(zeros({0, 4}, kFloat, xpu),
+                                                   zeros({0, 4}, kFloat, xpu), {4}, std::nullopt);
+  EXPECT_EQ(d[0].numel(), 0);
+  EXPECT_EQ(d[1].to("cpu").abs().sum().item<float>(), 0);
+}
+
 TEST(AutogradXpu, AGraphAcrossDevices) {
   Tensor a = tensor({1.0, 2.0, 3.0}).requires_grad_();  // CPU leaf
   Tensor on_xpu = (a * 2).to("xpu");

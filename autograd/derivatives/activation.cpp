@@ -6,20 +6,19 @@ namespace xten::autograd {
 
 LIBRARY_IMPL(xten, Autograd, m) {
   Derivatives d(m);
-  // y = softmax(x): dx = y * (g - sum(g * y)).
+  // y = softmax(x): dx = y * (g - sum(g * y)); y = log_softmax(x): dx = g - exp(y) * sum(g).
+  // Fused kernels on CPU and XPU (kernels/cpu/activation.cpp); composites with create_graph.
   d.def("softmax",
         [](const GradContext& c) -> variable_list {
-          const Tensor y = c.result();
-          const int64_t dim = c.arg<int64_t>(1);
-          return {y * (c.grad() - (c.grad() * y).sum({dim}, true))};
+          return {_softmax_backward_data(c.grad(), c.result(), c.arg<int64_t>(1),
+                                         c.input_meta(0).dtype)};
         })
       .saves_result()
       .saves_only({});
-  // y = log_softmax(x): dx = g - exp(y) * sum(g).
   d.def("log_softmax",
         [](const GradContext& c) -> variable_list {
-          const int64_t dim = c.arg<int64_t>(1);
-          return {c.grad() - exp(c.result()) * c.grad().sum({dim}, true)};
+          return {_log_softmax_backward_data(c.grad(), c.result(), c.arg<int64_t>(1),
+                                             c.input_meta(0).dtype)};
         })
       .saves_result()
       .saves_only({});

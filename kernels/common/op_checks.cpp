@@ -70,6 +70,90 @@ ScalarType softmax_dtype(const char* op, const Tensor& self, std::optional<Scala
   return out;
 }
 
+int64_t softmax_backward_meta(const char* op, const Tensor& grad_output, const Tensor& output,
+                              int64_t dim, ScalarType input_dtype) {
+  XTEN_CHECK(grad_output.sizes() == output.sizes(), ValueError, op,
+             "grad_output of shape {} does not match the output's shape {}", grad_output.sizes(),
+             output.sizes());
+  XTEN_CHECK(grad_output.device() == output.device(), DeviceError, op,
+             "grad_output is on {} but the output on {}", grad_output.device().str(),
+             output.device().str());
+  for (ScalarType t : {grad_output.dtype(), output.dtype(), input_dtype})
+    XTEN_CHECK(is_floating_type(t), NotImplementedError, op, "not implemented for dtype {}",
+               to_string(t));
+  return output.dim() == 0 ? wrap_dim(op, dim, 1) : wrap_dim(op, dim, output.dim());
+}
+
+namespace {
+
+// The input and grad_output of a normalization's backward, and a per-statistic tensor `what`.
+void check_norm_input(const char* op, const Tensor& grad_output, const Tensor& input) {
+  XTEN_CHECK(is_floating_type(input.dtype()) && is_floating_type(grad_output.dtype()),
+             NotImplementedError, op, "not implemented for dtypes {} (input) and {} (grad_output)",
+             to_string(input.dtype()), to_string(grad_output.dtype()));
+  XTEN_CHECK(grad_output.sizes() == input.sizes(), ValueError, op,
+             "grad_output of shape {} does not match the input's shape {}", grad_output.sizes(),
+             input.sizes());
+  XTEN_CHECK(grad_output.device() == input.device(), DeviceError, op,
+             "grad_output is on {} but the input on {}", grad_output.device().str(),
+             input.device().str());
+}
+void check_norm_param(const char* op, const char* what, const std::optional<Tensor>& t,
+                      const Tensor& input, IntArrayRef shape) {
+  if (!t || !t->defined()) return;
+  XTEN_CHECK(t->sizes() == shape, ValueError, op, "{} must have shape {}, but got {}", what, shape,
+             t->sizes());
+  XTEN_CHECK(is_floating_type(t->dtype()), NotImplementedError, op,
+             "{} of dtype {} is not supported (expected a floating dtype)", what,
+             to_string(t->dtype()));
+  XTEN_CHECK(t->device() == input.device(), DeviceError, op, "{} is on {} but the input on {}",
+             what, t->device().str(), input.device().str());
+}
+
+}  // namespace
+
+NormBackwardMeta batch_norm_backward_meta(const Tensor& grad_output, const Tensor& input,
+                                          const std::optional<Tensor>& weight,
+                                          const std::optional<Tensor>& running_mean,
+                                          const std::optional<Tensor>& running_var, bool training) {
+  const char* op = "batch_norm_backward";
+  XTEN_CHECK(input.dim() >= 2, ValueError, op,
+             "expected an input of at least 2 dims (N, C, ...), but got shape {}", input.sizes());
+  check_norm_input(op, grad_output, input);
+  NormBackwardMeta m;
+  m.outer = input.size(0);
+  m.channels = input.size(1);
+  m.inner = m.outer * m.channels == 0 ? 0 : input.numel() / (m.outer * m.channels);
+  const IntArrayRef c(m.channels);
+  check_norm_param(op, "weight", weight, input, c);
+  check_norm_param(op, "running_mean", running_mean, input, c);
+  check_norm_param(op, "running_var", running_var, input, c);
+  XTEN_CHECK(training ||
+                 (running_mean && running_mean->defined() && running_var && running_var->defined()),
+             ValueError, op,
+             "running_mean and running_var must be given in evaluation mode (training=false)");
+  return m;
+}
+
+NormBackwardMeta layer_norm_backward_meta(const Tensor& grad_output, const Tensor& input,
+                                          IntArrayRef normalized_shape,
+                                          const std::optional<Tensor>& weight) {
+  const char* op = "layer_norm_backward";
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  XTEN_CHECK(
+      k >= 1 && k <= input.dim() && input.sizes().slice(input.dim() - k, k) == normalized_shape,
+      ValueError, op, "normalized_shape {} must match the last dims of the input's shape {}",
+      normalized_shape, input.sizes());
+  check_norm_input(op, grad_output, input);
+  check_norm_param(op, "weight", weight, input, normalized_shape);
+  NormBackwardMeta m;
+  m.channels = 1;
+  m.inner = 1;
+  for (int64_t s : normalized_shape) m.inner *= s;
+  m.outer = m.inner == 0 ? 0 : input.numel() / m.inner;
+  return m;
+}
+
 void check_softplus_beta(const Scalar& beta) {
   XTEN_CHECK(beta.to<double>() != 0, ValueError, "softplus", "beta must be nonzero");
 }

@@ -27,6 +27,26 @@ ScalarType mean_dtype(const Tensor& self, std::optional<ScalarType> dtype);
 // The output dtype of softmax/log_softmax: the given one or the input's; it must be floating.
 ScalarType softmax_dtype(const char* op, const Tensor& self, std::optional<ScalarType> dtype);
 void check_softplus_beta(const Scalar& beta);
+// _softmax_backward_data / _log_softmax_backward_data: grad_output and output of one shape and
+// floating dtypes, a floating input_dtype; returns the dim wrapped (0 for 0-d tensors).
+int64_t softmax_backward_meta(const char* op, const Tensor& grad_output, const Tensor& output,
+                              int64_t dim, ScalarType input_dtype);
+
+// The backward of batch_norm and layer_norm sees the input as [outer, channels, inner] with one
+// set of statistics per channel: batch_norm [N, C, H*W...], layer_norm [rows, 1, normalized
+// elements]. The checks: a floating input of at least 2 dims (batch_norm) or ending in
+// normalized_shape (layer_norm), grad_output of its shape, weight (and running statistics) of
+// the statistics' shape on the input's device, running statistics given in evaluation.
+struct NormBackwardMeta {
+  int64_t outer = 0, channels = 0, inner = 0;
+};
+NormBackwardMeta batch_norm_backward_meta(const Tensor& grad_output, const Tensor& input,
+                                          const std::optional<Tensor>& weight,
+                                          const std::optional<Tensor>& running_mean,
+                                          const std::optional<Tensor>& running_var, bool training);
+NormBackwardMeta layer_norm_backward_meta(const Tensor& grad_output, const Tensor& input,
+                                          IntArrayRef normalized_shape,
+                                          const std::optional<Tensor>& weight);
 
 // A pointwise op's given output: it has the broadcast shape, the result dtype casts to its
 // dtype, and no two of its elements share memory.

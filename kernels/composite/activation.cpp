@@ -3,6 +3,8 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
+#include <xten/kernels/common/op_checks.h>
+
 namespace xten {
 namespace {
 
@@ -40,9 +42,24 @@ Tensor dropout_kernel(const Tensor& self, double p, bool train) {
   return self * keep * (1.0 / (1.0 - p));
 }
 
+// The backward of softmax and log_softmax written with ops: the CPU and XPU have fused kernels,
+// so this runs where autograd records it (a backward with create_graph) and on other backends.
+Tensor softmax_backward_data_kernel(const Tensor& g, const Tensor& y, int64_t dim,
+                                    ScalarType input_dtype) {
+  const int64_t d = softmax_backward_meta("_softmax_backward_data", g, y, dim, input_dtype);
+  return (y * (g - (g * y).sum({d}, true))).to(input_dtype);
+}
+Tensor log_softmax_backward_data_kernel(const Tensor& g, const Tensor& y, int64_t dim,
+                                        ScalarType input_dtype) {
+  const int64_t d = softmax_backward_meta("_log_softmax_backward_data", g, y, dim, input_dtype);
+  return (g - exp(y) * g.sum({d}, true)).to(input_dtype);
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, CompositeImplicit, m) {
+  m.impl("_softmax_backward_data", softmax_backward_data_kernel);
+  m.impl("_log_softmax_backward_data", log_softmax_backward_data_kernel);
   m.impl("hardtanh", hardtanh_kernel);
   m.impl("prelu", prelu_kernel);
   m.impl("dropout", dropout_kernel);

@@ -3,7 +3,10 @@
 // float and return their own dtype.
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
+#include <xten/dispatch/op_handles.h>
 #include <xten/dispatch/ops.h>
+
+#include <xten/kernels/common/op_checks.h>
 
 namespace xten {
 namespace {
@@ -115,12 +118,67 @@ Tensor group_norm_kernel(const Tensor& input, int64_t groups, const std::optiona
   return affine(y, weight, bias, shape).to(input.dtype());
 }
 
+// The backward of batch_norm and layer_norm in closed form: for y = xhat * w + b with xhat
+// normalized over a group, dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), gw = g * w
+// (batch statistics; with running ones dx = gw * rstd), dw = sum(g * xhat), db = sum(g), the
+// sums over the group's other dims. The CPU and XPU have fused kernels (kernels/cpu/norm.cpp),
+// so this runs where autograd records it (a backward with create_graph) and on other backends;
+// the tests compare both with the gradient of the forward's decomposition.
+Tensor normalized_input_grad(const Tensor& gw, const Tensor& xhat, const Tensor& rstd,
+                             IntArrayRef dims) {
+  return rstd * (gw - gw.mean(dims, true) - xhat * (gw * xhat).mean(dims, true));
+}
+
+// The weight and bias gradients in the weight's dtype (the input's if none).
+TensorTriple norm_grads(const Tensor& input, const std::optional<Tensor>& weight, Tensor dx,
+                        Tensor dw, Tensor db) {
+  const ScalarType wt = weight && weight->defined() ? weight->dtype() : input.dtype();
+  return {dx.to(input.dtype()), dw.to(wt), db.to(wt)};
+}
+
+TensorTriple batch_norm_backward_kernel(const Tensor& grad_output, const Tensor& input,
+                                        const std::optional<Tensor>& weight,
+                                        const std::optional<Tensor>& running_mean,
+                                        const std::optional<Tensor>& running_var, bool training,
+                                        double eps) {
+  batch_norm_backward_meta(grad_output, input, weight, running_mean, running_var, training);
+  const ScalarType st = stats_dtype(input);
+  const Tensor x = input.to(st), g = grad_output.to(st);
+  DimVector dims{0}, shape(static_cast<size_t>(x.dim()), 1);
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  shape[1] = x.size(1);
+  const Tensor mean = training ? x.mean(dims, true) : running_mean->to(st).view(shape);
+  const Tensor var = training ? x.var(dims, 0, true) : running_var->to(st).view(shape);
+  const Tensor rstd = rsqrt(var + eps), xhat = (x - mean) * rstd;
+  const Tensor gw = weight && weight->defined() ? g * weight->to(st).view(shape) : g;
+  Tensor dx = training ? normalized_input_grad(gw, xhat, rstd, dims) : gw * rstd;
+  return norm_grads(input, weight, dx, (g * xhat).sum(dims), g.sum(dims));
+}
+
+TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor& input,
+                                        IntArrayRef normalized_shape,
+                                        const std::optional<Tensor>& weight, double eps) {
+  layer_norm_backward_meta(grad_output, input, normalized_shape, weight);
+  const ScalarType st = stats_dtype(input);
+  const Tensor x = input.to(st), g = grad_output.to(st);
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  DimVector dims, lead;
+  for (int64_t i = 0; i < x.dim(); ++i) (i < x.dim() - k ? lead : dims).push_back(i);
+  const Tensor rstd = rsqrt(x.var(dims, 0, true) + eps);
+  const Tensor xhat = (x - x.mean(dims, true)) * rstd;
+  const Tensor gw = weight && weight->defined() ? g * weight->to(st) : g;
+  return norm_grads(input, weight, normalized_input_grad(gw, xhat, rstd, dims),
+                    lead.empty() ? g * xhat : (g * xhat).sum(lead), lead.empty() ? g : g.sum(lead));
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, CompositeImplicit, m) {
   m.impl("batch_norm", batch_norm_kernel);
   m.impl("layer_norm", layer_norm_kernel);
   m.impl("group_norm", group_norm_kernel);
+  m.impl("batch_norm_backward", batch_norm_backward_kernel);
+  m.impl("layer_norm_backward", layer_norm_backward_kernel);
 }
 
 }  // namespace xten

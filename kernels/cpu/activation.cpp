@@ -1,6 +1,6 @@
-// Activations on CPU: softmax and log_softmax (one pass per row over a contiguous copy with
-// the dim innermost, vectorized by Eigen), and the parameterized pointwise activations
-// (leaky_relu, elu, softplus, hardswish) through the elementwise engine. Composite ones
+// Activations on CPU: softmax and log_softmax and their backward (one pass per row over a
+// contiguous copy with the dim innermost, vectorized by Eigen), and the parameterized pointwise
+// activations (leaky_relu, elu, softplus, hardswish) through the elementwise engine. Composite ones
 // (hardtanh, prelu, dropout) are in kernels/composite/activation.cpp.
 #include <cmath>
 
@@ -69,6 +69,55 @@ Tensor log_softmax_kernel(const Tensor& self, int64_t dim, std::optional<ScalarT
   return softmax_impl<true>("log_softmax", self, dim, dtype);
 }
 
+// Their backward over rows of y and g (the dim innermost, as the forward):
+// softmax dx = y * (g - sum(g * y)), log_softmax dx = g - exp(y) * sum(g).
+template <bool kLog>
+Tensor softmax_backward_impl(const char* op, const Tensor& grad_output, const Tensor& output,
+                             int64_t dim, ScalarType input_dtype) {
+  const int64_t d = softmax_backward_meta(op, grad_output, output, dim, input_dtype);
+  if (output.dim() == 0)
+    return softmax_backward_impl<kLog>(op, grad_output.reshape({1}), output.reshape({1}), 0,
+                                       input_dtype)
+        .reshape({});
+  const ScalarType t = promote_types(grad_output.dtype(), output.dtype());
+  const Tensor gr = grad_output.to(t).transpose(d, -1).contiguous();
+  const Tensor yr = output.to(t).transpose(d, -1).contiguous();
+  Tensor out = empty_tensor(yr.sizes(), t, output.device());
+  const int64_t n = yr.size(-1);
+  const int64_t rows = n ? yr.numel() / n : 0;
+  visit_dtype<dtypes::kFloating>(op, t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    const T* gp = static_cast<const T*>(gr.data_ptr());
+    const T* yp = static_cast<const T*>(yr.data_ptr());
+    T* dst = static_cast<T*>(out.data_ptr());
+    auto row = [](const auto& g, const auto& y, auto&& dx) {
+      if (kLog) {
+        dx = g - y.exp() * g.sum();
+      } else {
+        dx = y * (g - (g * y).sum());
+      }
+    };
+    parallel_for(rows, grain_for(n), [&](int64_t b, int64_t e) {
+      if constexpr (std::is_same_v<T, M>) {
+        for (int64_t r = b; r < e; ++r)
+          row(ECMap<M>(gp + r * n, n), ECMap<M>(yp + r * n, n), EMap<M>(dst + r * n, n));
+      } else {  // 16-bit floats: through float rows
+        EArray<M> g(n), y(n), dx(n);
+        for (int64_t r = b; r < e; ++r) {
+          for (int64_t i = 0; i < n; ++i) {
+            g[i] = static_cast<M>(gp[r * n + i]);
+            y[i] = static_cast<M>(yp[r * n + i]);
+          }
+          row(g, y, dx);
+          for (int64_t i = 0; i < n; ++i) dst[r * n + i] = cast_value<T>(dx[i]);
+        }
+      }
+    });
+  });
+  return out.transpose(d, -1).to(input_dtype).contiguous();
+}
+
 // A pointwise activation over floating inputs, the functor built per opmath type.
 template <class MakeOp>
 Tensor activation(const char* op, const Tensor& self, const MakeOp& make) {
@@ -120,6 +169,14 @@ Tensor hardswish_kernel(const Tensor& self) {
 LIBRARY_IMPL(xten, CPU, m) {
   m.impl("softmax", softmax_kernel);
   m.impl("log_softmax", log_softmax_kernel);
+  m.impl("_softmax_backward_data",
+         [](const Tensor& g, const Tensor& y, int64_t dim, ScalarType input_dtype) {
+           return softmax_backward_impl<false>("_softmax_backward_data", g, y, dim, input_dtype);
+         });
+  m.impl("_log_softmax_backward_data",
+         [](const Tensor& g, const Tensor& y, int64_t dim, ScalarType input_dtype) {
+           return softmax_backward_impl<true>("_log_softmax_backward_data", g, y, dim, input_dtype);
+         });
   m.impl("leaky_relu", leaky_relu_kernel);
   m.impl("elu", elu_kernel);
   m.impl("softplus", softplus_kernel);

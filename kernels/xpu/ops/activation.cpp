@@ -1,5 +1,5 @@
-// XPU softmax and log_softmax, and the parameterized pointwise activations (activation.cl),
-// with the CPU kernels' dtype rules and errors.
+// XPU softmax and log_softmax (and their backward), and the parameterized pointwise activations
+// (activation.cl), with the CPU kernels' dtype rules and errors.
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
@@ -27,6 +27,29 @@ Tensor softmax_impl(const char* op, bool take_log, const Tensor& self, int64_t d
                   rows_in.data_ptr(), n, int32_t{take_log ? 1 : 0});
   }
   return out.transpose(d, -1).contiguous();
+}
+
+// Their backward over rows of y and g (activation.cl's softmax_backward).
+Tensor softmax_backward_impl(const char* op, bool take_log, const Tensor& grad_output,
+                             const Tensor& output, int64_t dim, ScalarType input_dtype) {
+  const int64_t d = softmax_backward_meta(op, grad_output, output, dim, input_dtype);
+  if (output.dim() == 0)
+    return softmax_backward_impl(op, take_log, grad_output.reshape({1}), output.reshape({1}), 0,
+                                 input_dtype)
+        .reshape({});
+  const ScalarType t = promote_types(grad_output.dtype(), output.dtype());
+  const Tensor gr = grad_output.to(t).transpose(d, -1).contiguous();
+  const Tensor yr = output.to(t).transpose(d, -1).contiguous();
+  Tensor out = empty(yr.sizes(), t, yr.device());
+  const int64_t n = yr.size(-1);
+  const int64_t rows = n ? yr.numel() / n : 0;
+  if (rows > 0) {
+    Kernel& k = get_kernel(device_of(yr), op, family_for("activation", {t}),
+                           std::string("softmax_backward_") + dtype_tag(t));
+    launch_groups(stream_of(yr), k, static_cast<uint64_t>(rows), out.data_ptr(), gr.data_ptr(),
+                  yr.data_ptr(), n, int32_t{take_log ? 1 : 0});
+  }
+  return out.transpose(d, -1).to(input_dtype).contiguous();
 }
 
 // A pointwise activation over floating inputs with parameters p0..p2 (opmath values).
@@ -59,6 +82,14 @@ LIBRARY_IMPL(xten, XPU, m) {
   m.impl("log_softmax", [](const Tensor& s, int64_t dim, std::optional<ScalarType> dtype) {
     return softmax_impl("log_softmax", true, s, dim, dtype);
   });
+  m.impl("_softmax_backward_data",
+         [](const Tensor& g, const Tensor& y, int64_t dim, ScalarType input_dtype) {
+           return softmax_backward_impl("_softmax_backward_data", false, g, y, dim, input_dtype);
+         });
+  m.impl("_log_softmax_backward_data",
+         [](const Tensor& g, const Tensor& y, int64_t dim, ScalarType input_dtype) {
+           return softmax_backward_impl("_log_softmax_backward_data", true, g, y, dim, input_dtype);
+         });
 }
 
 }  // namespace xten::xpu

@@ -1,15 +1,9 @@
-// activation: softmax and log_softmax over contiguous rows (the host puts the dim innermost),
-// one work-group of 256 per row: a local-memory max, a local-memory sum of exp(x - max), then
+// activation: softmax and log_softmax (and their backward) over contiguous rows (the host puts
+// the dim innermost), one work-group of 256 per row: a local-memory max, a local-memory sum of exp(x - max), then
 // the outputs, all in opmath, as kernels/cpu/activation.cpp computes them. Host side:
 // kernels/xpu/ops/activation.cpp.
 #include "common.h"
 
-#define TREE(OP, scratch, l)                                                                       \
-  for (int s = XTEN_GROUP_SIZE / 2; s > 0; s >>= 1) {                                              \
-    if ((l) < s) scratch[l] = OP(scratch[l], scratch[(l) + s]);                                    \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
-  }
-#define PLUS(a, b) ((a) + (b))
 // NaN-propagating max, like Eigen's maxCoeff on the CPU for NaN-free rows.
 #define MAXF(a, b) ((a) != (a) ? (a) : ((b) > (a) || (b) != (b)) ? (b) : (a))
 
@@ -41,6 +35,29 @@
   }
 
 XTEN_FLOAT_DTYPES(SOFTMAX, _)
+
+// Their backward over rows of the output y and its gradient g (same layout as the forward):
+// softmax y * (g - sum(g * y)), log_softmax g - exp(y) * sum(g), as kernels/cpu/activation.cpp.
+#define SOFTMAX_BACKWARD(T, unused)                                                                \
+  KERNEL softmax_backward_##T(global T##_t* out, global const T##_t* g, global const T##_t* y,     \
+                              long n, int take_log) {                                              \
+    local T##_m scratch[XTEN_GROUP_SIZE];                                                          \
+    const long base = get_group_id(0) * n;                                                         \
+    const int l = (int)get_local_id(0);                                                            \
+    T##_m s = 0;                                                                                   \
+    for (long j = l; j < n; j += XTEN_GROUP_SIZE)                                                  \
+      s += take_log ? T##_load(g, base + j) : T##_load(g, base + j) * T##_load(y, base + j);       \
+    scratch[l] = s;                                                                                \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    TREE(PLUS, scratch, l)                                                                         \
+    s = scratch[0];                                                                                \
+    for (long j = l; j < n; j += XTEN_GROUP_SIZE) {                                                \
+      const T##_m gv = T##_load(g, base + j), yv = T##_load(y, base + j);                          \
+      T##_store(out, base + j, take_log ? gv - exp(yv) * s : yv * (gv - s));                       \
+    }                                                                                              \
+  }
+
+XTEN_FLOAT_DTYPES(SOFTMAX_BACKWARD, _)
 
 // Pointwise activations with up to three parameters p0..p2 (in opmath), strided and one-dim
 // variants, through the host's elementwise path; formulas as kernels/cpu/activation.cpp.

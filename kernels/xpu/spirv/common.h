@@ -195,6 +195,15 @@ static inline void strided_offsets(long i, int ndim, long8 sizes, long8 a_st, lo
   if (i < (n))
 #define KERNEL kernel __attribute__((reqd_work_group_size(XTEN_GROUP_SIZE, 1, 1))) void
 
+// A work-group's tree reduction of scratch[0..XTEN_GROUP_SIZE) with OP into scratch[0], every
+// work-item `l` taking part (the caller fills scratch and puts a barrier before).
+#define TREE(OP, scratch, l)                                                                       \
+  for (int s = XTEN_GROUP_SIZE / 2; s > 0; s >>= 1) {                                              \
+    if ((l) < s) scratch[l] = OP(scratch[l], scratch[(l) + s]);                                    \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+  }
+#define PLUS(a, b) ((a) + (b))
+
 // Heads of a pointwise kernel with up to three opmath parameters p0..p2 (clamp and
 // nan_to_num in unary.cl, the parameterized activations in activation.cl): NAME_T over a
 // strided space and NAME_T_1d over one dim, the body (the last argument) run per element

@@ -1,0 +1,176 @@
+// Normalization backward on CPU: batch_norm_backward and layer_norm_backward as fused loops
+// over the input, its gradient and the recomputed statistics (docs/autograd.md, "Fused backward
+// kernels"): batch_norm one task per channel (the sums over its rows accumulated in double),
+// layer_norm one task per row and then one per block of columns for the weight and bias
+// gradients. float16 and bfloat16 are computed in float.
+#include <cmath>
+
+#include <Eigen/Core>
+
+#include <xten/core/dtype_dispatch.h>
+#include <xten/core/meta.h>
+#include <xten/core/parallel.h>
+#include <xten/dispatch/library.h>
+#include <xten/dispatch/op_handles.h>
+#include <xten/dispatch/ops.h>
+
+#include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/cpu/loops.h>
+
+namespace xten::cpu {
+namespace {
+
+// A contiguous copy in the type the loops run in (float or double), or null if absent.
+Tensor opmath_copy(const std::optional<Tensor>& t, ScalarType m) {
+  return t && t->defined() ? t->to(m).contiguous() : Tensor();
+}
+template <class T>
+const T* ptr_or_null(const Tensor& t) {
+  return t.defined() ? static_cast<const T*>(t.data_ptr()) : nullptr;
+}
+
+// Calls f(TypeTag<float or double>) for the loops' type m.
+template <class F>
+void visit_opmath(ScalarType m, F&& f) {
+  if (m == kDouble) {
+    f(TypeTag<double>{});
+  } else {
+    f(TypeTag<float>{});
+  }
+}
+
+// dx in the input's dtype, dw and db in the weight's (the input's if none).
+TensorTriple finish(const Tensor& input, const std::optional<Tensor>& weight, const Tensor& dx,
+                    const Tensor& dw, const Tensor& db) {
+  const ScalarType wt = weight && weight->defined() ? weight->dtype() : input.dtype();
+  return {dx.to(input.dtype()), dw.to(wt), db.to(wt)};
+}
+
+template <class T>
+void batch_norm_backward_loop(const NormBackwardMeta& m, const T* x, const T* g, const T* w,
+                              const T* rm, const T* rv, bool training, double eps, T* dx, T* dw,
+                              T* db) {
+  const int64_t n = m.outer, ch = m.channels, in = m.inner;
+  const double count = static_cast<double>(n * in);
+  parallel_for(ch, grain_for(4 * n * in), [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      auto at = [&](int64_t i) { return (i * ch + c) * in; };
+      double mean = 0, rstd = 0;
+      if (training) {
+        double s = 0, v = 0;
+        for (int64_t i = 0; i < n; ++i) s += ECMap<T>(x + at(i), in).sum();
+        mean = count > 0 ? s / count : 0;
+        for (int64_t i = 0; i < n; ++i)
+          v += (ECMap<T>(x + at(i), in) - static_cast<T>(mean)).square().sum();
+        rstd = 1 / std::sqrt((count > 0 ? v / count : 0) + eps);
+      } else {
+        mean = rm[c];
+        rstd = 1 / std::sqrt(static_cast<double>(rv[c]) + eps);
+      }
+      double sg = 0, sgx = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const auto gi = ECMap<T>(g + at(i), in);
+        sg += gi.sum();
+        sgx += (gi * (ECMap<T>(x + at(i), in) - static_cast<T>(mean))).sum();
+      }
+      dw[c] = static_cast<T>(sgx * rstd);
+      db[c] = static_cast<T>(sg);
+      // dx = w rstd (g - mean(g) - xhat mean(g xhat)) in training, w rstd g in evaluation.
+      const T k = static_cast<T>((w ? w[c] : 1) * rstd), r = static_cast<T>(rstd);
+      const T mg = training && count > 0 ? static_cast<T>(sg / count) : T(0);
+      const T mgx = training && count > 0 ? static_cast<T>(sgx * rstd / count) : T(0);
+      for (int64_t i = 0; i < n; ++i)
+        EMap<T>(dx + at(i), in) = k * (ECMap<T>(g + at(i), in) - mg -
+                                       (ECMap<T>(x + at(i), in) - static_cast<T>(mean)) * r * mgx);
+    }
+  });
+}
+
+TensorTriple batch_norm_backward_kernel(const Tensor& grad_output, const Tensor& input,
+                                        const std::optional<Tensor>& weight,
+                                        const std::optional<Tensor>& running_mean,
+                                        const std::optional<Tensor>& running_var, bool training,
+                                        double eps) {
+  const NormBackwardMeta m =
+      batch_norm_backward_meta(grad_output, input, weight, running_mean, running_var, training);
+  const ScalarType t = input.dtype() == kDouble ? kDouble : kFloat;
+  const Tensor x = input.to(t).contiguous(), g = grad_output.to(t).contiguous();
+  const Tensor w = opmath_copy(weight, t);
+  const Tensor rm = training ? Tensor() : opmath_copy(running_mean, t);
+  const Tensor rv = training ? Tensor() : opmath_copy(running_var, t);
+  Tensor dx = empty_tensor(x.sizes(), t, x.device());
+  Tensor dw = empty_tensor({m.channels}, t, x.device()),
+         db = empty_tensor({m.channels}, t, x.device());
+  visit_opmath(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    batch_norm_backward_loop<T>(m, ptr_or_null<T>(x), ptr_or_null<T>(g), ptr_or_null<T>(w),
+                                ptr_or_null<T>(rm), ptr_or_null<T>(rv), training, eps,
+                                static_cast<T*>(dx.data_ptr()), static_cast<T*>(dw.data_ptr()),
+                                static_cast<T*>(db.data_ptr()));
+  });
+  return finish(input, weight, dx, dw, db);
+}
+
+template <class T>
+void layer_norm_backward_loop(int64_t rows, int64_t n, const T* x, const T* g, const T* w,
+                              double eps, T* dx, T* dw, T* db) {
+  std::vector<T> mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows));
+  const T inv_n = n > 0 ? T(1) / static_cast<T>(n) : T(0);
+  parallel_for(rows, grain_for(6 * n), [&](int64_t b, int64_t e) {
+    EArray<T> gw(n);
+    for (int64_t r = b; r < e; ++r) {
+      const auto xr = ECMap<T>(x + r * n, n), gr = ECMap<T>(g + r * n, n);
+      const T mu = xr.sum() * inv_n;
+      const T rs = static_cast<T>(1 / std::sqrt((xr - mu).square().sum() * inv_n + eps));
+      if (w) {
+        gw = gr * ECMap<T>(w, n);
+      } else {
+        gw = gr;
+      }
+      // dx = rstd (gw - mean(gw) - xhat mean(gw xhat))
+      const T a = gw.sum() * inv_n, bm = (gw * (xr - mu)).sum() * rs * inv_n;
+      EMap<T>(dx + r * n, n) = rs * (gw - a - (xr - mu) * rs * bm);
+      mean[r] = mu;
+      rstd[r] = rs;
+    }
+  });
+  // dw = sum over rows of g * xhat, db = sum of g: a block of columns per task.
+  parallel_for(n, grain_for(2 * rows), [&](int64_t b, int64_t e) {
+    EArray<T> sw = EArray<T>::Zero(e - b), sb = EArray<T>::Zero(e - b);
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto gr = ECMap<T>(g + r * n + b, e - b);
+      sw += gr * (ECMap<T>(x + r * n + b, e - b) - mean[r]) * rstd[r];
+      sb += gr;
+    }
+    EMap<T>(dw + b, e - b) = sw;
+    EMap<T>(db + b, e - b) = sb;
+  });
+}
+
+TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor& input,
+                                        IntArrayRef normalized_shape,
+                                        const std::optional<Tensor>& weight, double eps) {
+  const NormBackwardMeta m = layer_norm_backward_meta(grad_output, input, normalized_shape, weight);
+  const ScalarType t = input.dtype() == kDouble ? kDouble : kFloat;
+  const Tensor x = input.to(t).contiguous(), g = grad_output.to(t).contiguous();
+  const Tensor w = opmath_copy(weight, t);
+  Tensor dx = empty_tensor(x.sizes(), t, x.device());
+  Tensor dw = empty_tensor(normalized_shape, t, x.device());
+  Tensor db = empty_tensor(normalized_shape, t, x.device());
+  visit_opmath(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    layer_norm_backward_loop<T>(m.outer, m.inner, ptr_or_null<T>(x), ptr_or_null<T>(g),
+                                ptr_or_null<T>(w), eps, static_cast<T*>(dx.data_ptr()),
+                                static_cast<T*>(dw.data_ptr()), static_cast<T*>(db.data_ptr()));
+  });
+  return finish(input, weight, dx, dw, db);
+}
+
+}  // namespace
+
+LIBRARY_IMPL(xten, CPU, m) {
+  m.impl("batch_norm_backward", batch_norm_backward_kernel);
+  m.impl("layer_norm_backward", layer_norm_backward_kernel);
+}
+
+}  // namespace xten::cpu

@@ -1,0 +1,105 @@
+// XPU batch_norm_backward and layer_norm_backward (norm.cl), with the CPU kernels' checks and
+// results (kernels/cpu/norm.cpp): the input and its gradient in the input's dtype, the weight and
+// running statistics, and the weight and bias gradients, in opmath (float, or double for
+// float64).
+#include <xten/core/meta.h>
+#include <xten/dispatch/library.h>
+#include <xten/dispatch/op_handles.h>
+#include <xten/dispatch/ops.h>
+
+#include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/xpu/ops/xpu_ops.h>
+
+namespace xten::xpu {
+namespace {
+
+// A contiguous opmath copy of an optional per-statistic tensor; absent, a 1-element stand-in
+// (kernels take a valid pointer and a flag).
+Tensor opmath_or_dummy(const std::optional<Tensor>& t, ScalarType m, const Tensor& input) {
+  return t && t->defined() ? t->to(m).contiguous() : empty({1}, m, input.device());
+}
+
+TensorTriple finish(const Tensor& input, const std::optional<Tensor>& weight, const Tensor& dx,
+                    const Tensor& dw, const Tensor& db) {
+  const ScalarType wt = weight && weight->defined() ? weight->dtype() : input.dtype();
+  return {dx, dw.to(wt), db.to(wt)};
+}
+
+TensorTriple batch_norm_backward_kernel(const Tensor& grad_output, const Tensor& input,
+                                        const std::optional<Tensor>& weight,
+                                        const std::optional<Tensor>& running_mean,
+                                        const std::optional<Tensor>& running_var, bool training,
+                                        double eps) {
+  const char* op = "batch_norm_backward";
+  const NormBackwardMeta m =
+      batch_norm_backward_meta(grad_output, input, weight, running_mean, running_var, training);
+  const ScalarType t = input.dtype(), mt = t == kDouble ? kDouble : kFloat;
+  const Tensor x = input.contiguous(), g = grad_output.to(t).contiguous();
+  const Tensor w = opmath_or_dummy(weight, mt, x);
+  const Tensor rm = opmath_or_dummy(training ? std::nullopt : running_mean, mt, x);
+  const Tensor rv = opmath_or_dummy(training ? std::nullopt : running_var, mt, x);
+  Tensor dx = empty(x.sizes(), t, x.device());
+  Tensor dw = empty({m.channels}, mt, x.device()), db = empty({m.channels}, mt, x.device());
+  if (m.channels > 0) {
+    Kernel& k = get_kernel(device_of(x), op, family_for("norm", {t}),
+                           std::string("batch_norm_backward_") + dtype_tag(t));
+    const int32_t tr = training ? 1 : 0, has_w = weight && weight->defined() ? 1 : 0;
+    if (mt == kDouble) {
+      launch_groups(stream_of(x), k, static_cast<uint64_t>(m.channels), dx.data_ptr(),
+                    dw.data_ptr(), db.data_ptr(), g.data_ptr(), x.data_ptr(), w.data_ptr(),
+                    rm.data_ptr(), rv.data_ptr(), m.outer, m.channels, m.inner, tr, has_w, eps);
+    } else {
+      launch_groups(stream_of(x), k, static_cast<uint64_t>(m.channels), dx.data_ptr(),
+                    dw.data_ptr(), db.data_ptr(), g.data_ptr(), x.data_ptr(), w.data_ptr(),
+                    rm.data_ptr(), rv.data_ptr(), m.outer, m.channels, m.inner, tr, has_w,
+                    static_cast<float>(eps));
+    }
+  }
+  return finish(input, weight, dx, dw, db);
+}
+
+TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor& input,
+                                        IntArrayRef normalized_shape,
+                                        const std::optional<Tensor>& weight, double eps) {
+  const char* op = "layer_norm_backward";
+  const NormBackwardMeta m = layer_norm_backward_meta(grad_output, input, normalized_shape, weight);
+  const ScalarType t = input.dtype(), mt = t == kDouble ? kDouble : kFloat;
+  const Tensor x = input.contiguous(), g = grad_output.to(t).contiguous();
+  const Tensor w = opmath_or_dummy(weight, mt, x);
+  Tensor dx = empty(x.sizes(), t, x.device());
+  Tensor dw = empty(normalized_shape, mt, x.device()), db = empty(normalized_shape, mt, x.device());
+  if (m.inner > 0 && m.outer > 0) {
+    Tensor mean = empty({m.outer}, mt, x.device()), rstd = empty({m.outer}, mt, x.device());
+    const std::string family = family_for("norm", {t});
+    Kernel& rows =
+        get_kernel(device_of(x), op, family, std::string("layer_norm_backward_") + dtype_tag(t));
+    Kernel& cols = get_kernel(device_of(x), op, family,
+                              std::string("layer_norm_backward_affine_") + dtype_tag(t));
+    const int32_t has_w = weight && weight->defined() ? 1 : 0;
+    auto run = [&](auto eps_m) {
+      launch_groups(stream_of(x), rows, static_cast<uint64_t>(m.outer), dx.data_ptr(),
+                    mean.data_ptr(), rstd.data_ptr(), g.data_ptr(), x.data_ptr(), w.data_ptr(),
+                    m.inner, has_w, eps_m);
+      launch(stream_of(x), cols, m.inner, dw.data_ptr(), db.data_ptr(), g.data_ptr(), x.data_ptr(),
+             mean.data_ptr(), rstd.data_ptr(), m.outer, m.inner);
+    };
+    if (mt == kDouble) {
+      run(eps);
+    } else {
+      run(static_cast<float>(eps));
+    }
+  } else {
+    dw.zero_();
+    db.zero_();
+  }
+  return finish(input, weight, dx, dw, db);
+}
+
+}  // namespace
+
+LIBRARY_IMPL(xten, XPU, m) {
+  m.impl("batch_norm_backward", batch_norm_backward_kernel);
+  m.impl("layer_norm_backward", layer_norm_backward_kernel);
+}
+
+}  // namespace xten::xpu

@@ -1,0 +1,129 @@
+// norm: the backward of batch_norm and layer_norm, in opmath, as kernels/cpu/norm.cpp computes
+// it (docs/autograd.md, "Fused backward kernels"). The statistics are recomputed from the input
+// (training) or come from the running ones; weight, running statistics and the weight and bias
+// gradients are opmath arrays (the host converts them). Host side: kernels/xpu/ops/norm.cpp.
+#include "common.h"
+
+// A work-group's sum of v (each work-item's share), returned to every work-item.
+#define GROUP_SUM(T, scratch, l, v, result)                                                        \
+  scratch[l] = (v);                                                                                \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                                    \
+  TREE(PLUS, scratch, l)                                                                           \
+  result = scratch[0];                                                                             \
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+// batch_norm over an [n, channels, inner] input: one work-group per channel c, its elements
+// k = i * inner + j (batch i, position j) at i * channels * inner + c * inner + j.
+#define BATCH_NORM_BACKWARD(T, unused)                                                             \
+  KERNEL batch_norm_backward_##T(global T##_t* dx, global T##_m* dw, global T##_m* db,             \
+                                 global const T##_t* g, global const T##_t* x,                     \
+                                 global const T##_m* w, global const T##_m* rm,                    \
+                                 global const T##_m* rv, long n, long channels, long inner,        \
+                                 int training, int has_weight, T##_m eps) {                        \
+    local T##_m scratch[XTEN_GROUP_SIZE];                                                          \
+    const long c = get_group_id(0), count = n * inner;                                             \
+    const int l = (int)get_local_id(0);                                                            \
+    T##_m mean, rstd, acc;                                                                         \
+    if (training) {                                                                                \
+      acc = 0;                                                                                     \
+      for (long k = l; k < count; k += XTEN_GROUP_SIZE)                                            \
+        acc += T##_load(x, (k / inner) * channels * inner + c * inner + k % inner);                \
+      GROUP_SUM(T, scratch, l, acc, mean)                                                          \
+      mean = count > 0 ? mean / count : 0;                                                         \
+      acc = 0;                                                                                     \
+      for (long k = l; k < count; k += XTEN_GROUP_SIZE) {                                          \
+        const T##_m d = T##_load(x, (k / inner) * channels * inner + c * inner + k % inner) - mean;\
+        acc += d * d;                                                                              \
+      }                                                                                            \
+      T##_m var;                                                                                   \
+      GROUP_SUM(T, scratch, l, acc, var)                                                           \
+      rstd = 1 / sqrt((count > 0 ? var / count : 0) + eps);                                       \
+    } else {                                                                                       \
+      mean = rm[c];                                                                                \
+      rstd = 1 / sqrt(rv[c] + eps);                                                                \
+    }                                                                                              \
+    T##_m sg_part = 0, sgx_part = 0;                                                               \
+    for (long k = l; k < count; k += XTEN_GROUP_SIZE) {                                            \
+      const long at = (k / inner) * channels * inner + c * inner + k % inner;                      \
+      const T##_m gv = T##_load(g, at);                                                            \
+      sg_part += gv;                                                                               \
+      sgx_part += gv * (T##_load(x, at) - mean);                                                   \
+    }                                                                                              \
+    T##_m sg, sgx;                                                                                 \
+    GROUP_SUM(T, scratch, l, sg_part, sg)                                                          \
+    GROUP_SUM(T, scratch, l, sgx_part, sgx)                                                        \
+    const T##_m wc = has_weight ? w[c] : (T##_m)1;                                                 \
+    if (l == 0) {                                                                                  \
+      dw[c] = sgx * rstd;                                                                          \
+      db[c] = sg;                                                                                  \
+    }                                                                                              \
+    /* dx = w rstd (g - mean(g) - xhat mean(g xhat)) in training, w rstd g in evaluation */        \
+    const bool stats = training && count > 0;                                                      \
+    const T##_m mg = stats ? sg / count : 0, mgx = stats ? sgx * rstd / count : 0;                 \
+    for (long k = l; k < count; k += XTEN_GROUP_SIZE) {                                            \
+      const long at = (k / inner) * channels * inner + c * inner + k % inner;                      \
+      const T##_m xhat = (T##_load(x, at) - mean) * rstd;                                          \
+      T##_store(dx, at, wc * rstd * (T##_load(g, at) - mg - xhat * mgx));                          \
+    }                                                                                              \
+  }
+
+// layer_norm over [rows, n] (n = the normalized elements): one work-group per row computes the
+// row's statistics (kept in mean_out and rstd_out for the next kernel) and its input gradient.
+#define LAYER_NORM_BACKWARD(T, unused)                                                             \
+  KERNEL layer_norm_backward_##T(global T##_t* dx, global T##_m* mean_out, global T##_m* rstd_out, \
+                                 global const T##_t* g, global const T##_t* x,                     \
+                                 global const T##_m* w, long n, int has_weight, T##_m eps) {       \
+    local T##_m scratch[XTEN_GROUP_SIZE];                                                          \
+    const long row = get_group_id(0), base = row * n;                                              \
+    const int l = (int)get_local_id(0);                                                            \
+    T##_m acc = 0, mean, var;                                                                      \
+    for (long j = l; j < n; j += XTEN_GROUP_SIZE) acc += T##_load(x, base + j);                    \
+    GROUP_SUM(T, scratch, l, acc, mean)                                                            \
+    mean /= n;                                                                                     \
+    acc = 0;                                                                                       \
+    for (long j = l; j < n; j += XTEN_GROUP_SIZE) {                                                \
+      const T##_m d = T##_load(x, base + j) - mean;                                                \
+      acc += d * d;                                                                                \
+    }                                                                                              \
+    GROUP_SUM(T, scratch, l, acc, var)                                                             \
+    const T##_m rstd = 1 / sqrt(var / n + eps);                                                    \
+    T##_m a_part = 0, b_part = 0;                                                                  \
+    for (long j = l; j < n; j += XTEN_GROUP_SIZE) {                                                \
+      const T##_m gw = T##_load(g, base + j) * (has_weight ? w[j] : (T##_m)1);                     \
+      a_part += gw;                                                                                \
+      b_part += gw * (T##_load(x, base + j) - mean) * rstd;                                        \
+    }                                                                                              \
+    T##_m a, b;                                                                                    \
+    GROUP_SUM(T, scratch, l, a_part, a)                                                            \
+    GROUP_SUM(T, scratch, l, b_part, b)                                                            \
+    if (l == 0) {                                                                                  \
+      mean_out[row] = mean;                                                                        \
+      rstd_out[row] = rstd;                                                                        \
+    }                                                                                              \
+    for (long j = l; j < n; j += XTEN_GROUP_SIZE) {                                                \
+      const T##_m gw = T##_load(g, base + j) * (has_weight ? w[j] : (T##_m)1);                     \
+      const T##_m xhat = (T##_load(x, base + j) - mean) * rstd;                                    \
+      T##_store(dx, base + j, rstd * (gw - a / n - xhat * (b / n)));                               \
+    }                                                                                              \
+  }
+
+// Its weight and bias gradients: one work-item per normalized element j, over the rows.
+#define LAYER_NORM_BACKWARD_AFFINE(T, unused)                                                      \
+  KERNEL layer_norm_backward_affine_##T(global T##_m* dw, global T##_m* db, global const T##_t* g, \
+                                        global const T##_t* x, global const T##_m* mean,           \
+                                        global const T##_m* rstd, long rows, long n) {             \
+    ELEMENTS(j, n) {                                                                               \
+      T##_m sw = 0, sb = 0;                                                                        \
+      for (long r = 0; r < rows; ++r) {                                                            \
+        const T##_m gv = T##_load(g, r * n + j);                                                   \
+        sw += gv * (T##_load(x, r * n + j) - mean[r]) * rstd[r];                                   \
+        sb += gv;                                                                                  \
+      }                                                                                            \
+      dw[j] = sw;                                                                                  \
+      db[j] = sb;                                                                                  \
+    }                                                                                              \
+  }
+
+XTEN_FLOAT_DTYPES(BATCH_NORM_BACKWARD, _)
+XTEN_FLOAT_DTYPES(LAYER_NORM_BACKWARD, _)
+XTEN_FLOAT_DTYPES(LAYER_NORM_BACKWARD_AFFINE, _)
