@@ -2,6 +2,7 @@
 // xten: the whole public API. `#include <xten/xten.h>`, link xten::xten.
 #include <xten/autocast/autocast.h>
 #include <xten/autograd/autograd.h>
+#include <xten/core/cpu_backend.h>
 #include <xten/core/device.h>
 #include <xten/core/error.h>
 #include <xten/core/generator.h>

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   cmake ninja-build g++ ccache  # toolchain; ccache makes rebuilds cheap
   libeigen3-dev                 # CPU kernels
+  libdnnl-dev                   # CPU matrix products and convolutions (oneDNN)
   libfmt-dev                    # error messages and printing
   libgtest-dev                  # tests (GoogleTest)
   libbenchmark-dev              # bench/ (Google Benchmark)

@@ -1,6 +1,7 @@
-// Convolution on CPU: conv2d by im2col + GEMM (Eigen), and conv_transpose2d by GEMM +
-// col2im. conv1d and the padding strings are front ends over these
-// (kernels/composite/conv.cpp). Half and BFloat16 compute in float.
+// Convolution on CPU: oneDNN's convolution and deconvolution (kernels/cpu/onednn.cpp) where
+// oneDNN is chosen and takes the case (core/cpu_backend.h); otherwise conv2d by im2col + GEMM
+// (Eigen), and conv_transpose2d by GEMM + col2im. conv1d and the padding strings are front ends
+// over these (kernels/composite/conv.cpp). Half and BFloat16 compute in float.
 //
 // Note [Convolution work split]
 // Each (image, group) pair is one unit: its im2col buffer and one GEMM. With several units,
@@ -9,6 +10,7 @@
 // with Eigen threading each GEMM on 16 cores halved the GFLOP/s, bench/README.md.)
 #include <Eigen/Core>
 
+#include <xten/core/cpu_backend.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/core/parallel.h>
@@ -16,6 +18,7 @@
 #include <xten/dispatch/ops.h>
 
 #include <xten/kernels/common/window.h>
+#include <xten/kernels/cpu/onednn.h>
 
 namespace xten::cpu {
 namespace {
@@ -81,10 +84,30 @@ void col2im(const T* cols, int64_t channels, const Geometry& g, T* y) {
       }
 }
 
+// Runs `run_onednn(x, w, bias, out)` on the input's own dtype where oneDNN is chosen: the
+// result (bias added, unbatched again), or an undefined tensor where oneDNN declined.
+template <class F>
+Tensor try_onednn(const Tensor& weight, const std::optional<Tensor>& bias, const Geometry& g,
+                  ScalarType dtype, const F& run_onednn) {
+  if (cpu_gemm() != CpuGemm::OneDnn) return Tensor();
+  const Tensor x = g.input4.contiguous(), w = weight.contiguous();
+  const Tensor b = bias && bias->defined() ? bias->to(kFloat).contiguous() : Tensor();
+  Tensor out = empty_tensor({g.n, g.o, g.ho, g.wo}, dtype, x.device());
+  if (!run_onednn(x, w, b, out)) return Tensor();
+  count_cpu_gemm(CpuGemm::OneDnn);
+  return g.unbatched ? out.squeeze(0) : out;
+}
+
 Tensor conv2d_kernel(const Tensor& input_, const Tensor& weight_, const std::optional<Tensor>& bias,
                      IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
                      int64_t groups) {
   const Geometry g = conv2d_geometry(input_, weight_, bias, stride, padding, dilation, groups);
+  Tensor fast = try_onednn(weight_, bias, g, input_.dtype(),
+                           [&](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& o) {
+                             return onednn::conv2d(x, w, b, g, o);
+                           });
+  if (fast.defined()) return fast;
+  count_cpu_gemm(CpuGemm::Eigen);
   const ScalarType ct = conv_compute_dtype(input_.dtype());
   const Tensor x = g.input4.to(ct).contiguous(), w = weight_.to(ct).contiguous();
   Tensor out = empty_tensor({g.n, g.o, g.ho, g.wo}, ct, input_.device());
@@ -119,6 +142,12 @@ Tensor conv_transpose2d_kernel(const Tensor& input_, const Tensor& weight_,
                                IntArrayRef dilation) {
   const Geometry g = conv_transpose2d_geometry(input_, weight_, bias, stride, padding,
                                                output_padding, groups, dilation);
+  Tensor fast = try_onednn(weight_, bias, g, input_.dtype(),
+                           [&](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& o) {
+                             return onednn::conv_transpose2d(x, w, b, g, output_padding, o);
+                           });
+  if (fast.defined()) return fast;
+  count_cpu_gemm(CpuGemm::Eigen);
   const int64_t cin = g.c;
   const ScalarType ct = conv_compute_dtype(input_.dtype());
   const Tensor x = g.input4.to(ct).contiguous(), w = weight_.to(ct).contiguous();

@@ -1,9 +1,11 @@
-// Matrix products on CPU: bmm runs Eigen's GEMM (multi-threaded through OpenMP); the
-// rest of the family (mm, matmul, addmm, baddbmm, linear, dot, mv, outer) is written with it
-// in kernels/composite/linalg.cpp. Half and BFloat16 multiply in float: inputs are widened,
-// the product accumulates in float, and the result is rounded once.
+// Matrix products on CPU: bmm runs oneDNN's matmul (kernels/cpu/onednn.cpp) or, where oneDNN
+// does not take the case or Eigen is chosen (core/cpu_backend.h), Eigen's GEMM (multi-threaded
+// through OpenMP); the rest of the family (mm, matmul, addmm, baddbmm, linear, dot, mv, outer) is
+// written with it in kernels/composite/linalg.cpp. Half and BFloat16 multiply in float: inputs are
+// widened, the product accumulates in float, and the result is rounded once.
 #include <Eigen/Core>
 
+#include <xten/core/cpu_backend.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/core/parallel.h>
@@ -11,6 +13,7 @@
 #include <xten/dispatch/ops.h>
 
 #include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/cpu/onednn.h>
 
 namespace xten::cpu {
 namespace {
@@ -50,9 +53,28 @@ Tensor gemm_ready(const Tensor& t, ScalarType compute) {
   return row_major || col_major ? x : x.contiguous();
 }
 
-// Computes a batch of products (a: [B, n, k], b: [B, k, m]) into out [B, n, m].
+// A 3-D operand oneDNN reads as it is: each matrix row- or column-major and dense, the
+// matrices apart (no broadcast batch); otherwise a contiguous copy.
+Tensor matmul_ready(const Tensor& t) {
+  const int64_t r = t.size(1), c = t.size(2);
+  const bool row_major = t.stride(2) == 1 && (t.stride(1) == c || r == 1);
+  const bool col_major = t.stride(1) == 1 && (t.stride(2) == r || c == 1);
+  const bool apart = t.size(0) == 1 || t.stride(0) >= r * c;
+  return (row_major || col_major) && apart ? t : t.contiguous();
+}
+
+// Computes a batch of products (a: [B, n, k], b: [B, k, m]) into out [B, n, m]: oneDNN where
+// it takes the case (core/cpu_backend.h), else Eigen.
 Tensor batched(const char* op, const Tensor& a, const Tensor& b) {
   const ScalarType dtype = a.dtype();
+  if (cpu_gemm() == CpuGemm::OneDnn) {
+    Tensor out = empty_tensor({a.size(0), a.size(1), b.size(2)}, dtype, a.device());
+    if (onednn::matmul(matmul_ready(a), matmul_ready(b), out)) {
+      count_cpu_gemm(CpuGemm::OneDnn);
+      return out;
+    }
+  }
+  count_cpu_gemm(CpuGemm::Eigen);
   const ScalarType compute = dtype == kHalf || dtype == kBFloat16 ? kFloat : dtype;
   const int64_t batch = a.size(0), n = a.size(1), m = b.size(2);
   Tensor out = empty_tensor({batch, n, m}, compute, a.device());

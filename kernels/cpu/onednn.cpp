@@ -1,0 +1,300 @@
+// oneDNN on the CPU (docs/cpu_kernels.md): one engine, a stream per call, and a bounded LRU
+// cache of primitives keyed by everything that shapes them (op, dtype, sizes, strides,
+// geometry), so a training loop builds each primitive once. Convolutions let oneDNN choose its
+// memory formats ("any") and reorder the plain NCHW tensors into and out of them; the reorders
+// are cached with the primitive. oneDNN threads through OpenMP, as xten does: every call runs
+// with xten's get_num_threads(), and inside one of xten's parallel regions oneDNN runs on the
+// calling thread only (OpenMP does not nest here), so threads never multiply.
+#include <xten/kernels/cpu/onednn.h>
+
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <xten/core/meta.h>
+#include <xten/core/parallel.h>
+
+namespace xten::cpu::onednn {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dims = memory::dims;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+std::optional<memory::data_type> data_type(ScalarType t) {
+  switch (t) {
+    case kFloat:
+      return memory::data_type::f32;
+    case kBFloat16:
+      return memory::data_type::bf16;
+    case kHalf:
+      return memory::data_type::f16;
+    default:
+      return std::nullopt;
+  }
+}
+
+// A primitive and the reorders around it (convolutions), or `ok = false` where oneDNN
+// refused the case (remembered, so the refusal costs one try).
+// Every primitive takes its scratchpad from the caller (scratchpad_mode::user): a primitive
+// with a scratchpad of its own computes garbage when two threads run it at once (measured: the
+// same 256x256 product from 8 threads of a parallel region differed by up to 97).
+struct Step {
+  dnnl::primitive prim;
+  memory::desc scratchpad;
+};
+struct Entry {
+  bool ok = false;
+  Step main;
+  memory::desc src, weights, dst;                 // the primitive's formats
+  memory::desc user_src, user_weights, user_dst;  // the tensors' (plain) formats
+  std::optional<Step> src_in, weights_in, dst_out;
+};
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+template <class Prim, class PD>
+Step step_of(const PD& pd) {
+  return {Prim(pd), pd.scratchpad_desc()};
+}
+
+Step reorder_step(const memory::desc& from, const memory::desc& to) {
+  return step_of<dnnl::reorder>(
+      dnnl::reorder::primitive_desc(engine(), from, engine(), to, user_scratchpad()));
+}
+
+// Least recently used entries go first beyond kCapacity.
+class Cache {
+ public:
+  static constexpr size_t kCapacity = 512;
+  template <class Make>
+  std::shared_ptr<const Entry> get(const std::string& key, Make&& make) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = index_.find(key);
+      if (it != index_.end()) {
+        items_.splice(items_.begin(), items_, it->second);
+        return it->second->second;
+      }
+    }
+    auto entry = std::make_shared<Entry>();
+    try {
+      make(*entry);
+      entry->ok = true;
+    } catch (const dnnl::error&) {
+      entry = std::make_shared<Entry>();  // unsupported here: the caller's Eigen path runs
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = index_.find(key);
+    if (it != index_.end()) return it->second->second;
+    items_.emplace_front(key, entry);
+    index_[key] = items_.begin();
+    if (items_.size() > kCapacity) {
+      index_.erase(items_.back().first);
+      items_.pop_back();
+    }
+    return entry;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::list<std::pair<std::string, std::shared_ptr<const Entry>>> items_;
+  std::unordered_map<std::string, decltype(items_)::iterator> index_;
+};
+
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+// oneDNN's OpenMP threads follow xten's thread count on this thread.
+void use_xten_threads() {
+  const int n = get_num_threads();
+  if (!omp_in_parallel() && omp_get_max_threads() != n) omp_set_num_threads(n);
+}
+
+// A scratch buffer of `desc`'s size from xten's allocator, as oneDNN memory.
+memory scratch(const memory::desc& desc, Tensor& keep) {
+  keep = empty_tensor({static_cast<int64_t>(desc.get_size())}, kByte, Device("cpu"));
+  return memory(desc, engine(), keep.data_ptr());
+}
+
+dims strides_of(const Tensor& t) {
+  return dims(t.strides().begin(), t.strides().end());
+}
+
+// The weight of a convolution in oneDNN's order (groups, out, in, kh, kw), from xten's layout
+// with `o_stride` and `i_stride` per output and input channel ((g)oihw).
+memory::desc weight_desc(memory::data_type dt, int64_t groups, int64_t o, int64_t i, int64_t kh,
+                         int64_t kw, int64_t o_stride, int64_t i_stride, int64_t g_stride) {
+  if (groups == 1) return memory::desc({o, i, kh, kw}, dt, dims{o_stride, i_stride, kw, 1});
+  return memory::desc({groups, o, i, kh, kw}, dt, dims{g_stride, o_stride, i_stride, kw, 1});
+}
+
+// Fills the reorders between the plain formats and the ones the primitive chose.
+template <class PD>
+void plan_reorders(Entry& e, const PD& pd) {
+  e.src = pd.src_desc();
+  e.weights = pd.weights_desc();
+  e.dst = pd.dst_desc();
+  if (e.src != e.user_src) e.src_in = reorder_step(e.user_src, e.src);
+  if (e.weights != e.user_weights) e.weights_in = reorder_step(e.user_weights, e.weights);
+  if (e.dst != e.user_dst) e.dst_out = reorder_step(e.dst, e.user_dst);
+}
+
+// Runs a step with its arguments and a scratchpad of its own.
+void run(const Step& step, dnnl::stream& s, std::unordered_map<int, memory> args) {
+  Tensor keep;
+  if (step.scratchpad.get_size() > 0)
+    args.emplace(DNNL_ARG_SCRATCHPAD, scratch(step.scratchpad, keep));
+  step.prim.execute(s, args);
+  s.wait();  // the scratchpad goes back to the allocator on return
+}
+
+// Runs a convolution-like entry on the tensors' memory.
+void run_conv(const Entry& e, const Tensor& x, const Tensor& w, const Tensor& bias,
+              const Tensor& out) {
+  use_xten_threads();
+  dnnl::stream s(engine());
+  Tensor keep_src, keep_w, keep_dst;
+  memory user_src(e.user_src, engine(), x.data_ptr());
+  memory user_w(e.user_weights, engine(), w.data_ptr());
+  memory user_dst(e.user_dst, engine(), out.data_ptr());
+  memory src = user_src, wm = user_w, dst = user_dst;
+  if (e.src_in) {
+    src = scratch(e.src, keep_src);
+    run(*e.src_in, s, {{DNNL_ARG_FROM, user_src}, {DNNL_ARG_TO, src}});
+  }
+  if (e.weights_in) {
+    wm = scratch(e.weights, keep_w);
+    run(*e.weights_in, s, {{DNNL_ARG_FROM, user_w}, {DNNL_ARG_TO, wm}});
+  }
+  if (e.dst_out) dst = scratch(e.dst, keep_dst);
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst}};
+  if (bias.defined())
+    args.emplace(DNNL_ARG_BIAS, memory({{bias.numel()}, memory::data_type::f32, tag::x}, engine(),
+                                       bias.data_ptr()));
+  run(e.main, s, std::move(args));
+  if (e.dst_out) run(*e.dst_out, s, {{DNNL_ARG_FROM, dst}, {DNNL_ARG_TO, user_dst}});
+}
+
+}  // namespace
+
+bool matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const auto dt = data_type(a.dtype());
+  if (!dt || a.numel() == 0 || b.numel() == 0) return false;
+  const std::string key = fmt::format("matmul {} {} {} {} {} {}", static_cast<int>(a.dtype()),
+                                      a.sizes(), a.strides(), b.sizes(), b.strides(), out.sizes());
+  auto e = cache().get(key, [&](Entry& en) {
+    const memory::desc am(dims(a.sizes().begin(), a.sizes().end()), *dt, strides_of(a));
+    const memory::desc bm(dims(b.sizes().begin(), b.sizes().end()), *dt, strides_of(b));
+    const memory::desc cm(dims(out.sizes().begin(), out.sizes().end()), *dt, tag::abc);
+    en.main = step_of<dnnl::matmul>(
+        dnnl::matmul::primitive_desc(dnnl::matmul::desc(am, bm, cm), user_scratchpad(), engine()));
+    en.user_src = am;
+    en.user_weights = bm;
+    en.user_dst = cm;
+  });
+  if (!e->ok) return false;
+  use_xten_threads();
+  dnnl::stream s(engine());
+  run(e->main, s,
+      {{DNNL_ARG_SRC, memory(e->user_src, engine(), a.data_ptr())},
+       {DNNL_ARG_WEIGHTS, memory(e->user_weights, engine(), b.data_ptr())},
+       {DNNL_ARG_DST, memory(e->user_dst, engine(), out.data_ptr())}});
+  return true;
+}
+
+bool conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvGeometry& g,
+            const Tensor& out) {
+  const auto dt = data_type(x.dtype());
+  if (!dt || x.numel() == 0 || out.numel() == 0) return false;
+  const int64_t cg = g.c / g.groups, og = g.o / g.groups;
+  const std::string key = fmt::format("conv {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
+                                      static_cast<int>(x.dtype()), g.n, g.c, g.h, g.w, g.o, g.kh,
+                                      g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups) +
+                          (bias.defined() ? " bias" : "");
+  auto e = cache().get(key, [&](Entry& en) {
+    en.user_src = memory::desc({g.n, g.c, g.h, g.w}, *dt, tag::nchw);
+    en.user_weights = weight_desc(*dt, g.groups, og, cg, g.kh, g.kw, cg * g.kh * g.kw, g.kh * g.kw,
+                                  og * cg * g.kh * g.kw);
+    en.user_dst = memory::desc({g.n, g.o, g.ho, g.wo}, *dt, tag::nchw);
+    const memory::desc any_src({g.n, g.c, g.h, g.w}, *dt, tag::any);
+    const memory::desc any_w(en.user_weights.dims(), *dt, tag::any);
+    const memory::desc any_dst({g.n, g.o, g.ho, g.wo}, *dt, tag::any);
+    const memory::desc bias_md({g.o}, memory::data_type::f32, tag::x);
+    const dims stride{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pad_l{g.ph, g.pw};
+    // The right/bottom padding that gives exactly (ho, wo) (as the forward's floor division).
+    const dims pad_r{(g.ho - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.h - g.ph,
+                     (g.wo - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
+    using F = dnnl::convolution_forward;
+    const F::desc d =
+        bias.defined()
+            ? F::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                      any_src, any_w, bias_md, any_dst, stride, dil, pad_l, pad_r)
+            : F::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                      any_src, any_w, any_dst, stride, dil, pad_l, pad_r);
+    const F::primitive_desc pd(d, user_scratchpad(), engine());
+    en.main = step_of<F>(pd);
+    plan_reorders(en, pd);
+  });
+  if (!e->ok) return false;
+  run_conv(*e, x, w, bias, out);
+  return true;
+}
+
+bool conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvGeometry& g,
+                      IntArrayRef output_padding, const Tensor& out) {
+  const auto dt = data_type(x.dtype());
+  if (!dt || x.numel() == 0 || out.numel() == 0) return false;
+  const int64_t cg = g.c / g.groups, og = g.o / g.groups;
+  const std::string key =
+      fmt::format("deconv {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
+                  static_cast<int>(x.dtype()), g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.sh, g.sw,
+                  g.ph, g.pw, g.dh, g.dw, g.groups, output_padding) +
+      (bias.defined() ? " bias" : "");
+  auto e = cache().get(key, [&](Entry& en) {
+    en.user_src = memory::desc({g.n, g.c, g.h, g.w}, *dt, tag::nchw);
+    // xten's weight is [c, o / groups, kh, kw]: oneDNN's (g, o, i, kh, kw) reads it strided.
+    en.user_weights = weight_desc(*dt, g.groups, og, cg, g.kh, g.kw, g.kh * g.kw, og * g.kh * g.kw,
+                                  cg * og * g.kh * g.kw);
+    en.user_dst = memory::desc({g.n, g.o, g.ho, g.wo}, *dt, tag::nchw);
+    const memory::desc any_src({g.n, g.c, g.h, g.w}, *dt, tag::any);
+    const memory::desc any_w(en.user_weights.dims(), *dt, tag::any);
+    const memory::desc any_dst({g.n, g.o, g.ho, g.wo}, *dt, tag::any);
+    const memory::desc bias_md({g.o}, memory::data_type::f32, tag::x);
+    const dims stride{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pad_l{g.ph, g.pw};
+    const dims pad_r{g.ph - output_padding[0], g.pw - output_padding[1]};
+    using D = dnnl::deconvolution_forward;
+    const D::desc d =
+        bias.defined()
+            ? D::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::deconvolution_direct,
+                      any_src, any_w, bias_md, any_dst, stride, dil, pad_l, pad_r)
+            : D::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::deconvolution_direct,
+                      any_src, any_w, any_dst, stride, dil, pad_l, pad_r);
+    const D::primitive_desc pd(d, user_scratchpad(), engine());
+    en.main = step_of<D>(pd);
+    plan_reorders(en, pd);
+  });
+  if (!e->ok) return false;
+  run_conv(*e, x, w, bias, out);
+  return true;
+}
+
+}  // namespace xten::cpu::onednn

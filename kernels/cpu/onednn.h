@@ -1,0 +1,26 @@
+#pragma once
+// oneDNN primitives for the CPU kernels of kernels/cpu/linalg.cpp and conv.cpp
+// (docs/cpu_kernels.md). Each returns false, computing nothing, where oneDNN does not support the
+// case (a dtype, or an instruction set the machine lacks); the caller then runs its Eigen path.
+// Tensors are CPU tensors of one dtype (float32, bfloat16 or float16), checked by the callers.
+#include <optional>
+
+#include <xten/core/tensor.h>
+#include <xten/kernels/common/window.h>
+
+namespace xten::cpu::onednn {
+
+// out[B, n, m] = a[B, n, k] @ b[B, k, m]; a and b with any strides, out contiguous.
+bool matmul(const Tensor& a, const Tensor& b, const Tensor& out);
+
+// conv2d of the contiguous 4-D input g.input4-shaped `x` by the contiguous weight into the
+// contiguous out [n, o, ho, wo], plus the bias (float32) if given.
+bool conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvGeometry& g,
+            const Tensor& out);
+
+// conv_transpose2d likewise (weight [c, o / groups, kh, kw], (h, w) the input's size),
+// output_padding as given to the op.
+bool conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvGeometry& g,
+                      IntArrayRef output_padding, const Tensor& out);
+
+}  // namespace xten::cpu::onednn

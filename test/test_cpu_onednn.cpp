@@ -1,0 +1,181 @@
+// The CPU's two paths for matrix products and convolutions (core/cpu_backend.h): which one runs,
+// and that oneDNN's results agree with Eigen's on shapes that stress oneDNN's blocking (odd
+// channels, depthwise, 1x1, large batch, zero-size, transposed and batched operands), in
+// float32 and bfloat16, forward and backward. test_cpu_linalg and test_cpu_conv also run
+// whole on each path (test/CMakeLists.txt).
+#include <fstream>
+#include <string>
+
+#include "test_util.h"
+
+#include <xten/core/cpu_backend.h>
+
+using namespace xten;
+using namespace xten::testing;
+
+namespace {
+
+// Restores the process's choice after a test.
+class GemmChoice {
+ public:
+  GemmChoice() : saved_(cpu_gemm()) {}
+  ~GemmChoice() { set_cpu_gemm(saved_); }
+
+ private:
+  CpuGemm saved_;
+};
+
+template <class F>
+auto on(CpuGemm backend, F&& f) {
+  set_cpu_gemm(backend);
+  return f();
+}
+
+double tol_for(ScalarType t) {
+  return t == kBFloat16 ? 2e-2 : 2e-4;
+}
+
+}  // namespace
+
+TEST(CpuGemm, TheChosenPathRuns) {
+  GemmChoice keep;
+  const Tensor a = randn({16, 8}), b = randn({8, 4});
+  auto ran = [&](CpuGemm backend, ScalarType t) {
+    set_cpu_gemm(backend);
+    const CpuGemmCounts before = cpu_gemm_counts();
+    mm(a.to(t), b.to(t));
+    conv2d(randn({1, 2, 5, 5}).to(t), randn({3, 2, 3, 3}).to(t));
+    const CpuGemmCounts after = cpu_gemm_counts();
+    return std::make_pair(after.onednn - before.onednn, after.eigen - before.eigen);
+  };
+  EXPECT_EQ(ran(CpuGemm::OneDnn, kFloat), std::make_pair(int64_t{2}, int64_t{0}));
+  EXPECT_EQ(ran(CpuGemm::Eigen, kFloat), std::make_pair(int64_t{0}, int64_t{2}));
+  // oneDNN has no float64: Eigen runs it whatever the choice.
+  EXPECT_EQ(ran(CpuGemm::OneDnn, kDouble), std::make_pair(int64_t{0}, int64_t{2}));
+  EXPECT_STREQ(to_string(CpuGemm::OneDnn), "onednn");
+}
+
+TEST(CpuGemm, MatmulAgreesWithEigen) {
+  GemmChoice keep;
+  manual_seed(70);
+  for (ScalarType t : {kFloat, kBFloat16}) {
+    SCOPED_TRACE(to_string(t));
+    const double tol = tol_for(t);
+    std::vector<std::pair<Tensor, Tensor>> cases{
+        {randn({33, 17}), randn({17, 65})},          // odd sizes
+        {randn({17, 33}).t(), randn({65, 17}).t()},  // column-major operands
+        {randn({7, 5, 9}), randn({7, 9, 3})},        // a batch
+        {randn({5, 9}), randn({4, 9, 6})},           // matmul broadcasting the batch
+        {randn({1, 300}), randn({300, 1})},          // a dot product
+        {randn({0, 4}), randn({4, 3})},              // zero rows
+        {randn({3, 0}), randn({0, 5})},              // k = 0: zeros
+        {randn({64, 784}), randn({256, 784}).t()},   // linear's product
+        {randn({6, 8, 10}).transpose(1, 2), randn({6, 8, 3})},
+    };
+    for (auto& [a0, b0] : cases) {
+      const Tensor a = a0.to(t), b = b0.to(t);
+      const Tensor fast = on(CpuGemm::OneDnn, [&] { return matmul(a, b); });
+      const Tensor ref = on(CpuGemm::Eigen, [&] { return matmul(a, b); });
+      EXPECT_EQ(fast.sizes(), ref.sizes());
+      EXPECT_EQ(fast.dtype(), t);
+      EXPECT_TRUE(allclose(fast, ref, tol, tol)) << a.sizes() << " @ " << b.sizes();
+    }
+    const Tensor in = randn({5, 7}).to(t), w = randn({3, 7}).to(t), bias = randn({3}).to(t);
+    EXPECT_TRUE(allclose(on(CpuGemm::OneDnn, [&] { return linear(in, w, bias); }),
+                         on(CpuGemm::Eigen, [&] { return linear(in, w, bias); }), tol, tol));
+  }
+}
+
+TEST(CpuGemm, ConvolutionsAgreeWithEigen) {
+  GemmChoice keep;
+  manual_seed(71);
+  struct Case {
+    std::vector<int64_t> in, w, stride, padding, dilation;
+    int64_t groups;
+    bool bias;
+  };
+  const std::vector<Case> cases{
+      {{2, 3, 9, 7}, {5, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},    // odd channels
+      {{2, 6, 8, 8}, {6, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 6, false},   // depthwise
+      {{3, 8, 5, 5}, {16, 8, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true},   // 1x1
+      {{2, 4, 11, 10}, {6, 2, 3, 2}, {2, 3}, {1, 0}, {2, 1}, 2, true},  // stride, dilation, groups
+      {{33, 4, 6, 6}, {8, 4, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, false},  // large batch, stride 2
+      {{0, 4, 6, 6}, {8, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},    // zero-size batch
+  };
+  for (ScalarType t : {kFloat, kBFloat16}) {
+    SCOPED_TRACE(to_string(t));
+    const double tol = tol_for(t) * 5;
+    for (const Case& c : cases) {
+      const Tensor x = randn(c.in).to(t), w = randn(c.w).to(t), b = randn({c.w[0]}).to(t);
+      const auto bias = c.bias ? std::optional<Tensor>(b) : std::nullopt;
+      auto run = [&] {
+        return conv2d(x, w, bias, c.stride, IntArrayRef(c.padding), c.dilation, c.groups);
+      };
+      const Tensor fast = on(CpuGemm::OneDnn, run), ref = on(CpuGemm::Eigen, run);
+      EXPECT_EQ(fast.sizes(), ref.sizes()) << IntArrayRef(c.in);
+      EXPECT_TRUE(allclose(fast, ref, tol, tol)) << IntArrayRef(c.in) << " " << IntArrayRef(c.w);
+      // conv_transpose2d with the same weight read as [c_in, c_out / groups, kh, kw]
+      const Tensor xt = randn({c.in[0], c.w[0], 4, 5}).to(t);
+      const Tensor bt = randn({c.w[1] * c.groups}).to(t);
+      for (int64_t op : {0, 1}) {
+        if (op >= c.stride[0] && op >= c.dilation[0]) continue;
+        const std::vector<int64_t> out_pad{op, 0};
+        auto run_t = [&] {
+          return conv_transpose2d(xt, w, c.bias ? std::optional<Tensor>(bt) : std::nullopt,
+                                  c.stride, c.padding, out_pad, c.groups, c.dilation);
+        };
+        const Tensor ft = on(CpuGemm::OneDnn, run_t), rt = on(CpuGemm::Eigen, run_t);
+        EXPECT_EQ(ft.sizes(), rt.sizes());
+        EXPECT_TRUE(allclose(ft, rt, tol, tol))
+            << "transposed " << IntArrayRef(c.in) << " op " << op;
+      }
+    }
+  }
+}
+
+TEST(CpuGemm, GradientsAgreeWithEigen) {
+  GemmChoice keep;
+  manual_seed(72);
+  const Tensor x0 = randn({4, 6, 10, 10}), w0 = randn({8, 3, 3, 3}), l0 = randn({10, 200});
+  auto grads = [&] {
+    Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_();
+    Tensor l = l0.clone().requires_grad_();
+    Tensor y = conv2d(x, w, std::nullopt, {2, 2}, {1, 1}, {1, 1}, 2);
+    Tensor loss = (linear(relu(y).flatten(1), l) * 0.01).pow(2).sum();
+    return autograd::grad({loss}, {x, w, l});
+  };
+  const auto fast = on(CpuGemm::OneDnn, grads), ref = on(CpuGemm::Eigen, grads);
+  for (size_t i = 0; i < fast.size(); ++i) EXPECT_TRUE(allclose(fast[i], ref[i], 1e-4, 1e-4)) << i;
+}
+
+// oneDNN runs on OpenMP like xten's own loops: products inside xten's parallel regions run on
+// the calling thread, so the process never holds more threads than xten's count asks for.
+int64_t process_threads() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key)
+    if (key == "Threads:") {
+      int64_t n = 0;
+      status >> n;
+      return n;
+    }
+  return -1;
+}
+
+TEST(CpuGemm, NestedParallelRegionsDoNotMultiplyThreads) {
+  GemmChoice keep;
+  set_cpu_gemm(CpuGemm::OneDnn);
+  const int saved = get_num_threads();
+  set_num_threads(2);
+  const Tensor a = randn({256, 256}), b = randn({256, 256});
+  mm(a, b);  // oneDNN's pool up
+  const int64_t before = process_threads();
+  std::vector<Tensor> out(8);
+  parallel_for(8, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) out[i] = mm(a, b);
+  });
+  const int64_t after = process_threads();
+  EXPECT_LE(after, before) << "threads grew from " << before << " to " << after;
+  for (const Tensor& o : out) EXPECT_TRUE(allclose(o, out[0], 0, 0));
+  set_num_threads(saved);
+}
