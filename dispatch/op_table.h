@@ -476,6 +476,13 @@
     (const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,                 \
      IntArrayRef stride, const std::string& padding, IntArrayRef dilation, int64_t groups),        \
     (input, weight, bias, stride, padding, dilation, groups))                                      \
+  X(FN, conv2d_backward_weight, conv2d_backward_weight, "conv2d_backward_weight(Tensor "         \
+    "grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] "         \
+    "dilation, int groups, bool transposed=False) -> Tensor",                                      \
+    Tensor,                                                                                        \
+    (const Tensor& grad_output, const Tensor& input, IntArrayRef weight_size, IntArrayRef stride,  \
+     IntArrayRef padding, IntArrayRef dilation, int64_t groups, bool transposed),                  \
+    (grad_output, input, weight_size, stride, padding, dilation, groups, transposed))              \
   X(CUSTOM, conv1d, conv1d, "conv1d(Tensor input, Tensor weight, Tensor? bias, int[1] stride, "    \
     "int[1] padding, int[1] dilation, int groups) -> Tensor",                                      \
     Tensor,                                                                                        \

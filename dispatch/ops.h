@@ -341,6 +341,13 @@ Tensor conv2d(const Tensor& input, const Tensor& weight,
               const std::optional<Tensor>& bias = std::nullopt, IntArrayRef stride = {1, 1},
               const ConvPadding& padding = {0, 0}, IntArrayRef dilation = {1, 1},
               int64_t groups = 1);
+// The weight gradient of conv2d (batched input [n, c, h, w], grad_output [n, o, ho, wo]), or of
+// conv_transpose2d (transposed: input and grad_output its input and output gradient): oneDNN's
+// backward-weights on the CPU (conv2d), a convolution over the batch elsewhere and where autograd
+// records it (docs/autograd.md).
+Tensor conv2d_backward_weight(const Tensor& grad_output, const Tensor& input,
+                              IntArrayRef weight_size, IntArrayRef stride, IntArrayRef padding,
+                              IntArrayRef dilation, int64_t groups, bool transposed = false);
 Tensor conv1d(const Tensor& input, const Tensor& weight,
               const std::optional<Tensor>& bias = std::nullopt, IntArrayRef stride = {1},
               const ConvPadding& padding = {0}, IntArrayRef dilation = {1}, int64_t groups = 1);

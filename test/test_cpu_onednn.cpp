@@ -145,6 +145,16 @@ TEST(CpuGemm, GradientsAgreeWithEigen) {
     return autograd::grad({loss}, {x, w, l});
   };
   const auto fast = on(CpuGemm::OneDnn, grads), ref = on(CpuGemm::Eigen, grads);
+  // The weight gradient is oneDNN's backward-weights primitive, one call.
+  const Tensor go = randn({2, 8, 5, 5}), in = randn({2, 6, 10, 10});
+  auto weight_grad = [&] {
+    return conv2d_backward_weight(go, in, {8, 3, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 2);
+  };
+  set_cpu_gemm(CpuGemm::OneDnn);
+  const CpuGemmCounts before = cpu_gemm_counts();
+  const Tensor gw = weight_grad();
+  EXPECT_EQ(cpu_gemm_counts().onednn - before.onednn, 1);
+  EXPECT_TRUE(allclose(gw, on(CpuGemm::Eigen, weight_grad), 1e-4, 1e-4));
   for (size_t i = 0; i < fast.size(); ++i) EXPECT_TRUE(allclose(fast[i], ref[i], 1e-4, 1e-4)) << i;
 }
 

@@ -1,6 +1,7 @@
 // Derivatives of conv2d and conv_transpose2d (kernels/cpu/conv.cpp): each is the other's
-// backward-input, and the backward-weight is a convolution of the input with the gradient, so
-// both run on the dispatched convolution kernels of the tensors' device (conv1d and the padding
+// backward-input; conv2d's backward-weight is the dispatched conv2d_backward_weight (oneDNN on
+// the CPU), conv_transpose2d's a convolution of the gradient with the input; all run on the
+// tensors' device (conv1d and the padding
 // strings are composites over conv2d).
 #include <xten/autograd/derivatives/common.h>
 #include <xten/dispatch/op_handles.h>
@@ -11,24 +12,6 @@ namespace {
 Tensor conv2d_raw(const Tensor& in, const Tensor& w, IntArrayRef stride, IntArrayRef padding,
                   IntArrayRef dilation, int64_t groups) {
   return ops::conv2d::handle().call(in, w, std::nullopt, stride, padding, dilation, groups);
-}
-
-// The weight gradient of y = conv(x, w) (transposed = false) or y = conv_transpose(x, w):
-// per group, a convolution over the batch of x (channels as batch) with g as the weight, with
-// stride and dilation swapped; cut to the kernel's size.
-Tensor weight_grad(const Tensor& x, const Tensor& g, IntArrayRef w_sizes, IntArrayRef stride,
-                   IntArrayRef padding, IntArrayRef dilation, int64_t groups, bool transposed) {
-  const int64_t cx = x.size(1) / groups, cg = g.size(1) / groups;
-  std::vector<Tensor> parts;
-  for (int64_t k = 0; k < groups; ++k) {
-    const Tensor xk = x.narrow(1, k * cx, cx).transpose(0, 1);  // (cx, N, H, W)
-    const Tensor gk = g.narrow(1, k * cg, cg).transpose(0, 1);  // (cg, N, Ho, Wo)
-    // conv: dW[co, ci] = conv(x^T, g^T); transposed: dW[ci, co] = conv(g^T, x^T).
-    Tensor r = transposed ? conv2d_raw(gk, xk, dilation, padding, stride, 1)
-                          : conv2d_raw(xk, gk, dilation, padding, stride, 1);
-    parts.push_back(r.transpose(0, 1).narrow(2, 0, w_sizes[2]).narrow(3, 0, w_sizes[3]));
-  }
-  return groups == 1 ? parts[0].contiguous() : cat(parts, 0);
 }
 
 // The gradients of conv2d(input, weight, bias, stride, padding, dilation, groups) or, if
@@ -56,7 +39,7 @@ variable_list conv_grads(const GradContext& c, bool transposed) {
     if (unbatched) r[0] = r[0].squeeze(0);
   }
   if (c.needs_grad(1))
-    r[1] = weight_grad(x, g, w.sizes(), stride, padding, dilation, groups, transposed);
+    r[1] = conv2d_backward_weight(g, x, w.sizes(), stride, padding, dilation, groups, transposed);
   if (c.needs_grad(2)) r[2] = g.sum({0, 2, 3});
   return r;
 }

@@ -2,7 +2,10 @@
 // "valid" (valid on every backend that has conv2d).
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
+#include <xten/dispatch/op_handles.h>
 #include <xten/dispatch/ops.h>
+
+#include <xten/kernels/composite/conv_grad.h>
 
 namespace xten {
 namespace {
@@ -79,9 +82,44 @@ Tensor conv1d_padding_kernel(const Tensor& input, const Tensor& weight,
                 groups);
 }
 
+Tensor conv2d_backward_weight_kernel(const Tensor& grad_output, const Tensor& input,
+                                     IntArrayRef weight_size, IntArrayRef stride,
+                                     IntArrayRef padding, IntArrayRef dilation, int64_t groups,
+                                     bool transposed) {
+  return conv_weight_grad_by_convolution(grad_output, input, weight_size, stride, padding, dilation,
+                                         groups, transposed);
+}
+
 }  // namespace
 
+Tensor conv_weight_grad_by_convolution(const Tensor& g, const Tensor& x, IntArrayRef w_sizes,
+                                       IntArrayRef stride, IntArrayRef padding,
+                                       IntArrayRef dilation, int64_t groups, bool transposed) {
+  const char* op = "conv2d_backward_weight";
+  XTEN_CHECK(x.dim() == 4 && g.dim() == 4 && w_sizes.size() == 4 && groups > 0, ValueError, op,
+             "expected a 4-D input, grad_output and weight size and groups > 0, but got {}, {}, "
+             "{} and {}",
+             x.sizes(), g.sizes(), w_sizes, groups);
+  XTEN_CHECK(x.size(1) % groups == 0 && g.size(1) % groups == 0, ValueError, op,
+             "channels ({} in, {} out) must be divisible by groups ({})", x.size(1), g.size(1),
+             groups);
+  const int64_t cx = x.size(1) / groups, cg = g.size(1) / groups;
+  std::vector<Tensor> parts;
+  for (int64_t k = 0; k < groups; ++k) {
+    const Tensor xk = x.narrow(1, k * cx, cx).transpose(0, 1);  // (cx, N, H, W)
+    const Tensor gk = g.narrow(1, k * cg, cg).transpose(0, 1);  // (cg, N, Ho, Wo)
+    // conv: dW[co, ci] = conv(x^T, g^T); transposed: dW[ci, co] = conv(g^T, x^T).
+    auto conv = [&](const Tensor& in, const Tensor& w) {
+      return ops::conv2d::handle().call(in, w, std::nullopt, dilation, padding, stride, 1);
+    };
+    Tensor r = transposed ? conv(gk, xk) : conv(xk, gk);
+    parts.push_back(r.transpose(0, 1).narrow(2, 0, w_sizes[2]).narrow(3, 0, w_sizes[3]));
+  }
+  return groups == 1 ? parts[0].contiguous() : cat(parts, 0);
+}
+
 LIBRARY_IMPL(xten, CompositeImplicit, m) {
+  m.impl("conv2d_backward_weight", conv2d_backward_weight_kernel);
   m.impl("conv2d.padding", conv2d_padding_kernel);
   m.impl("conv1d", conv1d_kernel);
   m.impl("conv1d.padding", conv1d_padding_kernel);

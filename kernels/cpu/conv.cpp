@@ -18,6 +18,7 @@
 #include <xten/dispatch/ops.h>
 
 #include <xten/kernels/common/window.h>
+#include <xten/kernels/composite/conv_grad.h>
 #include <xten/kernels/cpu/onednn.h>
 
 namespace xten::cpu {
@@ -171,9 +172,32 @@ Tensor conv_transpose2d_kernel(const Tensor& input_, const Tensor& weight_,
   return conv_finish(out, bias, g, input_.dtype());
 }
 
+// conv2d's weight gradient: oneDNN's backward-weights where it takes the case, else the
+// convolution over the batch (kernels/composite/conv.cpp) on the kernels above.
+Tensor conv2d_backward_weight_kernel(const Tensor& grad_output, const Tensor& input,
+                                     IntArrayRef weight_size, IntArrayRef stride,
+                                     IntArrayRef padding, IntArrayRef dilation, int64_t groups,
+                                     bool transposed) {
+  if (!transposed && cpu_gemm() == CpuGemm::OneDnn && input.dim() == 4 && grad_output.dim() == 4 &&
+      weight_size.size() == 4 && input.dtype() == grad_output.dtype()) {
+    Tensor grad_weight = empty_tensor(weight_size, input.dtype(), input.device());
+    const Geometry g =
+        conv2d_geometry(input, grad_weight, std::nullopt, stride, padding, dilation, groups);
+    if (grad_output.sizes() == IntArrayRef({g.n, g.o, g.ho, g.wo}) &&
+        onednn::conv2d_backward_weight(grad_output.contiguous(), g.input4.contiguous(), g,
+                                       grad_weight)) {
+      count_cpu_gemm(CpuGemm::OneDnn);
+      return grad_weight;
+    }
+  }
+  return conv_weight_grad_by_convolution(grad_output, input, weight_size, stride, padding, dilation,
+                                         groups, transposed);
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, CPU, m) {
+  m.impl("conv2d_backward_weight", conv2d_backward_weight_kernel);
   m.impl("conv2d", conv2d_kernel);
   m.impl("conv_transpose2d", conv_transpose2d_kernel);
 }

@@ -54,12 +54,15 @@ struct Step {
   dnnl::primitive prim;
   memory::desc scratchpad;
 };
+// A convolution reads two tensors and writes one: forward src and weights into dst, backward
+// weights src and diff_dst into diff_weights; "src", "weights", "dst" name the three roles.
 struct Entry {
   bool ok = false;
   Step main;
   memory::desc src, weights, dst;                 // the primitive's formats
   memory::desc user_src, user_weights, user_dst;  // the tensors' (plain) formats
   std::optional<Step> src_in, weights_in, dst_out;
+  int src_arg = DNNL_ARG_SRC, weights_arg = DNNL_ARG_WEIGHTS, dst_arg = DNNL_ARG_DST;
 };
 
 dnnl::primitive_attr user_scratchpad() {
@@ -78,12 +81,22 @@ Step reorder_step(const memory::desc& from, const memory::desc& to) {
       dnnl::reorder::primitive_desc(engine(), from, engine(), to, user_scratchpad()));
 }
 
+// oneDNN's OpenMP threads follow xten's thread count on this thread.
+void use_xten_threads() {
+  const int n = get_num_threads();
+  if (!omp_in_parallel() && omp_get_max_threads() != n) omp_set_num_threads(n);
+}
+
 // Least recently used entries go first beyond kCapacity.
 class Cache {
  public:
   static constexpr size_t kCapacity = 512;
+  // The entry for `key` and this thread's thread count (oneDNN's JIT kernels settle their
+  // thread split when built, so a primitive is built per thread count, with that count set).
   template <class Make>
-  std::shared_ptr<const Entry> get(const std::string& key, Make&& make) {
+  std::shared_ptr<const Entry> get(const std::string& op_key, Make&& make) {
+    use_xten_threads();
+    const std::string key = fmt::format("{} threads {}", op_key, get_num_threads());
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = index_.find(key);
@@ -122,12 +135,6 @@ Cache& cache() {
   return c;
 }
 
-// oneDNN's OpenMP threads follow xten's thread count on this thread.
-void use_xten_threads() {
-  const int n = get_num_threads();
-  if (!omp_in_parallel() && omp_get_max_threads() != n) omp_set_num_threads(n);
-}
-
 // A scratch buffer of `desc`'s size from xten's allocator, as oneDNN memory.
 memory scratch(const memory::desc& desc, Tensor& keep) {
   keep = empty_tensor({static_cast<int64_t>(desc.get_size())}, kByte, Device("cpu"));
@@ -147,11 +154,11 @@ memory::desc weight_desc(memory::data_type dt, int64_t groups, int64_t o, int64_
 }
 
 // Fills the reorders between the plain formats and the ones the primitive chose.
-template <class PD>
-void plan_reorders(Entry& e, const PD& pd) {
-  e.src = pd.src_desc();
-  e.weights = pd.weights_desc();
-  e.dst = pd.dst_desc();
+void plan_reorders(Entry& e, const memory::desc& src, const memory::desc& weights,
+                   const memory::desc& dst) {
+  e.src = src;
+  e.weights = weights;
+  e.dst = dst;
   if (e.src != e.user_src) e.src_in = reorder_step(e.user_src, e.src);
   if (e.weights != e.user_weights) e.weights_in = reorder_step(e.user_weights, e.weights);
   if (e.dst != e.user_dst) e.dst_out = reorder_step(e.dst, e.user_dst);
@@ -185,8 +192,7 @@ void run_conv(const Entry& e, const Tensor& x, const Tensor& w, const Tensor& bi
     run(*e.weights_in, s, {{DNNL_ARG_FROM, user_w}, {DNNL_ARG_TO, wm}});
   }
   if (e.dst_out) dst = scratch(e.dst, keep_dst);
-  std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst}};
+  std::unordered_map<int, memory> args{{e.src_arg, src}, {e.weights_arg, wm}, {e.dst_arg, dst}};
   if (bias.defined())
     args.emplace(DNNL_ARG_BIAS, memory({{bias.numel()}, memory::data_type::f32, tag::x}, engine(),
                                        bias.data_ptr()));
@@ -252,7 +258,7 @@ bool conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvGeom
                       any_src, any_w, any_dst, stride, dil, pad_l, pad_r);
     const F::primitive_desc pd(d, user_scratchpad(), engine());
     en.main = step_of<F>(pd);
-    plan_reorders(en, pd);
+    plan_reorders(en, pd.src_desc(), pd.weights_desc(), pd.dst_desc());
   });
   if (!e->ok) return false;
   run_conv(*e, x, w, bias, out);
@@ -290,10 +296,49 @@ bool conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& bias, cons
                       any_src, any_w, any_dst, stride, dil, pad_l, pad_r);
     const D::primitive_desc pd(d, user_scratchpad(), engine());
     en.main = step_of<D>(pd);
-    plan_reorders(en, pd);
+    plan_reorders(en, pd.src_desc(), pd.weights_desc(), pd.dst_desc());
   });
   if (!e->ok) return false;
   run_conv(*e, x, w, bias, out);
+  return true;
+}
+
+bool conv2d_backward_weight(const Tensor& grad_output, const Tensor& x, const ConvGeometry& g,
+                            const Tensor& grad_weight) {
+  const auto dt = data_type(x.dtype());
+  if (!dt || x.numel() == 0 || grad_output.numel() == 0) return false;
+  const int64_t cg = g.c / g.groups, og = g.o / g.groups;
+  const std::string key = fmt::format("conv_bw {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
+                                      static_cast<int>(x.dtype()), g.n, g.c, g.h, g.w, g.o, g.kh,
+                                      g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups);
+  auto e = cache().get(key, [&](Entry& en) {
+    // Roles: src = the input, weights = the output's gradient, dst = the weight's gradient.
+    en.user_src = memory::desc({g.n, g.c, g.h, g.w}, *dt, tag::nchw);
+    en.user_weights = memory::desc({g.n, g.o, g.ho, g.wo}, *dt, tag::nchw);
+    en.user_dst = weight_desc(*dt, g.groups, og, cg, g.kh, g.kw, cg * g.kh * g.kw, g.kh * g.kw,
+                              og * cg * g.kh * g.kw);
+    en.weights_arg = DNNL_ARG_DIFF_DST;
+    en.dst_arg = DNNL_ARG_DIFF_WEIGHTS;
+    const memory::desc any_src({g.n, g.c, g.h, g.w}, *dt, tag::any);
+    const memory::desc any_w(en.user_dst.dims(), *dt, tag::any);
+    const memory::desc any_dst({g.n, g.o, g.ho, g.wo}, *dt, tag::any);
+    const dims stride{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pad_l{g.ph, g.pw};
+    const dims pad_r{(g.ho - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.h - g.ph,
+                     (g.wo - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
+    using F = dnnl::convolution_forward;
+    using B = dnnl::convolution_backward_weights;
+    const F::primitive_desc hint(
+        F::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_src,
+                any_w, any_dst, stride, dil, pad_l, pad_r),
+        engine());
+    const B::primitive_desc pd(B::desc(dnnl::algorithm::convolution_direct, any_src, any_w, any_dst,
+                                       stride, dil, pad_l, pad_r),
+                               user_scratchpad(), engine(), hint);
+    en.main = step_of<B>(pd);
+    plan_reorders(en, pd.src_desc(), pd.diff_dst_desc(), pd.diff_weights_desc());
+  });
+  if (!e->ok) return false;
+  run_conv(*e, x, grad_output, Tensor(), grad_weight);
   return true;
 }
 

@@ -23,4 +23,9 @@ bool conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvGeom
 bool conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvGeometry& g,
                       IntArrayRef output_padding, const Tensor& out);
 
+// The weight gradient of conv2d: contiguous x (the input) and grad_output [n, o, ho, wo] into
+// the contiguous grad_weight [o, c / groups, kh, kw].
+bool conv2d_backward_weight(const Tensor& grad_output, const Tensor& x, const ConvGeometry& g,
+                            const Tensor& grad_weight);
+
 }  // namespace xten::cpu::onednn

@@ -8,6 +8,8 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
+#include <xten/kernels/composite/conv_grad.h>
+
 #include <xten/kernels/common/window.h>
 #include <xten/kernels/xpu/ops/xpu_ops.h>
 
@@ -96,6 +98,8 @@ Tensor conv_transpose2d_kernel(const Tensor& input, const Tensor& weight,
 LIBRARY_IMPL(xten, XPU, m) {
   m.impl("conv2d", conv2d_kernel);
   m.impl("conv_transpose2d", conv_transpose2d_kernel);
+  // The weight gradient: a convolution over the batch on the XPU kernels above.
+  m.impl("conv2d_backward_weight", conv_weight_grad_by_convolution);
 }
 
 }  // namespace xten::xpu
