@@ -9,6 +9,7 @@
 // with contiguous operands of type M go to Eigen directly; other runs with a vec() are
 // gathered into M buffers of kBlock elements (converting and following strides), computed
 // with Eigen, and scattered; ops without vec() run the scalar functor element by element.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -157,22 +158,40 @@ auto make_loop(const Op& op) {
           return;
         }
       }
+      // Blocks of kBlock: an input of type M read in place where contiguous, a broadcast one
+      // (stride 0, as a scalar operand) filled once, others gathered and converted; the
+      // result written in place where the output is contiguous of the vector's type.
       M in[N][kBlock];
       V res[kBlock];
+      const M* src[N];
+      for (int k = 0; k < N; ++k)
+        if (s[k + 1] == 0)
+          std::fill_n(in[k], kBlock, static_cast<M>(*reinterpret_cast<const T0*>(data[k + 1])));
       for (int64_t start = 0; start < n; start += kBlock) {
         const int64_t m = std::min(kBlock, n - start);
         for (int k = 0; k < N; ++k) {
           const char* p = data[k + 1] + start * s[k + 1];
-          for (int64_t i = 0; i < m; ++i)
-            in[k][i] = static_cast<M>(*reinterpret_cast<const T0*>(p + i * s[k + 1]));
-        }
-        EMap<V>(res, m) = vec(in[0], in[N - 1], m);
-        if constexpr (N == 1 && has_edge<Op, M>::value) {
-          for (int64_t i = 0; i < m; ++i)
-            if (op.edge(in[0][i])) res[i] = static_cast<V>(op(in[0][i]));
+          if (s[k + 1] == 0) {
+            src[k] = in[k];
+          } else if (std::is_same_v<T0, M> && s[k + 1] == sizeof(M)) {
+            src[k] = reinterpret_cast<const M*>(p);
+          } else {
+            for (int64_t i = 0; i < m; ++i)
+              in[k][i] = static_cast<M>(*reinterpret_cast<const T0*>(p + i * s[k + 1]));
+            src[k] = in[k];
+          }
         }
         char* q = data[0] + start * s[0];
-        for (int64_t i = 0; i < m; ++i) *reinterpret_cast<R*>(q + i * s[0]) = cast_value<R>(res[i]);
+        const bool direct = std::is_same_v<R, V> && s[0] == sizeof(R) && !has_edge<Op, M>::value;
+        V* out = direct ? reinterpret_cast<V*>(q) : res;
+        EMap<V>(out, m) = vec(src[0], src[N - 1], m);
+        if constexpr (N == 1 && has_edge<Op, M>::value) {
+          for (int64_t i = 0; i < m; ++i)
+            if (op.edge(src[0][i])) res[i] = static_cast<V>(op(src[0][i]));
+        }
+        if (!direct)
+          for (int64_t i = 0; i < m; ++i)
+            *reinterpret_cast<R*>(q + i * s[0]) = cast_value<R>(res[i]);
       }
     } else {
       scalar_run<R, Ts...>(data, s, n, op, std::index_sequence_for<Ts...>{});
