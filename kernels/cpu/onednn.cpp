@@ -3,10 +3,13 @@
 // geometry), so a training loop builds each primitive once. Convolutions let oneDNN choose its
 // memory formats ("any") and reorder the plain NCHW tensors into and out of them; the reorders
 // are cached with the primitive. oneDNN threads through OpenMP, as xten does: every call runs
-// with xten's get_num_threads(), and inside one of xten's parallel regions oneDNN runs on the
-// calling thread only (OpenMP does not nest here), so threads never multiply.
+// with at most xten's get_num_threads() (Note [oneDNN threads]), and inside one of xten's parallel
+// regions oneDNN runs on the calling thread only (OpenMP does not nest here), so threads never
+// multiply.
 #include <xten/kernels/cpu/onednn.h>
 
+#include <algorithm>
+#include <cmath>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -63,6 +66,7 @@ struct Entry {
   memory::desc user_src, user_weights, user_dst;  // the tensors' (plain) formats
   std::optional<Step> src_in, weights_in, dst_out;
   int src_arg = DNNL_ARG_SRC, weights_arg = DNNL_ARG_WEIGHTS, dst_arg = DNNL_ARG_DST;
+  int threads = 1;  // what it was built for (Note [oneDNN threads])
 };
 
 dnnl::primitive_attr user_scratchpad() {
@@ -81,9 +85,18 @@ Step reorder_step(const memory::desc& from, const memory::desc& to) {
       dnnl::reorder::primitive_desc(engine(), from, engine(), to, user_scratchpad()));
 }
 
-// oneDNN's OpenMP threads follow xten's thread count on this thread.
-void use_xten_threads() {
-  const int n = get_num_threads();
+// Note [oneDNN threads]: a primitive runs on min(xten's thread count, one thread per
+// kFlopsPerThread of work). Small products lose from more threads: on the 16-core host the
+// MLP's 64x784x256 product took 282 us on 1 thread, 117 on 4, 273 on 8 and 940 on 16.
+constexpr double kFlopsPerThread = 5e6;
+int threads_for(double flops) {
+  const double t = std::max(1.0, std::floor(flops / kFlopsPerThread));
+  return static_cast<int>(std::min<double>(t, get_num_threads()));
+}
+
+// oneDNN's OpenMP threads on this thread: `n` (inside a parallel region OpenMP runs oneDNN on
+// the calling thread anyway).
+void use_threads(int n) {
   if (!omp_in_parallel() && omp_get_max_threads() != n) omp_set_num_threads(n);
 }
 
@@ -91,12 +104,14 @@ void use_xten_threads() {
 class Cache {
  public:
   static constexpr size_t kCapacity = 512;
-  // The entry for `key` and this thread's thread count (oneDNN's JIT kernels settle their
-  // thread split when built, so a primitive is built per thread count, with that count set).
+  // The entry for `key` and the thread count for `flops` of work (oneDNN's JIT kernels settle
+  // their thread split when built, so a primitive is built per thread count, with that count
+  // set; Note [oneDNN threads]).
   template <class Make>
-  std::shared_ptr<const Entry> get(const std::string& op_key, Make&& make) {
-    use_xten_threads();
-    const std::string key = fmt::format("{} threads {}", op_key, get_num_threads());
+  std::shared_ptr<const Entry> get(const std::string& op_key, double flops, Make&& make) {
+    const int threads = threads_for(flops);
+    use_threads(threads);
+    const std::string key = fmt::format("{} threads {}", op_key, threads);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = index_.find(key);
@@ -109,6 +124,7 @@ class Cache {
     try {
       make(*entry);
       entry->ok = true;
+      entry->threads = threads;
     } catch (const dnnl::error&) {
       entry = std::make_shared<Entry>();  // unsupported here: the caller's Eigen path runs
     }
@@ -176,7 +192,7 @@ void run(const Step& step, dnnl::stream& s, std::unordered_map<int, memory> args
 // Runs a convolution-like entry on the tensors' memory.
 void run_conv(const Entry& e, const Tensor& x, const Tensor& w, const Tensor& bias,
               const Tensor& out) {
-  use_xten_threads();
+  use_threads(e.threads);
   dnnl::stream s(engine());
   Tensor keep_src, keep_w, keep_dst;
   memory user_src(e.user_src, engine(), x.data_ptr());
@@ -207,7 +223,8 @@ bool matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   if (!dt || a.numel() == 0 || b.numel() == 0) return false;
   const std::string key = fmt::format("matmul {} {} {} {} {} {}", static_cast<int>(a.dtype()),
                                       a.sizes(), a.strides(), b.sizes(), b.strides(), out.sizes());
-  auto e = cache().get(key, [&](Entry& en) {
+  const double flops = 2.0 * static_cast<double>(out.numel()) * static_cast<double>(a.size(2));
+  auto e = cache().get(key, flops, [&](Entry& en) {
     const memory::desc am(dims(a.sizes().begin(), a.sizes().end()), *dt, strides_of(a));
     const memory::desc bm(dims(b.sizes().begin(), b.sizes().end()), *dt, strides_of(b));
     const memory::desc cm(dims(out.sizes().begin(), out.sizes().end()), *dt, tag::abc);
@@ -218,7 +235,7 @@ bool matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
     en.user_dst = cm;
   });
   if (!e->ok) return false;
-  use_xten_threads();
+  use_threads(e->threads);
   dnnl::stream s(engine());
   run(e->main, s,
       {{DNNL_ARG_SRC, memory(e->user_src, engine(), a.data_ptr())},
@@ -236,7 +253,9 @@ bool conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvGeom
                                       static_cast<int>(x.dtype()), g.n, g.c, g.h, g.w, g.o, g.kh,
                                       g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups) +
                           (bias.defined() ? " bias" : "");
-  auto e = cache().get(key, [&](Entry& en) {
+  const double flops =
+      2.0 * static_cast<double>(g.n * g.o * g.ho * g.wo) * static_cast<double>(cg * g.kh * g.kw);
+  auto e = cache().get(key, flops, [&](Entry& en) {
     en.user_src = memory::desc({g.n, g.c, g.h, g.w}, *dt, tag::nchw);
     en.user_weights = weight_desc(*dt, g.groups, og, cg, g.kh, g.kw, cg * g.kh * g.kw, g.kh * g.kw,
                                   og * cg * g.kh * g.kw);
@@ -275,7 +294,9 @@ bool conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& bias, cons
                   static_cast<int>(x.dtype()), g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.sh, g.sw,
                   g.ph, g.pw, g.dh, g.dw, g.groups, output_padding) +
       (bias.defined() ? " bias" : "");
-  auto e = cache().get(key, [&](Entry& en) {
+  const double flops =
+      2.0 * static_cast<double>(g.n * g.o * g.ho * g.wo) * static_cast<double>(cg * g.kh * g.kw);
+  auto e = cache().get(key, flops, [&](Entry& en) {
     en.user_src = memory::desc({g.n, g.c, g.h, g.w}, *dt, tag::nchw);
     // xten's weight is [c, o / groups, kh, kw]: oneDNN's (g, o, i, kh, kw) reads it strided.
     en.user_weights = weight_desc(*dt, g.groups, og, cg, g.kh, g.kw, g.kh * g.kw, og * g.kh * g.kw,
@@ -311,7 +332,9 @@ bool conv2d_backward_weight(const Tensor& grad_output, const Tensor& x, const Co
   const std::string key = fmt::format("conv_bw {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
                                       static_cast<int>(x.dtype()), g.n, g.c, g.h, g.w, g.o, g.kh,
                                       g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups);
-  auto e = cache().get(key, [&](Entry& en) {
+  const double flops =
+      2.0 * static_cast<double>(g.n * g.o * g.ho * g.wo) * static_cast<double>(cg * g.kh * g.kw);
+  auto e = cache().get(key, flops, [&](Entry& en) {
     // Roles: src = the input, weights = the output's gradient, dst = the weight's gradient.
     en.user_src = memory::desc({g.n, g.c, g.h, g.w}, *dt, tag::nchw);
     en.user_weights = memory::desc({g.n, g.o, g.ho, g.wo}, *dt, tag::nchw);
