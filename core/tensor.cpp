@@ -43,6 +43,12 @@ std::string Scalar::to_string() const {
   }
   return "?";
 }
+void Tensor::set_data(const Tensor& new_data) const {
+  XTEN_CHECK(defined() && new_data.defined(), ValueError, "set_data",
+             "both tensors must be defined");
+  impl_->set_data(*new_data.impl());
+}
+
 std::ostream& operator<<(std::ostream& os, const Scalar& s) {
   return os << s.to_string();
 }

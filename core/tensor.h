@@ -114,6 +114,9 @@ class Tensor {
   bool retains_grad() const;
   // Cuts this tensor off its history (in place): it becomes a leaf that does not require grad.
   Tensor& detach_();
+  // Takes new_data's values, dtype, device and shape in place: every handle to this tensor sees
+  // them, and its autograd state (requires_grad, grad) stays (nn::Module::to moves parameters so).
+  void set_data(const Tensor& new_data) const;
   // Computes the gradient of this tensor with respect to the graph's leaves and accumulates it
   // in their grad(). `gradient` is needed unless this tensor has one element.
   void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,

@@ -56,6 +56,16 @@ void TensorImpl::set_geometry(IntArrayRef sizes, IntArrayRef strides, int64_t st
   refresh();
 }
 
+void TensorImpl::set_data(const TensorImpl& src) {
+  const bool in_graph = key_set_.has(kDeviceTypeKeys[static_cast<int>(device_.type())][1]);
+  storage_ = src.storage_;
+  dtype_ = src.dtype_;
+  device_ = src.device_;
+  key_set_ = key_set_for_device_type(static_cast<int>(device_.type()));
+  set_autograd_key(in_graph);
+  set_geometry(src.sizes_, src.strides_, src.storage_offset_);
+}
+
 // numel and contiguity are cached: they are read on every op.
 void TensorImpl::refresh() {
   numel_ = 1;

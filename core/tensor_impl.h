@@ -57,6 +57,10 @@ class TensorImpl {
 
   // Re-points this impl at new geometry (as_strided_, resize of an empty output).
   void set_geometry(IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
+  // Takes src's data (storage, dtype, device, geometry) and keeps this impl's identity and
+  // autograd state: how nn::Module::to moves a parameter that optimizers and users hold
+  // (PyTorch's set_data).
+  void set_data(const TensorImpl& src);
 
  private:
   void refresh();

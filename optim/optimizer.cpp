@@ -1,0 +1,219 @@
+#include <xten/optim/optimizer.h>
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include <xten/autograd/grad_mode.h>
+#include <xten/dispatch/ops.h>
+
+namespace xten::optim {
+
+void Optimizer::zero_grad(bool set_to_none) {
+  for (const Tensor& p : all_params()) {
+    Tensor& g = p.grad();
+    if (!g.defined()) continue;
+    if (set_to_none) {
+      g = Tensor();
+    } else {
+      g = g.detach();
+      g.zero_();
+    }
+  }
+}
+
+std::vector<Tensor> Optimizer::all_params() const {
+  std::vector<Tensor> r;
+  for (size_t g = 0; g < num_param_groups(); ++g)
+    for (const Tensor& p : params(g)) r.push_back(p);
+  return r;
+}
+
+Optimizer::ParamState& Optimizer::state_of(const Tensor& p) {
+  return state_[p.impl()];
+}
+
+nn::NamedTensors Optimizer::state_dict() const {
+  nn::NamedTensors r;
+  const std::vector<Tensor> ps = all_params();
+  for (size_t i = 0; i < ps.size(); ++i) {
+    auto it = state_.find(ps[i].impl());
+    if (it == state_.end()) continue;
+    for (const auto& [name, t] : it->second) r.emplace_back(fmt::format("state.{}.{}", i, name), t);
+  }
+  for (size_t g = 0; g < num_param_groups(); ++g)
+    r.emplace_back(fmt::format("param_groups.{}.lr", g), full({}, lr(g), kDouble));
+  return r;
+}
+
+void Optimizer::load_state_dict(const nn::NamedTensors& state) {
+  const std::vector<Tensor> ps = all_params();
+  std::map<const TensorImpl*, ParamState> loaded;
+  for (const auto& [key, t] : state) {
+    size_t index = 0;
+    char name[128] = {0};
+    if (std::sscanf(key.c_str(), "state.%zu.%127s", &index, name) == 2) {
+      XTEN_CHECK(index < ps.size(), ValueError, "load_state_dict",
+                 "'{}' names parameter {}, but the optimizer has {} parameters", key, index,
+                 ps.size());
+      const std::string n(name);
+      XTEN_CHECK(n == "step" || t.sizes() == ps[index].sizes(), ValueError, "load_state_dict",
+                 "'{}' has shape {}, but parameter {} has shape {}", key, t.sizes(), index,
+                 ps[index].sizes());
+      loaded[ps[index].impl()][n] =
+          n == "step" ? t.to(kDouble).clone() : t.to(ps[index].device(), ps[index].dtype()).clone();
+      continue;
+    }
+    size_t group = 0;
+    if (std::sscanf(key.c_str(), "param_groups.%zu.lr", &group) == 1) {
+      XTEN_CHECK(group < num_param_groups(), ValueError, "load_state_dict",
+                 "'{}' names group {}, but the optimizer has {} groups", key, group,
+                 num_param_groups());
+      set_lr(group, t.item<double>());
+      continue;
+    }
+    XTEN_FAIL(ValueError, "load_state_dict", "unexpected key '{}'", key);
+  }
+  state_ = std::move(loaded);
+}
+
+namespace {
+
+// The gradient as the update reads it: negated for maximize, plus weight_decay * p.
+Tensor update_grad(const Tensor& p, bool maximize, double weight_decay) {
+  Tensor g = maximize ? -p.grad() : p.grad();
+  if (weight_decay != 0) g = g + p.detach() * weight_decay;
+  return g;
+}
+
+// The step count of a parameter's state, incremented (a 0-d float64 tensor on the CPU, as
+// PyTorch keeps it).
+double next_step(std::map<std::string, Tensor>& s) {
+  Tensor& step = s["step"];
+  if (!step.defined()) step = zeros({}, kDouble, Device("cpu"));
+  step.add_(1);
+  return step.item<double>();
+}
+
+}  // namespace
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions options)
+    : OptimizerOf(std::move(params), std::move(options)) {
+  const SGDOptions& o = defaults_;
+  XTEN_CHECK(o.lr() >= 0 && o.momentum() >= 0 && o.weight_decay() >= 0, ValueError, "SGD",
+             "lr, momentum and weight_decay must be non-negative, but got {}, {}, {}", o.lr(),
+             o.momentum(), o.weight_decay());
+  XTEN_CHECK(!o.nesterov() || (o.momentum() > 0 && o.dampening() == 0), ValueError, "SGD",
+             "Nesterov momentum requires a momentum and zero dampening");
+}
+
+void SGD::step() {
+  NoGradGuard no_grad;
+  for (ParamGroup& group : groups_) {
+    const SGDOptions& o = group.options;
+    for (Tensor& p : group.params) {
+      if (!p.grad().defined()) continue;
+      Tensor g = update_grad(p, o.maximize(), o.weight_decay());
+      if (o.momentum() != 0) {
+        Tensor& buf = state_of(p)["momentum_buffer"];
+        if (!buf.defined()) {
+          buf = g.clone();
+        } else {
+          buf.mul_(o.momentum()).add_(g, 1 - o.dampening());
+        }
+        g = o.nesterov() ? g + buf * o.momentum() : buf;
+      }
+      p.sub_(g, o.lr());
+    }
+  }
+}
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions options)
+    : Adam(std::move(params), std::move(options), false) {}
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled)
+    : OptimizerOf(std::move(params), std::move(options)), decoupled_weight_decay_(decoupled) {
+  const AdamOptions& o = defaults_;
+  XTEN_CHECK(o.lr() >= 0 && o.eps() >= 0 && o.weight_decay() >= 0, ValueError, "Adam",
+             "lr, eps and weight_decay must be non-negative, but got {}, {}, {}", o.lr(), o.eps(),
+             o.weight_decay());
+  XTEN_CHECK(
+      o.betas().first >= 0 && o.betas().first < 1 && o.betas().second >= 0 && o.betas().second < 1,
+      ValueError, "Adam", "betas must be in [0, 1), but got ({}, {})", o.betas().first,
+      o.betas().second);
+}
+
+void Adam::step() {
+  NoGradGuard no_grad;
+  for (ParamGroup& group : groups_) {
+    const AdamOptions& o = group.options;
+    const double b1 = o.betas().first, b2 = o.betas().second;
+    for (Tensor& p : group.params) {
+      if (!p.grad().defined()) continue;
+      Tensor g = update_grad(p, o.maximize(), decoupled_weight_decay_ ? 0 : o.weight_decay());
+      if (decoupled_weight_decay_ && o.weight_decay() != 0) p.mul_(1 - o.lr() * o.weight_decay());
+      auto& s = state_of(p);
+      const double t = next_step(s);
+      Tensor& m = s["exp_avg"];
+      Tensor& v = s["exp_avg_sq"];
+      if (!m.defined()) {
+        m = zeros_like(p);
+        v = zeros_like(p);
+      }
+      m.mul_(b1).add_(g, 1 - b1);
+      v.mul_(b2).add_(g * g, 1 - b2);
+      Tensor denom_src = v;
+      if (o.amsgrad()) {
+        Tensor& vmax = s["max_exp_avg_sq"];
+        vmax = vmax.defined() ? maximum(vmax, v) : v.clone();
+        denom_src = vmax;
+      }
+      const double bias1 = 1 - std::pow(b1, t), bias2 = 1 - std::pow(b2, t);
+      const Tensor denom = sqrt(denom_src) / std::sqrt(bias2) + o.eps();
+      p.sub_(m / denom, o.lr() / bias1);
+    }
+  }
+}
+
+RMSprop::RMSprop(std::vector<Tensor> params, RMSpropOptions options)
+    : OptimizerOf(std::move(params), std::move(options)) {
+  const RMSpropOptions& o = defaults_;
+  XTEN_CHECK(
+      o.lr() >= 0 && o.eps() >= 0 && o.alpha() >= 0 && o.momentum() >= 0 && o.weight_decay() >= 0,
+      ValueError, "RMSprop", "lr, eps, alpha, momentum and weight_decay must be non-negative");
+}
+
+void RMSprop::step() {
+  NoGradGuard no_grad;
+  for (ParamGroup& group : groups_) {
+    const RMSpropOptions& o = group.options;
+    for (Tensor& p : group.params) {
+      if (!p.grad().defined()) continue;
+      Tensor g = update_grad(p, o.maximize(), o.weight_decay());
+      auto& s = state_of(p);
+      next_step(s);
+      Tensor& sq = s["square_avg"];
+      if (!sq.defined()) sq = zeros_like(p);
+      sq.mul_(o.alpha()).add_(g * g, 1 - o.alpha());
+      Tensor avg;
+      if (o.centered()) {
+        Tensor& ga = s["grad_avg"];
+        if (!ga.defined()) ga = zeros_like(p);
+        ga.mul_(o.alpha()).add_(g, 1 - o.alpha());
+        avg = sqrt(sq - ga * ga) + o.eps();
+      } else {
+        avg = sqrt(sq) + o.eps();
+      }
+      if (o.momentum() > 0) {
+        Tensor& buf = s["momentum_buffer"];
+        if (!buf.defined()) buf = zeros_like(p);
+        buf.mul_(o.momentum()).add_(g / avg);
+        p.sub_(buf, o.lr());
+      } else {
+        p.sub_(g / avg, o.lr());
+      }
+    }
+  }
+}
+
+}  // namespace xten::optim

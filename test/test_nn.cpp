@@ -1,0 +1,266 @@
+// nn: Module's registration, walks, modes, moves, state dicts and repr; every layer's forward
+// against the functional op it wraps; default initialisation and nn::init's distributions.
+#include "test_util.h"
+
+#include <xten/nn/init.h>
+#include <xten/nn/modules.h>
+
+using namespace xten;
+using namespace xten::testing;
+
+namespace {
+
+struct NetImpl : nn::Module {
+  NetImpl() : nn::Module("Net") {
+    conv = register_module("conv", nn::Conv2d(nn::Conv2dOptions(1, 4, 3).padding(1)));
+    bn = register_module("bn", nn::BatchNorm2d(4));
+    fc = register_module("fc", nn::Linear(4 * 4 * 4, 3));
+  }
+  Tensor forward(const Tensor& x) { return fc(flatten(relu(bn(conv(x))), 1)); }
+  nn::Conv2d conv{nullptr};
+  nn::BatchNorm2d bn{nullptr};
+  nn::Linear fc{nullptr};
+};
+XTEN_MODULE(Net);
+
+std::vector<std::string> names(const nn::NamedTensors& list) {
+  std::vector<std::string> r;
+  for (const auto& [n, t] : list) r.push_back(n);
+  return r;
+}
+
+}  // namespace
+
+TEST(Module, HoldersParametersAndNames) {
+  manual_seed(1);
+  nn::Linear lin(784, 256);
+  EXPECT_EQ(lin->weight.sizes(), IntArrayRef({256, 784}));
+  EXPECT_TRUE(lin->weight.requires_grad());
+  EXPECT_TRUE(lin->weight.is_leaf());
+  EXPECT_EQ(lin->parameters().size(), 2u);
+  nn::Linear copy = lin;  // shared ownership, as libtorch's holders
+  EXPECT_EQ(copy->weight.impl(), lin->weight.impl());
+  Tensor x = randn({5, 784});
+  EXPECT_TRUE(allclose(lin(x), linear(x, lin->weight, lin->bias), 0, 0));
+  nn::Linear no_bias(nn::LinearOptions(3, 2).bias(false));
+  EXPECT_EQ(names(no_bias->named_parameters()), std::vector<std::string>{"weight"});
+
+  Net net;
+  EXPECT_EQ(names(net->named_parameters()),
+            (std::vector<std::string>{"conv.weight", "conv.bias", "bn.weight", "bn.bias",
+                                      "fc.weight", "fc.bias"}));
+  EXPECT_EQ(
+      names(net->named_buffers()),
+      (std::vector<std::string>{"bn.running_mean", "bn.running_var", "bn.num_batches_tracked"}));
+  EXPECT_EQ(net->parameters(false).size(), 0u);
+  EXPECT_EQ(net->children().size(), 3u);
+  EXPECT_EQ(net->modules().size(), 4u);
+  EXPECT_EQ(net->named_modules()[1].first, "conv");
+  int visited = 0;
+  net->apply([&](nn::Module&) { ++visited; });
+  EXPECT_EQ(visited, 4);
+  EXPECT_EQ(net(randn({2, 1, 4, 4})).sizes(), IntArrayRef({2, 3}));
+}
+
+TEST(Module, RegistrationErrors) {
+  nn::Module m("M");
+  m.register_parameter("w", ones({2}));
+  EXPECT_THROW_MSG(m.register_parameter("w", ones({2})), ValueError, "'w' is already registered");
+  EXPECT_THROW_MSG(m.register_buffer("a.b", ones({2})), ValueError, "contain no '.'");
+  EXPECT_THROW_MSG(nn::Linear(-1, 2), ValueError, "features must be non-negative");
+  EXPECT_THROW_MSG(nn::Conv2d(3, 4, 3)->register_module("weight", nn::ReLU()), ValueError,
+                   "already registered");
+  EXPECT_THROW_MSG(nn::Conv2d(nn::Conv2dOptions(3, 4, 3).groups(2)), ValueError,
+                   "must be divisible by groups");
+}
+
+TEST(Module, TrainEvalDropoutAndBatchNorm) {
+  manual_seed(2);
+  nn::Sequential seq(nn::BatchNorm2d(3), nn::Dropout(0.5));
+  EXPECT_TRUE(seq->is_training());
+  auto bn = std::dynamic_pointer_cast<nn::BatchNorm2dImpl>((*seq)[0]);
+  ASSERT_TRUE(bn);
+  Tensor x = randn({4, 3, 5, 5}) * 2 + 1;
+  Tensor rm = zeros({3}), rv = ones({3});
+  Tensor expect = batch_norm(x, ones({3}), zeros({3}), rm, rv, true, 0.1, 1e-5);
+  Tensor y = bn->forward(x);
+  EXPECT_TRUE(allclose(y, expect, 1e-6, 1e-6));
+  EXPECT_TRUE(allclose(bn->running_mean, rm, 1e-6, 1e-6));
+  EXPECT_TRUE(allclose(bn->running_var, rv, 1e-6, 1e-6));
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 1);
+  seq->eval();
+  EXPECT_FALSE(bn->is_training());
+  EXPECT_TRUE(allclose(seq(x), batch_norm(x, ones({3}), zeros({3}), rm, rv, false, 0.1, 1e-5), 1e-6,
+                       1e-6));  // Dropout is the identity in evaluation
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 1);
+  EXPECT_THROW_MSG(bn->forward(randn({4, 3})), ValueError,
+                   "[BatchNorm2d] expected 4-D input, but got 2-D input");
+  nn::BatchNorm1d untracked(nn::BatchNormOptions(3).track_running_stats(false));
+  untracked->eval();
+  Tensor x2 = randn({8, 3});
+  EXPECT_TRUE(
+      allclose(untracked(x2),
+               batch_norm(x2, ones({3}), zeros({3}), std::nullopt, std::nullopt, true, 0.1, 1e-5),
+               1e-6, 1e-6));
+  nn::Dropout drop(0.5);
+  Tensor big = ones({10000});
+  Tensor d = drop(big);
+  const double kept = (d != 0).to(kDouble).mean().item<double>();
+  EXPECT_NEAR(kept, 0.5, 0.03);
+  EXPECT_THROW_MSG(nn::Dropout(1.5), ValueError, "between 0 and 1");
+}
+
+TEST(Module, ToDtypeAndZeroGradKeepHandles) {
+  manual_seed(3);
+  nn::Linear lin(4, 3);
+  Tensor w = lin->weight;  // as an optimizer holds it
+  lin(randn({2, 4})).sum().backward();
+  ASSERT_TRUE(w.grad().defined());
+  lin->to(kDouble);
+  EXPECT_EQ(w.dtype(), kDouble);
+  EXPECT_EQ(w.grad().dtype(), kDouble);
+  EXPECT_TRUE(w.requires_grad());
+  EXPECT_EQ(lin(randn({2, 4}, kDouble)).dtype(), kDouble);
+  lin->zero_grad(false);
+  EXPECT_EQ(w.grad().abs().sum().item<double>(), 0);
+  lin->zero_grad();
+  EXPECT_FALSE(w.grad().defined());
+  EXPECT_THROW_MSG(lin->to(kLong), TypeError, "only accepts floating dtypes");
+}
+
+TEST(Module, StateDictRoundTripAndErrors) {
+  manual_seed(4);
+  Net a, b;
+  a(randn({2, 1, 4, 4}));  // moves a's running statistics
+  b->load_state_dict(a->state_dict());
+  for (auto& [n, t] : a->state_dict()) {
+    bool found = false;
+    for (auto& [m, u] : b->state_dict())
+      if (m == n) {
+        found = true;
+        EXPECT_TRUE(allclose(u, t, 0, 0)) << n;
+      }
+    EXPECT_TRUE(found) << n;
+  }
+  Tensor x = randn({2, 1, 4, 4});
+  a->eval();
+  b->eval();
+  EXPECT_TRUE(allclose(a(x), b(x), 0, 0));
+  nn::NamedTensors partial = a->state_dict();
+  partial.erase(partial.begin());
+  partial.emplace_back("extra.weight", ones({1}));
+  EXPECT_THROW_MSG(b->load_state_dict(partial), ValueError,
+                   "missing keys [conv.weight], unexpected keys [extra.weight]");
+  b->load_state_dict(partial, /*strict=*/false);
+  nn::NamedTensors wrong = a->state_dict();
+  wrong[0].second = ones({2, 2});
+  EXPECT_THROW_MSG(b->load_state_dict(wrong), ValueError, "size mismatch for conv.weight");
+  wrong[0].second = a->state_dict()[0].second.to(kDouble);
+  EXPECT_THROW_MSG(b->load_state_dict(wrong), ValueError, "dtype mismatch for conv.weight");
+}
+
+TEST(Module, ReprLikePyTorch) {
+  nn::Sequential seq(nn::Conv2d(nn::Conv2dOptions(3, 8, 3).stride(2).padding(1).bias(false)),
+                     nn::BatchNorm2d(8), nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(),
+                     nn::Linear(32, 10));
+  EXPECT_EQ(nn::repr(*seq.ptr()),
+            "Sequential(\n"
+            "  (0): Conv2d(3, 8, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), bias=false)\n"
+            "  (1): BatchNorm2d(8, eps=1e-05, momentum=0.1, affine=true, "
+            "track_running_stats=true)\n"
+            "  (2): ReLU()\n"
+            "  (3): MaxPool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0), dilation=(1, "
+            "1), ceil_mode=false)\n"
+            "  (4): Flatten(start_dim=1, end_dim=-1)\n"
+            "  (5): Linear(in_features=32, out_features=10, bias=true)\n"
+            ")");
+}
+
+TEST(Layers, ForwardEqualsTheFunctionalOp) {
+  manual_seed(5);
+  Tensor x = randn({2, 4, 6, 6});
+  nn::Conv2d conv(nn::Conv2dOptions(4, 6, 3).stride(2).padding(1).groups(2));
+  EXPECT_TRUE(
+      allclose(conv(x), conv2d(x, conv->weight, conv->bias, {2, 2}, {1, 1}, {1, 1}, 2), 0, 0));
+  EXPECT_TRUE(allclose(nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1))(x),
+                       max_pool2d(x, {3, 3}, {2, 2}, {1, 1}), 0, 0));
+  EXPECT_TRUE(allclose(nn::AvgPool2d(2)(x), avg_pool2d(x, {2, 2}), 0, 0));
+  EXPECT_TRUE(allclose(nn::AdaptiveAvgPool2d(1)(x), adaptive_avg_pool2d(x, {1, 1}), 0, 0));
+  nn::LayerNorm ln(nn::LayerNormOptions({6, 6}));
+  EXPECT_TRUE(allclose(ln(x), layer_norm(x, {6, 6}, ln->weight, ln->bias), 0, 0));
+  nn::GroupNorm gn(2, 4);
+  EXPECT_TRUE(allclose(gn(x), group_norm(x, 2, gn->weight, gn->bias), 0, 0));
+  EXPECT_TRUE(allclose(nn::GELU("tanh")(x), gelu(x, "tanh"), 0, 0));
+  EXPECT_TRUE(allclose(nn::LeakyReLU(0.2)(x), leaky_relu(x, 0.2), 0, 0));
+  EXPECT_TRUE(allclose(nn::ELU(0.5)(x), elu(x, 0.5), 0, 0));
+  EXPECT_TRUE(allclose(nn::Softplus(2, 10)(x), softplus(x, 2, 10), 0, 0));
+  EXPECT_TRUE(allclose(nn::SiLU()(x), silu(x), 0, 0));
+  EXPECT_TRUE(allclose(nn::Hardswish()(x), hardswish(x), 0, 0));
+  EXPECT_TRUE(allclose(nn::Tanh()(x), tanh(x), 0, 0));
+  EXPECT_TRUE(allclose(nn::Sigmoid()(x), sigmoid(x), 0, 0));
+  EXPECT_TRUE(allclose(nn::Softmax(1)(x), softmax(x, 1), 0, 0));
+  EXPECT_TRUE(allclose(nn::LogSoftmax(1)(x), log_softmax(x, 1), 0, 0));
+  EXPECT_TRUE(allclose(nn::Identity()(x), x, 0, 0));
+  nn::Embedding emb(10, 3);
+  Tensor idx = tensor({1, 7, 7});
+  EXPECT_TRUE(allclose(emb(idx), embedding(emb->weight, idx), 0, 0));
+  Tensor logits = randn({5, 4}), target = tensor({0, 3, 1, 1, 2});
+  EXPECT_TRUE(allclose(
+      nn::CrossEntropyLoss(nn::CrossEntropyLossOptions().label_smoothing(0.1))(logits, target),
+      cross_entropy(logits, target, std::nullopt, "mean", -100, 0.1), 0, 0));
+  EXPECT_TRUE(allclose(nn::NLLLoss("sum")(log_softmax(logits, 1), target),
+                       nll_loss(log_softmax(logits, 1), target, std::nullopt, "sum"), 0, 0));
+  Tensor a = rand({5, 4}), b = rand({5, 4});
+  EXPECT_TRUE(allclose(nn::MSELoss()(a, b), mse_loss(a, b), 0, 0));
+  EXPECT_TRUE(allclose(nn::L1Loss("sum")(a, b), l1_loss(a, b, "sum"), 0, 0));
+  EXPECT_TRUE(
+      allclose(nn::SmoothL1Loss("mean", 0.5)(a, b), smooth_l1_loss(a, b, "mean", 0.5), 0, 0));
+  EXPECT_TRUE(allclose(nn::BCELoss()(a, b), binary_cross_entropy(a, b), 0, 0));
+  EXPECT_TRUE(
+      allclose(nn::BCEWithLogitsLoss()(a, b), binary_cross_entropy_with_logits(a, b), 0, 0));
+  EXPECT_TRUE(allclose(nn::KLDivLoss("batchmean")(log_softmax(a, 1), softmax(b, 1)),
+                       kl_div(log_softmax(a, 1), softmax(b, 1), "batchmean"), 0, 0));
+  nn::ModuleList list;
+  list->push_back(nn::ReLU());
+  list->push_back(nn::Linear(2, 2));
+  EXPECT_EQ(list->size(), 2u);
+  EXPECT_EQ(list->parameters().size(), 2u);
+  EXPECT_THROW_MSG((*list)[2], IndexError, "index 2 is out of range for 2 modules");
+  nn::ModuleDict dict;
+  dict->insert("act", nn::ReLU());
+  EXPECT_TRUE(dict->contains("act"));
+  EXPECT_EQ((*dict)["act"]->name(), "ReLU");
+  EXPECT_THROW_MSG((*dict)["x"], IndexError, "no module named 'x'");
+}
+
+TEST(Init, DefaultsAndDistributions) {
+  manual_seed(6);
+  nn::Linear lin(400, 300);
+  const double bound = 1 / std::sqrt(400.0);
+  EXPECT_LE(lin->weight.abs().max().item<float>(), bound);
+  EXPECT_LE(lin->bias.abs().max().item<float>(), bound);
+  // U(-b, b) has variance b^2 / 3.
+  EXPECT_NEAR(lin->weight.var().item<float>(), bound * bound / 3, bound * bound / 3 * 0.03);
+  Tensor t = empty({500, 400});
+  nn::init::kaiming_normal_(t, 0, "fan_in", "relu");
+  EXPECT_NEAR(t.std().item<float>(), std::sqrt(2.0 / 400), std::sqrt(2.0 / 400) * 0.02);
+  EXPECT_NEAR(t.mean().item<float>(), 0, 0.002);
+  nn::init::xavier_uniform_(t);
+  EXPECT_LE(t.abs().max().item<float>(), std::sqrt(6.0 / 900));
+  EXPECT_NEAR(t.var().item<float>(), 6.0 / 900 / 3, 6.0 / 900 / 3 * 0.03);
+  nn::init::trunc_normal_(t, 1, 2, -1, 2);
+  EXPECT_GE(t.min().item<float>(), -1);
+  EXPECT_LE(t.max().item<float>(), 2);
+  nn::init::constant_(t, 0.5);
+  EXPECT_EQ(t.sum().item<float>(), 0.5f * 500 * 400);
+  EXPECT_NEAR(nn::init::calculate_gain("leaky_relu", 0.2), std::sqrt(2 / 1.04), 1e-12);
+  auto [fi, fo] = nn::init::calculate_fan_in_and_fan_out(empty({8, 3, 5, 5}));
+  EXPECT_EQ(fi, 75);
+  EXPECT_EQ(fo, 200);
+  Tensor v = empty({3});
+  EXPECT_THROW_MSG(nn::init::xavier_uniform_(v), ValueError, "at least 2 dims");
+  Tensor ints = zeros({3, 3}, kLong, Device("cpu"));
+  EXPECT_THROW_MSG(nn::init::uniform_(ints), TypeError, "expected a floating tensor");
+  EXPECT_THROW_MSG(nn::init::kaiming_uniform_(t, 0, "fan_mid"), ValueError,
+                   "mode must be 'fan_in' or 'fan_out'");
+}

@@ -1,0 +1,212 @@
+// optim: each optimizer's update against the formula worked step by step in double on scalars
+// (torch.optim's documented algorithm), parameter groups, zero_grad, state dicts, errors, and
+// training a small network with nn + optim.
+#include <cmath>
+
+#include "test_util.h"
+
+#include <xten/nn/modules.h>
+#include <xten/optim/optimizer.h>
+
+using namespace xten;
+using namespace xten::testing;
+
+namespace {
+
+// Runs `steps` updates of the loss sum(p^3) / 3 (gradient p^2) from p0 and returns p's values.
+template <class Opt>
+std::vector<double> run(Opt& opt, Tensor& p, int steps) {
+  for (int i = 0; i < steps; ++i) {
+    opt.zero_grad();
+    (p * p * p / 3).sum().backward();
+    opt.step();
+  }
+  Tensor c = p.detach().to(kDouble).contiguous();
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+const std::vector<double> kStart{1.0, -0.5, 2.0};
+
+void expect_values(const std::vector<double>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << i;
+}
+
+}  // namespace
+
+TEST(Optim, SGDMatchesTheFormula) {
+  for (bool nesterov : {false, true}) {
+    for (bool maximize : {false, true}) {
+      Tensor p = tensor(kStart, kDouble).requires_grad_();
+      optim::SGD opt(
+          {p}, optim::SGDOptions(0.1).momentum(0.9).weight_decay(0.01).nesterov(nesterov).maximize(
+                   maximize));
+      std::vector<double> want;
+      for (double x : kStart) {
+        double buf = 0;
+        for (int t = 0; t < 4; ++t) {
+          double g = x * x;
+          if (maximize) g = -g;
+          g += 0.01 * x;
+          buf = t == 0 ? g : 0.9 * buf + g;
+          x -= 0.1 * (nesterov ? g + 0.9 * buf : buf);
+        }
+        want.push_back(x);
+      }
+      SCOPED_TRACE(nesterov ? "nesterov" : "plain");
+      expect_values(run(opt, p, 4), want);
+    }
+  }
+  // dampening
+  Tensor p = tensor(kStart, kDouble).requires_grad_();
+  optim::SGD opt({p}, optim::SGDOptions(0.05).momentum(0.5).dampening(0.3));
+  std::vector<double> want;
+  for (double x : kStart) {
+    double buf = 0;
+    for (int t = 0; t < 3; ++t) {
+      const double g = x * x;
+      buf = t == 0 ? g : 0.5 * buf + 0.7 * g;
+      x -= 0.05 * buf;
+    }
+    want.push_back(x);
+  }
+  expect_values(run(opt, p, 3), want);
+}
+
+TEST(Optim, AdamAdamWAndAmsgradMatchTheFormula) {
+  for (int variant = 0; variant < 3; ++variant) {  // Adam, AdamW, Adam amsgrad
+    Tensor p = tensor(kStart, kDouble).requires_grad_();
+    const double lr = 0.01, b1 = 0.8, b2 = 0.9, eps = 1e-6, wd = 0.1;
+    auto o = optim::AdamOptions(lr).betas({b1, b2}).eps(eps).weight_decay(wd).amsgrad(variant == 2);
+    std::unique_ptr<optim::Adam> opt =
+        variant == 1 ? std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, o)
+                     : std::make_unique<optim::Adam>(std::vector<Tensor>{p}, o);
+    std::vector<double> want;
+    for (double x : kStart) {
+      double m = 0, v = 0, vmax = 0;
+      for (int t = 1; t <= 5; ++t) {
+        double g = x * x;
+        if (variant == 1) {
+          x *= 1 - lr * wd;
+        } else {
+          g += wd * x;
+        }
+        m = b1 * m + (1 - b1) * g;
+        v = b2 * v + (1 - b2) * g * g;
+        vmax = std::max(vmax, v);
+        const double denom =
+            std::sqrt(variant == 2 ? vmax : v) / std::sqrt(1 - std::pow(b2, t)) + eps;
+        x -= lr / (1 - std::pow(b1, t)) * m / denom;
+      }
+      want.push_back(x);
+    }
+    SCOPED_TRACE(variant);
+    expect_values(run(*opt, p, 5), want);
+  }
+}
+
+TEST(Optim, RMSpropMatchesTheFormula) {
+  for (bool centered : {false, true}) {
+    Tensor p = tensor(kStart, kDouble).requires_grad_();
+    optim::RMSprop opt(
+        {p},
+        optim::RMSpropOptions(0.01).alpha(0.9).momentum(0.5).centered(centered).weight_decay(0.05));
+    std::vector<double> want;
+    for (double x : kStart) {
+      double s = 0, a = 0, buf = 0;
+      for (int t = 0; t < 4; ++t) {
+        const double g = x * x + 0.05 * x;
+        s = 0.9 * s + 0.1 * g * g;
+        a = 0.9 * a + 0.1 * g;
+        const double avg = std::sqrt(centered ? s - a * a : s) + 1e-8;
+        buf = 0.5 * buf + g / avg;
+        x -= 0.01 * buf;
+      }
+      want.push_back(x);
+    }
+    SCOPED_TRACE(centered);
+    expect_values(run(opt, p, 4), want);
+  }
+}
+
+TEST(Optim, GroupsZeroGradAndStateDict) {
+  Tensor a = tensor({1.0, 2.0}, kDouble).requires_grad_();
+  Tensor b = tensor({3.0}, kDouble).requires_grad_();
+  optim::SGD opt({a}, optim::SGDOptions(0.1).momentum(0.9));
+  opt.add_param_group({b}, optim::SGDOptions(0.5));
+  EXPECT_EQ(opt.num_param_groups(), 2u);
+  EXPECT_EQ(opt.lr(1), 0.5);
+  (a.sum() + b.sum()).backward();
+  opt.step();
+  EXPECT_NEAR(b.item<double>(), 3.0 - 0.5, 1e-15);
+  EXPECT_NEAR(a.select(0, 0).item<double>(), 1.0 - 0.1, 1e-15);
+  opt.zero_grad(false);
+  EXPECT_EQ(a.grad().sum().item<double>(), 0);
+  opt.zero_grad();
+  EXPECT_FALSE(a.grad().defined());
+
+  // Saving after 2 steps and loading into a fresh optimizer continues exactly.
+  auto train = [](Tensor& p, optim::Optimizer& o, int steps) {
+    for (int i = 0; i < steps; ++i) {
+      o.zero_grad();
+      (p * p).sum().backward();
+      o.step();
+    }
+  };
+  Tensor p1 = tensor({1.0, -2.0}, kDouble).requires_grad_();
+  optim::Adam full({p1}, optim::AdamOptions(0.1));
+  train(p1, full, 4);
+  Tensor p2 = tensor({1.0, -2.0}, kDouble).requires_grad_();
+  optim::Adam first({p2}, optim::AdamOptions(0.1));
+  train(p2, first, 2);
+  const nn::NamedTensors saved = first.state_dict();
+  std::vector<std::string> keys;
+  for (auto& [k, t] : saved) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"state.0.exp_avg", "state.0.exp_avg_sq", "state.0.step",
+                                            "param_groups.0.lr"}));
+  optim::Adam second({p2}, optim::AdamOptions(0.5));
+  second.load_state_dict(saved);
+  EXPECT_EQ(second.lr(0), 0.1);
+  train(p2, second, 2);
+  EXPECT_TRUE(allclose(p2, p1, 0, 0));
+  nn::NamedTensors bad = saved;
+  bad[0].first = "state.7.exp_avg";
+  EXPECT_THROW_MSG(second.load_state_dict(bad), ValueError, "names parameter 7");
+  bad = saved;
+  bad[0].second = zeros({3}, kDouble);
+  EXPECT_THROW_MSG(second.load_state_dict(bad), ValueError, "has shape (3)");
+  bad = saved;
+  bad.emplace_back("momentum", zeros({}));
+  EXPECT_THROW_MSG(second.load_state_dict(bad), ValueError, "unexpected key 'momentum'");
+}
+
+TEST(Optim, Errors) {
+  Tensor p = ones({2}).requires_grad_();
+  EXPECT_THROW_MSG(optim::SGD({p}, optim::SGDOptions(-1)), ValueError, "must be non-negative");
+  EXPECT_THROW_MSG(optim::SGD({p}, optim::SGDOptions(0.1).nesterov(true)), ValueError,
+                   "Nesterov momentum requires a momentum");
+  EXPECT_THROW_MSG(optim::Adam({p}, optim::AdamOptions(0.1).betas({1.0, 0.9})), ValueError,
+                   "betas must be in [0, 1)");
+  Tensor not_leaf = p * 2;
+  EXPECT_THROW_MSG(optim::SGD({not_leaf}, optim::SGDOptions(0.1)), ValueError,
+                   "can only optimize defined leaf tensors");
+}
+
+TEST(Optim, TrainsASmallNetwork) {
+  manual_seed(7);
+  nn::Sequential model(nn::Linear(2, 16), nn::Tanh(), nn::Linear(16, 2));
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  nn::CrossEntropyLoss loss_fn;
+  Tensor x = randn({64, 2});
+  Tensor y = (x.select(1, 0) * x.select(1, 1) > 0).to(kLong);  // XOR-like quadrants
+  double first = 0, last = 0;
+  for (int step = 0; step < 200; ++step) {
+    opt.zero_grad();
+    Tensor loss = loss_fn(model(x), y);
+    loss.backward();
+    opt.step();
+    if (step == 0) first = loss.item<double>();
+    last = loss.item<double>();
+  }
+  EXPECT_LT(last, first * 0.5) << first << " -> " << last;
+}
