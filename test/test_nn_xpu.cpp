@@ -1,0 +1,83 @@
+// nn and optim on the XPU: a module moved with to("xpu") keeps its parameter handles, computes
+// what the CPU computes, and every optimizer's steps on the XPU follow the CPU's.
+#include "test_util.h"
+#include "xpu_test_env.h"
+
+#include <xten/nn/modules.h>
+#include <xten/optim/optimizer.h>
+
+using namespace xten;
+using namespace xten::testing;
+
+namespace {
+
+const bool kEnv = set_xpu_test_env("1G");
+
+// No convolution bias before the batch norm (as ResNets): its gradient is zero up to rounding,
+// which Adam and RMSprop would turn into full steps of either sign.
+nn::Sequential make_model() {
+  manual_seed(11);
+  return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 4, 3).padding(1).bias(false)),
+                        nn::BatchNorm2d(4), nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(),
+                        nn::Linear(4 * 3 * 3, 5));
+}
+
+}  // namespace
+
+TEST(NnXpu, ModuleToXpuKeepsHandlesAndMatchesTheCpu) {
+  nn::Sequential cpu = make_model(), xpu = make_model();
+  Tensor w = xpu->parameters()[0];
+  xpu->to("xpu");
+  EXPECT_EQ(w.device().type(), kXPU);  // the same handle, moved
+  EXPECT_TRUE(w.requires_grad());
+  for (const auto& t : xpu->state_dict()) EXPECT_EQ(t.second.device().type(), kXPU) << t.first;
+  Tensor x = randn({3, 1, 6, 6});
+  Tensor yc = cpu(x), yx = xpu(x.to("xpu"));
+  EXPECT_TRUE(allclose(yx.to("cpu"), yc, 1e-4, 1e-5));
+  // running statistics moved on the XPU as on the CPU
+  auto bn_x = std::dynamic_pointer_cast<nn::BatchNorm2dImpl>((*xpu)[1]);
+  auto bn_c = std::dynamic_pointer_cast<nn::BatchNorm2dImpl>((*cpu)[1]);
+  EXPECT_TRUE(allclose(bn_x->running_var.to("cpu"), bn_c->running_var, 1e-5, 1e-6));
+  EXPECT_EQ(bn_x->num_batches_tracked.to("cpu").item<int64_t>(), 1);
+  xpu->to("cpu");
+  EXPECT_EQ(w.device().type(), kCPU);
+}
+
+TEST(NnXpu, OptimizersFollowTheCpu) {
+  auto make = [](int which, const std::vector<Tensor>& ps) -> std::unique_ptr<optim::Optimizer> {
+    switch (which) {
+      case 0:
+        return std::make_unique<optim::SGD>(ps,
+                                            optim::SGDOptions(0.05).momentum(0.9).nesterov(true));
+      case 1:
+        return std::make_unique<optim::Adam>(ps, optim::AdamOptions(0.01).amsgrad(true));
+      case 2:
+        return std::make_unique<optim::AdamW>(ps);
+      default:
+        return std::make_unique<optim::RMSprop>(
+            ps, optim::RMSpropOptions(0.01).centered(true).momentum(0.5));
+    }
+  };
+  for (int which = 0; which < 4; ++which) {
+    SCOPED_TRACE(which);
+    nn::Sequential cpu = make_model(), xpu = make_model();
+    xpu->to("xpu");
+    auto oc = make(which, cpu->parameters()), ox = make(which, xpu->parameters());
+    nn::CrossEntropyLoss loss_fn;
+    manual_seed(12);
+    Tensor x = randn({4, 1, 6, 6}), y = tensor({0, 4, 2, 1});
+    for (int step = 0; step < 3; ++step) {
+      oc->zero_grad();
+      ox->zero_grad();
+      loss_fn(cpu(x), y).backward();
+      loss_fn(xpu(x.to("xpu")), y.to("xpu")).backward();
+      oc->step();
+      ox->step();
+    }
+    auto pc = cpu->parameters(), px = xpu->parameters();
+    for (size_t i = 0; i < pc.size(); ++i) {
+      EXPECT_EQ(px[i].device().type(), kXPU);
+      EXPECT_TRUE(allclose(px[i].to("cpu"), pc[i], 1e-3, 1e-4)) << i;
+    }
+  }
+}
