@@ -94,6 +94,66 @@ std::string Conv2dImpl::extra_repr() const {
   return s;
 }
 
+namespace {
+void check_groups(const char* op, int64_t in, int64_t out, int64_t groups) {
+  XTEN_CHECK(groups > 0 && in % groups == 0 && out % groups == 0, ValueError, op,
+             "in_channels ({}) and out_channels ({}) must be divisible by groups ({})", in, out,
+             groups);
+}
+std::optional<Tensor> opt(const Tensor& t) {
+  return t.defined() ? std::optional<Tensor>(t) : std::nullopt;
+}
+}  // namespace
+
+Conv1dImpl::Conv1dImpl(const Conv1dOptions& o) : Module("Conv1d"), options(o) {
+  check_groups("Conv1d", o.in_channels(), o.out_channels(), o.groups());
+  weight = register_parameter(
+      "weight", empty({o.out_channels(), o.in_channels() / o.groups(), o.kernel_size()}));
+  bias = register_parameter("bias", o.bias() ? empty({o.out_channels()}) : Tensor());
+  reset_affine(weight, bias);
+}
+
+Tensor Conv1dImpl::forward(const Tensor& input) const {
+  return conv1d(input, weight, opt(bias), {options.stride()}, ConvPadding(options.padding()),
+                {options.dilation()}, options.groups());
+}
+
+std::string Conv1dImpl::extra_repr() const {
+  std::string s = fmt::format("{}, {}, kernel_size=({},), stride=({},)", options.in_channels(),
+                              options.out_channels(), options.kernel_size(), options.stride());
+  if (options.padding()) s += fmt::format(", padding=({},)", options.padding());
+  if (options.groups() != 1) s += fmt::format(", groups={}", options.groups());
+  if (!options.bias()) s += ", bias=false";
+  return s;
+}
+
+ConvTranspose2dImpl::ConvTranspose2dImpl(const ConvTranspose2dOptions& o)
+    : Module("ConvTranspose2d"), options(o) {
+  check_groups("ConvTranspose2d", o.in_channels(), o.out_channels(), o.groups());
+  weight = register_parameter("weight", empty({o.in_channels(), o.out_channels() / o.groups(),
+                                               o.kernel_size().v[0], o.kernel_size().v[1]}));
+  bias = register_parameter("bias", o.bias() ? empty({o.out_channels()}) : Tensor());
+  reset_affine(weight, bias);
+}
+
+Tensor ConvTranspose2dImpl::forward(const Tensor& input) const {
+  return conv_transpose2d(input, weight, opt(bias), options.stride().ref(), options.padding().ref(),
+                          options.output_padding().ref(), options.groups(),
+                          options.dilation().ref());
+}
+
+std::string ConvTranspose2dImpl::extra_repr() const {
+  std::string s = fmt::format("{}, {}, kernel_size={}, stride={}", options.in_channels(),
+                              options.out_channels(), pair_str(options.kernel_size()),
+                              pair_str(options.stride()));
+  if (options.padding().v[0] || options.padding().v[1])
+    s += ", padding=" + pair_str(options.padding());
+  if (options.output_padding().v[0] || options.output_padding().v[1])
+    s += ", output_padding=" + pair_str(options.output_padding());
+  if (!options.bias()) s += ", bias=false";
+  return s;
+}
+
 // ---- normalization --------------------------------------------------------------------------
 
 BatchNormImpl::BatchNormImpl(const BatchNormOptions& o, std::string name,

@@ -80,6 +80,58 @@ class Conv2dImpl : public Module {
 };
 XTEN_MODULE(Conv2d);
 
+struct Conv1dOptions {
+  Conv1dOptions(int64_t in, int64_t out, int64_t kernel)
+      : in_channels_(in), out_channels_(out), kernel_size_(kernel) {}
+  XTEN_ARG(int64_t, in_channels);
+  XTEN_ARG(int64_t, out_channels);
+  XTEN_ARG(int64_t, kernel_size);
+  XTEN_ARG(int64_t, stride) = 1;
+  XTEN_ARG(int64_t, padding) = 0;
+  XTEN_ARG(int64_t, dilation) = 1;
+  XTEN_ARG(int64_t, groups) = 1;
+  XTEN_ARG(bool, bias) = true;
+};
+// Weight [out, in / groups, k], initialised as Conv2d's.
+class Conv1dImpl : public Module {
+ public:
+  Conv1dImpl(int64_t in, int64_t out, int64_t kernel)
+      : Conv1dImpl(Conv1dOptions(in, out, kernel)) {}
+  explicit Conv1dImpl(const Conv1dOptions& options);
+  Tensor forward(const Tensor& input) const;
+  std::string extra_repr() const override;
+  Conv1dOptions options;
+  Tensor weight, bias;
+};
+XTEN_MODULE(Conv1d);
+
+struct ConvTranspose2dOptions {
+  ConvTranspose2dOptions(int64_t in, int64_t out, Pair kernel)
+      : in_channels_(in), out_channels_(out), kernel_size_(kernel) {}
+  XTEN_ARG(int64_t, in_channels);
+  XTEN_ARG(int64_t, out_channels);
+  XTEN_ARG(Pair, kernel_size);
+  XTEN_ARG(Pair, stride) = 1;
+  XTEN_ARG(Pair, padding) = 0;
+  XTEN_ARG(Pair, output_padding) = 0;
+  XTEN_ARG(Pair, dilation) = 1;
+  XTEN_ARG(int64_t, groups) = 1;
+  XTEN_ARG(bool, bias) = true;
+};
+// Weight [in, out / groups, kh, kw]; PyTorch computes its fan_in from dim 1 (out / groups
+// times the kernel), and so does this.
+class ConvTranspose2dImpl : public Module {
+ public:
+  ConvTranspose2dImpl(int64_t in, int64_t out, Pair kernel)
+      : ConvTranspose2dImpl(ConvTranspose2dOptions(in, out, kernel)) {}
+  explicit ConvTranspose2dImpl(const ConvTranspose2dOptions& options);
+  Tensor forward(const Tensor& input) const;
+  std::string extra_repr() const override;
+  ConvTranspose2dOptions options;
+  Tensor weight, bias;
+};
+XTEN_MODULE(ConvTranspose2d);
+
 // ---- normalization ----------------------------------------------------------------------------
 struct BatchNormOptions {
   BatchNormOptions(int64_t num_features) : num_features_(num_features) {}  // NOLINT

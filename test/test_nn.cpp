@@ -182,6 +182,15 @@ TEST(Layers, ForwardEqualsTheFunctionalOp) {
   nn::Conv2d conv(nn::Conv2dOptions(4, 6, 3).stride(2).padding(1).groups(2));
   EXPECT_TRUE(
       allclose(conv(x), conv2d(x, conv->weight, conv->bias, {2, 2}, {1, 1}, {1, 1}, 2), 0, 0));
+  Tensor x1 = randn({2, 4, 9});
+  nn::Conv1d c1(nn::Conv1dOptions(4, 6, 3).stride(2).padding(1).groups(2));
+  EXPECT_TRUE(allclose(c1(x1), conv1d(x1, c1->weight, c1->bias, {2}, {1}, {1}, 2), 0, 0));
+  nn::ConvTranspose2d ct(
+      nn::ConvTranspose2dOptions(4, 6, 3).stride(2).padding(1).output_padding(1));
+  EXPECT_EQ(ct->weight.sizes(), IntArrayRef({4, 6, 3, 3}));
+  EXPECT_TRUE(
+      allclose(ct(x), conv_transpose2d(x, ct->weight, ct->bias, {2, 2}, {1, 1}, {1, 1}), 0, 0));
+  EXPECT_EQ(ct(x).sizes(), IntArrayRef({2, 6, 12, 12}));
   EXPECT_TRUE(allclose(nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1))(x),
                        max_pool2d(x, {3, 3}, {2, 2}, {1, 1}), 0, 0));
   EXPECT_TRUE(allclose(nn::AvgPool2d(2)(x), avg_pool2d(x, {2, 2}), 0, 0));
