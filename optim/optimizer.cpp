@@ -29,6 +29,13 @@ std::vector<Tensor> Optimizer::all_params() const {
   return r;
 }
 
+const std::vector<double>& Optimizer::initial_lrs() {
+  if (initial_lrs_.size() != num_param_groups()) {
+    for (size_t g = initial_lrs_.size(); g < num_param_groups(); ++g) initial_lrs_.push_back(lr(g));
+  }
+  return initial_lrs_;
+}
+
 Optimizer::ParamState& Optimizer::state_of(const Tensor& p) {
   return state_[p.impl()];
 }

@@ -54,11 +54,16 @@ class Optimizer {
   // Takes state back; the groups must hold as many parameters, with the same shapes.
   void load_state_dict(const nn::NamedTensors& state);
 
+  // Each group's lr before any scheduler changed it (PyTorch's group["initial_lr"]): recorded by
+  // the first scheduler made on this optimizer, the base of every scheduler's formula.
+  const std::vector<double>& initial_lrs();
+
  protected:
   // A parameter's named state tensors (created on its first step).
   using ParamState = std::map<std::string, Tensor>;
   ParamState& state_of(const Tensor& p);
   std::map<const TensorImpl*, ParamState> state_;
+  std::vector<double> initial_lrs_;
 };
 
 // The groups and their options, shared by the optimizers below.

@@ -6,6 +6,7 @@
 #include "test_util.h"
 
 #include <xten/nn/modules.h>
+#include <xten/optim/lr_scheduler.h>
 #include <xten/optim/optimizer.h>
 
 using namespace xten;
@@ -209,4 +210,99 @@ TEST(Optim, TrainsASmallNetwork) {
     last = loss.item<double>();
   }
   EXPECT_LT(last, first * 0.5) << first << " -> " << last;
+}
+
+namespace {
+
+// The lr after each of `epochs` steps (the first value is the one set at construction).
+std::vector<double> lrs(optim::LRScheduler& s, optim::Optimizer& o, int epochs) {
+  std::vector<double> r{o.lr(0)};
+  for (int e = 0; e < epochs; ++e) {
+    s.step();
+    r.push_back(o.lr(0));
+    EXPECT_EQ(s.get_last_lr()[0], o.lr(0));
+  }
+  return r;
+}
+
+void expect_lrs(const std::vector<double>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << "epoch " << i;
+}
+
+}  // namespace
+
+TEST(LRScheduler, ClosedFormsLikePyTorch) {
+  const double pi = std::acos(-1.0);
+  auto fresh = [] { return optim::SGD({ones({1}).requires_grad_()}, optim::SGDOptions(0.1)); };
+  {
+    optim::SGD o = fresh();
+    optim::StepLR s(o, 2, 0.5);
+    expect_lrs(lrs(s, o, 5), {0.1, 0.1, 0.05, 0.05, 0.025, 0.025});
+  }
+  {
+    optim::SGD o = fresh();
+    optim::MultiStepLR s(o, {1, 3}, 0.1);
+    expect_lrs(lrs(s, o, 4), {0.1, 0.01, 0.01, 0.001, 0.001});
+  }
+  {
+    optim::SGD o = fresh();
+    optim::ExponentialLR s(o, 0.9);
+    expect_lrs(lrs(s, o, 3), {0.1, 0.09, 0.081, 0.0729});
+  }
+  {
+    optim::SGD o = fresh();
+    optim::CosineAnnealingLR s(o, 4, 0.01);
+    std::vector<double> want;
+    for (int e = 0; e <= 4; ++e) want.push_back(0.01 + 0.09 * (1 + std::cos(pi * e / 4)) / 2);
+    expect_lrs(lrs(s, o, 4), want);
+  }
+  {
+    optim::SGD o = fresh();
+    optim::LinearLR s(o, 0.5, 1.0, 2);
+    expect_lrs(lrs(s, o, 3), {0.05, 0.075, 0.1, 0.1});
+  }
+  {
+    optim::SGD o = fresh();
+    optim::OneCycleLR s(o, optim::OneCycleLROptions(1.0, 10));
+    const std::vector<double> got = lrs(s, o, 9);
+    EXPECT_NEAR(got[0], 0.04, 1e-12);             // max_lr / div_factor
+    EXPECT_NEAR(got[2], 1.0, 1e-12);              // the peak at pct_start * total - 1 = 2
+    EXPECT_NEAR(got[1], 0.04 + 0.96 / 2, 1e-12);  // half way up, by cosine
+    EXPECT_NEAR(got[9], 0.04 / 1e4, 1e-12);       // the floor at the last step
+    s.step();  // step total_steps is still allowed, as in PyTorch; the next one is not
+    EXPECT_THROW_MSG(s.step(), ValueError, "Tried to step 11 times");
+  }
+  {
+    optim::SGD o = fresh();
+    auto warm = std::make_shared<optim::LinearLR>(o, 0.5, 1.0, 2);
+    auto decay = std::make_shared<optim::ExponentialLR>(o, 0.9);
+    optim::SequentialLR s(o, {warm, decay}, {2});
+    expect_lrs(lrs(s, o, 4), {0.05, 0.075, 0.1, 0.09, 0.081});
+    // state dict: a new schedule resumes where the saved one was
+    const nn::NamedTensors saved = s.state_dict();
+    optim::SGD o2 = fresh();
+    auto warm2 = std::make_shared<optim::LinearLR>(o2, 0.5, 1.0, 2);
+    auto decay2 = std::make_shared<optim::ExponentialLR>(o2, 0.9);
+    optim::SequentialLR s2(o2, {warm2, decay2}, {2});
+    s2.load_state_dict(saved);
+    EXPECT_NEAR(o2.lr(0), 0.081, 1e-12);
+    s2.step();
+    EXPECT_NEAR(o2.lr(0), 0.0729, 1e-12);
+  }
+  {
+    optim::SGD o = fresh();
+    optim::StepLR s(o, 1, 0.5);
+    s.step();
+    s.step();
+    optim::SGD o2 = fresh();
+    optim::StepLR s2(o2, 1, 0.5);
+    s2.load_state_dict(s.state_dict());
+    EXPECT_EQ(s2.last_epoch(), 2);
+    EXPECT_NEAR(o2.lr(0), 0.025, 1e-12);
+  }
+  optim::SGD o = fresh();
+  EXPECT_THROW_MSG(optim::StepLR(o, 0), ValueError, "step_size must be positive");
+  EXPECT_THROW_MSG(optim::OneCycleLR(o, optim::OneCycleLROptions(1, 10).cycle_momentum(true)),
+                   NotImplementedError, "momentum cycling is not implemented");
 }
