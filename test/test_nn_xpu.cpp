@@ -3,6 +3,7 @@
 #include "test_util.h"
 #include "xpu_test_env.h"
 
+#include <xten/amp/grad_scaler.h>
 #include <xten/nn/modules.h>
 #include <xten/optim/optimizer.h>
 
@@ -80,4 +81,21 @@ TEST(NnXpu, OptimizersFollowTheCpu) {
       EXPECT_TRUE(allclose(px[i].to("cpu"), pc[i], 1e-3, 1e-4)) << i;
     }
   }
+}
+
+TEST(NnXpu, GradScalerOnTheXpu) {
+  Tensor p = tensor({1.0f, 2.0f}).to("xpu").requires_grad_();
+  optim::SGD opt({p}, optim::SGDOptions(0.1));
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(256));
+  scaler.scale((p * p).sum()).backward();
+  EXPECT_TRUE(scaler.step(opt));
+  EXPECT_TRUE(allclose(p.to("cpu"), tensor({0.8f, 1.6f}), 1e-7, 0));
+  scaler.update();
+  opt.zero_grad();
+  scaler.scale((p * p).sum()).backward();
+  p.grad().select(0, 0).fill_(std::numeric_limits<float>::infinity());
+  EXPECT_FALSE(scaler.step(opt));
+  scaler.update();
+  EXPECT_EQ(scaler.get_scale(), 128);
+  EXPECT_TRUE(allclose(p.to("cpu"), tensor({0.8f, 1.6f}), 1e-7, 0));
 }

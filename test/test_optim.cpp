@@ -5,6 +5,7 @@
 
 #include "test_util.h"
 
+#include <xten/amp/grad_scaler.h>
 #include <xten/nn/modules.h>
 #include <xten/optim/lr_scheduler.h>
 #include <xten/optim/optimizer.h>
@@ -305,4 +306,58 @@ TEST(LRScheduler, ClosedFormsLikePyTorch) {
   EXPECT_THROW_MSG(optim::StepLR(o, 0), ValueError, "step_size must be positive");
   EXPECT_THROW_MSG(optim::OneCycleLR(o, optim::OneCycleLROptions(1, 10).cycle_momentum(true)),
                    NotImplementedError, "momentum cycling is not implemented");
+}
+
+TEST(GradScaler, SkipsNonFiniteStepsAndAdaptsTheScale) {
+  Tensor p = tensor({1.0f, 2.0f}).requires_grad_();
+  optim::SGD opt({p}, optim::SGDOptions(0.1));
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(1024).growth_interval(2));
+  EXPECT_EQ(scaler.get_scale(), 1024);
+  // a finite step: gradients unscaled exactly (powers of two), the step taken
+  Tensor loss = (p * p).sum();
+  Tensor scaled = scaler.scale(loss);
+  EXPECT_EQ(scaled.item<float>(), 1024 * 5);
+  scaled.backward();
+  EXPECT_TRUE(scaler.step(opt));
+  EXPECT_TRUE(allclose(p.grad(), tensor({2.0f, 4.0f}), 0, 0));
+  EXPECT_TRUE(allclose(p, tensor({0.8f, 1.6f}), 1e-7, 0));
+  scaler.update();
+  EXPECT_EQ(scaler.get_scale(), 1024);  // one good step of two
+  // an inf in a gradient: the step is skipped and the scale halves
+  opt.zero_grad();
+  scaler.scale((p * p).sum()).backward();
+  p.grad().select(0, 1).fill_(std::numeric_limits<float>::infinity());
+  EXPECT_FALSE(scaler.step(opt));
+  EXPECT_TRUE(allclose(p, tensor({0.8f, 1.6f}), 1e-7, 0));
+  scaler.update();
+  EXPECT_EQ(scaler.get_scale(), 512);
+  // two good steps in a row: the scale doubles
+  for (int i = 0; i < 2; ++i) {
+    opt.zero_grad();
+    scaler.scale((p * p).sum()).backward();
+    EXPECT_TRUE(scaler.step(opt));
+    scaler.update();
+  }
+  EXPECT_EQ(scaler.get_scale(), 1024);
+  // NaN counts as not finite too
+  opt.zero_grad();
+  scaler.scale((p * p).sum()).backward();
+  p.grad().select(0, 0).fill_(std::nan(""));
+  scaler.unscale_(opt);
+  EXPECT_THROW_MSG(scaler.unscale_(opt), ValueError,
+                   "unscale_() has already been called on this optimizer since the last update()");
+  EXPECT_FALSE(scaler.step(opt));
+  scaler.update();
+  EXPECT_EQ(scaler.get_scale(), 512);
+  // state dict round trip
+  amp::GradScaler other;
+  other.load_state_dict(scaler.state_dict());
+  EXPECT_EQ(other.get_scale(), 512);
+  // disabled: a plain step, scale 1
+  amp::GradScaler off(amp::GradScalerOptions().enabled(false));
+  Tensor l = (p * p).sum();
+  EXPECT_TRUE(off.scale(l).is_same(l));
+  EXPECT_EQ(off.get_scale(), 1.0);
+  EXPECT_THROW_MSG(amp::GradScaler(amp::GradScalerOptions().backoff_factor(2)), ValueError,
+                   "0 < backoff_factor < 1");
 }

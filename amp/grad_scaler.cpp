@@ -1,0 +1,118 @@
+#include <xten/amp/grad_scaler.h>
+
+#include <xten/autograd/grad_mode.h>
+#include <xten/dispatch/ops.h>
+
+namespace xten::amp {
+
+GradScaler::GradScaler(GradScalerOptions options) : options_(std::move(options)) {
+  XTEN_CHECK(options_.growth_factor() > 1 && options_.backoff_factor() > 0 &&
+                 options_.backoff_factor() < 1 && options_.growth_interval() > 0 &&
+                 options_.init_scale() > 0,
+             ValueError, "GradScaler",
+             "expected growth_factor > 1, 0 < backoff_factor < 1, growth_interval > 0 and "
+             "init_scale > 0");
+}
+
+void GradScaler::lazy_init(const Device& device) {
+  if (!scale_.defined()) scale_ = full({1}, options_.init_scale(), TensorOptions(kFloat, device));
+}
+
+Tensor GradScaler::scale(const Tensor& outputs) {
+  if (!is_enabled()) return outputs;
+  lazy_init(outputs.device());
+  // The scale on the outputs' device (a model split over devices multiplies on each).
+  const Tensor s = scale_.device() == outputs.device() ? scale_ : scale_.to(outputs.device());
+  return outputs * s.to(outputs.dtype() == kDouble ? kDouble : kFloat).view({});
+}
+
+void GradScaler::unscale_(optim::Optimizer& optimizer) {
+  if (!is_enabled()) return;
+  PerOptimizer& st = per_optimizer_[&optimizer];
+  XTEN_CHECK(!st.unscaled, ValueError, "unscale_",
+             "unscale_() has already been called on this optimizer since the last update().");
+  XTEN_CHECK(!st.stepped, ValueError, "unscale_", "unscale_() is being called after step().");
+  XTEN_CHECK(scale_.defined(), ValueError, "unscale_",
+             "no scale yet: call scale() on the loss before unscaling");
+  NoGradGuard no_grad;
+  const Tensor inv = scale_.reciprocal();  // float32, as PyTorch's (never float64)
+  st.found_inf = zeros({1}, kFloat, scale_.device());
+  for (const Tensor& p : optimizer.all_params()) {
+    Tensor& g = p.grad();
+    if (!g.defined()) continue;
+    const Tensor inv_here = inv.to(g.device());
+    // Unscaled in place; any non-finite value (which stays non-finite) raises the flag.
+    g.mul_(inv_here.to(g.dtype()).view({}));
+    const Tensor bad = logical_not(isfinite(g)).any().to(kFloat).reshape({1});
+    st.found_inf = maximum(st.found_inf, bad.to(st.found_inf.device()));
+  }
+  st.unscaled = true;
+}
+
+bool GradScaler::step(optim::Optimizer& optimizer) {
+  if (!is_enabled()) {
+    optimizer.step();
+    return true;
+  }
+  PerOptimizer& st = per_optimizer_[&optimizer];
+  XTEN_CHECK(!st.stepped, ValueError, "step",
+             "step() has already been called since the last update().");
+  if (!st.unscaled) unscale_(optimizer);
+  st.stepped = true;
+  if (st.found_inf.item<float>() != 0) return false;
+  optimizer.step();
+  return true;
+}
+
+void GradScaler::update() {
+  if (!is_enabled() || !scale_.defined()) return;
+  bool found = false;
+  for (auto& [opt, st] : per_optimizer_)
+    if (st.found_inf.defined()) found = found || st.found_inf.item<float>() != 0;
+  NoGradGuard no_grad;
+  if (found) {
+    scale_.mul_(options_.backoff_factor());
+    growth_tracker_ = 0;
+  } else if (++growth_tracker_ == options_.growth_interval()) {
+    scale_.mul_(options_.growth_factor());
+    growth_tracker_ = 0;
+  }
+  per_optimizer_.clear();
+}
+
+double GradScaler::get_scale() const {
+  if (!is_enabled()) return 1.0;
+  return scale_.defined() ? scale_.to("cpu").item<float>() : options_.init_scale();
+}
+
+nn::NamedTensors GradScaler::state_dict() const {
+  if (!is_enabled()) return {};
+  return {{"scale", full({}, get_scale(), kFloat)},
+          {"growth_factor", full({}, options_.growth_factor(), kFloat)},
+          {"backoff_factor", full({}, options_.backoff_factor(), kFloat)},
+          {"growth_interval", full({}, options_.growth_interval(), kLong)},
+          {"_growth_tracker", full({}, growth_tracker_, kLong)}};
+}
+
+void GradScaler::load_state_dict(const nn::NamedTensors& state) {
+  XTEN_CHECK(is_enabled(), ValueError, "load_state_dict",
+             "the GradScaler is disabled: nothing to load");
+  for (const auto& [key, t] : state) {
+    if (key == "scale") {
+      const Device d = scale_.defined() ? scale_.device() : Device("cpu");
+      scale_ = full({1}, t.item<double>(), TensorOptions(kFloat, d));
+    } else if (key == "growth_factor") {
+      options_.growth_factor(t.item<double>());
+    } else if (key == "backoff_factor") {
+      options_.backoff_factor(t.item<double>());
+    } else if (key == "growth_interval") {
+      options_.growth_interval(t.item<int64_t>());
+    } else if (key == "_growth_tracker") {
+      growth_tracker_ = t.item<int64_t>();
+    } else {
+      XTEN_FAIL(ValueError, "load_state_dict", "unexpected key '{}' for a GradScaler", key);
+    }
+  }
+}
+
+}  // namespace xten::amp
