@@ -8,6 +8,7 @@ PACKAGES=(
   cmake ninja-build g++ ccache  # toolchain; ccache makes rebuilds cheap
   libeigen3-dev                 # CPU kernels
   libdnnl-dev                   # CPU matrix products and convolutions (oneDNN)
+  nlohmann-json3-dev            # checkpoints: the safetensors header is JSON
   libfmt-dev                    # error messages and printing
   libgtest-dev                  # tests (GoogleTest)
   libbenchmark-dev              # bench/ (Google Benchmark)

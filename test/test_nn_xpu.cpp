@@ -6,6 +6,7 @@
 #include <xten/amp/grad_scaler.h>
 #include <xten/nn/modules.h>
 #include <xten/optim/optimizer.h>
+#include <xten/serialize/serialize.h>
 
 using namespace xten;
 using namespace xten::testing;
@@ -98,4 +99,17 @@ TEST(NnXpu, GradScalerOnTheXpu) {
   scaler.update();
   EXPECT_EQ(scaler.get_scale(), 128);
   EXPECT_TRUE(allclose(p.to("cpu"), tensor({0.8f, 1.6f}), 1e-7, 0));
+}
+
+TEST(NnXpu, CheckpointsKeepTheDevice) {
+  const std::string path = ::testing::TempDir() + "xten_xpu.safetensors";
+  const Tensor on_xpu = randn({3, 4}).to("xpu"), on_cpu = arange(5, kLong);
+  save(NamedTensorList{{"x", on_xpu}, {"c", on_cpu}}, path);
+  const NamedTensorList back = load(path);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].second.device().type(), kXPU);
+  EXPECT_EQ(back[1].second.device().type(), kCPU);
+  EXPECT_TRUE(same_bytes(back[0].second.to("cpu"), on_xpu.to("cpu")));
+  EXPECT_TRUE(load_metadata(path).empty());  // the device entries are xten's own
+  std::remove(path.c_str());
 }
