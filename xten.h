@@ -1,5 +1,6 @@
 #pragma once
 // xten: the whole public API. `#include <xten/xten.h>`, link xten::xten.
+#include <xten/amp/grad_scaler.h>
 #include <xten/autocast/autocast.h>
 #include <xten/autograd/autograd.h>
 #include <xten/core/cpu_backend.h>
@@ -17,3 +18,9 @@
 #include <xten/dispatch/local_dispatch_key_set.h>
 #include <xten/dispatch/ops.h>
 #include <xten/kernels/xpu/runtime/xpu.h>
+#include <xten/models/resnet.h>
+#include <xten/nn/init.h>
+#include <xten/nn/modules.h>
+#include <xten/optim/lr_scheduler.h>
+#include <xten/optim/optimizer.h>
+#include <xten/serialize/serialize.h>

@@ -90,16 +90,22 @@ std::vector<std::shared_ptr<Module>> Module::children() const {
 std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modules(
     bool include_self) {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> r;
-  std::function<void(const std::string&, const std::shared_ptr<Module>&)> visit =
-      [&](const std::string& prefix, const std::shared_ptr<Module>& m) {
-        for (const auto& [n, c] : m->children_) {
-          const std::string name = prefix.empty() ? n : prefix + "." + n;
-          r.emplace_back(name, c);
-          visit(name, c);
-        }
-      };
-  if (include_self) r.emplace_back("", shared_from_this());
-  visit("", shared_from_this());
+  std::function<void(const std::string&, const Module&)> visit = [&](const std::string& prefix,
+                                                                     const Module& m) {
+    for (const auto& [n, c] : m.children_) {
+      const std::string name = prefix.empty() ? n : prefix + "." + n;
+      r.emplace_back(name, c);
+      visit(name, *c);
+    }
+  };
+  if (include_self) {
+    std::shared_ptr<Module> self = weak_from_this().lock();
+    XTEN_CHECK(self != nullptr, ValueError, name_.c_str(),
+               "modules(include_self) needs the module held by a shared_ptr (a holder); inside a "
+               "constructor use apply() or include_self = false");
+    r.emplace_back("", std::move(self));
+  }
+  visit("", *this);
   return r;
 }
 
