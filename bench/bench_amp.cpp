@@ -1,11 +1,11 @@
 // Automatic mixed precision against float32, on CPU (autocast bfloat16) and XPU (autocast
-// float16): mm 1024 and the ResNet-18 forward pass of examples/resnet (batch 1, 224x224).
+// float16): mm 1024 and the ResNet-18 forward pass (models::resnet18) (batch 1, 224x224).
 // Inputs and weights are float32 and the timed region includes autocast's casts, as a user's
 // program sees it. Prints Google Benchmark's table, then AMP time / float32 time per device.
 #include <cstdio>
 #include <optional>
 
-#include <xten/examples/resnet/resnet18.h>
+#include <xten/models/resnet.h>
 #include "bench_util.h"
 
 using namespace xten;
@@ -41,9 +41,12 @@ void BM_mm_1024(benchmark::State& s) {
 template <bool kXpu, bool kAmp>
 void BM_resnet18(benchmark::State& s) {
   manual_seed(0);
-  const resnet::ResNet18 net = resnet::to_device(resnet::make_resnet18(1000), device_of(kXpu));
+  models::ResNet net = models::resnet18(1000);
+  net->eval();
+  net->to(device_of(kXpu));
   const Tensor images = randn({1, 3, 224, 224}).to(device_of(kXpu));
-  timed(s, kXpu, kAmp, [&] { return resnet::forward(net, images); });
+  NoGradGuard no_grad;
+  timed(s, kXpu, kAmp, [&] { return net(images); });
 }
 
 const char* kDevices[] = {"cpu", "xpu"};

@@ -1,12 +1,10 @@
-// A ResNet-18-shaped network built from xten ops, run four ways: CPU float32, CPU autocast
+// torchvision's ResNet-18 (models::resnet18, in evaluation mode), run four ways: CPU float32, CPU autocast
 // bfloat16, XPU float32 and XPU autocast float16. Weights are random from a fixed seed and
 // the input is a batch of random 224x224 images, so the classes mean nothing; what matters is
 // that every run agrees with CPU float32 within its dtype's tolerance (the program exits with
 // status 1 otherwise) and how long each takes.
 //
 //   resnet [--batch N]      (default 2)
-//
-// The network is in resnet18.h.
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -20,10 +18,10 @@
 
 #include <xten/xten.h>
 
-#include "resnet18.h"
+#include <xten/models/resnet.h>
 
-using resnet::ResNet18;
 using xten::Tensor;
+using xten::models::ResNet;
 
 namespace {
 
@@ -43,11 +41,11 @@ struct Run {
 
 // Runs the forward pass once (unless warm, twice: the first run builds the device's kernels
 // and fills its caches) and returns the float32 logits on the CPU and the timed run's seconds.
-std::pair<Tensor, double> run_once(const Run& r, const ResNet18& net, const Tensor& images) {
+std::pair<Tensor, double> run_once(const Run& r, const ResNet& net, const Tensor& images) {
   auto pass = [&] {
     std::optional<xten::autocast::AutocastGuard> amp;
     if (r.autocast) amp.emplace(r.device.type(), *r.autocast);
-    return resnet::forward(net, images);
+    return net(images);
   };
   pass();  // warm-up
   if (r.device.type() == xten::kXPU) xten::xpu::synchronize();
@@ -56,6 +54,24 @@ std::pair<Tensor, double> run_once(const Run& r, const ResNet18& net, const Tens
   const Tensor host = logits.to(xten::kCPU).to(xten::kFloat);  // waits for the device
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return {host, s};
+}
+
+// models::resnet18 in evaluation mode, its batch norms given random statistics and affine
+// parameters (a freshly made one would normalize by mean 0, variance 1: the identity).
+ResNet make_network() {
+  ResNet net = xten::models::resnet18(1000);
+  net->eval();
+  xten::NoGradGuard no_grad;
+  net->apply([](xten::nn::Module& m) {
+    if (auto* bn = dynamic_cast<xten::nn::BatchNormImpl*>(&m)) {
+      const int64_t c = bn->options.num_features();
+      bn->weight.copy_(1 + 0.1 * xten::randn({c}));
+      bn->bias.copy_(0.1 * xten::randn({c}));
+      bn->running_mean.copy_(0.1 * xten::randn({c}));
+      bn->running_var.copy_(1 + 0.1 * xten::rand({c}));
+    }
+  });
+  return net;
 }
 
 }  // namespace
@@ -77,7 +93,7 @@ int main(int argc, char** argv) {
   }
   try {
     xten::manual_seed(0);
-    const ResNet18 cpu_net = resnet::make_resnet18(1000);
+    const ResNet cpu_net = make_network();
     const Tensor images = xten::randn({batch, 3, 224, 224});
 
     std::cout << fmt::format("ResNet-18, batch {} of 3x224x224, random weights (seed 0)\n", batch);
@@ -85,7 +101,9 @@ int main(int argc, char** argv) {
     const int xpus = xten::xpu::device_count();
     if (xpus == 0) throw std::runtime_error("no XPU device (docs/xpu_runtime.md)");
     std::cout << fmt::format("XPU: {}\n\n", xten::xpu::get_device_properties(0).name);
-    const ResNet18 xpu_net = resnet::to_device(cpu_net, xten::Device("xpu"));
+    const ResNet xpu_net = make_network();
+    xpu_net->to("xpu");
+    xpu_net->load_state_dict(cpu_net->state_dict());  // the same weights, copied to the XPU
     const Tensor xpu_images = images.to("xpu");
 
     // Tolerances relative to the largest logit: float32 runs differ only in summation order
