@@ -174,10 +174,11 @@ void save(const NamedTensorList& tensors, const std::string& path, const Metadat
   for (int i = 0; i < 8; ++i) size[i] = static_cast<unsigned char>(text.size() >> (8 * i));
   out.write(reinterpret_cast<const char*>(size), 8);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  for (const Tensor& h : host)
-    out.write(
-        static_cast<const char*>(h.data_ptr()),
-        static_cast<std::streamsize>(h.numel() * static_cast<int64_t>(element_size(h.dtype()))));
+  for (const Tensor& h : host) {
+    const int64_t nbytes = h.numel() * static_cast<int64_t>(element_size(h.dtype()));
+    if (nbytes > 0)  // an empty tensor may have no memory (a null pointer)
+      out.write(static_cast<const char*>(h.data_ptr()), static_cast<std::streamsize>(nbytes));
+  }
   XTEN_CHECK(out.good(), ValueError, "save", "writing '{}' failed", path);
 }
 
