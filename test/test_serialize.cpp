@@ -9,6 +9,7 @@
 
 #include <xten/amp/grad_scaler.h>
 #include <xten/nn/modules.h>
+#include <xten/optim/lr_scheduler.h>
 #include <xten/optim/optimizer.h>
 #include <xten/serialize/serialize.h>
 
@@ -104,41 +105,53 @@ TEST(Serialize, ACheckpointResumesTrainingExactly) {
   manual_seed(22);
   const Tensor x = randn({16, 4}), y = tensor({0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0});
   nn::CrossEntropyLoss loss_fn;
-  auto train = [&](nn::Sequential& m, optim::Optimizer& o, amp::GradScaler& s, int steps) {
+  auto train = [&](nn::Sequential& m, optim::Optimizer& o, amp::GradScaler& s,
+                   optim::LRScheduler& sched, int steps) {
     for (int i = 0; i < steps; ++i) {
       o.zero_grad();
       s.scale(loss_fn(m(x), y)).backward();
       s.step(o);
       s.update();
+      sched.step();
     }
   };
   nn::Sequential a = make();
   optim::SGD oa(a->parameters(), optim::SGDOptions(0.1).momentum(0.9));
   amp::GradScaler sa(amp::GradScalerOptions().init_scale(256).growth_interval(2));
-  train(a, oa, sa, 6);
+  optim::StepLR la(oa, 2, 0.5);
+  train(a, oa, sa, la, 6);
 
   nn::Sequential b = make();
   optim::SGD ob(b->parameters(), optim::SGDOptions(0.1).momentum(0.9));
   amp::GradScaler sb(amp::GradScalerOptions().init_scale(256).growth_interval(2));
-  train(b, ob, sb, 3);
+  optim::StepLR lb(ob, 2, 0.5);
+  train(b, ob, sb, lb, 3);
   NamedTensorList all = b->state_dict();
   for (auto& e : with_prefix("optimizer.", ob.state_dict())) all.push_back(e);
   for (auto& e : with_prefix("scaler.", sb.state_dict())) all.push_back(e);
+  for (auto& e : with_prefix("scheduler.", lb.state_dict())) all.push_back(e);
   const std::string path = temp_path("checkpoint");
   save(all, path, {{"step", "3"}});
 
   nn::Sequential c = make();
   optim::SGD oc(c->parameters(), optim::SGDOptions(0.1).momentum(0.9));
   amp::GradScaler sc;
+  optim::StepLR lc(oc, 2, 0.5);
   const NamedTensorList back = load(path);
   NamedTensorList model_part;
   for (const auto& e : back)
-    if (e.first.find("optimizer.") != 0 && e.first.find("scaler.") != 0) model_part.push_back(e);
+    if (e.first.find("optimizer.") != 0 && e.first.find("scaler.") != 0 &&
+        e.first.find("scheduler.") != 0)
+      model_part.push_back(e);
   c->load_state_dict(model_part);
   oc.load_state_dict(under_prefix("optimizer.", back));
   sc.load_state_dict(under_prefix("scaler.", back));
+  lc.load_state_dict(under_prefix("scheduler.", back));
   EXPECT_EQ(sc.get_scale(), sb.get_scale());
-  train(c, oc, sc, 3);
+  EXPECT_EQ(lc.last_epoch(), 3);
+  EXPECT_EQ(oc.lr(0), ob.lr(0));
+  train(c, oc, sc, lc, 3);
+  EXPECT_EQ(oc.lr(0), oa.lr(0));
   const auto pa = a->parameters(), pc = c->parameters();
   for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(allclose(pc[i], pa[i], 0, 0)) << i;
   EXPECT_EQ(load_metadata(path).at("step"), "3");
