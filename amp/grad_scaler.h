@@ -15,11 +15,11 @@
 namespace xten::amp {
 
 struct GradScalerOptions {
-  XTEN_OPT(double, init_scale, 65536.0);
-  XTEN_OPT(double, growth_factor, 2.0);
-  XTEN_OPT(double, backoff_factor, 0.5);
-  XTEN_OPT(int64_t, growth_interval, 2000);
-  XTEN_OPT(bool, enabled, true);
+  XTEN_ARG(double, init_scale) = 65536.0;
+  XTEN_ARG(double, growth_factor) = 2.0;
+  XTEN_ARG(double, backoff_factor) = 0.5;
+  XTEN_ARG(int64_t, growth_interval) = 2000;
+  XTEN_ARG(bool, enabled) = true;
 };
 
 class GradScaler {

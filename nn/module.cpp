@@ -157,8 +157,8 @@ void Module::to(ScalarType dtype) {
   });
 }
 
-void Module::zero_grad(bool set_to_none) {
-  for (Tensor& p : parameters()) {
+void zero_grads(const std::vector<Tensor>& params, bool set_to_none) {
+  for (const Tensor& p : params) {
     Tensor& g = p.grad();
     if (!g.defined()) continue;
     if (set_to_none) {
@@ -168,6 +168,10 @@ void Module::zero_grad(bool set_to_none) {
       g.zero_();
     }
   }
+}
+
+void Module::zero_grad(bool set_to_none) {
+  zero_grads(parameters(), set_to_none);
 }
 
 NamedTensors Module::state_dict() const {

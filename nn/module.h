@@ -17,6 +17,21 @@
 
 #include <xten/core/tensor.h>
 
+// A chained option of an options struct (nn, optim, amp): `Options& name(T)` sets it, `name()`
+// reads it; `XTEN_ARG(double, eps) = 1e-5;` gives a default.
+#define XTEN_ARG(T, name)  \
+ public:                   \
+  auto& name(const T& v) { \
+    name##_ = v;           \
+    return *this;          \
+  }                        \
+  const T& name() const {  \
+    return name##_;        \
+  }                        \
+                           \
+ private:                  \
+  T name##_
+
 namespace xten::nn {
 
 // Names and tensors in registration order (PyTorch's OrderedDict), dotted for submodules.
@@ -106,6 +121,10 @@ class Module : public std::enable_shared_from_this<Module> {
 
 // PyTorch's module repr: "Name(extra)" or, with children, one indented "(name): child" line
 // each.
+// Clears (set_to_none) or zeroes the gradients of `params` (Module's and Optimizer's
+// zero_grad).
+void zero_grads(const std::vector<Tensor>& params, bool set_to_none);
+
 std::ostream& operator<<(std::ostream& os, const Module& m);
 std::string repr(const Module& m);
 

@@ -10,20 +10,6 @@
 #include <xten/dispatch/ops.h>
 #include <xten/nn/module.h>
 
-// A chained option: `Options& name(T)` sets it, `name()` reads it.
-#define XTEN_ARG(T, name)  \
- public:                   \
-  auto& name(const T& v) { \
-    name##_ = v;           \
-    return *this;          \
-  }                        \
-  const T& name() const {  \
-    return name##_;        \
-  }                        \
-                           \
- private:                  \
-  T name##_
-
 namespace xten::nn {
 
 // 1 or 2 values for a 2-d window (3 means {3, 3}).

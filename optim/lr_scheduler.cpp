@@ -128,12 +128,12 @@ double OneCycleLR::lr_at(int64_t step, double) const {
   struct Phase {
     double end_step, start_lr, end_lr;
   };
-  std::vector<Phase> phases;
-  if (o_.three_phase()) {
-    phases = {{up, initial, o_.max_lr()}, {2 * up, o_.max_lr(), initial}, {last, initial, min_lr}};
-  } else {
-    phases = {{up, initial, o_.max_lr()}, {last, o_.max_lr(), min_lr}};
-  }
+  const std::vector<Phase> phases =
+      o_.three_phase()
+          ? std::vector<Phase>{{up, initial, o_.max_lr()},
+                               {2 * up, o_.max_lr(), initial},
+                               {last, initial, min_lr}}
+          : std::vector<Phase>{{up, initial, o_.max_lr()}, {last, o_.max_lr(), min_lr}};
   const double pi = std::acos(-1.0);
   double start_step = 0;
   for (size_t i = 0; i < phases.size(); ++i) {

@@ -99,14 +99,14 @@ class LinearLR : public LRScheduler {
 struct OneCycleLROptions {
   OneCycleLROptions(double max_lr, int64_t total_steps)
       : max_lr_(max_lr), total_steps_(total_steps) {}
-  XTEN_OPT(double, max_lr, 0);
-  XTEN_OPT(int64_t, total_steps, 0);
-  XTEN_OPT(double, pct_start, 0.3);
-  XTEN_OPT(std::string, anneal_strategy, "cos");
-  XTEN_OPT(double, div_factor, 25);
-  XTEN_OPT(double, final_div_factor, 1e4);
-  XTEN_OPT(bool, three_phase, false);
-  XTEN_OPT(bool, cycle_momentum, false);
+  XTEN_ARG(double, max_lr) = 0;
+  XTEN_ARG(int64_t, total_steps) = 0;
+  XTEN_ARG(double, pct_start) = 0.3;
+  XTEN_ARG(std::string, anneal_strategy) = "cos";
+  XTEN_ARG(double, div_factor) = 25;
+  XTEN_ARG(double, final_div_factor) = 1e4;
+  XTEN_ARG(bool, three_phase) = false;
+  XTEN_ARG(bool, cycle_momentum) = false;
 };
 class OneCycleLR : public LRScheduler {
  public:

@@ -10,16 +10,7 @@
 namespace xten::optim {
 
 void Optimizer::zero_grad(bool set_to_none) {
-  for (const Tensor& p : all_params()) {
-    Tensor& g = p.grad();
-    if (!g.defined()) continue;
-    if (set_to_none) {
-      g = Tensor();
-    } else {
-      g = g.detach();
-      g.zero_();
-    }
-  }
+  nn::zero_grads(all_params(), set_to_none);
 }
 
 std::vector<Tensor> Optimizer::all_params() const {

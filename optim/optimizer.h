@@ -14,20 +14,6 @@
 #include <xten/core/tensor.h>
 #include <xten/nn/module.h>
 
-// A chained option (as nn's): `Options& name(T)` sets it, `name()` reads it.
-#define XTEN_OPT(T, name, init) \
- public:                        \
-  auto& name(const T& v) {      \
-    name##_ = v;                \
-    return *this;               \
-  }                             \
-  const T& name() const {       \
-    return name##_;             \
-  }                             \
-                                \
- private:                       \
-  T name##_ = init
-
 namespace xten::optim {
 
 // What every optimizer offers schedulers, GradScaler and users: its groups' parameters and
@@ -98,12 +84,12 @@ class OptimizerOf : public Optimizer {
 
 struct SGDOptions {
   SGDOptions(double lr) : lr_(lr) {}  // NOLINT
-  XTEN_OPT(double, lr, 0);
-  XTEN_OPT(double, momentum, 0);
-  XTEN_OPT(double, dampening, 0);
-  XTEN_OPT(double, weight_decay, 0);
-  XTEN_OPT(bool, nesterov, false);
-  XTEN_OPT(bool, maximize, false);
+  XTEN_ARG(double, lr) = 0;
+  XTEN_ARG(double, momentum) = 0;
+  XTEN_ARG(double, dampening) = 0;
+  XTEN_ARG(double, weight_decay) = 0;
+  XTEN_ARG(bool, nesterov) = false;
+  XTEN_ARG(bool, maximize) = false;
 };
 // g = grad (negated if maximize) + weight_decay * p; with momentum, buf = g on the first step,
 // then momentum * buf + (1 - dampening) * g, and g = nesterov ? g + momentum * buf : buf;
@@ -117,12 +103,12 @@ class SGD : public OptimizerOf<SGDOptions> {
 using Betas = std::pair<double, double>;
 struct AdamOptions {
   AdamOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT
-  XTEN_OPT(double, lr, 1e-3);
-  XTEN_OPT(Betas, betas, Betas(0.9, 0.999));
-  XTEN_OPT(double, eps, 1e-8);
-  XTEN_OPT(double, weight_decay, 0);
-  XTEN_OPT(bool, amsgrad, false);
-  XTEN_OPT(bool, maximize, false);
+  XTEN_ARG(double, lr) = 1e-3;
+  XTEN_ARG(Betas, betas) = Betas(0.9, 0.999);
+  XTEN_ARG(double, eps) = 1e-8;
+  XTEN_ARG(double, weight_decay) = 0;
+  XTEN_ARG(bool, amsgrad) = false;
+  XTEN_ARG(bool, maximize) = false;
 };
 // PyTorch's Adam: m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2 (amsgrad: v_max = max(v_max,
 // v) is used), p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps); weight decay adds
@@ -145,13 +131,13 @@ class AdamW : public Adam {
 
 struct RMSpropOptions {
   RMSpropOptions(double lr = 1e-2) : lr_(lr) {}  // NOLINT
-  XTEN_OPT(double, lr, 1e-2);
-  XTEN_OPT(double, alpha, 0.99);
-  XTEN_OPT(double, eps, 1e-8);
-  XTEN_OPT(double, weight_decay, 0);
-  XTEN_OPT(double, momentum, 0);
-  XTEN_OPT(bool, centered, false);
-  XTEN_OPT(bool, maximize, false);
+  XTEN_ARG(double, lr) = 1e-2;
+  XTEN_ARG(double, alpha) = 0.99;
+  XTEN_ARG(double, eps) = 1e-8;
+  XTEN_ARG(double, weight_decay) = 0;
+  XTEN_ARG(double, momentum) = 0;
+  XTEN_ARG(bool, centered) = false;
+  XTEN_ARG(bool, maximize) = false;
 };
 // s = alpha s + (1 - alpha) g^2; centered: a = alpha a + (1 - alpha) g, avg = sqrt(s - a^2) +
 // eps, else sqrt(s) + eps; momentum: buf = momentum buf + g / avg, p -= lr buf; else

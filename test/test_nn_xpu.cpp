@@ -142,7 +142,9 @@ TEST(NnXpu, ATrainingCheckpointRoundTripsOnTheXpu) {
   NamedTensorList model_part;
   for (const auto& e : back) {
     if (e.first.find("optimizer.") != 0) model_part.push_back(e);
-    if (e.first.find("exp_avg") != std::string::npos) EXPECT_EQ(e.second.device().type(), kXPU);
+    if (e.first.find("exp_avg") != std::string::npos) {
+      EXPECT_EQ(e.second.device().type(), kXPU);
+    }
   }
   c->load_state_dict(model_part);
   oc.load_state_dict(under_prefix("optimizer.", back));

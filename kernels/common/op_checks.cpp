@@ -154,6 +154,14 @@ NormBackwardMeta layer_norm_backward_meta(const Tensor& grad_output, const Tenso
   return m;
 }
 
+std::tuple<Tensor, Tensor, Tensor> norm_backward_results(const Tensor& input,
+                                                         const std::optional<Tensor>& weight,
+                                                         const Tensor& dx, const Tensor& dw,
+                                                         const Tensor& db) {
+  const ScalarType wt = weight && weight->defined() ? weight->dtype() : input.dtype();
+  return {dx.to(input.dtype()), dw.to(wt), db.to(wt)};
+}
+
 void check_softplus_beta(const Scalar& beta) {
   XTEN_CHECK(beta.to<double>() != 0, ValueError, "softplus", "beta must be nonzero");
 }

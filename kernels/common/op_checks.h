@@ -3,6 +3,7 @@
 // the same bad input gives the same error on every device (test/test_xpu_parity.cpp checks).
 #include <limits>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -44,6 +45,12 @@ NormBackwardMeta batch_norm_backward_meta(const Tensor& grad_output, const Tenso
                                           const std::optional<Tensor>& weight,
                                           const std::optional<Tensor>& running_mean,
                                           const std::optional<Tensor>& running_var, bool training);
+// A normalization backward's results as every backend returns them: dx in the input's dtype,
+// dweight and dbias in the weight's (the input's if there is none).
+std::tuple<Tensor, Tensor, Tensor> norm_backward_results(const Tensor& input,
+                                                         const std::optional<Tensor>& weight,
+                                                         const Tensor& dx, const Tensor& dw,
+                                                         const Tensor& db);
 NormBackwardMeta layer_norm_backward_meta(const Tensor& grad_output, const Tensor& input,
                                           IntArrayRef normalized_shape,
                                           const std::optional<Tensor>& weight);

@@ -129,13 +129,6 @@ Tensor normalized_input_grad(const Tensor& gw, const Tensor& xhat, const Tensor&
   return rstd * (gw - gw.mean(dims, true) - xhat * (gw * xhat).mean(dims, true));
 }
 
-// The weight and bias gradients in the weight's dtype (the input's if none).
-TensorTriple norm_grads(const Tensor& input, const std::optional<Tensor>& weight, Tensor dx,
-                        Tensor dw, Tensor db) {
-  const ScalarType wt = weight && weight->defined() ? weight->dtype() : input.dtype();
-  return {dx.to(input.dtype()), dw.to(wt), db.to(wt)};
-}
-
 TensorTriple batch_norm_backward_kernel(const Tensor& grad_output, const Tensor& input,
                                         const std::optional<Tensor>& weight,
                                         const std::optional<Tensor>& running_mean,
@@ -152,7 +145,7 @@ TensorTriple batch_norm_backward_kernel(const Tensor& grad_output, const Tensor&
   const Tensor rstd = rsqrt(var + eps), xhat = (x - mean) * rstd;
   const Tensor gw = weight && weight->defined() ? g * weight->to(st).view(shape) : g;
   Tensor dx = training ? normalized_input_grad(gw, xhat, rstd, dims) : gw * rstd;
-  return norm_grads(input, weight, dx, (g * xhat).sum(dims), g.sum(dims));
+  return norm_backward_results(input, weight, dx, (g * xhat).sum(dims), g.sum(dims));
 }
 
 TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor& input,
@@ -167,8 +160,9 @@ TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor&
   const Tensor rstd = rsqrt(x.var(dims, 0, true) + eps);
   const Tensor xhat = (x - x.mean(dims, true)) * rstd;
   const Tensor gw = weight && weight->defined() ? g * weight->to(st) : g;
-  return norm_grads(input, weight, normalized_input_grad(gw, xhat, rstd, dims),
-                    lead.empty() ? g * xhat : (g * xhat).sum(lead), lead.empty() ? g : g.sum(lead));
+  return norm_backward_results(input, weight, normalized_input_grad(gw, xhat, rstd, dims),
+                               lead.empty() ? g * xhat : (g * xhat).sum(lead),
+                               lead.empty() ? g : g.sum(lead));
 }
 
 }  // namespace

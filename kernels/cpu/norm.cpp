@@ -39,13 +39,6 @@ void visit_opmath(ScalarType m, F&& f) {
   }
 }
 
-// dx in the input's dtype, dw and db in the weight's (the input's if none).
-TensorTriple finish(const Tensor& input, const std::optional<Tensor>& weight, const Tensor& dx,
-                    const Tensor& dw, const Tensor& db) {
-  const ScalarType wt = weight && weight->defined() ? weight->dtype() : input.dtype();
-  return {dx.to(input.dtype()), dw.to(wt), db.to(wt)};
-}
-
 template <class T>
 void batch_norm_backward_loop(const NormBackwardMeta& m, const T* x, const T* g, const T* w,
                               const T* rm, const T* rv, bool training, double eps, T* dx, T* dw,
@@ -108,7 +101,7 @@ TensorTriple batch_norm_backward_kernel(const Tensor& grad_output, const Tensor&
                                 static_cast<T*>(dx.data_ptr()), static_cast<T*>(dw.data_ptr()),
                                 static_cast<T*>(db.data_ptr()));
   });
-  return finish(input, weight, dx, dw, db);
+  return norm_backward_results(input, weight, dx, dw, db);
 }
 
 template <class T>
@@ -163,7 +156,7 @@ TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor&
                                 ptr_or_null<T>(w), eps, static_cast<T*>(dx.data_ptr()),
                                 static_cast<T*>(dw.data_ptr()), static_cast<T*>(db.data_ptr()));
   });
-  return finish(input, weight, dx, dw, db);
+  return norm_backward_results(input, weight, dx, dw, db);
 }
 
 }  // namespace

@@ -19,12 +19,6 @@ Tensor opmath_or_dummy(const std::optional<Tensor>& t, ScalarType m, const Tenso
   return t && t->defined() ? t->to(m).contiguous() : empty({1}, m, input.device());
 }
 
-TensorTriple finish(const Tensor& input, const std::optional<Tensor>& weight, const Tensor& dx,
-                    const Tensor& dw, const Tensor& db) {
-  const ScalarType wt = weight && weight->defined() ? weight->dtype() : input.dtype();
-  return {dx, dw.to(wt), db.to(wt)};
-}
-
 TensorTriple batch_norm_backward_kernel(const Tensor& grad_output, const Tensor& input,
                                         const std::optional<Tensor>& weight,
                                         const std::optional<Tensor>& running_mean,
@@ -55,7 +49,7 @@ TensorTriple batch_norm_backward_kernel(const Tensor& grad_output, const Tensor&
                     static_cast<float>(eps));
     }
   }
-  return finish(input, weight, dx, dw, db);
+  return norm_backward_results(input, weight, dx, dw, db);
 }
 
 TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor& input,
@@ -92,7 +86,7 @@ TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor&
     dw.zero_();
     db.zero_();
   }
-  return finish(input, weight, dx, dw, db);
+  return norm_backward_results(input, weight, dx, dw, db);
 }
 
 }  // namespace
