@@ -13,6 +13,10 @@
 #include <xten/core/scalar_type.h>
 #include <xten/core/tensor.h>
 #include <xten/core/tensor_options.h>
+#include <xten/data/dataloader.h>
+#include <xten/data/random.h>
+#include <xten/data/readers.h>
+#include <xten/data/transforms.h>
 #include <xten/dispatch/dispatcher.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/local_dispatch_key_set.h>

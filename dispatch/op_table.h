@@ -528,6 +528,10 @@
   X(CUSTOM, adaptive_max_pool2d, adaptive_max_pool2d, "adaptive_max_pool2d(Tensor self, int[2] "   \
     "output_size) -> (Tensor, Tensor)",                                                            \
     TensorPair, (const Tensor& self, IntArrayRef output_size), (self, output_size))                \
+  X(FN, upsample_bilinear2d, upsample_bilinear2d, "upsample_bilinear2d(Tensor self, int[2] "      \
+    "output_size, bool align_corners) -> Tensor",                                                  \
+    Tensor, (const Tensor& self, IntArrayRef output_size, bool align_corners),                     \
+    (self, output_size, align_corners))                                                            \
   X(FN, pad, pad, "pad(Tensor self, int[] pad, str mode='constant', float? value=None) -> Tensor", \
     Tensor,                                                                                        \
     (const Tensor& self, IntArrayRef pad, const std::string& mode, std::optional<double> value),   \

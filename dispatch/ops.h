@@ -371,6 +371,10 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
                   std::optional<int64_t> divisor_override = std::nullopt);
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size);
 std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size);
+// Bilinear resize of [N, C, H, W] to [N, C, output_size] (PyTorch's interpolate with
+// mode="bilinear"; Note [Bilinear taps] in kernels/common/window.h).
+Tensor upsample_bilinear2d(const Tensor& input, IntArrayRef output_size,
+                           bool align_corners = false);
 // Pads the last dims: pad = (last_left, last_right, second_last_left, ...); mode "constant"
 // (with value, default 0), "reflect" or "replicate".
 Tensor pad(const Tensor& input, IntArrayRef pad, const std::string& mode = "constant",

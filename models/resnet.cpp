@@ -104,8 +104,8 @@ SmallCNNImpl::SmallCNNImpl(int64_t num_classes, double dropout) : nn::Module("Sm
                                  nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1).bias(false)),
                                  nn::BatchNorm2d(64), nn::ReLU(), nn::MaxPool2d(2)));
   classifier = register_module(
-      "classifier", nn::Sequential(nn::Flatten(), nn::Dropout(dropout), nn::Linear(64 * 7 * 7, 128),
-                                   nn::ReLU(), nn::Linear(128, num_classes)));
+      "classifier", nn::Sequential(nn::Flatten(), nn::Dropout(dropout), nn::Linear(64 * 7 * 7, 32),
+                                   nn::ReLU(), nn::Linear(32, num_classes)));
 }
 
 Tensor SmallCNNImpl::forward(const Tensor& x) {

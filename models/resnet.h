@@ -57,7 +57,8 @@ ResNet resnet34(int64_t num_classes = 1000);  // 21,797,672
 ResNet resnet50(int64_t num_classes = 1000);  // 25,557,032
 
 // For 28x28 single-channel images (Fashion-MNIST): two conv(3x3)-bn-relu-maxpool(2) stages
-// (32 and 64 channels), dropout, fc 3136 -> 128, relu, fc 128 -> num_classes.
+// (32 and 64 channels), dropout, fc 3136 -> 32, relu, fc 32 -> num_classes: 119,626 parameters
+// for 10 classes. Trained by examples/train to 92% on Fashion-MNIST (docs/data.md).
 class SmallCNNImpl : public nn::Module {
  public:
   explicit SmallCNNImpl(int64_t num_classes = 10, double dropout = 0.25);

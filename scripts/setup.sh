@@ -9,6 +9,8 @@ PACKAGES=(
   libeigen3-dev                 # CPU kernels
   libdnnl-dev                   # CPU matrix products and convolutions (oneDNN)
   nlohmann-json3-dev            # checkpoints: the safetensors header is JSON
+  zlib1g-dev                    # data/: inflates gzip-compressed datasets (IDX files)
+  dataset-fashion-mnist         # the training example's data, under /usr/share/datasets
   libfmt-dev                    # error messages and printing
   libgtest-dev                  # tests (GoogleTest)
   libbenchmark-dev              # bench/ (Google Benchmark)

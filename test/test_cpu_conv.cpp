@@ -242,6 +242,46 @@ TEST(Pool, AvgPool2d) {
                    "divisor_override must be nonzero");
 }
 
+// Values worked out by hand from the taps of Note [Bilinear taps] (and equal to PyTorch's
+// F.interpolate(mode="bilinear") on the same input).
+TEST(Upsample, BilinearMatchesHandWorkedValues) {
+  for (ScalarType t : {kFloat, kDouble, kHalf, kBFloat16}) {
+    SCOPED_TRACE(to_string(t));
+    Tensor x = tensor({1.0, 2.0, 3.0, 4.0}).reshape({1, 1, 2, 2}).to(t);
+    // align_corners=false, 2 -> 4: sources -0.25 (clamped to 0), 0.25, 0.75, 1.25.
+    Tensor up = upsample_bilinear2d(x, {4, 4}, false).to(kDouble);
+    const std::vector<double> row = {1.0, 1.25, 1.75, 2.0};
+    const double rows[4] = {0, 0.5, 1.5, 2};  // the row offsets: (1 - l) * 0 + l * 2
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j)
+        EXPECT_DOUBLE_EQ(up.select(2, i).select(2, j).item<double>(), row[j] + rows[i]) << i << j;
+    // align_corners=true, 2 -> 3: the corners stay, the middle is the mean.
+    Tensor ac = upsample_bilinear2d(x, {3, 3}, true).to(kDouble);
+    EXPECT_TRUE(allclose(ac, tensor({1.0, 1.5, 2.0, 2.0, 2.5, 3.0, 3.0, 3.5, 4.0})
+                                 .reshape({1, 1, 3, 3}),
+                         0, 0));
+    // Down to 1x1 without align_corners reads the center of the 2x2 cell.
+    EXPECT_DOUBLE_EQ(upsample_bilinear2d(x, {1, 1}).to(kDouble).item<double>(), 2.5);
+  }
+  // A non-contiguous input and a non-square output.
+  manual_seed(3);
+  Tensor x = randn({2, 3, 5, 4}).transpose(2, 3);
+  EXPECT_TRUE(allclose(upsample_bilinear2d(x, {7, 3}), upsample_bilinear2d(x.contiguous(), {7, 3})));
+  // The same size with align_corners is the identity.
+  EXPECT_TRUE(allclose(upsample_bilinear2d(x, {4, 5}, true), x, 0, 1e-6));
+}
+
+TEST(Upsample, BadArgumentsRaise) {
+  EXPECT_THROW_MSG(upsample_bilinear2d(ones({3, 4, 4}), {8, 8}), ValueError,
+                   "[upsample_bilinear2d] expected a 4-D input [N, C, H, W], but got shape (3, 4, 4)");
+  EXPECT_THROW_MSG(upsample_bilinear2d(ones({1, 3, 4, 4}), {8, 0}), ValueError,
+                   "output_size must be 2 positive values, but got (8, 0)");
+  EXPECT_THROW_MSG(upsample_bilinear2d(ones({1, 3, 0, 4}), {8, 8}), ValueError,
+                   "the input's spatial size must be nonzero");
+  EXPECT_THROW_MSG(upsample_bilinear2d(ones({1, 3, 4, 4}, kLong), {8, 8}), NotImplementedError,
+                   "[upsample_bilinear2d] not implemented for dtype Long");
+}
+
 TEST(Pool, Adaptive) {
   manual_seed(65);
   Tensor x = random_tensor({2, 3, 7, 5}, kFloat);

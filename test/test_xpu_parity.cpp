@@ -666,6 +666,16 @@ TEST(XpuParity, ConvolutionAndPoolingMatchTheCpu) {
          return adaptive_avg_pool2d(x, {1, 1});
        },
        Tol::kExact},
+      {"upsample_bilinear2d",
+       {2, 3, 5, 7},
+       {},
+       [](T x, T) { return upsample_bilinear2d(x, {9, 4}); },
+       Tol::kExact},
+      {"upsample_bilinear2d align_corners",
+       {1, 2, 4, 6},
+       {},
+       [](T x, T) { return upsample_bilinear2d(x, {7, 11}, true); },
+       Tol::kExact},
       {"adaptive_max_pool2d",
        {2, 3, 7, 9},
        {},
@@ -745,6 +755,16 @@ TEST(XpuParity, ConvolutionAndPoolingErrorsMatchTheCpu) {
         adaptive_max_pool2d(ones({1, 5, 5}, o(d, kLong)), {2, 2});
       },
       "not implemented for dtype Long");
+  both(
+      [&](Device d) {
+        upsample_bilinear2d(ones({5, 5, 5}, o(d)), {2, 2});
+      },
+      "expected a 4-D input [N, C, H, W]");
+  both(
+      [&](Device d) {
+        upsample_bilinear2d(ones({1, 1, 5, 5}, o(d, kInt)), {2, 2});
+      },
+      "not implemented for dtype Int");
 }
 
 // Indexing, sorting and linspace, in every dtype, against the CPU.

@@ -6,6 +6,7 @@
 
 #include <xten/autograd/derivatives/common.h>
 #include <xten/dispatch/op_handles.h>
+#include <xten/kernels/common/window.h>
 
 namespace xten::autograd {
 namespace {
@@ -46,19 +47,33 @@ Tensor window_sum_grad(const Tensor& g_div, IntArrayRef input_sizes, IntArrayRef
   return r.reshape(input_sizes);
 }
 
-int64_t adaptive_start(int64_t o, int64_t in, int64_t out) {
-  return (o * in) / out;
-}
-int64_t adaptive_end(int64_t o, int64_t in, int64_t out) {
-  return ((o + 1) * in + out - 1) / out;
-}
-
 // (out, in): row o averages the inputs of adaptive window o.
 Tensor adaptive_matrix(int64_t out, int64_t in, const Tensor& like) {
   std::vector<double> a(static_cast<size_t>(out * in), 0.0);
   for (int64_t o = 0; o < out; ++o) {
     const int64_t s = adaptive_start(o, in, out), e = adaptive_end(o, in, out);
     for (int64_t i = s; i < e; ++i) a[o * in + i] = 1.0 / static_cast<double>(e - s);
+  }
+  return tensor(a, IntArrayRef({out, in}), TensorOptions(like.dtype())).to(like.device());
+}
+
+// (out, in): row o holds the bilinear weights of output o (Note [Bilinear taps]), computed in
+// the forward kernel's opmath type.
+Tensor bilinear_matrix(int64_t out, int64_t in, bool align_corners, const Tensor& like) {
+  std::vector<double> a(static_cast<size_t>(out * in), 0.0);
+  const bool f64 = like.dtype() == kDouble;
+  for (int64_t o = 0; o < out; ++o) {
+    int64_t i0, i1;
+    double l;
+    if (f64) {
+      const LinearTap<double> t = linear_tap<double>(o, in, out, align_corners);
+      i0 = t.i0, i1 = t.i1, l = t.l;
+    } else {
+      const LinearTap<float> t = linear_tap<float>(o, in, out, align_corners);
+      i0 = t.i0, i1 = t.i1, l = t.l;
+    }
+    a[o * in + i0] += 1.0 - l;
+    a[o * in + i1] += l;
   }
   return tensor(a, IntArrayRef({out, in}), TensorOptions(like.dtype())).to(like.device());
 }
@@ -114,6 +129,15 @@ LIBRARY_IMPL(xten, Autograd, m) {
      const Tensor ah = adaptive_matrix(g.size(-2), xs[xs.size() - 2], g);
      const Tensor aw = adaptive_matrix(g.size(-1), xs[xs.size() - 1], g);
      return {matmul(matmul(ah.t(), g), aw)};
+   }).saves_only({});
+  // Linear and separable like adaptive_avg_pool2d: out = B_h x B_w^T, dx = B_h^T g B_w.
+  d.def("upsample_bilinear2d", [](const GradContext& c) -> variable_list {
+     const IntArrayRef xs = c.input_sizes(0);
+     const Tensor& g = c.grad();
+     const bool align_corners = c.arg<bool>(2);
+     const Tensor bh = bilinear_matrix(g.size(-2), xs[2], align_corners, g);
+     const Tensor bw = bilinear_matrix(g.size(-1), xs[3], align_corners, g);
+     return {matmul(matmul(bh.t(), g), bw)};
    }).saves_only({});
 }
 

@@ -2,6 +2,7 @@
 // The shapes of convolution and pooling, computed and checked once for every backend: the
 // CPU and XPU kernels of conv2d, conv_transpose2d and the pooling ops take their geometry
 // from here, so that both see the same sizes and raise the same errors.
+#include <algorithm>
 #include <optional>
 
 #include <xten/core/tensor.h>
@@ -82,5 +83,30 @@ PoolMeta avg_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef st
 // adaptive_avg_pool2d (with_indices false) and adaptive_max_pool2d (true).
 PoolMeta adaptive_pool2d_meta(const char* op, const Tensor& input, IntArrayRef output_size,
                               bool with_indices);
+// upsample_bilinear2d: a 4-D input, output_size (ho, wo) in w.
+PoolMeta upsample_bilinear2d_meta(const Tensor& input, IntArrayRef output_size);
+
+// Note [Bilinear taps]: output index o of `out` along a dim of `in` reads inputs i0 and
+// i1 = min(i0 + 1, in - 1) with weights 1 - l and l, from PyTorch's source index:
+// o * (in - 1) / (out - 1) with align_corners (0 when out == 1), else
+// (o + 0.5) * in / out - 0.5 clamped at 0. Computed in the kernel's opmath type M; pool.cl
+// repeats it for the XPU kernels, so both devices read the same taps.
+template <class M>
+struct LinearTap {
+  int64_t i0, i1;
+  M l;
+};
+template <class M>
+LinearTap<M> linear_tap(int64_t o, int64_t in, int64_t out, bool align_corners) {
+  M src;
+  if (align_corners) {
+    src = out > 1 ? static_cast<M>(o) * (static_cast<M>(in - 1) / static_cast<M>(out - 1)) : M(0);
+  } else {
+    src = (static_cast<M>(o) + M(0.5)) * (static_cast<M>(in) / static_cast<M>(out)) - M(0.5);
+    if (src < 0) src = 0;
+  }
+  const int64_t i0 = std::min(static_cast<int64_t>(src), in - 1);
+  return {i0, std::min(i0 + 1, in - 1), src - static_cast<M>(i0)};
+}
 
 }  // namespace xten

@@ -1,9 +1,11 @@
 // Pooling on CPU over the last two dims of a 3-D or 4-D input: max_pool2d (with indices),
-// avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d. Indices are flat positions in the
+// avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d; and upsample_bilinear2d, which reads
+// windows of two by two. Indices are flat positions in the
 // input's H x W plane, as PyTorch's. Every (image, channel) plane is independent: planes
 // are split across threads.
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
@@ -168,9 +170,42 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d_kernel(const Tensor& input,
   return {out, idx};
 }
 
+Tensor upsample_bilinear2d_kernel(const Tensor& input, IntArrayRef output_size,
+                                  bool align_corners) {
+  const PoolMeta m = upsample_bilinear2d_meta(input, output_size);
+  const Planes& p = m.p;
+  const int64_t ho = m.w.ho, wo = m.w.wo;
+  visit_dtype<dtypes::kFloating>("upsample_bilinear2d", input.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    std::vector<LinearTap<M>> rows(ho), cols(wo);
+    for (int64_t o = 0; o < ho; ++o) rows[o] = linear_tap<M>(o, p.h, ho, align_corners);
+    for (int64_t o = 0; o < wo; ++o) cols[o] = linear_tap<M>(o, p.w, wo, align_corners);
+    const T* src = static_cast<const T*>(m.in.data_ptr());
+    T* dst = static_cast<T*>(m.out.data_ptr());
+    for_each_plane(p.planes, 4 * ho * wo, [&](int64_t pl) {
+      const T* x = src + pl * p.h * p.w;
+      T* y = dst + pl * ho * wo;
+      for (int64_t oy = 0; oy < ho; ++oy) {
+        const LinearTap<M>& r = rows[oy];
+        const T *top = x + r.i0 * p.w, *bottom = x + r.i1 * p.w;
+        for (int64_t ox = 0; ox < wo; ++ox) {
+          const LinearTap<M>& c = cols[ox];
+          const M t = (M(1) - c.l) * static_cast<M>(top[c.i0]) + c.l * static_cast<M>(top[c.i1]);
+          const M b =
+              (M(1) - c.l) * static_cast<M>(bottom[c.i0]) + c.l * static_cast<M>(bottom[c.i1]);
+          y[oy * wo + ox] = cast_value<T>((M(1) - r.l) * t + r.l * b);
+        }
+      }
+    });
+  });
+  return m.out;
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, CPU, m) {
+  m.impl("upsample_bilinear2d", upsample_bilinear2d_kernel);
   m.impl("max_pool2d_with_indices", max_pool2d_with_indices_kernel);
   m.impl("avg_pool2d", avg_pool2d_kernel);
   m.impl("adaptive_avg_pool2d", adaptive_avg_pool2d_kernel);

@@ -1,5 +1,6 @@
 // XPU pooling (pool.cl): max_pool2d (with indices), avg_pool2d, adaptive_avg_pool2d,
-// adaptive_max_pool2d, one work-item per output element over a contiguous copy of the input.
+// adaptive_max_pool2d, upsample_bilinear2d, one work-item per output element over a contiguous
+// copy of the input.
 // Shapes and checks are the CPU's (kernels/common/window.h).
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
@@ -59,9 +60,20 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d_kernel(const Tensor& input,
   return {m.out, m.indices};
 }
 
+Tensor upsample_bilinear2d_kernel(const Tensor& input, IntArrayRef output_size,
+                                  bool align_corners) {
+  const PoolMeta m = upsample_bilinear2d_meta(input, output_size);
+  const int32_t align = align_corners ? 1 : 0;
+  launch(stream_of(m.in), pool_kernel("upsample_bilinear2d", "upsample_bilinear2d", m.in),
+         m.out.numel(), m.out.data_ptr(), m.in.data_ptr(), m.p.h, m.p.w, m.w.ho, m.w.wo, align,
+         m.out.numel());
+  return m.out;
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, XPU, m) {
+  m.impl("upsample_bilinear2d", upsample_bilinear2d_kernel);
   m.impl("max_pool2d_with_indices", max_pool2d_with_indices_kernel);
   m.impl("avg_pool2d", avg_pool2d_kernel);
   m.impl("adaptive_avg_pool2d", adaptive_avg_pool2d_kernel);

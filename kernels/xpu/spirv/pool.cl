@@ -1,5 +1,6 @@
-// pool: max_pool2d, avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d over contiguous
-// [planes, h, w] inputs, one work-item per output element, computing in opmath in the order
+// pool: max_pool2d, avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d, upsample_bilinear2d
+// over contiguous [planes, h, w] inputs, one work-item per output element, computing in opmath
+// in the order
 // kernels/cpu/pool.cpp does (so results match it bit for bit, NaN handling included).
 // Indices are flat positions in the input plane. Host side: kernels/xpu/ops/pool.cpp.
 #include "common.h"
@@ -93,6 +94,38 @@
     }                                                                                          \
   }
 
+// Note [Bilinear taps] (kernels/common/window.h): the same source index, in opmath.
+#define LINEAR_TAP(T, o, in, out, i0, i1, l)                                                    \
+  long i0, i1;                                                                                 \
+  T##_m l;                                                                                     \
+  {                                                                                            \
+    T##_m src;                                                                                 \
+    if (align_corners) {                                                                       \
+      src = out > 1 ? (T##_m)o * ((T##_m)(in - 1) / (T##_m)(out - 1)) : (T##_m)0;              \
+    } else {                                                                                   \
+      src = ((T##_m)o + (T##_m)0.5) * ((T##_m)in / (T##_m)out) - (T##_m)0.5;                   \
+      if (src < 0) src = 0;                                                                    \
+    }                                                                                          \
+    i0 = min((long)src, in - 1);                                                               \
+    i1 = min(i0 + 1, in - 1);                                                                  \
+    l = src - (T##_m)i0;                                                                       \
+  }
+
+#define UPSAMPLE_BILINEAR(T, unused)                                                            \
+  KERNEL upsample_bilinear2d_##T(global T##_t* out, global const T##_t* in, long h, long w,     \
+                                 long ho, long wo, int align_corners, long n) {                \
+    ELEMENTS(e, n) {                                                                           \
+      const long ox = e % wo, oy = (e / wo) % ho, pl = e / (wo * ho);                          \
+      global const T##_t* x = in + pl * h * w;                                                 \
+      LINEAR_TAP(T, oy, h, ho, y0, y1, ly)                                                     \
+      LINEAR_TAP(T, ox, w, wo, x0, x1, lx)                                                     \
+      const T##_m t = ((T##_m)1 - lx) * T##_load(x, y0 * w + x0) + lx * T##_load(x, y0 * w + x1); \
+      const T##_m b = ((T##_m)1 - lx) * T##_load(x, y1 * w + x0) + lx * T##_load(x, y1 * w + x1); \
+      T##_store(out, e, ((T##_m)1 - ly) * t + ly * b);                                         \
+    }                                                                                          \
+  }
+
+XTEN_FLOAT_DTYPES(UPSAMPLE_BILINEAR, _)
 XTEN_FLOAT_DTYPES(MAX_POOL, _)
 XTEN_FLOAT_DTYPES(AVG_POOL, _)
 XTEN_FLOAT_DTYPES(ADAPTIVE_AVG_POOL, _)
