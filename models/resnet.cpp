@@ -44,11 +44,13 @@ Tensor BottleneckImpl::forward(const Tensor& x) {
   return relu(y + (downsample.is_empty() ? x : downsample(x)));
 }
 
-ResNetImpl::ResNetImpl(bool bottleneck, std::vector<int64_t> layers, int64_t num_classes)
-    : nn::Module("ResNet") {
+ResNetImpl::ResNetImpl(bool bottleneck, std::vector<int64_t> layers, int64_t num_classes,
+                       int64_t in_channels, bool small_input)
+    : nn::Module("ResNet"), small_input_(small_input) {
   XTEN_CHECK(layers.size() == 4, ValueError, "ResNet", "expected 4 stages, but got {}",
              layers.size());
-  conv1 = register_module("conv1", conv(3, 64, 7, 2, 3));
+  conv1 = register_module("conv1", small_input ? conv(in_channels, 64, 3, 1, 1)
+                                              : conv(in_channels, 64, 7, 2, 3));
   bn1 = register_module("bn1", nn::BatchNorm2d(64));
   layer1 = register_module("layer1", make_layer(bottleneck, 64, layers[0], 1));
   layer2 = register_module("layer2", make_layer(bottleneck, 128, layers[1], 2));
@@ -82,7 +84,8 @@ nn::Sequential ResNetImpl::make_layer(bool bottleneck, int64_t planes, int64_t b
 }
 
 Tensor ResNetImpl::forward(const Tensor& x) {
-  Tensor y = max_pool2d(relu(bn1(conv1(x))), {3, 3}, {2, 2}, {1, 1});
+  Tensor y = relu(bn1(conv1(x)));
+  if (!small_input_) y = max_pool2d(y, {3, 3}, {2, 2}, {1, 1});
   y = layer4(layer3(layer2(layer1(y))));
   return fc(flatten(adaptive_avg_pool2d(y, {1, 1}), 1));
 }
@@ -92,6 +95,9 @@ ResNet resnet18(int64_t num_classes) {
 }
 ResNet resnet34(int64_t num_classes) {
   return ResNet(false, std::vector<int64_t>{3, 4, 6, 3}, num_classes);
+}
+ResNet resnet18_small_input(int64_t num_classes, int64_t in_channels) {
+  return ResNet(false, std::vector<int64_t>{2, 2, 2, 2}, num_classes, in_channels, true);
 }
 ResNet resnet50(int64_t num_classes) {
   return ResNet(true, std::vector<int64_t>{3, 4, 6, 3}, num_classes);

@@ -39,7 +39,9 @@ XTEN_MODULE(Bottleneck);
 // torchvision's.
 class ResNetImpl : public nn::Module {
  public:
-  ResNetImpl(bool bottleneck, std::vector<int64_t> layers, int64_t num_classes = 1000);
+  // small_input: a 3x3 stride-1 stem and no max pool, for 28x28 or 32x32 images.
+  ResNetImpl(bool bottleneck, std::vector<int64_t> layers, int64_t num_classes = 1000,
+             int64_t in_channels = 3, bool small_input = false);
   Tensor forward(const Tensor& x);
   nn::Conv2d conv1{nullptr};
   nn::BatchNorm2d bn1{nullptr};
@@ -49,12 +51,15 @@ class ResNetImpl : public nn::Module {
  private:
   nn::Sequential make_layer(bool bottleneck, int64_t planes, int64_t blocks, int64_t stride);
   int64_t inplanes_ = 64;
+  bool small_input_;
 };
 XTEN_MODULE(ResNet);
 
 ResNet resnet18(int64_t num_classes = 1000);  // 11,689,512 parameters
 ResNet resnet34(int64_t num_classes = 1000);  // 21,797,672
 ResNet resnet50(int64_t num_classes = 1000);  // 25,557,032
+// ResNet-18 for small images (Fashion-MNIST: in_channels 1): the small_input stem.
+ResNet resnet18_small_input(int64_t num_classes, int64_t in_channels);
 
 // For 28x28 single-channel images (Fashion-MNIST): two conv(3x3)-bn-relu-maxpool(2) stages
 // (32 and 64 channels), dropout, fc 3136 -> 32, relu, fc 32 -> num_classes: 119,626 parameters

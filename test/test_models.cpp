@@ -41,7 +41,18 @@ TEST(Models, ForwardShapesAndTraining) {
   auto r18 = models::resnet18(7);
   r18->eval();
   EXPECT_EQ(r18(randn({2, 3, 64, 64})).sizes(), IntArrayRef({2, 7}));
+  // The small-input ResNet-18 keeps 28x28 through its stem: 11,172,810 parameters for 1
+  // channel and 10 classes (the 1000-class count less the fc and 7x7x3 stem, plus a 3x3x1 one).
+  auto small = models::resnet18_small_input(10, 1);
+  int64_t small_count = 0;
+  for (const Tensor& p : small->parameters()) small_count += p.numel();
+  EXPECT_EQ(small_count, 11689512 - 513000 - 64 * 3 * 49 + 5130 + 64 * 9);
+  small->eval();
+  EXPECT_EQ(small(randn({2, 1, 28, 28})).sizes(), IntArrayRef({2, 10}));
   models::SmallCNN cnn(10);
+  int64_t cnn_count = 0;
+  for (const Tensor& p : cnn->parameters()) cnn_count += p.numel();
+  EXPECT_EQ(cnn_count, 119626);  // issue's budget: at most 120k
   Tensor x = randn({4, 1, 28, 28});
   Tensor y = cnn(x);
   EXPECT_EQ(y.sizes(), IntArrayRef({4, 10}));

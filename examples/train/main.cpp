@@ -1,0 +1,401 @@
+// Trains a classifier on Fashion-MNIST (Debian's dataset-fashion-mnist), the way PyTorch's XPU
+// getting-started guide trains: a model moved to the device, a DataLoader with transforms, SGD
+// with momentum (or AdamW) and a one-cycle schedule, cross entropy, float32 or autocast
+// (bfloat16 on CPU, float16 with a GradScaler on XPU), and a checkpoint per epoch from which
+// --resume continues exactly. docs/training.md walks through it.
+//
+//   train                                  # small CNN, CPU float32, 8 epochs
+//   train --device xpu --amp               # XPU autocast float16 + GradScaler
+//   train --epochs 1 --limit-batches 300 --checkpoint ck.safetensors --eval-xpu
+//   train --epochs 8 --checkpoint ck.safetensors --resume   # continue after an interruption
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <xten/xten.h>
+
+#include "curve.h"
+#include "progress.h"
+
+using xten::Tensor;
+namespace data = xten::data;
+namespace tf = xten::data::transforms;
+
+namespace {
+
+struct Args {
+  std::string device = "cpu";
+  bool amp = false;
+  std::string model = "small";   // small | resnet18
+  std::string optimizer = "sgd";  // sgd | adamw
+  int64_t epochs = 8, batch_size = 64, limit_batches = 0, test_limit = 0, workers = 2;
+  double lr = 0.05;
+  uint64_t seed = 0;
+  int threads = 0;
+  std::string checkpoint, csv, svg;
+  bool resume = false, eval_xpu = false;
+  double min_accuracy = 0;
+  int64_t compare_steps = 0;
+};
+
+const char* kUsage = R"(usage: train [options]
+  --device cpu|xpu        where to train (default cpu)
+  --amp                   autocast: bfloat16 on CPU, float16 with a GradScaler on XPU
+  --model small|resnet18  the small CNN (default) or ResNet-18 with a 28x28 stem
+  --optimizer sgd|adamw   SGD with Nesterov momentum 0.9 (default) or AdamW
+  --epochs N              epochs (default 8)
+  --batch-size N          (default 64)
+  --lr X                  peak learning rate of the one-cycle schedule (default 0.05)
+  --limit-batches N       train on the first N batches of each epoch (default: all)
+  --test-limit N          evaluate on the first N test images (default: all 10,000)
+  --workers N             data loader threads (default 2)
+  --threads N             compute threads (default: all cores)
+  --seed N                seeds the weights, the data order and dropout (default 0)
+  --checkpoint PATH       save model, optimizer, scheduler and scaler after every epoch
+  --resume                continue from --checkpoint (exactly where it stopped)
+  --csv PATH, --svg PATH  write the loss/accuracy curve
+  --eval-xpu              reload the checkpoint onto the XPU and evaluate it with autocast
+                          float16; exit 1 if its accuracy differs by more than 0.2 points
+  --min-accuracy X        exit 1 if the final test accuracy is below X percent
+  --compare-steps N       train the same model on CPU and XPU (float32) side by side for N
+                          steps and compare their losses; exit 1 if they part
+)";
+
+[[noreturn]] void usage_error(const std::string& why) {
+  std::fprintf(stderr, "train: %s\n%s", why.c_str(), kUsage);
+  std::exit(2);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(flag + " needs a value");
+      return argv[++i];
+    };
+    auto number = [&]() -> double {
+      const std::string v = value();
+      char* end = nullptr;
+      const double d = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0') usage_error(flag + " expects a number, but got '" + v + "'");
+      return d;
+    };
+    auto count = [&](int64_t min) -> int64_t {
+      const double d = number();
+      if (d != std::floor(d) || d < static_cast<double>(min))
+        usage_error(flag + " expects an integer >= " + std::to_string(min));
+      return static_cast<int64_t>(d);
+    };
+    if (flag == "--device") a.device = value();
+    else if (flag == "--amp") a.amp = true;
+    else if (flag == "--model") a.model = value();
+    else if (flag == "--optimizer") a.optimizer = value();
+    else if (flag == "--epochs") a.epochs = count(1);
+    else if (flag == "--batch-size") a.batch_size = count(1);
+    else if (flag == "--lr") a.lr = number();
+    else if (flag == "--limit-batches") a.limit_batches = count(1);
+    else if (flag == "--test-limit") a.test_limit = count(1);
+    else if (flag == "--workers") a.workers = count(0);
+    else if (flag == "--threads") a.threads = static_cast<int>(count(1));
+    else if (flag == "--seed") a.seed = static_cast<uint64_t>(count(0));
+    else if (flag == "--checkpoint") a.checkpoint = value();
+    else if (flag == "--resume") a.resume = true;
+    else if (flag == "--csv") a.csv = value();
+    else if (flag == "--svg") a.svg = value();
+    else if (flag == "--eval-xpu") a.eval_xpu = true;
+    else if (flag == "--min-accuracy") a.min_accuracy = number();
+    else if (flag == "--compare-steps") a.compare_steps = count(1);
+    else if (flag == "--help" || flag == "-h") {
+      std::printf("%s", kUsage);
+      std::exit(0);
+    } else {
+      usage_error("unknown option '" + flag + "'");
+    }
+  }
+  if (a.device != "cpu" && a.device != "xpu") usage_error("--device must be cpu or xpu");
+  if (a.model != "small" && a.model != "resnet18") usage_error("--model must be small or resnet18");
+  if (a.optimizer != "sgd" && a.optimizer != "adamw")
+    usage_error("--optimizer must be sgd or adamw");
+  if ((a.resume || a.eval_xpu) && a.checkpoint.empty())
+    usage_error("--resume and --eval-xpu need --checkpoint PATH");
+  return a;
+}
+
+// A model and its forward, whichever architecture --model picked.
+struct Net {
+  std::shared_ptr<xten::nn::Module> module;
+  std::function<Tensor(const Tensor&)> forward;
+};
+
+Net make_net(const std::string& name) {
+  if (name == "resnet18") {
+    auto m = xten::models::resnet18_small_input(10, 1);
+    return {m.ptr(), [m](const Tensor& x) mutable { return m(x); }};
+  }
+  xten::models::SmallCNN m(10);
+  return {m.ptr(), [m](const Tensor& x) mutable { return m(x); }};
+}
+
+// Fashion-MNIST's pixel mean and standard deviation over the training set.
+tf::Compose fashion_mnist_transform() {
+  return tf::Compose({tf::ToTensor(), tf::Normalize({0.2860}, {0.3530})});
+}
+
+// autocast's dtype for a device: bfloat16 on CPU, float16 on XPU (the guide's choices).
+xten::ScalarType amp_dtype(const xten::Device& d) {
+  return d.is_cpu() ? xten::kBFloat16 : xten::kHalf;
+}
+
+struct Evaluation {
+  double accuracy, loss;
+};
+
+Evaluation evaluate(const Net& net, data::DataLoader& loader, const xten::Device& device,
+                    bool amp) {
+  xten::NoGradGuard no_grad;
+  net.module->eval();
+  int64_t correct = 0, seen = 0;
+  double loss_sum = 0;
+  for (data::Batch& b : loader) {
+    const Tensor x = b.data.to(device), y = b.target.to(device);
+    std::optional<xten::autocast::AutocastGuard> ac;
+    if (amp) ac.emplace(device.type(), amp_dtype(device));
+    const Tensor logits = net.forward(x);
+    loss_sum += xten::cross_entropy(logits.to(xten::kFloat), y, std::nullopt, "sum").item<double>();
+    correct += (logits.argmax(1) == y).sum().item<int64_t>();
+    seen += y.numel();
+  }
+  net.module->train();
+  return {100.0 * correct / seen, loss_sum / seen};
+}
+
+// The training state a checkpoint holds: model, optimizer, scheduler, scaler, and in its
+// metadata the finished epochs, the settings that must match on resume, and the curve so far.
+void save_checkpoint(const std::string& path, const Net& net, xten::optim::Optimizer& opt,
+                     xten::optim::LRScheduler& sched, xten::amp::GradScaler& scaler,
+                     const Args& a, int64_t epochs_done, const std::vector<EpochRecord>& curve) {
+  using xten::with_prefix;
+  xten::NamedTensorList all = with_prefix("model.", net.module->state_dict());
+  for (auto& e : with_prefix("optimizer.", opt.state_dict())) all.push_back(e);
+  for (auto& e : with_prefix("scheduler.", sched.state_dict())) all.push_back(e);
+  for (auto& e : with_prefix("scaler.", scaler.state_dict())) all.push_back(e);
+  const xten::Metadata meta = {{"epochs_done", std::to_string(epochs_done)},
+                               {"model", a.model},
+                               {"optimizer", a.optimizer},
+                               {"batch_size", std::to_string(a.batch_size)},
+                               {"seed", std::to_string(a.seed)},
+                               {"curve", to_csv(curve)}};
+  // Written beside and renamed over: an interrupted save leaves the last checkpoint intact.
+  const std::string tmp = path + ".tmp";
+  xten::save(all, tmp, meta);
+  std::filesystem::rename(tmp, path);
+}
+
+int64_t load_checkpoint(const std::string& path, const Net& net, xten::optim::Optimizer& opt,
+                        xten::optim::LRScheduler& sched, xten::amp::GradScaler& scaler,
+                        const Args& a, std::vector<EpochRecord>& curve) {
+  using xten::under_prefix;
+  const xten::Metadata meta = xten::load_metadata(path);
+  for (const auto& [key, expected] :
+       std::vector<std::pair<std::string, std::string>>{{"model", a.model},
+                                                        {"optimizer", a.optimizer},
+                                                        {"batch_size", std::to_string(a.batch_size)},
+                                                        {"seed", std::to_string(a.seed)}}) {
+    const auto it = meta.find(key);
+    if (it == meta.end() || it->second != expected)
+      throw xten::ValueError("[train] " + path + " was saved with " + key + " = " +
+                             (it == meta.end() ? "(missing)" : it->second) + ", this run has " +
+                             expected);
+  }
+  const xten::NamedTensorList all = xten::load(path);
+  net.module->load_state_dict(under_prefix("model.", all));
+  opt.load_state_dict(under_prefix("optimizer.", all));
+  sched.load_state_dict(under_prefix("scheduler.", all));
+  scaler.load_state_dict(under_prefix("scaler.", all));
+  curve = from_csv(meta.at("curve"));
+  return std::stoll(meta.at("epochs_done"));
+}
+
+void write_curve(const Args& a, const std::vector<EpochRecord>& curve) {
+  if (!a.csv.empty()) std::ofstream(a.csv) << to_csv(curve);
+  if (!a.svg.empty()) write_svg(a.svg, curve);
+}
+
+// --compare-steps: one CPU and one XPU copy of the same model take the same batches; their
+// float32 losses must agree step by step.
+int compare_devices(const Args& a, data::DataLoader& loader) {
+  xten::manual_seed(a.seed);
+  Net cpu = make_net(a.model), xpu = make_net(a.model);
+  xpu.module->load_state_dict(cpu.module->state_dict());
+  xpu.module->to("xpu");
+  xten::optim::SGD opt_cpu(cpu.module->parameters(),
+                           xten::optim::SGDOptions(a.lr).momentum(0.9).nesterov(true));
+  xten::optim::SGD opt_xpu(xpu.module->parameters(),
+                           xten::optim::SGDOptions(a.lr).momentum(0.9).nesterov(true));
+  double worst = 0;
+  int64_t step = 0;
+  for (data::Batch& b : loader) {
+    if (step == a.compare_steps) break;
+    const Tensor l_cpu = xten::cross_entropy(cpu.forward(b.data), b.target);
+    const Tensor l_xpu = xten::cross_entropy(xpu.forward(b.data.to("xpu")), b.target.to("xpu"));
+    opt_cpu.zero_grad(), opt_xpu.zero_grad();
+    l_cpu.backward(), l_xpu.backward();
+    opt_cpu.step(), opt_xpu.step();
+    const double c = l_cpu.item<double>(), x = l_xpu.item<double>();
+    const double rel = std::abs(c - x) / std::max(1.0, std::abs(c));
+    worst = std::max(worst, rel);
+    if (step % 10 == 0 || step + 1 == a.compare_steps)
+      std::printf("step %3lld  CPU loss %.6f  XPU loss %.6f  rel. difference %.2e\n",
+                  static_cast<long long>(step), c, x, rel);
+    ++step;
+  }
+  constexpr double kTolerance = 1e-3;  // float32 after 50 updates of a chaotic process
+  std::printf("largest relative difference over %lld steps: %.2e (tolerance %.0e)\n",
+              static_cast<long long>(step), worst, kTolerance);
+  return worst <= kTolerance && step == a.compare_steps ? 0 : 1;
+}
+
+int run(const Args& a) {
+  if (a.threads > 0) xten::set_num_threads(a.threads);
+  const xten::Device device(a.device);
+  const bool scaled = a.amp && amp_dtype(device) == xten::kHalf;  // float16 needs a GradScaler
+
+  data::TensorDataset train_set = data::mnist(data::kFashionMnistDir, true, fashion_mnist_transform());
+  data::TensorDataset test_set = data::mnist(data::kFashionMnistDir, false, fashion_mnist_transform());
+  if (a.test_limit > 0) test_set = test_set.slice(0, std::min(a.test_limit, test_set.size()));
+  data::DataLoader train_loader(train_set, data::DataLoaderOptions()
+                                               .batch_size(a.batch_size)
+                                               .shuffle(true)
+                                               .drop_last(true)
+                                               .seed(a.seed)
+                                               .num_workers(a.workers));
+  data::DataLoader test_loader(test_set,
+                               data::DataLoaderOptions().batch_size(500).num_workers(a.workers));
+  if (a.compare_steps > 0) return compare_devices(a, train_loader);
+
+  const int64_t batches =
+      a.limit_batches > 0 ? std::min(a.limit_batches, train_loader.size()) : train_loader.size();
+  xten::manual_seed(a.seed);
+  Net net = make_net(a.model);
+  net.module->to(device);
+  std::unique_ptr<xten::optim::Optimizer> opt;
+  if (a.optimizer == "sgd") {
+    opt = std::make_unique<xten::optim::SGD>(
+        net.module->parameters(),
+        xten::optim::SGDOptions(a.lr).momentum(0.9).nesterov(true).weight_decay(5e-4));
+  } else {
+    opt = std::make_unique<xten::optim::AdamW>(
+        net.module->parameters(), xten::optim::AdamOptions(a.lr).weight_decay(0.05));
+  }
+  xten::optim::OneCycleLR sched(*opt, xten::optim::OneCycleLROptions(a.lr, a.epochs * batches));
+  xten::amp::GradScaler scaler(xten::amp::GradScalerOptions().enabled(scaled));
+
+  std::vector<EpochRecord> curve;
+  int64_t first_epoch = 0;
+  if (a.resume) {
+    first_epoch = load_checkpoint(a.checkpoint, net, *opt, sched, scaler, a, curve);
+    std::printf("resumed from %s after epoch %lld\n", a.checkpoint.c_str(),
+                static_cast<long long>(first_epoch));
+  }
+  int64_t params = 0;
+  for (const Tensor& p : net.module->parameters()) params += p.numel();
+  std::printf("%s (%lld parameters) on %s %s, %s, batch %lld, %lld batches/epoch, %d threads\n",
+              a.model == "small" ? "SmallCNN" : "ResNet-18 (28x28 stem)",
+              static_cast<long long>(params), a.device.c_str(),
+              a.amp ? (device.is_cpu() ? "autocast bfloat16" : "autocast float16 + GradScaler")
+                    : "float32",
+              a.optimizer.c_str(), static_cast<long long>(a.batch_size),
+              static_cast<long long>(batches), xten::get_num_threads());
+
+  for (int64_t epoch = first_epoch; epoch < a.epochs; ++epoch) {
+    // Dropout draws from the device generators: reseeding per epoch makes a resumed epoch
+    // draw what the uninterrupted run drew.
+    xten::manual_seed(xten::data::derive_seed(a.seed, 1000 + epoch));
+    train_loader.set_epoch(epoch);
+    net.module->train();
+    Progress progress("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(a.epochs),
+                      batches);
+    double loss_sum = 0;
+    int64_t done = 0, images = 0;
+    for (data::Batch& b : train_loader) {
+      const Tensor x = b.data.to(device), y = b.target.to(device);
+      Tensor loss;
+      {
+        std::optional<xten::autocast::AutocastGuard> ac;
+        if (a.amp) ac.emplace(device.type(), amp_dtype(device));
+        loss = xten::cross_entropy(net.forward(x), y);
+      }
+      opt->zero_grad();
+      scaler.scale(loss).backward();
+      scaler.step(*opt);
+      scaler.update();
+      sched.step();
+      const double l = loss.item<double>();
+      if (!std::isfinite(l) && !scaled)
+        throw xten::ValueError("[train] the loss is " + std::to_string(l) + " at epoch " +
+                               std::to_string(epoch + 1) + ", batch " + std::to_string(done + 1));
+      loss_sum += l;
+      images += y.numel();
+      ++done;
+      progress.update(done, images, loss_sum / done);
+      if (done == batches) break;
+    }
+    progress.finish();
+    const double rate = images / progress.seconds();
+    const Evaluation test = evaluate(net, test_loader, device, a.amp);
+    curve.push_back({epoch + 1, loss_sum / done, test.accuracy, sched.get_last_lr()[0], rate});
+    std::printf("epoch %lld: train loss %.4f, test loss %.4f, test accuracy %.2f%%, %.0f img/s\n",
+                static_cast<long long>(epoch + 1), loss_sum / done, test.loss, test.accuracy, rate);
+    if (!a.checkpoint.empty())
+      save_checkpoint(a.checkpoint, net, *opt, sched, scaler, a, epoch + 1, curve);
+    write_curve(a, curve);
+  }
+  if (curve.empty()) {
+    std::printf("nothing to train: the checkpoint has %lld epochs already\n",
+                static_cast<long long>(first_epoch));
+    return 0;
+  }
+  const double accuracy = curve.back().test_accuracy;
+  int status = 0;
+  if (accuracy < a.min_accuracy) {
+    std::printf("FAIL: test accuracy %.2f%% is below --min-accuracy %.2f%%\n", accuracy,
+                a.min_accuracy);
+    status = 1;
+  }
+  if (a.eval_xpu) {
+    // A fresh model from the checkpoint file, on the XPU, under autocast float16.
+    Net reloaded = make_net(a.model);
+    reloaded.module->load_state_dict(xten::under_prefix("model.", xten::load(a.checkpoint)));
+    reloaded.module->to("xpu");
+    const Evaluation x = evaluate(reloaded, test_loader, xten::Device("xpu"), true);
+    const double diff = std::abs(x.accuracy - accuracy);
+    std::printf("test accuracy: %s %s %.2f%%, reloaded on XPU autocast float16 %.2f%% "
+                "(difference %.2f points)\n",
+                a.device.c_str(), a.amp ? "autocast" : "float32", accuracy, x.accuracy, diff);
+    if (diff > 0.2) {
+      std::printf("FAIL: the accuracies differ by more than 0.2 points\n");
+      status = 1;
+    }
+  }
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args = parse(argc, argv);
+  try {
+    return run(args);
+  } catch (const xten::Error& e) {
+    std::fprintf(stderr, "train: %s\n", e.what());
+    return 1;
+  }
+}
