@@ -95,8 +95,11 @@ nn::NamedTensors GradScaler::state_dict() const {
 }
 
 void GradScaler::load_state_dict(const nn::NamedTensors& state) {
-  XTEN_CHECK(is_enabled(), ValueError, "load_state_dict",
-             "the GradScaler is disabled: nothing to load");
+  // PyTorch's rule: a disabled scaler ignores the state; an enabled one needs some.
+  if (!is_enabled()) return;
+  XTEN_CHECK(!state.empty(), ValueError, "load_state_dict",
+             "the source state dict is empty, possibly because it was saved from a disabled "
+             "GradScaler");
   for (const auto& [key, t] : state) {
     if (key == "scale") {
       const Device d = scale_.defined() ? scale_.device() : Device("cpu");

@@ -358,6 +358,13 @@ TEST(GradScaler, SkipsNonFiniteStepsAndAdaptsTheScale) {
   Tensor l = (p * p).sum();
   EXPECT_TRUE(off.scale(l).is_same(l));
   EXPECT_EQ(off.get_scale(), 1.0);
+  // PyTorch's rules: a disabled scaler saves nothing and ignores what it is given; an enabled
+  // one refuses an empty state.
+  EXPECT_TRUE(off.state_dict().empty());
+  off.load_state_dict(scaler.state_dict());
+  EXPECT_EQ(off.get_scale(), 1.0);
+  EXPECT_THROW_MSG(other.load_state_dict(off.state_dict()), ValueError,
+                   "the source state dict is empty, possibly because it was saved from a disabled");
   EXPECT_THROW_MSG(amp::GradScaler(amp::GradScalerOptions().backoff_factor(2)), ValueError,
                    "0 < backoff_factor < 1");
 }

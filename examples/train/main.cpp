@@ -43,6 +43,7 @@ struct Args {
   bool resume = false, eval_xpu = false;
   double min_accuracy = 0;
   int64_t compare_steps = 0;
+  int64_t stop_after = 0;
 };
 
 const char* kUsage = R"(usage: train [options]
@@ -66,6 +67,7 @@ const char* kUsage = R"(usage: train [options]
   --min-accuracy X        exit 1 if the final test accuracy is below X percent
   --compare-steps N       train the same model on CPU and XPU (float32) side by side for N
                           steps and compare their losses; exit 1 if they part
+  --stop-after N          stop after epoch N as if interrupted (to try --resume)
 )";
 
 [[noreturn]] void usage_error(const std::string& why) {
@@ -113,6 +115,7 @@ Args parse(int argc, char** argv) {
     else if (flag == "--eval-xpu") a.eval_xpu = true;
     else if (flag == "--min-accuracy") a.min_accuracy = number();
     else if (flag == "--compare-steps") a.compare_steps = count(1);
+    else if (flag == "--stop-after") a.stop_after = count(1);
     else if (flag == "--help" || flag == "-h") {
       std::printf("%s", kUsage);
       std::exit(0);
@@ -236,10 +239,12 @@ int compare_devices(const Args& a, data::DataLoader& loader) {
   Net cpu = make_net(a.model), xpu = make_net(a.model);
   xpu.module->load_state_dict(cpu.module->state_dict());
   xpu.module->to("xpu");
-  xten::optim::SGD opt_cpu(cpu.module->parameters(),
-                           xten::optim::SGDOptions(a.lr).momentum(0.9).nesterov(true));
-  xten::optim::SGD opt_xpu(xpu.module->parameters(),
-                           xten::optim::SGDOptions(a.lr).momentum(0.9).nesterov(true));
+  xten::manual_seed(a.seed);  // both devices' generators at the same offset: the same dropout
+  // The training run's optimizer and schedule (the one-cycle warm-up).
+  const auto sgd = xten::optim::SGDOptions(a.lr).momentum(0.9).nesterov(true).weight_decay(5e-4);
+  xten::optim::SGD opt_cpu(cpu.module->parameters(), sgd), opt_xpu(xpu.module->parameters(), sgd);
+  const xten::optim::OneCycleLROptions cycle(a.lr, a.epochs * loader.size());
+  xten::optim::OneCycleLR sched_cpu(opt_cpu, cycle), sched_xpu(opt_xpu, cycle);
   double worst = 0;
   int64_t step = 0;
   for (data::Batch& b : loader) {
@@ -249,6 +254,7 @@ int compare_devices(const Args& a, data::DataLoader& loader) {
     opt_cpu.zero_grad(), opt_xpu.zero_grad();
     l_cpu.backward(), l_xpu.backward();
     opt_cpu.step(), opt_xpu.step();
+    sched_cpu.step(), sched_xpu.step();
     const double c = l_cpu.item<double>(), x = l_xpu.item<double>();
     const double rel = std::abs(c - x) / std::max(1.0, std::abs(c));
     worst = std::max(worst, rel);
@@ -257,7 +263,9 @@ int compare_devices(const Args& a, data::DataLoader& loader) {
                   static_cast<long long>(step), c, x, rel);
     ++step;
   }
-  constexpr double kTolerance = 1e-3;  // float32 after 50 updates of a chaotic process
+  // Step 0 agrees to the last bit; float32 rounding differences (summation orders) then grow
+  // with each update, to about 2e-3 by step 50 (docs/training.md).
+  constexpr double kTolerance = 1e-2;
   std::printf("largest relative difference over %lld steps: %.2e (tolerance %.0e)\n",
               static_cast<long long>(step), worst, kTolerance);
   return worst <= kTolerance && step == a.compare_steps ? 0 : 1;
@@ -357,6 +365,10 @@ int run(const Args& a) {
     if (!a.checkpoint.empty())
       save_checkpoint(a.checkpoint, net, *opt, sched, scaler, a, epoch + 1, curve);
     write_curve(a, curve);
+    if (epoch + 1 == a.stop_after) {
+      std::printf("stopping after epoch %lld (--stop-after)\n", static_cast<long long>(epoch + 1));
+      break;
+    }
   }
   if (curve.empty()) {
     std::printf("nothing to train: the checkpoint has %lld epochs already\n",

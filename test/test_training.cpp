@@ -1,0 +1,44 @@
+// The training example (examples/train) as a whole: a run interrupted after an epoch and
+// resumed from its checkpoint ends with exactly the state of an uninterrupted run.
+#include <cstdlib>
+#include <filesystem>
+
+#include "test_util.h"
+
+using namespace xten;
+using namespace xten::testing;
+
+namespace {
+
+void run_train(const std::string& args) {
+  const std::string cmd = std::string(XTEN_TRAIN_EXAMPLE) + " " + args + " > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+}  // namespace
+
+TEST(TrainExample, AResumedRunEndsWithTheStateOfAnUninterruptedOne) {
+  const std::string dir = ::testing::TempDir() + "xten_train_resume";
+  std::filesystem::create_directories(dir);
+  const std::string common = "--epochs 3 --limit-batches 12 --test-limit 500 --seed 5 --workers 2";
+  run_train(common + " --checkpoint " + dir + "/straight.safetensors");
+  run_train(common + " --checkpoint " + dir + "/resumed.safetensors --stop-after 1");
+  EXPECT_EQ(load_metadata(dir + "/resumed.safetensors").at("epochs_done"), "1");
+  run_train(common + " --checkpoint " + dir + "/resumed.safetensors --resume");
+
+  const NamedTensorList a = load(dir + "/straight.safetensors");
+  const NamedTensorList b = load(dir + "/resumed.safetensors");
+  ASSERT_EQ(a.size(), b.size());
+  int64_t model_tensors = 0, optimizer_tensors = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].first, b[i].first);
+    // Model, momentum buffers, scheduler and scaler state: bit for bit.
+    EXPECT_TRUE(allclose(a[i].second.to(kDouble), b[i].second.to(kDouble), 0, 0)) << a[i].first;
+    model_tensors += a[i].first.rfind("model.", 0) == 0;
+    optimizer_tensors += a[i].first.rfind("optimizer.", 0) == 0;
+  }
+  EXPECT_EQ(model_tensors, 16);  // SmallCNN: 2 x (conv weight + 5 batch-norm tensors) + 2 x 2 linear
+  EXPECT_GT(optimizer_tensors, 0);
+  EXPECT_EQ(load_metadata(dir + "/resumed.safetensors").at("epochs_done"), "3");
+  std::filesystem::remove_all(dir);
+}
