@@ -39,6 +39,7 @@ struct Args {
   double lr = 0.05;
   uint64_t seed = 0;
   int threads = 0;
+  std::string data_dir = data::kFashionMnistDir;
   std::string checkpoint, csv, svg;
   bool resume = false, eval_xpu = false;
   double min_accuracy = 0;
@@ -59,6 +60,8 @@ const char* kUsage = R"(usage: train [options]
   --workers N             data loader threads (default 2)
   --threads N             compute threads (default: all cores)
   --seed N                seeds the weights, the data order and dropout (default 0)
+  --data DIR              Fashion-MNIST's IDX files (default /usr/share/datasets/fashion-mnist,
+                          where Debian's dataset-fashion-mnist installs them)
   --checkpoint PATH       save model, optimizer, scheduler and scaler after every epoch
   --resume                continue from --checkpoint (exactly where it stopped)
   --csv PATH, --svg PATH  write the loss/accuracy curve
@@ -108,6 +111,7 @@ Args parse(int argc, char** argv) {
     else if (flag == "--workers") a.workers = count(0);
     else if (flag == "--threads") a.threads = static_cast<int>(count(1));
     else if (flag == "--seed") a.seed = static_cast<uint64_t>(count(0));
+    else if (flag == "--data") a.data_dir = value();
     else if (flag == "--checkpoint") a.checkpoint = value();
     else if (flag == "--resume") a.resume = true;
     else if (flag == "--csv") a.csv = value();
@@ -276,8 +280,8 @@ int run(const Args& a) {
   const xten::Device device(a.device);
   const bool scaled = a.amp && amp_dtype(device) == xten::kHalf;  // float16 needs a GradScaler
 
-  data::TensorDataset train_set = data::mnist(data::kFashionMnistDir, true, fashion_mnist_transform());
-  data::TensorDataset test_set = data::mnist(data::kFashionMnistDir, false, fashion_mnist_transform());
+  data::TensorDataset train_set = data::mnist(a.data_dir, true, fashion_mnist_transform());
+  data::TensorDataset test_set = data::mnist(a.data_dir, false, fashion_mnist_transform());
   if (a.test_limit > 0) test_set = test_set.slice(0, std::min(a.test_limit, test_set.size()));
   data::DataLoader train_loader(train_set, data::DataLoaderOptions()
                                                .batch_size(a.batch_size)
