@@ -73,8 +73,14 @@ Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weigh
     mean = running_mean->to(x.dtype());
     var = running_var->to(x.dtype());
   }
-  const Tensor y = (x - mean.view(shape)) * rsqrt(var.view(shape) + eps);
-  return affine(y, weight, bias, shape).to(input.dtype());
+  // y = x * scale + shift per channel, scale = weight / sqrt(var + eps) and
+  // shift = bias - mean * scale computed on [C] first (as PyTorch's CPU kernel does): two
+  // passes over the input instead of four.
+  Tensor scale = rsqrt(var + eps);
+  if (weight && weight->defined()) scale = scale * weight->to(x.dtype());
+  Tensor shift = -mean * scale;
+  if (bias && bias->defined()) shift = shift + bias->to(x.dtype());
+  return (x * scale.view(shape) + shift.view(shape)).to(input.dtype());
 }
 
 Tensor layer_norm_kernel(const Tensor& input, IntArrayRef normalized_shape,

@@ -94,11 +94,14 @@ Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tenso
     using T = typename decltype(tag)::type;
     const T* s = static_cast<const T*>(src.data_ptr());
     T* o = static_cast<T*>(out.data_ptr());
+    const int64_t nd = self.dim();
+    const std::vector<int64_t> ostride(out.strides().begin(), out.strides().end());
+    const std::vector<int64_t> sstride(src.strides().begin(), src.strides().end());
     for_each_position(index.sizes(), [&](int64_t p, const std::vector<int64_t>& at) {
       int64_t off = 0, soff = 0;
-      for (int64_t i = 0; i < self.dim(); ++i) {
-        off += (i == d ? idx[p] : at[i]) * out.stride(i);
-        soff += at[i] * src.stride(i);
+      for (int64_t i = 0; i < nd; ++i) {
+        off += (i == d ? idx[p] : at[i]) * ostride[i];
+        soff += at[i] * sstride[i];
       }
       if (add)
         o[off] = cast_value<T>(

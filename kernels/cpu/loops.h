@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <utility>
@@ -125,6 +126,30 @@ inline void scalar_run(char** data, const int64_t* s, int64_t n, const Op& op,
   for (int64_t i = 0; i < n; ++i)
     *reinterpret_cast<R*>(data[0] + i * s[0]) = cast_value<R>(
         op(static_cast<opmath_t<Ts>>(*reinterpret_cast<const Ts*>(data[I + 1] + i * s[I + 1]))...));
+}
+
+// c ? x : y without a branch: on random data (relu's mask in its backward, the running max of
+// pooling) a branch mispredicts half the time, ~6 ns an element; a bitwise select of both
+// values costs no more than a copy.
+template <class M>
+inline M branchless_select(bool c, M x, M y) {
+  if constexpr (std::is_floating_point_v<M>) {
+    using U = std::conditional_t<sizeof(M) == 8, uint64_t, uint32_t>;
+    U ux, uy;
+    std::memcpy(&ux, &x, sizeof(M));
+    std::memcpy(&uy, &y, sizeof(M));
+    const U mask = U(0) - static_cast<U>(c);
+    const U r = (ux & mask) | (uy & ~mask);
+    M out;
+    std::memcpy(&out, &r, sizeof(M));
+    return out;
+  } else if constexpr (std::is_integral_v<M> && !std::is_same_v<M, bool>) {
+    using U = std::make_unsigned_t<M>;
+    const U mask = U(0) - static_cast<U>(c);
+    return static_cast<M>((static_cast<U>(x) & mask) | (static_cast<U>(y) & ~mask));
+  } else {
+    return c ? x : y;
+  }
 }
 
 // A loop for an op with N inputs of types Ts... writing R.

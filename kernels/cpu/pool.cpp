@@ -39,30 +39,40 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, I
     const T* src = static_cast<const T*>(in.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
     int64_t* ind = static_cast<int64_t*>(idx.data_ptr());
-    for_each_plane(p.planes, w.ho * w.wo * w.kh * w.kw, [&](int64_t pl) {
-      const T* x = src + pl * p.h * p.w;
-      for (int64_t oy = 0; oy < w.ho; ++oy)
-        for (int64_t ox = 0; ox < w.wo; ++ox) {
-          M best = -std::numeric_limits<M>::infinity();
-          int64_t at = -1;
-          for (int64_t i = 0; i < w.kh; ++i) {
-            const int64_t iy = oy * w.sh - w.ph + i * w.dh;
-            if (iy < 0 || iy >= p.h) continue;
-            for (int64_t j = 0; j < w.kw; ++j) {
-              const int64_t ix = ox * w.sw - w.pw + j * w.dw;
-              if (ix < 0 || ix >= p.w) continue;
-              const M v = static_cast<M>(x[iy * p.w + ix]);
-              if (at < 0 || v > best || v != v) {  // NaN wins, as in PyTorch
-                best = v;
-                at = iy * p.w + ix;
-                if (v != v) i = w.kh, j = w.kw;
-              }
+    // Locals: the stores through dst and ind could otherwise alias the geometry's fields.
+    const int64_t h = p.h, wd = p.w, ho = w.ho, wo = w.wo, kh = w.kh, kw = w.kw;
+    const int64_t sh = w.sh, sw = w.sw, ph = w.ph, pw = w.pw, dh = w.dh, dw = w.dw;
+    for_each_plane(p.planes, ho * wo * kh * kw, [&](int64_t pl) {
+      const T* x = src + pl * h * wd;
+      std::vector<M> best(wo);
+      for (int64_t oy = 0; oy < ho; ++oy) {
+        // A row of outputs at once, window offset by window offset (in the order a single
+        // output visits them): the inner loop over the row is branch-free selects, which
+        // random data cannot mispredict.
+        int64_t* at = ind + (pl * ho + oy) * wo;
+        std::fill(best.begin(), best.end(), -std::numeric_limits<M>::infinity());
+        std::fill(at, at + wo, int64_t(-1));
+        for (int64_t i = 0; i < kh; ++i) {
+          const int64_t iy = oy * sh - ph + i * dh;
+          if (iy < 0 || iy >= h) continue;
+          for (int64_t j = 0; j < kw; ++j) {
+            const int64_t c = j * dw - pw;  // ix = ox * sw + c, valid in [0, wd)
+            const int64_t lo = c >= 0 ? 0 : (-c + sw - 1) / sw;
+            const int64_t hi = wd - 1 - c < 0 ? 0 : std::min(wo, (wd - 1 - c) / sw + 1);
+            const int64_t base = iy * wd + c;
+            for (int64_t ox = lo; ox < hi; ++ox) {
+              const M v = static_cast<M>(x[base + ox * sw]), b = best[ox];
+              // The first element, a larger one or a NaN is taken, until a NaN is held (NaN
+              // wins, as in PyTorch). Bitwise | and & keep the compiler from branching.
+              const bool take = (at[ox] < 0) | (((v > b) | (v != v)) & (b == b));
+              best[ox] = branchless_select(take, v, b);
+              at[ox] = branchless_select(take, base + ox * sw, at[ox]);
             }
           }
-          const int64_t o = (pl * w.ho + oy) * w.wo + ox;
-          dst[o] = cast_value<T>(best);
-          ind[o] = at;
         }
+        T* out_row = dst + (pl * ho + oy) * wo;
+        for (int64_t ox = 0; ox < wo; ++ox) out_row[ox] = cast_value<T>(best[ox]);
+      }
     });
   });
   return {out, idx};
