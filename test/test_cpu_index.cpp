@@ -44,6 +44,30 @@ TEST(Index, IndexSelectGatherScatter) {
   EXPECT_EQ(sa.select(0, 0).item<float>(), 7.f);  // repeated indices add up
   EXPECT_EQ(sa.select(0, 2).item<float>(), 3.f);
   EXPECT_EQ(scatter(z, 0, tensor({1}).to(kLong), 5).select(0, 1).item<float>(), 5.f);
+  // Every dim of a 3-D scatter_add with repeated indices, index smaller than self and a
+  // non-contiguous src, on several threads (lines along the dim run in parallel): against
+  // sums in double.
+  for (int64_t d = 0; d < 3; ++d) {
+    SCOPED_TRACE(d);
+    manual_seed(17 + d);
+    const DimVector self_shape{6, 40, 5};
+    DimVector idx_shape{5, 37, 4};
+    Tensor base = randn(self_shape, kDouble);
+    Tensor index = randint(0, self_shape[d], idx_shape);
+    Tensor src3 = randn({4, 37, 5}, kDouble).permute({2, 1, 0});  // [5, 37, 4]
+    const int threads = get_num_threads();
+    set_num_threads(4);
+    Tensor r = scatter_add(base, d, index, src3);
+    set_num_threads(threads);
+    Tensor ref = base.clone();
+    for_each_index(index.sizes(), [&](const std::vector<int64_t>& i) {
+      std::vector<int64_t> o = i;
+      o[d] = static_cast<int64_t>(value_at(index, i));
+      Tensor cell = ref.select(0, o[0]).select(0, o[1]).select(0, o[2]);
+      cell.fill_(cell.item<double>() + value_at(src3, i));
+    });
+    EXPECT_TRUE(allclose(r, ref, 1e-12, 1e-12));
+  }
   EXPECT_THROW_MSG(index_select(z, 0, tensor({3}).to(kLong)), IndexError,
                    "[index_select] index 3 is out of range for dim 0 of size 3");
   EXPECT_THROW_MSG(index_select(z, 0, tensor({0.f})), TypeError,

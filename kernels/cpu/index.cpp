@@ -97,17 +97,40 @@ Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tenso
     const int64_t nd = self.dim();
     const std::vector<int64_t> ostride(out.strides().begin(), out.strides().end());
     const std::vector<int64_t> sstride(src.strides().begin(), src.strides().end());
-    for_each_position(index.sizes(), [&](int64_t p, const std::vector<int64_t>& at) {
-      int64_t off = 0, soff = 0;
-      for (int64_t i = 0; i < nd; ++i) {
-        off += (i == d ? idx[p] : at[i]) * ostride[i];
-        soff += at[i] * sstride[i];
+    // Lines along dim d: index positions that differ in another dim write different output
+    // elements, so lines run in parallel; each line runs in order, as a serial loop would, so
+    // scatter_add's sums are the same for any thread count.
+    const IntArrayRef isizes = index.sizes();
+    const int64_t len = isizes[d];
+    int64_t inner = 1;  // row-major step of dim d in the index
+    for (int64_t k = d + 1; k < nd; ++k) inner *= isizes[k];
+    const int64_t lines = index.numel() / len;
+    parallel_for(lines, grain_for(len), [&](int64_t b, int64_t e) {
+      for (int64_t l = b; l < e; ++l) {
+        // The line's coordinates (dim d at 0) and its first position in the index.
+        int64_t rest = l, obase = 0, sbase = 0, pbase = 0, step = 1;
+        for (int64_t k = nd - 1; k >= 0; --k) {
+          if (k == d) {
+            step *= isizes[k];
+            continue;
+          }
+          const int64_t at = rest % isizes[k];
+          rest /= isizes[k];
+          obase += at * ostride[k];
+          sbase += at * sstride[k];
+          pbase += at * step;
+          step *= isizes[k];
+        }
+        for (int64_t t = 0; t < len; ++t) {
+          const int64_t off = obase + idx[pbase + t * inner] * ostride[d];
+          const int64_t soff = sbase + t * sstride[d];
+          if (add)
+            o[off] = cast_value<T>(
+                wrap_add(static_cast<opmath_t<T>>(o[off]), static_cast<opmath_t<T>>(s[soff])));
+          else
+            o[off] = s[soff];
+        }
       }
-      if (add)
-        o[off] = cast_value<T>(
-            wrap_add(static_cast<opmath_t<T>>(o[off]), static_cast<opmath_t<T>>(s[soff])));
-      else
-        o[off] = s[soff];
     });
   });
   return out;
