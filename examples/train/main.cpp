@@ -198,6 +198,9 @@ void save_checkpoint(const std::string& path, const Net& net, xten::optim::Optim
                                {"model", a.model},
                                {"optimizer", a.optimizer},
                                {"batch_size", std::to_string(a.batch_size)},
+                               {"epochs", std::to_string(a.epochs)},
+                               {"limit_batches", std::to_string(a.limit_batches)},
+                               {"lr", std::to_string(a.lr)},
                                {"seed", std::to_string(a.seed)},
                                {"curve", to_csv(curve)}};
   // Written beside and renamed over: an interrupted save leaves the last checkpoint intact.
@@ -212,10 +215,14 @@ int64_t load_checkpoint(const std::string& path, const Net& net, xten::optim::Op
   using xten::under_prefix;
   const xten::Metadata meta = xten::load_metadata(path);
   for (const auto& [key, expected] :
-       std::vector<std::pair<std::string, std::string>>{{"model", a.model},
-                                                        {"optimizer", a.optimizer},
-                                                        {"batch_size", std::to_string(a.batch_size)},
-                                                        {"seed", std::to_string(a.seed)}}) {
+       std::vector<std::pair<std::string, std::string>>{
+           {"model", a.model},
+           {"optimizer", a.optimizer},
+           {"batch_size", std::to_string(a.batch_size)},
+           {"epochs", std::to_string(a.epochs)},  // the schedule spans all epochs' steps
+           {"limit_batches", std::to_string(a.limit_batches)},
+           {"lr", std::to_string(a.lr)},
+           {"seed", std::to_string(a.seed)}}) {
     const auto it = meta.find(key);
     if (it == meta.end() || it->second != expected)
       throw xten::ValueError("[train] " + path + " was saved with " + key + " = " +
@@ -374,8 +381,8 @@ int run(const Args& a) {
       break;
     }
   }
-  if (curve.empty()) {
-    std::printf("nothing to train: the checkpoint has %lld epochs already\n",
+  if (first_epoch >= a.epochs) {
+    std::printf("nothing to train: the checkpoint has all %lld epochs\n",
                 static_cast<long long>(first_epoch));
     return 0;
   }
