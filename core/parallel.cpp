@@ -1,5 +1,6 @@
 #include <xten/core/parallel.h>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <mutex>
@@ -11,6 +12,7 @@
 namespace xten {
 namespace {
 std::atomic<int> g_num_threads{0};  // 0: not set, use omp's default
+thread_local int tls_thread_limit = 0;  // 0: no limit on this thread
 }
 
 void set_num_threads(int n) {
@@ -20,9 +22,17 @@ void set_num_threads(int n) {
 }
 
 int get_num_threads() {
-  const int n = g_num_threads.load();
-  return n > 0 ? n : omp_get_max_threads();
+  const int set = g_num_threads.load();
+  const int n = set > 0 ? set : omp_get_max_threads();
+  return tls_thread_limit > 0 ? std::min(n, tls_thread_limit) : n;
 }
+
+ThreadLimitGuard::ThreadLimitGuard(int n) : saved_(tls_thread_limit) {
+  XTEN_CHECK(n > 0, ValueError, "ThreadLimitGuard",
+             "the number of threads must be positive, but got {}", n);
+  tls_thread_limit = n;
+}
+ThreadLimitGuard::~ThreadLimitGuard() { tls_thread_limit = saved_; }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f) {
   if (n <= 0) return;

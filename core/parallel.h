@@ -9,6 +9,20 @@ namespace xten {
 void set_num_threads(int n);
 int get_num_threads();
 
+// Limits the CPU kernels called on this thread to `n` threads for a scope (the DataLoader's
+// workers run their small per-example ops on one thread each instead of each starting an
+// OpenMP team beside the training loop's).
+class ThreadLimitGuard {
+ public:
+  explicit ThreadLimitGuard(int n);
+  ~ThreadLimitGuard();
+  ThreadLimitGuard(const ThreadLimitGuard&) = delete;
+  ThreadLimitGuard& operator=(const ThreadLimitGuard&) = delete;
+
+ private:
+  int saved_;
+};
+
 // Below this many elements of work a kernel runs on the calling thread.
 constexpr int64_t kParallelGrain = 32768;
 

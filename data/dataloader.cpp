@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <xten/core/error.h>
+#include <xten/core/parallel.h>
 #include <xten/data/random.h>
 #include <xten/dispatch/ops.h>
 
@@ -76,6 +77,8 @@ struct DataLoader::Epoch {
 
   // Worker w builds batches w, w + W, w + 2W, ..., each once it is within the prefetch window.
   void work(int64_t w) {
+    // Per-example ops are small: one thread each, beside the training loop's OpenMP team.
+    ThreadLimitGuard one_thread(1);
     const int64_t stride = options.num_workers();
     const int64_t window = options.num_workers() * options.prefetch_factor();
     for (int64_t batch = w; batch < num_batches; batch += stride) {

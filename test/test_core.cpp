@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <thread>
 
 #include <xten/core/device_interface.h>
 
@@ -277,6 +278,27 @@ TEST(Parallel, NumThreads) {
   EXPECT_EQ(big.sum().item<double>(), 1 << 20);
   set_num_threads(before);
   EXPECT_THROW_MSG(set_num_threads(0), ValueError, "must be positive, but got 0");
+}
+
+TEST(Parallel, ThreadLimitGuardIsPerThreadAndScoped) {
+  const int before = get_num_threads();
+  set_num_threads(4);
+  {
+    ThreadLimitGuard one(1);
+    EXPECT_EQ(get_num_threads(), 1);
+    int other = 0;
+    std::thread([&] { other = get_num_threads(); }).join();
+    EXPECT_EQ(other, 4);  // another thread keeps the global setting
+    {
+      ThreadLimitGuard eight(8);  // a limit above the setting does not raise it
+      EXPECT_EQ(get_num_threads(), 4);
+    }
+    EXPECT_EQ(get_num_threads(), 1);
+    EXPECT_EQ(ones({1 << 20}).sum().item<double>(), 1 << 20);
+  }
+  EXPECT_EQ(get_num_threads(), 4);
+  set_num_threads(before);
+  EXPECT_THROW_MSG(ThreadLimitGuard(0), ValueError, "must be positive, but got 0");
 }
 
 // Note [Backend seam]: the CPU backend through the one device interface.
