@@ -13,7 +13,16 @@ namespace xten {
 namespace {
 std::atomic<int> g_num_threads{0};  // 0: not set, use omp's default
 thread_local int tls_thread_limit = 0;  // 0: no limit on this thread
+
+// The default when set_num_threads was not called: OpenMP's count at first use (the machine's
+// cores, or OMP_NUM_THREADS). Read once: the oneDNN kernels call omp_set_num_threads to run
+// small primitives on fewer threads (Note [oneDNN threads] in kernels/cpu/onednn.cpp), and
+// reading omp_get_max_threads() again would let that lower every kernel after them.
+int default_num_threads() {
+  static const int n = omp_get_max_threads();
+  return n;
 }
+}  // namespace
 
 void set_num_threads(int n) {
   XTEN_CHECK(n > 0, ValueError, "set_num_threads",
@@ -23,7 +32,7 @@ void set_num_threads(int n) {
 
 int get_num_threads() {
   const int set = g_num_threads.load();
-  const int n = set > 0 ? set : omp_get_max_threads();
+  const int n = set > 0 ? set : default_num_threads();
   return tls_thread_limit > 0 ? std::min(n, tls_thread_limit) : n;
 }
 

@@ -189,3 +189,17 @@ TEST(CpuGemm, NestedParallelRegionsDoNotMultiplyThreads) {
   for (const Tensor& o : out) EXPECT_TRUE(allclose(o, out[0], 0, 0));
   set_num_threads(saved);
 }
+
+// Note [oneDNN threads]: a small product runs oneDNN on fewer threads through
+// omp_set_num_threads; that must not lower the count later kernels use when the user never
+// called set_num_threads (it did: the training example then ran most kernels on 1-3 threads).
+TEST(CpuGemm, ASmallProductDoesNotLowerTheDefaultThreadCount) {
+  const int before = get_num_threads();
+  Tensor a = randn({8, 8});
+  (void)matmul(a, a);  // 1 KFLOP: oneDNN on one thread
+  EXPECT_EQ(get_num_threads(), before);
+  Tensor big = randn({256, 256});
+  (void)matmul(big, big);
+  (void)matmul(a, a);
+  EXPECT_EQ(get_num_threads(), before);
+}
