@@ -63,7 +63,7 @@ ResNet resnet18_small_input(int64_t num_classes, int64_t in_channels);
 
 // For 28x28 single-channel images (Fashion-MNIST): two conv(3x3)-bn-relu-maxpool(2) stages
 // (32 and 64 channels), dropout, fc 3136 -> 32, relu, fc 32 -> num_classes: 119,626 parameters
-// for 10 classes. Trained by examples/train to 92% on Fashion-MNIST (docs/data.md).
+// for 10 classes. Trained by examples/train to 92% on Fashion-MNIST (docs/training.md).
 class SmallCNNImpl : public nn::Module {
  public:
   explicit SmallCNNImpl(int64_t num_classes = 10, double dropout = 0.25);

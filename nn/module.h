@@ -105,12 +105,12 @@ class Module : public std::enable_shared_from_this<Module> {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };
 
-// PyTorch's module repr: "Name(extra)" or, with children, one indented "(name): child" line
-// each.
 // Clears (set_to_none) or zeroes the gradients of `params` (Module's and Optimizer's
 // zero_grad).
 void zero_grads(const std::vector<Tensor>& params, bool set_to_none);
 
+// PyTorch's module repr: "Name(extra)" or, with children, one indented "(name): child" line
+// each.
 std::ostream& operator<<(std::ostream& os, const Module& m);
 std::string repr(const Module& m);
 

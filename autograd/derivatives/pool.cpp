@@ -59,22 +59,21 @@ Tensor adaptive_matrix(int64_t out, int64_t in, const Tensor& like) {
 
 // (out, in): row o holds the bilinear weights of output o (Note [Bilinear taps]), computed in
 // the forward kernel's opmath type.
-Tensor bilinear_matrix(int64_t out, int64_t in, bool align_corners, const Tensor& like) {
+template <class M>
+std::vector<double> bilinear_weights(int64_t out, int64_t in, bool align_corners) {
   std::vector<double> a(static_cast<size_t>(out * in), 0.0);
-  const bool f64 = like.dtype() == kDouble;
   for (int64_t o = 0; o < out; ++o) {
-    int64_t i0, i1;
-    double l;
-    if (f64) {
-      const LinearTap<double> t = linear_tap<double>(o, in, out, align_corners);
-      i0 = t.i0, i1 = t.i1, l = t.l;
-    } else {
-      const LinearTap<float> t = linear_tap<float>(o, in, out, align_corners);
-      i0 = t.i0, i1 = t.i1, l = t.l;
-    }
-    a[o * in + i0] += 1.0 - l;
-    a[o * in + i1] += l;
+    const LinearTap<M> t = linear_tap<M>(o, in, out, align_corners);
+    a[o * in + t.i0] += 1.0 - static_cast<double>(t.l);
+    a[o * in + t.i1] += static_cast<double>(t.l);
   }
+  return a;
+}
+
+Tensor bilinear_matrix(int64_t out, int64_t in, bool align_corners, const Tensor& like) {
+  const std::vector<double> a = like.dtype() == kDouble
+                                    ? bilinear_weights<double>(out, in, align_corners)
+                                    : bilinear_weights<float>(out, in, align_corners);
   return tensor(a, IntArrayRef({out, in}), TensorOptions(like.dtype())).to(like.device());
 }
 

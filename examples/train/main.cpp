@@ -156,6 +156,12 @@ tf::Compose fashion_mnist_transform() {
   return tf::Compose({tf::ToTensor(), tf::Normalize({0.2860}, {0.3530})});
 }
 
+// The training run's SGD: Nesterov momentum 0.9, weight decay 5e-4 (also the --compare-steps
+// runs').
+xten::optim::SGDOptions sgd_options(const Args& a) {
+  return xten::optim::SGDOptions(a.lr).momentum(0.9).nesterov(true).weight_decay(5e-4);
+}
+
 // autocast's dtype for a device: bfloat16 on CPU, float16 on XPU (the guide's choices).
 xten::ScalarType amp_dtype(const xten::Device& d) {
   return d.is_cpu() ? xten::kBFloat16 : xten::kHalf;
@@ -252,8 +258,8 @@ int compare_devices(const Args& a, data::DataLoader& loader) {
   xpu.module->to("xpu");
   xten::manual_seed(a.seed);  // both devices' generators at the same offset: the same dropout
   // The training run's optimizer and schedule (the one-cycle warm-up).
-  const auto sgd = xten::optim::SGDOptions(a.lr).momentum(0.9).nesterov(true).weight_decay(5e-4);
-  xten::optim::SGD opt_cpu(cpu.module->parameters(), sgd), opt_xpu(xpu.module->parameters(), sgd);
+  xten::optim::SGD opt_cpu(cpu.module->parameters(), sgd_options(a));
+  xten::optim::SGD opt_xpu(xpu.module->parameters(), sgd_options(a));
   const xten::optim::OneCycleLROptions cycle(a.lr, a.epochs * loader.size());
   xten::optim::OneCycleLR sched_cpu(opt_cpu, cycle), sched_xpu(opt_xpu, cycle);
   double worst = 0;
@@ -307,9 +313,7 @@ int run(const Args& a) {
   net.module->to(device);
   std::unique_ptr<xten::optim::Optimizer> opt;
   if (a.optimizer == "sgd") {
-    opt = std::make_unique<xten::optim::SGD>(
-        net.module->parameters(),
-        xten::optim::SGDOptions(a.lr).momentum(0.9).nesterov(true).weight_decay(5e-4));
+    opt = std::make_unique<xten::optim::SGD>(net.module->parameters(), sgd_options(a));
   } else {
     opt = std::make_unique<xten::optim::AdamW>(
         net.module->parameters(), xten::optim::AdamOptions(a.lr).weight_decay(0.05));

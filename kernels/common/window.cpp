@@ -242,13 +242,7 @@ PoolMeta upsample_bilinear2d_meta(const Tensor& input, IntArrayRef output_size) 
   constexpr const char* op = "upsample_bilinear2d";
   XTEN_CHECK(input.dim() == 4, ValueError, op, "expected a 4-D input [N, C, H, W], but got shape {}",
              input.sizes());
-  check_adaptive_output_size(op, output_size);
-  PoolMeta m;
-  m.p = planes_of(op, input);
-  m.w = Window{};
-  m.w.ho = output_size[0];
-  m.w.wo = output_size[1];
-  return pool_outputs(std::move(m), input, false);
+  return adaptive_pool2d_meta(op, input, output_size, false);
 }
 
 }  // namespace xten

@@ -419,7 +419,8 @@ Tensor where_kernel(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return visit_dtype<dtypes::kAll>("where", e.compute(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
-    return e.run(make_loop<T, bool, T, T>([](bool c, M x, M y) { return branchless_select(c, x, y); }));
+    return e.run(
+        make_loop<T, bool, T, T>([](bool c, M x, M y) { return branchless_select(c, x, y); }));
   });
 }
 

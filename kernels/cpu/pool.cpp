@@ -1,8 +1,7 @@
 // Pooling on CPU over the last two dims of a 3-D or 4-D input: max_pool2d (with indices),
 // avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d; and upsample_bilinear2d, which reads
-// windows of two by two. Indices are flat positions in the
-// input's H x W plane, as PyTorch's. Every (image, channel) plane is independent: planes
-// are split across threads.
+// windows of two by two. Indices are flat positions in the input's H x W plane, as PyTorch's.
+// Every (image, channel) plane is independent: planes are split across threads.
 #include <cmath>
 #include <limits>
 #include <vector>

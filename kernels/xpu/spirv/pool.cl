@@ -1,7 +1,7 @@
 // pool: max_pool2d, avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d, upsample_bilinear2d
 // over contiguous [planes, h, w] inputs, one work-item per output element, computing in opmath
-// in the order
-// kernels/cpu/pool.cpp does (so results match it bit for bit, NaN handling included).
+// in the order kernels/cpu/pool.cpp does (so results match it bit for bit, NaN handling
+// included).
 // Indices are flat positions in the input plane. Host side: kernels/xpu/ops/pool.cpp.
 #include "common.h"
 
