@@ -223,8 +223,9 @@ struct Entry {
 // ---- the lists (docs/autocast.md; from PyTorch's aten/src/ATen/autocast_mode.cpp, for the
 // ops xten has) ---------------------------------------------------------------------------
 using P = CastPolicy;
+// Never destroyed: ops run until the process ends (static destructors, other threads).
 const std::vector<Entry>& policy_lists(DeviceType d) {
-  static const std::vector<Entry> cpu = {
+  static const auto* cpu = new std::vector<Entry>{
       {"conv1d", P::kLowerPrecisionFp},
       {"conv1d.padding", P::kLowerPrecisionFp},
       {"conv2d", P::kLowerPrecisionFp},
@@ -251,7 +252,7 @@ const std::vector<Entry>& policy_lists(DeviceType d) {
       {"stack", P::kPromote},
       {"cat", P::kPromote},
   };
-  static const std::vector<Entry> xpu = {
+  static const auto* xpu = new std::vector<Entry>{
       {"conv1d", P::kLowerPrecisionFp},
       {"conv1d.padding", P::kLowerPrecisionFp},
       {"conv2d", P::kLowerPrecisionFp},
@@ -299,7 +300,7 @@ const std::vector<Entry>& policy_lists(DeviceType d) {
       {"scatter_add", P::kPromote},
       {"binary_cross_entropy", P::kBanned},
   };
-  return d == kCPU ? cpu : xpu;
+  return d == kCPU ? *cpu : *xpu;
 }
 
 void register_lists(Library& m, DeviceType d) {

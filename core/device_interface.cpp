@@ -46,9 +46,9 @@ class CpuInterface : public DeviceInterface {
 // The CPU backend is there from the start (static initializers of any file may make CPU
 // tensors); other backends register when their library part loads.
 std::array<std::atomic<DeviceInterface*>, kNumDeviceTypes>& backends() {
-  static CpuInterface cpu;
+  static CpuInterface* cpu = new CpuInterface;  // never destroyed: used until the process ends
   static std::array<std::atomic<DeviceInterface*>, kNumDeviceTypes> b{};
-  static const bool cpu_in = (b[static_cast<int>(kCPU)].store(&cpu), true);
+  static const bool cpu_in = (b[static_cast<int>(kCPU)].store(cpu), true);
   (void)cpu_in;
   return b;
 }

@@ -5,8 +5,8 @@
 namespace xten {
 
 Generator& default_cpu_generator() {
-  static Generator g;
-  return g;
+  static Generator* g = new Generator;  // never destroyed: threads may still draw at exit
+  return *g;
 }
 
 void manual_seed_all_generators(uint64_t seed) {

@@ -92,8 +92,9 @@ struct cpp_signature_maker<Ret(Args...)> {
 // The description of Sig, made once per signature.
 template <class Sig>
 const CppSignature& cpp_signature_of() {
-  static const CppSignature s = detail::cpp_signature_maker<Sig>::make();
-  return s;
+  // Never destroyed: ops run until the process ends (static destructors, other threads).
+  static const CppSignature* s = new CppSignature(detail::cpp_signature_maker<Sig>::make());
+  return *s;
 }
 
 }  // namespace xten

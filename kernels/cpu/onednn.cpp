@@ -31,8 +31,10 @@ using tag = memory::format_tag;
 using dims = memory::dims;
 
 dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
+  // Never destroyed, like the cache: other threads may still run primitives while the
+  // process exits.
+  static auto* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *e;
 }
 
 std::optional<memory::data_type> data_type(ScalarType t) {
@@ -147,8 +149,8 @@ class Cache {
 };
 
 Cache& cache() {
-  static Cache c;
-  return c;
+  static Cache* c = new Cache;  // never destroyed (see engine())
+  return *c;
 }
 
 // A scratch buffer of `desc`'s size from xten's allocator, as oneDNN memory.

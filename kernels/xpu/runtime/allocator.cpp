@@ -287,12 +287,14 @@ class DeviceAllocator {
 // One allocator per device, made once for all devices (never destroyed, like the runtime),
 // so that the hot path takes no lock to find it.
 const std::vector<DeviceAllocator*>& allocators() {
-  static const std::vector<DeviceAllocator*> all = [] {
-    std::vector<DeviceAllocator*> v;
-    for (int d = 0; d < device_count(); ++d) v.push_back(new DeviceAllocator(d));
+  // Never destroyed: threads may allocate and free until the process ends (docs/xpu_runtime.md,
+  // Note [Exit with work in flight]).
+  static const auto* all = [] {
+    auto* v = new std::vector<DeviceAllocator*>;
+    for (int d = 0; d < device_count(); ++d) v->push_back(new DeviceAllocator(d));
     return v;
   }();
-  return all;
+  return *all;
 }
 DeviceAllocator& allocator_of(int device) {
   return *allocators()[static_cast<size_t>(normalize_device(device))];
@@ -318,8 +320,8 @@ class XpuAllocator final : public Allocator {
 }  // namespace
 
 Allocator* caching_allocator() {
-  static XpuAllocator a;
-  return &a;
+  static XpuAllocator* a = new XpuAllocator;  // never destroyed (see allocators())
+  return a;
 }
 
 uint64_t memory_allocated(int device) {

@@ -172,6 +172,8 @@ Runtime* discover() {
     }
   }
   started_runtime.store(rt, std::memory_order_release);
+  // After zeInit loaded the driver, PoCL and LLVM: the drain runs before their exit handlers.
+  if (!rt->devices.empty()) register_drain_for_exit();
   return rt;
 }
 

@@ -49,8 +49,7 @@ class XpuInterface : public DeviceInterface {
 };
 
 const bool kRegistered = [] {
-  static XpuInterface xpu;
-  register_device_interface(&xpu);
+  register_device_interface(new XpuInterface);  // never destroyed: used until the process ends
   return true;
 }();
 

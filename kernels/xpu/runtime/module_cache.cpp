@@ -14,8 +14,8 @@ struct Blob {
   size_t size;
 };
 std::unordered_map<std::string, Blob>& registry() {
-  static std::unordered_map<std::string, Blob> r;
-  return r;
+  static auto* r = new std::unordered_map<std::string, Blob>;  // never destroyed
+  return *r;
 }
 
 // Division and sqrt correctly rounded on every device (OpenCL allows 2.5 ulp by default).
@@ -64,11 +64,15 @@ bool register_spirv_module(const char* family, const unsigned char* data, size_t
 
 Kernel& get_kernel(int device, const char* op, const std::string& family, const std::string& name) {
   DeviceState& s = device_state(device);
-  std::lock_guard<std::mutex> lock(s.module_mutex);
+  std::unique_lock<std::mutex> lock(s.module_mutex);
   auto k = s.kernels.find(name);
   if (k != s.kernels.end()) return *k->second;
+  park_if_draining(lock);  // no module builds once the exit drain began
   auto m = s.modules.find(family);
-  if (m == s.modules.end()) m = s.modules.emplace(family, build_module(s, op, family)).first;
+  if (m == s.modules.end()) {
+    m = s.modules.emplace(family, build_module(s, op, family)).first;
+    register_drain_for_exit();  // after the statics the build may have made (Note [Exit ...])
+  }
   ze_kernel_desc_t kd{ZE_STRUCTURE_TYPE_KERNEL_DESC};
   kd.pKernelName = name.c_str();
   auto kernel = std::make_unique<Kernel>();

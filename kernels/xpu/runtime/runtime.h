@@ -63,19 +63,21 @@ Kernel& get_kernel(int device, const char* op, const std::string& family, const 
 // kernels/xpu/spirv/common.h): one work-item per item (up to 2^32 groups).
 // launch_groups(): exactly `groups` work-groups, for kernels that give each group its part.
 constexpr uint32_t kGroupSize = 256;
-void launch_prepared(const Stream& stream, Kernel& k, uint64_t groups);  // args set, k.mutex held
+// Appends k (its arguments set, `kernel_lock` holding k.mutex) to the stream.
+void launch_prepared(const Stream& stream, Kernel& k, uint64_t groups,
+                     std::unique_lock<std::mutex>& kernel_lock);
 uint64_t grid_stride_groups(int64_t n);
 
 template <class... Args>
 void launch_groups(const Stream& stream, Kernel& k, uint64_t groups, const Args&... args) {
   if (groups == 0) return;
-  std::lock_guard<std::mutex> lock(k.mutex);
+  std::unique_lock<std::mutex> lock(k.mutex);
   uint32_t index = 0;
   auto set = [&](const auto& a) {
     XTEN_ZE_CHECK(zeKernelSetArgumentValue(k.handle, index++, sizeof(a), &a));
   };
   (set(args), ...);
-  launch_prepared(stream, k, groups);
+  launch_prepared(stream, k, groups, lock);
 }
 
 template <class... Args>
@@ -91,6 +93,18 @@ void memcpy_blocking(const Stream& stream, void* dst, const void* src, size_t nb
 void memcpy_async(const Stream& stream, void* dst, const void* src, size_t nbytes);
 void memset_async(const Stream& stream, void* dst, const void* pattern, size_t pattern_size,
                   size_t nbytes);
+
+// Note [Exit with work in flight] (docs/xpu_runtime.md). drain_for_exit() runs from atexit:
+// it finishes every module build and every stream's work, once, before the exit handlers of
+// the driver, PoCL and LLVM run; it is registered when the runtime starts and again after each
+// module build (exit handlers run in reverse order of registration). Work appended afterwards
+// by a thread other than the exiting one parks that thread until the process ends:
+// park_if_draining() releases `held` (and `also`) first, so the exiting thread never waits on
+// it.
+void drain_for_exit() noexcept;
+void register_drain_for_exit();
+void park_if_draining(std::unique_lock<std::mutex>& held,
+                      std::unique_lock<std::mutex>* also = nullptr);
 
 // The caching allocator (allocator.cpp).
 Allocator* caching_allocator();

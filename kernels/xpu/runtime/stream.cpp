@@ -1,11 +1,43 @@
 // Streams (immediate in-order command lists), events, copies and kernel launches.
 // Note [Streams] in docs/xpu_runtime.md.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
 #include <xten/kernels/xpu/runtime/device_state.h>
 
 namespace xten::xpu {
 namespace {
 
 constexpr int kMaxDevices = 64;
+
+// Note [Exit with work in flight] in docs/xpu_runtime.md.
+std::atomic<bool> g_draining{false};
+std::atomic<std::thread::id> g_exiting_thread{};
+// How long the drain waits for one stream before the process exits anyway.
+constexpr uint64_t kExitWaitNs = 60'000'000'000ull;
+
+// exit() runs the exiting thread's thread-local destructors before any atexit handler: the
+// main thread's registers the drain there, so that it runs first of all the handlers, before
+// the statics that PoCL and LLVM made while compiling kernels are destroyed.
+struct DrainAtMainThreadExit {
+  ~DrainAtMainThreadExit() { register_drain_for_exit(); }
+};
+void arm_drain_at_main_thread_exit() {
+  if (gettid() != getpid()) return;
+  thread_local DrainAtMainThreadExit armed;
+  (void)armed;
+}
+
+// The stream's lock, for appending work (a kernel, a copy, a fill).
+std::unique_lock<std::mutex> lock_for_work(StreamImpl* st,
+                                           std::unique_lock<std::mutex>* also = nullptr) {
+  std::unique_lock<std::mutex> lock(st->mutex);
+  park_if_draining(lock, also);
+  return lock;
+}
 thread_local std::array<StreamImpl*, kMaxDevices> t_current_stream{};
 
 DeviceState& streams_of(int device) {
@@ -36,7 +68,52 @@ void sync_stream(StreamImpl* st) {
   release_event(st->device, e, false);
 }
 
+// Work the exiting thread appends after the drain (its static destructors') finishes before
+// the call returns.
+void settle_if_draining(StreamImpl* st) {
+  if (g_draining.load(std::memory_order_acquire)) sync_stream(st);
+}
+
 }  // namespace
+
+void park_if_draining(std::unique_lock<std::mutex>& held, std::unique_lock<std::mutex>* also) {
+  if (!g_draining.load(std::memory_order_acquire)) return;
+  if (g_exiting_thread.load() == std::this_thread::get_id()) return;
+  held.unlock();
+  if (also) also->unlock();
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(24));  // until the process ends
+}
+
+void drain_for_exit() noexcept {
+  if (g_draining.load()) return;  // registered more than once: the first call drains
+  g_exiting_thread.store(std::this_thread::get_id());
+  g_draining.store(true);
+  try {
+    for (int d = 0; d < device_count(); ++d) {
+      DeviceState& s = streams_of(d);
+      { std::lock_guard<std::mutex> builds_done(s.module_mutex); }
+      for (auto& st : s.streams) {
+        ze_event_handle_t e = acquire_event(d, false);
+        {
+          std::lock_guard<std::mutex> lock(st->mutex);
+          XTEN_ZE_CHECK(zeCommandListAppendBarrier(st->list, e, 0, nullptr));
+        }
+        if (zeEventHostSynchronize(e, kExitWaitNs) != ZE_RESULT_SUCCESS) {
+          std::fprintf(stderr, "xten: xpu:%d stream %d still busy at exit after %llu s\n", d,
+                       st->id, static_cast<unsigned long long>(kExitWaitNs / 1'000'000'000));
+          continue;
+        }
+        release_event(d, e, false);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "xten: draining the XPU at exit failed: %s\n", e.what());
+  }
+}
+
+void register_drain_for_exit() {
+  std::atexit(drain_for_exit);
+}
 
 int Stream::device_index() const {
   return impl_->device;
@@ -76,7 +153,10 @@ Stream get_stream_from_pool(int device) {
 
 Stream get_current_stream(int device) {
   StreamImpl*& cur = t_current_stream[static_cast<size_t>(normalize_device(device))];
-  if (!cur) cur = streams_of(device).streams[0].get();  // the default stream, once per thread
+  if (!cur) {  // once per thread and device
+    cur = streams_of(device).streams[0].get();  // the default stream
+    arm_drain_at_main_thread_exit();
+  }
   return Stream(cur);
 }
 
@@ -181,16 +261,19 @@ double Event::elapsed_time(const Event& end) const {
 // ---- copies and launches ---------------------------------------------------------------
 void memcpy_async(const Stream& stream, void* dst, const void* src, size_t nbytes) {
   if (nbytes == 0) return;
-  std::lock_guard<std::mutex> lock(stream.impl()->mutex);
-  XTEN_ZE_CHECK(
-      zeCommandListAppendMemoryCopy(stream.impl()->list, dst, src, nbytes, nullptr, 0, nullptr));
+  {
+    auto lock = lock_for_work(stream.impl());
+    XTEN_ZE_CHECK(
+        zeCommandListAppendMemoryCopy(stream.impl()->list, dst, src, nbytes, nullptr, 0, nullptr));
+  }
+  settle_if_draining(stream.impl());
 }
 
 void memcpy_blocking(const Stream& stream, void* dst, const void* src, size_t nbytes) {
   if (nbytes == 0) return;
   ze_event_handle_t e = acquire_event(stream.device_index(), false);
   {
-    std::lock_guard<std::mutex> lock(stream.impl()->mutex);
+    auto lock = lock_for_work(stream.impl());
     XTEN_ZE_CHECK(
         zeCommandListAppendMemoryCopy(stream.impl()->list, dst, src, nbytes, e, 0, nullptr));
   }
@@ -201,9 +284,12 @@ void memcpy_blocking(const Stream& stream, void* dst, const void* src, size_t nb
 void memset_async(const Stream& stream, void* dst, const void* pattern, size_t pattern_size,
                   size_t nbytes) {
   if (nbytes == 0) return;
-  std::lock_guard<std::mutex> lock(stream.impl()->mutex);
-  XTEN_ZE_CHECK(zeCommandListAppendMemoryFill(stream.impl()->list, dst, pattern, pattern_size,
-                                              nbytes, nullptr, 0, nullptr));
+  {
+    auto lock = lock_for_work(stream.impl());
+    XTEN_ZE_CHECK(zeCommandListAppendMemoryFill(stream.impl()->list, dst, pattern, pattern_size,
+                                                nbytes, nullptr, 0, nullptr));
+  }
+  settle_if_draining(stream.impl());
 }
 
 // One work-item per element (Note [One work-item per element]); launch_prepared checks the
@@ -212,13 +298,17 @@ uint64_t grid_stride_groups(int64_t n) {
   return (static_cast<uint64_t>(n) + kGroupSize - 1) / kGroupSize;
 }
 
-void launch_prepared(const Stream& stream, Kernel& k, uint64_t groups) {
+void launch_prepared(const Stream& stream, Kernel& k, uint64_t groups,
+                     std::unique_lock<std::mutex>& kernel_lock) {
   XTEN_CHECK(groups <= UINT32_MAX, ValueError, "xpu", "{} work-groups exceed the launch limit",
              groups);
   const ze_group_count_t count{static_cast<uint32_t>(groups), 1, 1};
-  std::lock_guard<std::mutex> lock(stream.impl()->mutex);
-  XTEN_ZE_CHECK(
-      zeCommandListAppendLaunchKernel(stream.impl()->list, k.handle, &count, nullptr, 0, nullptr));
+  {
+    auto lock = lock_for_work(stream.impl(), &kernel_lock);
+    XTEN_ZE_CHECK(zeCommandListAppendLaunchKernel(stream.impl()->list, k.handle, &count, nullptr,
+                                                  0, nullptr));
+  }
+  settle_if_draining(stream.impl());
 }
 
 }  // namespace xten::xpu
