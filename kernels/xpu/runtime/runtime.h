@@ -94,13 +94,12 @@ void memcpy_async(const Stream& stream, void* dst, const void* src, size_t nbyte
 void memset_async(const Stream& stream, void* dst, const void* pattern, size_t pattern_size,
                   size_t nbytes);
 
-// Note [Exit with work in flight] (docs/xpu_runtime.md). drain_for_exit() runs from atexit:
-// it finishes every module build and every stream's work, once, before the exit handlers of
-// the driver, PoCL and LLVM run; it is registered when the runtime starts and again after each
-// module build (exit handlers run in reverse order of registration). Work appended afterwards
-// by a thread other than the exiting one parks that thread until the process ends:
-// park_if_draining() releases `held` (and `also`) first, so the exiting thread never waits on
-// it.
+// Note [Exit with work in flight] (docs/xpu_runtime.md). drain_for_exit() runs once, from
+// atexit, first of the exit handlers (the main thread's thread-local destructor registers it):
+// it finishes every module build and every stream's work before the statics of the driver,
+// PoCL and LLVM are destroyed. Work appended afterwards by a thread other than the exiting one
+// parks that thread until the process ends: park_if_draining() releases `held` (and `also`)
+// first, so the exiting thread never waits on it.
 void drain_for_exit() noexcept;
 void register_drain_for_exit();
 void park_if_draining(std::unique_lock<std::mutex>& held,
