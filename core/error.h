@@ -31,9 +31,16 @@ XTEN_DECLARE_ERROR(InternalError)        // an invariant of xten itself is broke
 #undef XTEN_DECLARE_ERROR
 
 namespace detail {
+// The op the user called, while its composite kernel runs (set by the dispatcher, null
+// otherwise): an error raised by an op inside it is reported under the called op's name, with
+// the inner op after it, "[embedding] ... (in index_select)". Note [Errors] in
+// docs/architecture.md.
+const char*& called_op();
+std::string error_message(const char* op, const std::string& msg);
+
 template <class E, class... Args>
 [[noreturn]] void throw_error(const char* op, fmt::format_string<Args...> f, Args&&... args) {
-  throw E(fmt::format("[{}] {}", op, fmt::format(f, std::forward<Args>(args)...)));
+  throw E(error_message(op, fmt::format(f, std::forward<Args>(args)...)));
 }
 [[noreturn]] void throw_internal(const char* cond, const char* file, int line,
                                  const std::string& msg);

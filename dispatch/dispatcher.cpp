@@ -63,7 +63,10 @@ void OperatorHandle::call_boxed(Stack* stack) const {
 }
 
 void OperatorHandle::redispatch_boxed(DispatchKeySet ks, Stack* stack) const {
-  entry_->lookup(ks).call_boxed(*this, ks, stack);
+  DispatchKey chosen;
+  const KernelFunction& k = entry_->lookup(ks, &chosen);
+  const detail::CalledOpScope called(entry_->runs_composite(chosen), entry_->error_name());
+  k.call_boxed(*this, ks, stack);
 }
 
 void OperatorHandle::check_signature(const CppSignature* sig) const {

@@ -98,6 +98,31 @@ inline DispatchKeySet apply_local_key_set(DispatchKeySet args) {
   return (args | local.included) - local.excluded;
 }
 
+namespace detail {
+// While the outermost composite kernel runs, errors inside it name its op (detail::called_op()
+// in core/error.h).
+class CalledOpScope {
+ public:
+  CalledOpScope(bool composite, const char* name) {
+    if (__builtin_expect(composite, 0)) {
+      const char*& slot = called_op();
+      if (!slot) {
+        slot = name;
+        slot_ = &slot;
+      }
+    }
+  }
+  ~CalledOpScope() {
+    if (slot_) *slot_ = nullptr;
+  }
+  CalledOpScope(const CalledOpScope&) = delete;
+  CalledOpScope& operator=(const CalledOpScope&) = delete;
+
+ private:
+  const char** slot_ = nullptr;
+};
+}  // namespace detail
+
 template <class Ret, class... Args>
 class TypedOperatorHandle<Ret(Args...)> : public OperatorHandle {
  public:
@@ -112,7 +137,9 @@ class TypedOperatorHandle<Ret(Args...)> : public OperatorHandle {
   }
   // Runs the kernel of the highest key of `ks`, whatever the thread-local state.
   Ret redispatch(DispatchKeySet ks, Args... args) const {
-    const KernelFunction& k = entry_->lookup(ks);
+    DispatchKey chosen;
+    const KernelFunction& k = entry_->lookup(ks, &chosen);
+    const detail::CalledOpScope called(entry_->runs_composite(chosen), entry_->error_name());
     if (__builtin_expect(k.unboxed() != nullptr, 1))
       return reinterpret_cast<Ret (*)(Args...)>(k.unboxed())(std::forward<Args>(args)...);
     Stack stack;

@@ -6,6 +6,11 @@
 
 namespace xten {
 
+OperatorEntry::OperatorEntry(std::string full_name) : full_name_(std::move(full_name)) {
+  const std::string name = display_name();
+  error_name_ = name.substr(0, name.find('.'));
+}
+
 std::string OperatorEntry::display_name() const {
   const auto pos = full_name_.find("::");
   return pos == std::string::npos ? full_name_ : full_name_.substr(pos + 2);

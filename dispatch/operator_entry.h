@@ -16,7 +16,7 @@ class Dispatcher;
 
 class OperatorEntry {
  public:
-  explicit OperatorEntry(std::string full_name) : full_name_(std::move(full_name)) {}
+  explicit OperatorEntry(std::string full_name);
 
   const std::string& full_name() const { return full_name_; }  // "xten::add.Tensor"
   std::string display_name() const;                            // "add.Tensor"
@@ -36,6 +36,14 @@ class OperatorEntry {
     if (chosen) *chosen = k;
     return table_[static_cast<int>(k)];
   }
+
+  // Whether `k`'s entry is the op's CompositeImplicit kernel.
+  bool runs_composite(DispatchKey k) const {
+    return sources_[static_cast<int>(k)] == Source::Composite;
+  }
+  // "embedding" for "xten::embedding", "conv2d" for "xten::conv2d.padding": the name errors
+  // use (stable for the program's life, as the entry).
+  const char* error_name() const { return error_name_.c_str(); }
 
   // The op's table as text: one line per runtime key, saying which kernel runs and why.
   std::string dump_table() const;
@@ -57,6 +65,7 @@ class OperatorEntry {
   std::pair<const KernelFunction*, Source> resolve(const Dispatcher& d, DispatchKey key) const;
 
   std::string full_name_;
+  std::string error_name_;
   std::optional<FunctionSchema> schema_;
   std::string schema_site_;
   const CppSignature* signature_ = nullptr;  // the C++ signature kernels and callers share

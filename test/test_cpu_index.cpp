@@ -194,7 +194,9 @@ TEST(Index, EmbeddingOneHotPad) {
   EXPECT_EQ(e.sizes(), IntArrayRef({2, 2, 3}));
   EXPECT_EQ(e.select(0, 0).select(0, 0).sum().item<float>(), 9 + 10 + 11.f);
   EXPECT_THROW_MSG(embedding(w, tensor(std::vector<int64_t>{4})), IndexError,
-                   "index 4 is out of range for dim 0 of size 4");
+                   "[embedding] index 4 is out of range for the weight's 4 rows");
+  EXPECT_THROW_MSG(embedding(w, tensor(std::vector<int64_t>{1, -2})), IndexError,
+                   "[embedding] index -2 is out of range for the weight's 4 rows");
   EXPECT_THROW_MSG(embedding(w, tensor({1.f})), TypeError,
                    "[embedding] expected int64 or int32 indices, but got Float");
   Tensor oh = one_hot(tensor(std::vector<int64_t>{2, 0}), 4);

@@ -60,8 +60,9 @@ TEST(Linalg, MmErrors) {
   EXPECT_THROW_MSG(bmm(ones({2, 2, 3}), ones({3, 3, 2})), ValueError,
                    "[bmm] batch sizes differ: 2 and 3");
   EXPECT_THROW_MSG(dot(ones({2}), ones({3})), ValueError, "[dot] inconsistent tensor size");
+  // matmul is a composite: the error names it, and the op inside that raised it.
   EXPECT_THROW_MSG(matmul(ones({2, 3}), ones({2, 3})), ValueError,
-                   "[mm] mat1 and mat2 shapes cannot be multiplied");
+                   "[matmul] mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3) (in mm)");
   EXPECT_THROW_MSG(matmul(ones({2, 2, 3}), ones({3, 2, 3})), ValueError,
                    "[matmul] shapes (2, 2, 3) and (3, 2, 3) cannot be multiplied");
   EXPECT_THROW_MSG(linear(ones({2, 3}), ones({4, 2})), ValueError,

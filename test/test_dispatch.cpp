@@ -408,3 +408,29 @@ TEST(Threads, ManyThreadsCallAtOnce) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(bad.load(), 0);
 }
+
+// Note [Errors] in docs/architecture.md: an error inside a composite op names the op the user
+// called, then the op inside it that raised it.
+TEST(Dispatch, ErrorsNameTheCalledCompositeOp) {
+  // cross_entropy -> nll_loss (both composite) -> the check in nll_loss: the outermost wins.
+  const Tensor logits = zeros({2, 3});
+  EXPECT_THROW_MSG(cross_entropy(logits, tensor(std::vector<int64_t>{0, 5})), IndexError,
+                   "[cross_entropy] target 5 is out of bounds for 3 classes (in nll_loss)");
+  EXPECT_THROW_MSG(nll_loss(logits, tensor(std::vector<int64_t>{0, 5})), IndexError,
+                   "[nll_loss] target 5 is out of bounds for 3 classes");
+  // A composite that leaves the check to the op inside.
+  EXPECT_THROW_MSG(matmul(ones({2, 3}), ones({2, 3})), ValueError,
+                   "[matmul] mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3) (in mm)");
+  // The name does not outlive the call: a primitive called next reports itself alone.
+  try {
+    mm(ones({2, 3}), ones({2, 3}));
+    ADD_FAILURE() << "mm did not throw";
+  } catch (const ValueError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("[mm] ", 0), 0u) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("(in "), std::string::npos) << e.what();
+  }
+  // Through the autograd layer, with a gradient-requiring input.
+  const Tensor w = ones({3, 2}).requires_grad_();
+  EXPECT_THROW_MSG(embedding(w, tensor(std::vector<int64_t>{0, 3})), IndexError,
+                   "[embedding] index 3 is out of range for the weight's 3 rows");
+}

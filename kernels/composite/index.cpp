@@ -192,8 +192,12 @@ Tensor embedding_kernel(const Tensor& weight, const Tensor& indices, int64_t pad
   DimVector shape(indices.sizes());
   shape.push_back(weight.size(1));
   const Tensor flat = indices.reshape({-1});
-  XTEN_CHECK(flat.numel() == 0 || flat.amin().item<int64_t>() >= 0, IndexError, "embedding",
-             "index {} is negative", flat.numel() ? flat.amin().item<int64_t>() : 0);
+  if (flat.numel()) {
+    const int64_t lo = flat.amin().item<int64_t>(), hi = flat.amax().item<int64_t>();
+    XTEN_CHECK(lo >= 0 && hi < weight.size(0), IndexError, "embedding",
+               "index {} is out of range for the weight's {} rows", lo < 0 ? lo : hi,
+               weight.size(0));
+  }
   return index_select(weight, 0, flat).view(shape);
 }
 
