@@ -154,3 +154,37 @@ TEST(NnXpu, ATrainingCheckpointRoundTripsOnTheXpu) {
     EXPECT_TRUE(allclose(pc[i].to("cpu"), pa[i].to("cpu"), 0, 0)) << i;
   std::remove(path.c_str());
 }
+
+// Note [Faults] in docs/xpu_runtime.md: the device's memory cap (1 GiB here) reached in the
+// middle of a network's forward gives OutOfMemoryError; the tensors made so far die with the
+// call, the allocator's counters return to their earlier values, and the device still works.
+TEST(NnXpu, OutOfMemoryInTheMiddleOfAForwardLeavesTheDeviceUsable) {
+  const Device dev("xpu:1");
+  nn::Sequential net = make_model();
+  net->to(dev);
+  // Per image: 4 x 6 x 6 floats after the convolution, as many after the norm and the ReLU.
+  const Tensor big = randn({1'400'000, 1, 6, 6}, TensorOptions().device(dev));  // 201 MB
+  xpu::synchronize(1);
+  const auto before = xpu::memory_stats(1);
+  const int64_t allocated = before.at("allocated_bytes.current");
+  try {
+    (void)net(big);
+    ADD_FAILURE() << "the forward did not run out of memory";
+  } catch (const OutOfMemoryError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("out of memory"), std::string::npos) << what;
+    EXPECT_NE(what.find("xpu:1"), std::string::npos) << what;
+    // It ran out part way: the memory of the layers before was allocated.
+    EXPECT_GT(xpu::max_memory_allocated(1), static_cast<uint64_t>(allocated) + (500u << 20));
+  }
+  xpu::synchronize(1);
+  const auto after = xpu::memory_stats(1);
+  EXPECT_EQ(after.at("allocated_bytes.current"), allocated);
+  EXPECT_EQ(after.at("active_blocks.current"), before.at("active_blocks.current"));
+  // Still usable: a small batch through the same network, as on the CPU.
+  nn::Sequential cpu = make_model();
+  const Tensor x = randn({2, 1, 6, 6});
+  EXPECT_TRUE(allclose(net(x.to(dev)).to("cpu"), cpu(x), 1e-4, 1e-5));
+  // And the CPU side never noticed.
+  EXPECT_EQ((ones({4}) * 2).sum().item<float>(), 8.f);
+}

@@ -2,24 +2,18 @@
 // with work in flight]). Runs xpu_exit_child in child processes, two at a time: random op
 // sequences with and without autocast, exiting by return and by exit(), with a thread still
 // launching work, on fresh and warm kernel caches. XTEN_EXIT_PROGRAMS=N runs N (default 200).
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-extern char** environ;
+#include "child_process.h"
 
 namespace {
 
@@ -48,10 +42,7 @@ std::string describe(const Program& p) {
 }
 
 std::string tail_of(const fs::path& file) {
-  std::ifstream in(file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string all = ss.str();
+  const std::string all = xten::testing::read_text(file.string());
   return all.size() > 2000 ? all.substr(all.size() - 2000) : all;
 }
 
@@ -63,36 +54,15 @@ struct Running {
 };
 
 pid_t spawn(const Program& p, const fs::path& cache, const fs::path& out) {
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
-    const std::string kv = *e;
-    if (kv.rfind("POCL_CACHE_DIR=", 0) == 0 || kv.rfind("ZE_OPENCL_CACHE_DIR=", 0) == 0) continue;
-    env_strings.push_back(kv);
-  }
-  env_strings.push_back("POCL_CACHE_DIR=" + (cache / "pocl").string());
-  env_strings.push_back("ZE_OPENCL_CACHE_DIR=" + (cache / "ze_opencl").string());
-  // As every XPU test: the validation layer and two devices (test/xpu_test_env.h).
-  for (const char* kv : {"ZE_ENABLE_VALIDATION_LAYER=1", "ZE_ENABLE_PARAMETER_VALIDATION=1",
-                         "ZE_OPENCL_DEVICES=2", "ZE_OPENCL_DEVICE_MEMORY=1G"})
-    env_strings.push_back(kv);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-
   std::vector<std::string> args{XTEN_EXIT_CHILD, std::to_string(p.seed)};
   args.insert(args.end(), p.flags.begin(), p.flags.end());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, XTEN_EXIT_CHILD, &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  return rc == 0 ? pid : -1;
+  // As every XPU test: the validation layer and two devices (test/xpu_test_env.h).
+  return xten::testing::spawn_child(
+      args,
+      {"POCL_CACHE_DIR=" + (cache / "pocl").string(),
+       "ZE_OPENCL_CACHE_DIR=" + (cache / "ze_opencl").string(), "ZE_ENABLE_VALIDATION_LAYER=1",
+       "ZE_ENABLE_PARAMETER_VALIDATION=1", "ZE_OPENCL_DEVICES=2", "ZE_OPENCL_DEVICE_MEMORY=1G"},
+      out.string());
 }
 
 TEST(XpuExit, ProgramsLeavingWorkInFlightExitCleanly) {

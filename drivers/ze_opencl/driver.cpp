@@ -77,20 +77,44 @@ T device_value(cl_device_id d, cl_device_info what) {
 std::once_flag g_init_once;
 ze_result_t g_init_result = ZE_RESULT_SUCCESS;
 std::unique_ptr<_ze_driver_handle_t> g_driver;  // null when OpenCL offers no device
+std::string g_status;  // why there is no driver (zeOpenclDriverStatus)
+
+std::string platform_name(cl_platform_id p) {
+  size_t n = 0;
+  clGetPlatformInfo(p, CL_PLATFORM_NAME, 0, nullptr, &n);
+  std::string s(n, '\0');
+  clGetPlatformInfo(p, CL_PLATFORM_NAME, n, s.data(), nullptr);
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
+}
 
 void init_once() {
   settings();
   cl_uint nplat = 0;
-  if (clGetPlatformIDs(0, nullptr, &nplat) != CL_SUCCESS || nplat == 0) return;
+  if (const cl_int r = clGetPlatformIDs(0, nullptr, &nplat); r != CL_SUCCESS || nplat == 0) {
+    const char* vendors = std::getenv("OCL_ICD_VENDORS");
+    g_status = "no OpenCL platform (clGetPlatformIDs returned " + std::to_string(r) +
+               "; is an OpenCL ICD such as pocl-opencl-icd installed? OCL_ICD_VENDORS=" +
+               (vendors ? vendors : "unset") + ")";
+    return;
+  }
   std::vector<cl_platform_id> plats(nplat);
   clGetPlatformIDs(nplat, plats.data(), nullptr);
+  g_status = "no OpenCL device with fine-grained buffer SVM on the " + std::to_string(nplat) +
+             " platform(s):";
   for (cl_platform_id p : plats) {
     cl_device_id dev = nullptr;
     cl_uint ndev = 0;
-    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &dev, &ndev) != CL_SUCCESS || ndev == 0) continue;
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &dev, &ndev) != CL_SUCCESS || ndev == 0) {
+      g_status += " '" + platform_name(p) + "' (no device)";
+      continue;
+    }
     // Buffer SVM carries every allocation kind (Note [Memory] in docs/level_zero_driver.md).
     const auto svm = device_value<cl_device_svm_capabilities>(dev, CL_DEVICE_SVM_CAPABILITIES);
-    if (!(svm & CL_DEVICE_SVM_FINE_GRAIN_BUFFER)) continue;
+    if (!(svm & CL_DEVICE_SVM_FINE_GRAIN_BUFFER)) {
+      g_status += " '" + platform_name(p) + "' (no fine-grained buffer SVM)";
+      continue;
+    }
     auto drv = std::make_unique<_ze_driver_handle_t>();
     drv->platform = p;
     drv->cl_device = dev;
@@ -116,6 +140,7 @@ void init_once() {
       drv->devices.push_back(std::move(d));
     }
     g_driver = std::move(drv);
+    g_status.clear();
     return;
   }
 }
@@ -186,6 +211,12 @@ ze_result_t from_cl(cl_int err) {
 }  // namespace ze_opencl
 
 using namespace ze_opencl;
+
+// Why the driver offers no device ("" when it does, or before zeInit): the one export beside
+// the proc-address tables, read by xten for its no-device error (docs/level_zero_driver.md).
+extern "C" ZE_DLLEXPORT const char* zeOpenclDriverStatus() {
+  return g_status.c_str();
+}
 
 // ---- driver ------------------------------------------------------------------------------
 // The loader calls zeInit more than once; the work happens on the first call.

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -43,6 +45,33 @@ bool write_file(const std::string& path, const void* data, size_t n) {
   return static_cast<bool>(f);
 }
 
+// A cache entry: "ZOCB", the bitcode's size and FNV-1a hash (8 bytes each), then the bitcode.
+// An entry that does not check out (truncated, corrupted, another format) is never loaded: the
+// module is translated again and the entry rewritten.
+constexpr size_t kEntryHeader = 20;
+
+bool read_entry(const std::string& path, std::string* bitcode) {
+  std::string raw;
+  if (!read_file(path, &raw) || raw.size() <= kEntryHeader || raw.compare(0, 4, "ZOCB") != 0)
+    return false;
+  uint64_t size = 0, hash = 0;
+  std::memcpy(&size, raw.data() + 4, 8);
+  std::memcpy(&hash, raw.data() + 12, 8);
+  const auto* body = reinterpret_cast<const uint8_t*>(raw.data() + kEntryHeader);
+  if (size != raw.size() - kEntryHeader || fnv1a(body, size) != hash) return false;
+  *bitcode = raw.substr(kEntryHeader);
+  return true;
+}
+
+std::string entry_bytes(const std::string& bitcode) {
+  const uint64_t size = bitcode.size();
+  const uint64_t hash = fnv1a(reinterpret_cast<const uint8_t*>(bitcode.data()), size);
+  std::string raw = "ZOCB";
+  raw.append(reinterpret_cast<const char*>(&size), 8);
+  raw.append(reinterpret_cast<const char*>(&hash), 8);
+  return raw + bitcode;
+}
+
 void make_dirs(const std::string& path) {
   for (size_t i = 1; i <= path.size(); ++i)
     if (i == path.size() || path[i] == '/') mkdir(path.substr(0, i).c_str(), 0755);
@@ -64,7 +93,7 @@ bool translate(const uint8_t* spirv, size_t n, std::string* bitcode, std::string
   char name[32];
   std::snprintf(name, sizeof(name), "%016llx", static_cast<unsigned long long>(fnv1a(spirv, n)));
   const std::string cached = dir + "/" + name + "-" + std::to_string(n) + ".bc";
-  if (!dir.empty() && read_file(cached, bitcode) && !bitcode->empty()) return true;
+  if (!dir.empty() && read_entry(cached, bitcode)) return true;
 
   char tmpl[] = "/tmp/ze_opencl_XXXXXX";
   if (!mkdtemp(tmpl)) {
@@ -96,8 +125,12 @@ bool translate(const uint8_t* spirv, size_t n, std::string* bitcode, std::string
            !bitcode->empty();
       if (!ok) {
         read_file(err, log);
-        *log = "ze_opencl: SPIR-V translation failed: " +
-               (log->empty() ? std::string("(no output)") : *log);
+        const std::string how = WIFEXITED(status)
+                                    ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                                    : "was killed by signal " + std::to_string(WTERMSIG(status));
+        *log = "ze_opencl: SPIR-V translation failed: '" + settings().translator + "' " + how +
+               (WIFEXITED(status) && WEXITSTATUS(status) == 0 ? " without writing bitcode" : "") +
+               ": " + (log->empty() ? std::string("(no output)") : *log);
       }
     }
     posix_spawn_file_actions_destroy(&fa);
@@ -109,8 +142,19 @@ bool translate(const uint8_t* spirv, size_t n, std::string* bitcode, std::string
   if (ok && !dir.empty()) {  // write then rename: concurrent processes never read half a file
     make_dirs(dir);
     const std::string part = cached + "." + std::to_string(getpid()) + ".part";
-    if (write_file(part, bitcode->data(), bitcode->size()))
-      std::rename(part.c_str(), cached.c_str());
+    const std::string raw = entry_bytes(*bitcode);
+    errno = 0;
+    if (write_file(part, raw.data(), raw.size()) && std::rename(part.c_str(), cached.c_str()) == 0)
+      return ok;
+    const int err = errno;
+    unlink(part.c_str());
+    // Still usable without a cache: say so once per process, naming the folder and the cause.
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      std::fprintf(stderr,
+                   "ze_opencl: cannot write the module cache in '%s' (%s); modules are "
+                   "translated again in every process (set ZE_OPENCL_CACHE_DIR)\n",
+                   dir.c_str(), err ? std::strerror(err) : "write failed");
   }
   return ok;
 }

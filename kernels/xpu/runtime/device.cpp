@@ -155,6 +155,15 @@ Runtime* discover() {
                                      : (!vendor.empty() || mode == "vendor") ? vendor
                                                                              : ours;
   const bool chosen_bundled = &chosen == &ours;
+  if (chosen.empty() && have_bundled && mode != "vendor") {
+    // The loader loaded the bundled driver: it can say why it offers no device.
+    if (void* h = dlopen(bundled.c_str(), RTLD_LAZY | RTLD_NOLOAD)) {
+      using StatusFn = const char* (*)();
+      if (auto fn = reinterpret_cast<StatusFn>(dlsym(h, "zeOpenclDriverStatus")); fn && *fn())
+        rt->searched += fmt::format("; the bundled driver: {}", fn());
+      dlclose(h);
+    }
+  }
   for (const Found& f : chosen) {
     ze_context_desc_t cd{ZE_STRUCTURE_TYPE_CONTEXT_DESC};
     ze_context_handle_t ctx = nullptr;
