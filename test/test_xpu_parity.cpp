@@ -351,6 +351,18 @@ TEST(XpuParity, EveryOpDtypeAndLayoutMatchesTheCpu) {
   EXPECT_GT(checked, 1000);
 }
 
+// Found by the op fuzzer (seed 169877): uint8 division by 255 took the x / -1 path, since
+// (uchar)-1 is 255.
+TEST(XpuParity, Uint8DivisionBy255) {
+  const Tensor a = tensor(std::vector<int64_t>{0, 5, 253, 255, 9}).to(kByte);
+  const Tensor b = full({5}, 255, TensorOptions().dtype(kByte));
+  for (const char* mode : {"trunc", "floor"})
+    EXPECT_TRUE(agree(div(a, b, mode), div(a.to("xpu"), b.to("xpu"), mode), Tol::kExact)) << mode;
+  EXPECT_TRUE(agree(remainder(a, b), remainder(a.to("xpu"), b.to("xpu")), Tol::kExact));
+  EXPECT_TRUE(agree(fmod(a, b), fmod(a.to("xpu"), b.to("xpu")), Tol::kExact));
+  EXPECT_EQ(remainder(a, b).to(kLong).sum().item<int64_t>(), 0 + 5 + 253 + 0 + 9);
+}
+
 TEST(XpuParity, SpecialValues) {
   const Tensor v = tensor({0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN, 1e-30f, 3.4e38f});
   for (ScalarType t : {kFloat, kHalf, kBFloat16, kDouble}) {

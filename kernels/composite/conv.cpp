@@ -20,6 +20,9 @@ SamePadding resolve_padding(const char* op, const std::string& padding, IntArray
                             IntArrayRef stride, IntArrayRef dilation) {
   XTEN_CHECK(padding == "same" || padding == "valid", ValueError, op,
              "padding must be 'same', 'valid' or numbers, but got '{}'", padding);
+  XTEN_CHECK(stride.size() == kernel.size() && dilation.size() == kernel.size(), ValueError, op,
+             "stride and dilation must have {} values each, but got {} and {}", kernel.size(),
+             stride, dilation);
   SamePadding p{DimVector(kernel.size(), 0), DimVector(kernel.size(), 0)};
   if (padding == "valid") return p;
   for (size_t i = 0; i < kernel.size(); ++i) {

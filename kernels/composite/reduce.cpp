@@ -17,7 +17,8 @@ Tensor logsumexp_kernel(const Tensor& self, IntArrayRef dim, bool keepdim) {
   m = where(isinf(m), zeros_like(m), m);
   Tensor out = log(sum(exp(x - m), dim, /*keepdim=*/true)) + m;
   if (keepdim) return out;
-  std::vector<bool> reduced(static_cast<size_t>(x.dim()), dim.empty());
+  // A 0-dim input takes dim 0 or -1, as a 1-dim one (wrap_dim): one slot at least.
+  std::vector<bool> reduced(static_cast<size_t>(std::max<int64_t>(x.dim(), 1)), dim.empty());
   for (int64_t d : dim) reduced[wrap_dim("logsumexp", d, x.dim())] = true;
   DimVector shape;
   for (int64_t d = 0; d < x.dim(); ++d)

@@ -122,9 +122,11 @@ DEFINE_DIV_FLOOR(double)
   HEAD(fmod, T, T##_t, T##_store(out, oo, fmod(x, y));)
 
 // Integer quotient and remainder truncated toward zero; x / -1 wraps (INT_MIN / -1 ==
-// INT_MIN) and x % -1 is 0, as on the CPU. A zero divisor flags the error.
-#define INT_QUOT(T) (y == (T##_m)-1 ? (T##_m)(-(T##_u)x) : (T##_m)(x / y))
-#define INT_MOD(T) (y == (T##_m)-1 ? (T##_m)0 : (T##_m)(x % y))
+// INT_MIN) and x % -1 is 0, as on the CPU. A zero divisor flags the error. MINUS_ONE is false
+// for uint8, whose (uchar)-1 is 255, an ordinary divisor.
+#define MINUS_ONE(T) (y < (T##_m)0 && y == (T##_m)-1)
+#define INT_QUOT(T) (MINUS_ONE(T) ? (T##_m)(-(T##_u)x) : (T##_m)(x / y))
+#define INT_MOD(T) (MINUS_ONE(T) ? (T##_m)0 : (T##_m)(x % y))
 #define ZERO_DIVISOR(T)                                                                            \
   if (y == 0) {                                                                                    \
     *err = 1;                                                                                      \
