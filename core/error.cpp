@@ -11,7 +11,8 @@ const char*& called_op() {
 
 std::string error_message(const char* op, const std::string& msg) {
   const char* called = called_op();
-  if (called && std::strcmp(called, op) != 0) return fmt::format("[{}] {} (in {})", called, msg, op);
+  if (called && std::strcmp(called, op) != 0)
+    return fmt::format("[{}] {} (in {})", called, msg, op);
   return fmt::format("[{}] {}", op, msg);
 }
 

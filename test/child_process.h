@@ -17,8 +17,8 @@ namespace xten::testing {
 
 // Starts argv[0] with this process's environment, each "KEY=VALUE" of `env` replacing or adding
 // its key, stdout and stderr to `out_path`. -1 if it could not start.
-inline pid_t spawn_child(const std::vector<std::string>& argv,
-                         const std::vector<std::string>& env, const std::string& out_path) {
+inline pid_t spawn_child(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         const std::string& out_path) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;

@@ -520,5 +520,19 @@ TEST(AutogradTraining, SmallCnnLossFalls) {
   EXPECT_LT(losses.back(), 0.5 * losses.front()) << losses.front() << " -> " << losses.back();
 }
 
+// Found by the op fuzzer (seed 73999): avg_pool2d's derivative read kernel_size, stride and
+// padding as two values each; the op also takes one value for both dims and empty lists.
+TEST(Autograd, AvgPoolGradientTakesTheShortLists) {
+  const Tensor x = randn({2, 3, 7, 6}, kDouble);
+  const Tensor a = x.clone().requires_grad_(), b = x.clone().requires_grad_();
+  avg_pool2d(a, {3}, {2}, {}, true).pow(2).sum().backward();
+  avg_pool2d(b, {3, 3}, {2, 2}, {0, 0}, true).pow(2).sum().backward();
+  EXPECT_TRUE(testing::same_bytes(a.grad(), b.grad()));
+  const Tensor c = x.clone().requires_grad_(), d = x.clone().requires_grad_();
+  avg_pool2d(c, {2}, {}, {1}).sum().backward();  // stride: the kernel's
+  avg_pool2d(d, {2, 2}, {2, 2}, {1, 1}).sum().backward();
+  EXPECT_TRUE(testing::same_bytes(c.grad(), d.grad()));
+}
+
 }  // namespace
 }  // namespace xten

@@ -1,7 +1,8 @@
 // A seeded random op fuzzer (docs/testing.md, Note [Op fuzzer]). Each iteration picks an op from
 // the dispatcher (every op of the op table), makes arguments from its schema (random shapes with
 // zero sizes and broadcasting, dtypes, dims, indices, strings, non-contiguous and expanded
-// views, in-place outputs) and calls it boxed. Every call must succeed or raise one of xten's
+// views, in-place outputs) and calls it boxed: plainly, with gradients (then backward), or
+// under autocast. Every call must succeed or raise one of xten's
 // typed errors; with XPU (test_fuzz_xpu), a call that succeeds on both devices must agree.
 // Anything else (another exception, a crash, a hang) fails and prints the iteration's seed.
 //
@@ -63,8 +64,8 @@ void on_fatal_signal(int sig) {
 }
 
 // ---- argument generation ---------------------------------------------------------------
-const std::vector<ScalarType> kDtypes = {kFloat, kFloat, kFloat, kDouble, kHalf, kBFloat16,
-                                         kLong,  kInt,   kBool,  kByte};
+const std::vector<ScalarType> kDtypes = {kFloat,    kFloat, kFloat, kDouble, kHalf,
+                                         kBFloat16, kLong,  kInt,   kBool,   kByte};
 
 struct Gen {
   std::mt19937_64 rng;
@@ -105,8 +106,7 @@ struct TensorRecipe {
     }
     t = t.to(device);
     if (view == View::Transposed && s.size() >= 2) t = t.transpose(0, -1);
-    if (view == View::Strided && !s.empty())
-      t = t.slice(-1, 0, t.size(-1), 2);
+    if (view == View::Strided && !s.empty()) t = t.slice(-1, 0, t.size(-1), 2);
     if (view == View::Expanded && !s.empty()) t = t.expand(shape);
     return t;
   }
@@ -193,7 +193,7 @@ TensorRecipe tensor_recipe(Gen& g, const CallShapes& cs, const std::string& arg_
     for (int64_t i = 0; i < rank; ++i) r.shape.push_back(g.uniform(0, 5));
   }
   r.index_like = name_has(arg_name, {"index", "indices", "target"}) && g.chance(0.8);
-  r.dtype = r.index_like ? kLong
+  r.dtype = r.index_like                                                 ? kLong
             : name_has(arg_name, {"mask", "condition"}) && g.chance(0.8) ? kBool
                                                                          : g.pick(kDtypes);
   if (!r.shape.empty() && g.chance(0.2)) {
@@ -203,9 +203,9 @@ TensorRecipe tensor_recipe(Gen& g, const CallShapes& cs, const std::string& arg_
   return r;
 }
 
-const std::vector<std::string> kStrings = {"mean", "sum",  "none",    "constant", "reflect",
-                                           "replicate", "tanh", "floor", "trunc",
-                                           "same", "valid", "circular", "bogus", ""};
+const std::vector<std::string> kStrings = {"mean",      "sum",      "none",  "constant", "reflect",
+                                           "replicate", "tanh",     "floor", "trunc",    "same",
+                                           "valid",     "circular", "bogus", ""};
 
 Arg make_arg(Gen& g, const CallShapes& cs, const SchemaArgument& a) {
   Arg arg;
@@ -274,20 +274,47 @@ struct Outcome {
   Stack results;      // results, then the arguments (for in-place and out= ops)
 };
 
-Outcome run(const OperatorHandle& op, const std::vector<Arg>& args, const Device& device) {
+// The modes a call runs in: plain; with floating tensor arguments requiring gradients (the
+// autograd layer, then backward from the first floating result); under autocast (bfloat16).
+enum class Mode { Plain, Grad, Autocast };
+
+// Backward from the result's sum; the arguments' gradients join the results. A typed error
+// (a derivative not implemented for a dtype, a bad in-place use) is the op's answer too.
+void backward_into(const IValue& result, const Stack& inputs, Stack* results) {
+  if (!result.is_tensor() || !result.get<Tensor>().defined()) return;
+  const Tensor& r = result.get<Tensor>();
+  if (!r.requires_grad() || !is_floating_type(r.dtype())) return;
+  r.sum().backward();
+  for (const IValue& v : inputs)
+    if (v.is_tensor() && v.get<Tensor>().defined() && v.get<Tensor>().requires_grad())
+      results->push_back(v.get<Tensor>().grad());
+}
+
+Outcome run(const OperatorHandle& op, const std::vector<Arg>& args, const Device& device,
+            Mode mode) {
   Outcome o;
   Stack stack;
   try {
-    for (const auto& a : args) stack.push_back(a.make(device));
+    for (const auto& a : args) {
+      IValue v = a.make(device);
+      if (mode == Mode::Grad && v.is_tensor() && is_floating_type(v.get<Tensor>().dtype()))
+        v.get<Tensor>().requires_grad_();
+      stack.push_back(std::move(v));
+    }
   } catch (const Error& e) {
     ADD_FAILURE() << "making the arguments failed: " << e.what();
     return o;
   }
   const Stack inputs = stack;
   try {
-    op.call_boxed(&stack);
-    o.ok = true;
+    {
+      std::optional<autocast::AutocastGuard> amp;
+      if (mode == Mode::Autocast) amp.emplace(device.type(), kBFloat16);
+      op.call_boxed(&stack);
+    }
     o.results = std::move(stack);
+    if (mode == Mode::Grad && !o.results.empty()) backward_into(o.results[0], inputs, &o.results);
+    o.ok = true;
     o.results.insert(o.results.end(), inputs.begin(), inputs.end());
   } catch (const Error& e) {  // every typed error derives from xten::Error
     o.error = e.what();
@@ -368,7 +395,8 @@ void fuzz(bool with_xpu) {
   const uint64_t first = seed_env ? std::strtoull(seed_env, nullptr, 10) : 1;
   std::vector<std::string> names;
   for (const auto& n : Dispatcher::singleton().op_names())
-    if (n.rfind("xten::", 0) == 0 && (!only || n == std::string("xten::") + only)) names.push_back(n);
+    if (n.rfind("xten::", 0) == 0 && (!only || n == std::string("xten::") + only))
+      names.push_back(n);
   ASSERT_FALSE(names.empty());
 
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL}) signal(sig, on_fatal_signal);
@@ -399,35 +427,43 @@ void fuzz(bool with_xpu) {
     std::vector<Arg> args;
     for (const auto& a : op.entry().function_schema().arguments())
       args.push_back(make_arg(g, cs, a));
+    const double m = std::uniform_real_distribution<double>(0, 1)(g.rng);
+    const Mode mode = m < 0.7 ? Mode::Plain : m < 0.85 ? Mode::Grad : Mode::Autocast;
     auto describe = [&] {
-      std::string s = fmt::format("seed {} (XTEN_FUZZ_SEED={} XTEN_FUZZ_ITERS=1 XTEN_FUZZ_ONLY={}): {}(",
-                                  seed, seed, name.substr(6), name.substr(6));
+      std::string s =
+          fmt::format("seed {} (XTEN_FUZZ_SEED={} XTEN_FUZZ_ITERS=1 XTEN_FUZZ_ONLY={}): {}(", seed,
+                      seed, name.substr(6), name.substr(6));
       for (size_t k = 0; k < args.size(); ++k) s += (k ? ", " : "") + args[k].str();
-      return s + ")";
+      static const char* modes[] = {"", " with gradients", " under autocast"};
+      return s + ")" + modes[static_cast<int>(mode)];
     };
 
     if (verbose) std::fprintf(stderr, "%s\n", describe().c_str());
     g_started_ms = now_ms();
-    const Outcome c = run(op, args, Device("cpu"));
+    const Outcome c = run(op, args, Device("cpu"), mode);
     if (::testing::Test::HasFailure()) {
       ADD_FAILURE() << describe();
       break;
     }
-    if (c.ok) ++succeeded; else ++typed;
+    if (c.ok)
+      ++succeeded;
+    else
+      ++typed;
     if (with_xpu) {
-      const Outcome x = run(op, args, Device("xpu"));
+      const Outcome x = run(op, args, Device("xpu"), mode);
       if (::testing::Test::HasFailure()) {
         ADD_FAILURE() << describe() << " on xpu";
         break;
       }
-      if (c.ok && x.ok && !random_results(name)) {
+      // Under autocast the devices' lower precisions round differently: no comparison.
+      if (c.ok && x.ok && !random_results(name) && mode != Mode::Autocast) {
         ++compared;
         EXPECT_EQ(c.results.size(), x.results.size()) << describe();
         for (size_t k = 0; k < std::min(c.results.size(), x.results.size()); ++k) {
           // topk(sorted=false) leaves the order unspecified.
           const bool unordered = name == "xten::topk" && args.size() > 4 &&
                                  args[4].value.is<bool>() && !args[4].value.get<bool>();
-          const Determined what = unordered                   ? Determined::Shape
+          const Determined what = unordered                    ? Determined::Shape
                                   : ties_differ(name) && k > 0 ? Determined::Values
                                                                : Determined::All;
           const std::string d = compare(c.results[k], x.results[k], what);
@@ -442,11 +478,12 @@ void fuzz(bool with_xpu) {
   }
   done = true;
   watchdog.join();
-  std::printf("fuzz: %lld iterations from seed %llu: %lld succeeded on the CPU, %lld raised typed "
-              "errors%s\n",
-              static_cast<long long>(done_iters), static_cast<unsigned long long>(first),
-              static_cast<long long>(succeeded), static_cast<long long>(typed),
-              with_xpu ? fmt::format(", {} compared with the XPU", compared).c_str() : "");
+  std::printf(
+      "fuzz: %lld iterations from seed %llu: %lld succeeded on the CPU, %lld raised typed "
+      "errors%s\n",
+      static_cast<long long>(done_iters), static_cast<unsigned long long>(first),
+      static_cast<long long>(succeeded), static_cast<long long>(typed),
+      with_xpu ? fmt::format(", {} compared with the XPU", compared).c_str() : "");
 }
 
 }  // namespace

@@ -20,8 +20,9 @@ using xten::testing::ChildResult;
 class XpuFaults : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(XTEN_TEST_CACHE_DIR) /
-           ("faults_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    dir_ =
+        fs::path(XTEN_TEST_CACHE_DIR) /
+        ("faults_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -43,8 +44,9 @@ class XpuFaults : public ::testing::Test {
   fs::path dir_;
 };
 
-#define EXPECT_HAS(text, needle) \
-  EXPECT_NE((text).find(needle), std::string::npos) << "expected '" << (needle) << "' in:\n" << (text)
+#define EXPECT_HAS(text, needle)                                                             \
+  EXPECT_NE((text).find(needle), std::string::npos) << "expected '" << (needle) << "' in:\n" \
+                                                    << (text)
 
 TEST_F(XpuFaults, TranslatorMissing) {
   const ChildResult r = run({"ZE_OPENCL_SPIRV_TRANSLATOR=/nonexistent/llvm-spirv-15"});

@@ -97,9 +97,15 @@ LIBRARY_IMPL(xten, Autograd, m) {
   d.def("avg_pool2d", [](const GradContext& c) -> variable_list {
      const IntArrayRef xs = c.input_sizes(0);
      const Tensor& g = c.grad();
-     const IntArrayRef kernel = c.arg<IntArrayRef>(1), padding = c.arg<IntArrayRef>(3);
-     IntArrayRef stride = c.arg<IntArrayRef>(2);
-     if (stride.empty()) stride = kernel;
+     // The forward's reading of the lists (one value for both dims, an empty stride or padding
+     // for the default), from the same function.
+     Planes p;
+     p.h = xs[xs.size() - 2];
+     p.w = xs[xs.size() - 1];
+     const Window win = window_args("avg_pool2d", p, c.arg<IntArrayRef>(1), c.arg<IntArrayRef>(2),
+                                    c.arg<IntArrayRef>(3), {}, c.arg<bool>(4));
+     const int64_t kernel[2] = {win.kh, win.kw}, stride[2] = {win.sh, win.sw},
+                   padding[2] = {win.ph, win.pw};
      const bool include_pad = c.arg<bool>(5);
      const auto override_div = c.arg<std::optional<int64_t>>(6);
      const int64_t h = xs[xs.size() - 2], w = xs[xs.size() - 1], ho = g.size(-2), wo = g.size(-1);
@@ -119,7 +125,8 @@ LIBRARY_IMPL(xten, Autograd, m) {
        }
      const Tensor scale =
          tensor(inv, IntArrayRef({ho, wo}), TensorOptions(g.dtype())).to(g.device());
-     return {window_sum_grad(g * scale, xs, kernel, stride, padding)};
+     return {window_sum_grad(g * scale, xs, IntArrayRef(kernel, 2), IntArrayRef(stride, 2),
+                             IntArrayRef(padding, 2))};
    }).saves_only({});
   // Separable: out = A_h x A_w^T per plane, so dx = A_h^T g A_w.
   d.def("adaptive_avg_pool2d", [](const GradContext& c) -> variable_list {

@@ -77,7 +77,7 @@ T device_value(cl_device_id d, cl_device_info what) {
 std::once_flag g_init_once;
 ze_result_t g_init_result = ZE_RESULT_SUCCESS;
 std::unique_ptr<_ze_driver_handle_t> g_driver;  // null when OpenCL offers no device
-std::string g_status;  // why there is no driver (zeOpenclDriverStatus)
+std::string g_status;                           // why there is no driver (zeOpenclDriverStatus)
 
 std::string platform_name(cl_platform_id p) {
   size_t n = 0;

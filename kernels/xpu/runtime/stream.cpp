@@ -16,6 +16,9 @@ constexpr int kMaxDevices = 64;
 // Note [Exit with work in flight] in docs/xpu_runtime.md.
 std::atomic<bool> g_draining{false};
 std::atomic<std::thread::id> g_exiting_thread{};
+// The process that started the runtime: a forked child has none of the driver's threads, so
+// its exit must not wait for them.
+std::atomic<pid_t> g_runtime_pid{0};
 // How long the drain waits for one stream before the process exits anyway.
 constexpr uint64_t kExitWaitNs = 60'000'000'000ull;
 
@@ -86,6 +89,7 @@ void park_if_draining(std::unique_lock<std::mutex>& held, std::unique_lock<std::
 
 void drain_for_exit() noexcept {
   if (g_draining.load()) return;  // registered more than once: the first call drains
+  if (getpid() != g_runtime_pid) return;
   g_exiting_thread.store(std::this_thread::get_id());
   g_draining.store(true);
   try {
@@ -112,6 +116,8 @@ void drain_for_exit() noexcept {
 }
 
 void register_drain_for_exit() {
+  pid_t none = 0;  // the first registration is the process that started the runtime
+  g_runtime_pid.compare_exchange_strong(none, getpid());
   std::atexit(drain_for_exit);
 }
 
@@ -153,7 +159,7 @@ Stream get_stream_from_pool(int device) {
 
 Stream get_current_stream(int device) {
   StreamImpl*& cur = t_current_stream[static_cast<size_t>(normalize_device(device))];
-  if (!cur) {  // once per thread and device
+  if (!cur) {                                   // once per thread and device
     cur = streams_of(device).streams[0].get();  // the default stream
     arm_drain_at_main_thread_exit();
   }
@@ -305,8 +311,8 @@ void launch_prepared(const Stream& stream, Kernel& k, uint64_t groups,
   const ze_group_count_t count{static_cast<uint32_t>(groups), 1, 1};
   {
     auto lock = lock_for_work(stream.impl(), &kernel_lock);
-    XTEN_ZE_CHECK(zeCommandListAppendLaunchKernel(stream.impl()->list, k.handle, &count, nullptr,
-                                                  0, nullptr));
+    XTEN_ZE_CHECK(zeCommandListAppendLaunchKernel(stream.impl()->list, k.handle, &count, nullptr, 0,
+                                                  nullptr));
   }
   settle_if_draining(stream.impl());
 }
