@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Sets everything up (scripts/setup.sh), runs the whole suite, then builds with
-# AddressSanitizer + UndefinedBehaviorSanitizer and runs the core, dispatch, cpu, autocast,
-# autograd, nn, optim, serialize (the checkpoint fuzz test among them), data and fuzz (the op
-# fuzzer, docs/testing.md) tests under them. Ends with CTest's summary line; exits non-zero on any failure.
+# AddressSanitizer + UndefinedBehaviorSanitizer and runs every test but the examples' and the
+# packaging test under them: core, dispatch, cpu, autocast, autograd, nn, optim, serialize (the
+# checkpoint fuzz test among them), data, fuzz (the op fuzzer) and xpu (driver, runtime,
+# kernels, exit and fault tests, the op fuzzer against the XPU). PoCL and LLVM are not
+# instrumented: test/sanitizers/lsan.supp suppresses their own leaks, one by one. ThreadSanitizer
+# is scripts/run_tsan.sh, by hand (docs/testing.md). Ends with CTest's summary line; exits
+# non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
@@ -15,5 +19,10 @@ echo "== sanitizer build (build-asan/): ASan + UBSan"
 # -O1 with line tables: what ASan recommends, and much quicker to compile than -O2 -g.
 XTEN_BUILD_DIR=build-asan bash scripts/setup.sh -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" \
   -DXTEN_SANITIZE=ON -DXTEN_BUILD_BENCHMARKS=OFF -DXTEN_BUILD_EXAMPLES=OFF
+# The XPU tests reuse build/'s kernel caches (same SPIR-V), except those that make their own.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan -j "$jobs" -L 'core|dispatch|cpu|autocast|autograd|nn|optim|serialize|data|fuzz' --output-on-failure --timeout 900
+  LSAN_OPTIONS="suppressions=$PWD/test/sanitizers/lsan.supp" \
+  POCL_CACHE_DIR="$PWD/build/cache/pocl" ZE_OPENCL_CACHE_DIR="$PWD/build/cache/ze_opencl" \
+  ctest --test-dir build-asan -j "$jobs" \
+  -L 'core|dispatch|cpu|autocast|autograd|nn|optim|serialize|data|fuzz|xpu' \
+  --output-on-failure --timeout 900
