@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ThreadSanitizer over the XPU runtime and the Level Zero driver (docs/testing.md): builds
 # build-tsan/ with -fsanitize=thread (the targets below only) and runs the driver, runtime and
-# multi-threaded stress tests. PoCL, LLVM, the loader and libgomp are not instrumented: their
-# reports are suppressed one by one in test/sanitizers/tsan.supp, never xten's or the driver's.
+# multi-threaded stress tests. PoCL, LLVM, the loader and libgomp are not instrumented: a report
+# of theirs would be suppressed, one by one with its reason, in test/sanitizers/tsan.supp (none
+# so far), never one of xten's or the driver's.
 # Assumes scripts/setup.sh has run (it is part of scripts/run_tests.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
