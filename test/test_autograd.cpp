@@ -534,5 +534,21 @@ TEST(Autograd, AvgPoolGradientTakesTheShortLists) {
   EXPECT_TRUE(testing::same_bytes(c.grad(), d.grad()));
 }
 
+// Found by the op fuzzer (seed 2343618): an index smaller than src leaves src's other elements
+// unused, so their gradient is zero (the gather alone had the index's shape).
+TEST(Autograd, ScatterSrcGradientWhenTheIndexIsSmaller) {
+  const Tensor src = arange(1, 5, 1, kDouble).requires_grad_();
+  const Tensor index = tensor(std::vector<int64_t>{2, 0, 2});
+  const Tensor w = tensor(std::vector<double>{10, 20, 30, 40});
+  (scatter_add(zeros({4}, kDouble), 0, index, src) * w).sum().backward();
+  EXPECT_TRUE(testing::same_bytes(src.grad(), tensor(std::vector<double>{30, 10, 30, 0}).to(kDouble)));
+  const Tensor s2 = arange(1, 7, 1, kDouble).view({2, 3}).requires_grad_();
+  (scatter(zeros({2, 3}, kDouble), 1, tensor(std::vector<int64_t>{1}).view({1, 1}), s2) * 5)
+      .sum()
+      .backward();
+  EXPECT_TRUE(testing::same_bytes(
+      s2.grad(), tensor(std::vector<double>{5, 0, 0, 0, 0, 0}).to(kDouble).view({2, 3})));
+}
+
 }  // namespace
 }  // namespace xten

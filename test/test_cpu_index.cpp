@@ -44,6 +44,15 @@ TEST(Index, IndexSelectGatherScatter) {
   EXPECT_EQ(sa.select(0, 0).item<float>(), 7.f);  // repeated indices add up
   EXPECT_EQ(sa.select(0, 2).item<float>(), 3.f);
   EXPECT_EQ(scatter(z, 0, tensor({1}).to(kLong), 5).select(0, 1).item<float>(), 5.f);
+  // An empty index is checked too (found by the op fuzzer, seed 2109755: its gradient for src
+  // had the index's shape (5, 0), not src's (4, 0)).
+  EXPECT_THROW_MSG(scatter_add(zeros({4, 0}), 0, zeros({5, 0}, kLong), zeros({4, 0})), ValueError,
+                   "[scatter_add] index (5, 0) is larger than src (4, 0) at dim 0");
+  EXPECT_EQ(scatter_add(zeros({4, 0}), 0, zeros({3, 0}, kLong), zeros({4, 0})).sizes(),
+            IntArrayRef({4, 0}));
+  // src's dims are checked too (seed 2617286: an empty 4-D src was read as 1-D).
+  EXPECT_THROW_MSG(scatter(zeros({5}), -1, zeros({1}, kLong), zeros({2, 0, 4, 2})), ValueError,
+                   "[scatter] src (4-D) must have as many dims as self (1-D)");
   // Every dim of a 3-D scatter_add with repeated indices, index smaller than self and a
   // non-contiguous src, on several threads (lines along the dim run in parallel): against
   // sums in double.

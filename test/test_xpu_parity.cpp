@@ -1045,6 +1045,9 @@ TEST(XpuParity, SameErrorsOnBothDevices) {
     EXPECT_EQ(cpu_msg, xpu_msg);
   };
   both_xy([](const Tensor& x, const Tensor& y) { return x + y; }, a, b, "not broadcastable");
+  both_xy([](const Tensor& x,
+             const Tensor& y) { return scatter_add(x, 0, zeros({5, 0}, kLong).to(x.device()), y); },
+          zeros({4, 0}), zeros({4, 0}), "index (5, 0) is larger than src (4, 0)");
   both_xy([](const Tensor& x, const Tensor& y) { return x - y; }, flags, flags,
           "subtraction of bool tensors");
   both_xy([](const Tensor& x, const Tensor&) { return neg(x); }, flags, flags,

@@ -22,6 +22,20 @@ variable_list to_sorted_indices(const GradContext& c, size_t dim_arg) {
   return {scatter_back(c.grad(0), dim, c.result(1), sizes)};
 }
 
+// The gradient of scatter's src: the output gradient at the positions each src element was
+// written to. An index smaller than src leaves src's other elements unused: zero gradient
+// (found by the op fuzzer, seed 2343618; PyTorch raises there).
+Tensor scattered_src_grad(const Tensor& g, int64_t dim, const Tensor& index, IntArrayRef src) {
+  const Tensor picked = g.gather(dim, index);
+  if (picked.sizes() == src || src.empty()) return picked.reshape(src);
+  DimVector pads;  // pad() lists the last dim first
+  for (size_t i = src.size(); i-- > 0;) {
+    pads.push_back(0);
+    pads.push_back(src[i] - picked.size(static_cast<int64_t>(i)));
+  }
+  return pad(picked, pads);
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, Autograd, m) {
@@ -43,14 +57,17 @@ LIBRARY_IMPL(xten, Autograd, m) {
      const int64_t dim = c.arg<int64_t>(1);
      const Tensor index = c.input(2);
      return {c.needs_grad(0) ? scatter(c.grad(), dim, index, Scalar(0)) : Tensor(), Tensor(),
-             c.needs_grad(2) ? c.grad().gather(dim, index) : Tensor()};
+             c.needs_grad(2) ? scattered_src_grad(c.grad(), dim, index, c.input_sizes(3))
+                             : Tensor()};
    }).saves_only({2});
   d.def("scatter.value", [](const GradContext& c) -> variable_list {
      return {scatter(c.grad(), c.arg<int64_t>(1), c.input(2), Scalar(0)), Tensor()};
    }).saves_only({2});
   d.def("scatter_add", [](const GradContext& c) -> variable_list {
      return {c.grad(), Tensor(),
-             c.needs_grad(2) ? c.grad().gather(c.arg<int64_t>(1), c.input(2)) : Tensor()};
+             c.needs_grad(2)
+                 ? scattered_src_grad(c.grad(), c.arg<int64_t>(1), c.input(2), c.input_sizes(3))
+                 : Tensor()};
    }).saves_only({2});
   // The selected positions of the broadcast (self, mask) get the gradient back in order.
   d.def("masked_select", [](const GradContext& c) -> variable_list {

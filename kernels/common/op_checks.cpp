@@ -250,6 +250,8 @@ void check_gather_shapes(const char* op, const Tensor& self, int64_t d, const Te
                          const Tensor* src) {
   XTEN_CHECK(index.dim() == self.dim(), ValueError, op,
              "index ({}-D) must have as many dims as self ({}-D)", index.dim(), self.dim());
+  XTEN_CHECK(!src || src->dim() == self.dim(), ValueError, op,
+             "src ({}-D) must have as many dims as self ({}-D)", src ? src->dim() : 0, self.dim());
   for (int64_t i = 0; i < self.dim(); ++i) {
     XTEN_CHECK(i == d || index.size(i) <= self.size(i), ValueError, op,
                "index {} is larger than self {} outside dim {} (dim {})", index.sizes(),

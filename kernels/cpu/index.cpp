@@ -87,8 +87,9 @@ Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tenso
   const int64_t d = wrap_dim(op, dim, self.dim());
   check_scatter_src(op, self, src);
   Tensor out = self.clone();
-  if (self.dim() == 0 || index.numel() == 0) return out;
-  check_gather_shapes(op, self, d, index, &src);
+  if (self.dim() == 0) return out;
+  check_gather_shapes(op, self, d, index, &src);  // an empty index too (its shape can be wrong)
+  if (index.numel() == 0) return out;
   const std::vector<int64_t> idx = index_values(op, index, self.size(d), d);
   visit_dtype<dtypes::kAll>(op, self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -101,8 +101,9 @@ Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tenso
   check_scatter_src(op, self, src);
   Tensor out = empty(self.sizes(), self.dtype(), self.device());
   device_copy(out, self);
-  if (self.dim() == 0 || index.numel() == 0) return out;
-  check_gather_shapes(op, self, d, index, &src);
+  if (self.dim() == 0) return out;
+  check_gather_shapes(op, self, d, index, &src);  // an empty index too (its shape can be wrong)
+  if (index.numel() == 0) return out;
   check_same_device(op, {&self, &src});
   const Tensor idx = device_index(op, index, self);
   const std::string kernel = add ? std::string("scatter_add_") + dtype_tag(self.dtype())
