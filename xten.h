@@ -27,4 +27,5 @@
 #include <xten/nn/modules.h>
 #include <xten/optim/lr_scheduler.h>
 #include <xten/optim/optimizer.h>
+#include <xten/profiler/profiler.h>
 #include <xten/serialize/serialize.h>

@@ -24,6 +24,7 @@
 
 #include <xten/dispatch/local_dispatch_key_set.h>
 #include <xten/dispatch/operator_entry.h>
+#include <xten/profiler/record.h>
 
 namespace xten {
 
@@ -139,6 +140,17 @@ class TypedOperatorHandle<Ret(Args...)> : public OperatorHandle {
   Ret redispatch(DispatchKeySet ks, Args... args) const {
     DispatchKey chosen;
     const KernelFunction& k = entry_->lookup(ks, &chosen);
+    if (__builtin_expect(profiler::detail::recording(), 0)) {  // docs/profiler.md
+      auto in = profiler::detail::input_shapes(args...);
+      const profiler::detail::Range range(entry_, chosen, std::move(in.shapes),
+                                          std::move(in.dtypes));
+      return run(k, chosen, ks, std::forward<Args>(args)...);
+    }
+    return run(k, chosen, ks, std::forward<Args>(args)...);
+  }
+
+ private:
+  Ret run(const KernelFunction& k, DispatchKey chosen, DispatchKeySet ks, Args... args) const {
     const detail::CalledOpScope called(entry_->runs_composite(chosen), entry_->error_name());
     if (__builtin_expect(k.unboxed() != nullptr, 1))
       return reinterpret_cast<Ret (*)(Args...)>(k.unboxed())(std::forward<Args>(args)...);

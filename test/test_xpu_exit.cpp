@@ -1,7 +1,7 @@
 // Programs that leave XPU work in flight and exit must exit 0 (docs/xpu_runtime.md, Note [Exit
 // with work in flight]). Runs xpu_exit_child in child processes, two at a time: random op
 // sequences with and without autocast, exiting by return and by exit(), with a thread still
-// launching work, forking a child that exits, on fresh and warm kernel caches.
+// launching work, on fresh and warm kernel caches.
 // XTEN_EXIT_PROGRAMS=N runs N (default 200; 60 under AddressSanitizer).
 #include <signal.h>
 
@@ -26,14 +26,13 @@ struct Program {
   bool fresh_cache;
 };
 
-// Every combination of the choices recurs: autocast every 2nd, exit() every 3rd, a launching
-// thread every 5th, fresh caches every 4th, a forked child exiting every 7th.
+// Every combination of the four choices recurs: autocast every 2nd, exit() every 3rd, a
+// launching thread every 5th, fresh caches every 4th.
 Program program(int i) {
   Program p{1000 + i, {}, i % 4 == 0};
   if (i % 2 == 0) p.flags.push_back("--autocast");
   if (i % 3 == 0) p.flags.push_back("--exit");
   if (i % 5 == 0) p.flags.push_back("--thread");
-  if (i % 7 == 3) p.flags.push_back("--fork");
   return p;
 }
 

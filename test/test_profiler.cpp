@@ -1,0 +1,183 @@
+// The profiler (docs/profiler.md): the events of a known sequence of ops, their nesting (a
+// composite's inner ops, the autograd and backend layers, user ranges), input shapes, the
+// key_averages table, the Chrome trace (parsed back as JSON), recording on several threads,
+// and nothing recorded when no profiler runs.
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include <xten/profiler/profiler.h>
+
+#include "test_util.h"
+
+using namespace xten;
+namespace prof = xten::profiler;
+
+namespace {
+
+std::vector<const prof::Event*> named(const prof::Profiler& p, const std::string& name) {
+  std::vector<const prof::Event*> out;
+  for (const auto& e : p.events())
+    if (e.name == name) out.push_back(&e);
+  return out;
+}
+
+bool inside(const prof::Event& child, const prof::Event& parent) {
+  return child.thread == parent.thread && child.start_ns >= parent.start_ns &&
+         child.end_ns <= parent.end_ns && child.depth > parent.depth;
+}
+
+}  // namespace
+
+TEST(Profiler, RecordsAKnownSequence) {
+  const Tensor a = ones({2, 3});
+  prof::Profiler p;
+  p.start();
+  const Tensor b = a + a;
+  const Tensor c = relu(b);
+  const Tensor d = c * 2;
+  p.stop();
+  EXPECT_EQ(named(p, "xten::add").size(), 1u);
+  EXPECT_EQ(named(p, "xten::relu").size(), 1u);
+  EXPECT_EQ(named(p, "xten::mul").size(), 1u);
+  for (const auto& e : p.events()) {
+    EXPECT_GE(e.end_ns, e.start_ns) << e.name;
+    EXPECT_TRUE(e.input_shapes.empty()) << "shapes recorded without record_shapes";
+  }
+  EXPECT_EQ(named(p, "xten::add")[0]->key, "CPU");
+  // In call order.
+  EXPECT_LT(named(p, "xten::add")[0]->start_ns, named(p, "xten::relu")[0]->start_ns);
+  EXPECT_LT(named(p, "xten::relu")[0]->start_ns, named(p, "xten::mul")[0]->start_ns);
+  // Nothing is recorded once stopped.
+  (void)(a + a);
+  EXPECT_EQ(named(p, "xten::add").size(), 1u);
+  // The table: add, relu and mul, once each.
+  const prof::Averages avg = p.key_averages();
+  int found = 0;
+  for (const auto& r : avg.rows)
+    if (r.name == "xten::add" || r.name == "xten::relu" || r.name == "xten::mul") {
+      EXPECT_EQ(r.calls, 1) << r.name;
+      EXPECT_GE(r.total_ns, r.self_ns) << r.name;
+      ++found;
+    }
+  EXPECT_EQ(found, 3);
+  for (size_t i = 1; i < avg.rows.size(); ++i)
+    EXPECT_GE(avg.rows[i - 1].self_ns, avg.rows[i].self_ns);  // sorted by self time
+  const std::string t = avg.table(5);
+  EXPECT_NE(t.find("Self CPU (ms)"), std::string::npos) << t;
+  EXPECT_NE(t.find("xten::"), std::string::npos) << t;
+}
+
+TEST(Profiler, NestingOfCompositesLayersAndUserRanges) {
+  const Tensor x = randn({4, 5}), w = randn({5, 3}).requires_grad_();
+  prof::Profiler p(prof::ProfilerOptions().record_shapes(true));
+  p.start();
+  {
+    prof::RecordFunction forward("forward");
+    const Tensor y = matmul(x, w);  // a composite: mm inside
+    const Tensor z = w * 2;         // w requires grad: the autograd layer, then the CPU's
+    (void)y, (void)z;
+  }
+  p.stop();
+  const auto fwd = named(p, "forward");
+  ASSERT_EQ(fwd.size(), 1u);
+  EXPECT_EQ(fwd[0]->key, "user");
+  const auto mm = named(p, "xten::mm"), matmuls = named(p, "xten::matmul");
+  ASSERT_FALSE(mm.empty());
+  ASSERT_FALSE(matmuls.empty());
+  EXPECT_TRUE(inside(*matmuls[0], *fwd[0]));
+  for (const auto* e : mm) EXPECT_TRUE(inside(*e, *matmuls[0])) << "mm outside matmul";
+  // mul ran in two layers: the autograd kernel, and inside it the CPU kernel.
+  const auto mul = named(p, "xten::mul");
+  ASSERT_EQ(mul.size(), 2u);
+  EXPECT_EQ(mul[0]->key, "AutogradCPU");
+  EXPECT_EQ(mul[1]->key, "CPU");
+  EXPECT_TRUE(inside(*mul[1], *mul[0]));
+  // The table counts mul once (the CPU layer is inside the autograd layer of the same op).
+  for (const auto& r : p.key_averages().rows) {
+    if (r.name == "xten::mul") {
+      EXPECT_EQ(r.calls, 1);
+    }
+  }
+  // Input shapes and dtypes, with record_shapes.
+  const prof::Event& m = *matmuls[0];
+  ASSERT_EQ(m.input_shapes.size(), 2u);
+  EXPECT_EQ(m.input_shapes[0], (std::vector<int64_t>{4, 5}));
+  EXPECT_EQ(m.input_shapes[1], (std::vector<int64_t>{5, 3}));
+  EXPECT_EQ(m.input_dtypes[0], "Float");
+}
+
+TEST(Profiler, BackwardOpsAreRecorded) {
+  const Tensor w = randn({3, 3}).requires_grad_();
+  prof::Profiler p;
+  p.start();
+  (w * w).sum().backward();
+  p.stop();
+  // The forward's mul and sum, and the backward's ops (mul for d(w*w), the sum's expand).
+  EXPECT_GE(named(p, "xten::mul").size(), 3u);
+}
+
+TEST(Profiler, ChromeTraceParsesWithTheRequiredFields) {
+  prof::Profiler p(prof::ProfilerOptions().record_shapes(true));
+  p.start();
+  {
+    prof::RecordFunction r("step");
+    (void)(ones({8}) + 1).sum();
+  }
+  p.stop();
+  const std::string path = ::testing::TempDir() + "xten_trace.json";
+  p.export_chrome_trace(path);
+  std::ifstream f(path);
+  const nlohmann::json j = nlohmann::json::parse(f);  // throws if it is not JSON
+  ASSERT_TRUE(j.contains("traceEvents"));
+  ASSERT_EQ(j["traceEvents"].size(), p.events().size());
+  bool step = false;
+  for (const auto& e : j["traceEvents"]) {
+    for (const char* k : {"name", "ph", "ts", "dur", "pid", "tid", "cat"})
+      EXPECT_TRUE(e.contains(k)) << k << " missing in " << e.dump();
+    EXPECT_EQ(e["ph"], "X");
+    EXPECT_GE(e["dur"].get<double>(), 0);
+    step |= e["name"] == "step" && e["cat"] == "user_annotation";
+  }
+  EXPECT_TRUE(step);
+  EXPECT_THROW_MSG(p.export_chrome_trace("/nonexistent/dir/trace.json"), ValueError,
+                   "[export_chrome_trace] cannot write '/nonexistent/dir/trace.json'");
+}
+
+TEST(Profiler, SeveralThreadsAtOnce) {
+  prof::Profiler p;
+  p.start();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([] {
+      for (int i = 0; i < 50; ++i) (void)(ones({16}) * 3).sum();
+    });
+  for (auto& th : threads) th.join();
+  p.stop();
+  std::set<uint64_t> tids;
+  int64_t sums = 0;
+  for (const auto& e : p.events()) {
+    if (e.name == "xten::sum") {
+      ++sums;
+      tids.insert(e.thread);
+    }
+  }
+  EXPECT_EQ(sums, 200);
+  EXPECT_EQ(tids.size(), 4u);
+}
+
+TEST(Profiler, OneAtATimeAndStopWithoutStart) {
+  prof::Profiler a, b;
+  a.start();
+  EXPECT_THROW_MSG(b.start(), ValueError, "another profiler is recording");
+  EXPECT_THROW_MSG(a.start(), ValueError, "already recording");
+  a.stop();
+  EXPECT_THROW_MSG(a.stop(), ValueError, "stop() without start()");
+  b.start();  // free again
+  b.stop();
+  // No profiler: user ranges record nothing and cost nothing observable.
+  { prof::RecordFunction r("unseen"); }
+  EXPECT_TRUE(named(b, "unseen").empty());
+}
