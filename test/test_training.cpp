@@ -1,7 +1,11 @@
 // The training example (examples/train) as a whole: a run interrupted after an epoch and
-// resumed from its checkpoint ends with exactly the state of an uninterrupted run.
+// resumed from its checkpoint ends with exactly the state of an uninterrupted run; --profile.
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "test_util.h"
 
@@ -41,4 +45,31 @@ TEST(TrainExample, AResumedRunEndsWithTheStateOfAnUninterruptedOne) {
   EXPECT_GT(optimizer_tensors, 0);
   EXPECT_EQ(load_metadata(dir + "/resumed.safetensors").at("epochs_done"), "3");
   std::filesystem::remove_all(dir);
+}
+
+// --profile (docs/profiler.md): steps 11-20 recorded, the table printed, the trace written with
+// the forward, backward and optimizer.step ranges around the ops.
+TEST(TrainExample, ProfileWritesTheTableAndATrace) {
+  const std::string dir = ::testing::TempDir() + "xten_train_profile";
+  std::filesystem::create_directories(dir);
+  const std::string out = dir + "/out.txt", trace = dir + "/trace.json";
+  const std::string cmd = std::string(XTEN_TRAIN_EXAMPLE) +
+                          " --epochs 1 --limit-batches 22 --test-limit 100 --profile " + trace +
+                          " > " + out;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("Profile of training steps 11-20"), std::string::npos) << text;
+  EXPECT_NE(text.find("xten::conv2d"), std::string::npos) << text;
+  std::ifstream t(trace);
+  const nlohmann::json j = nlohmann::json::parse(t);
+  std::set<std::string> ranges;
+  int64_t steps = 0;
+  for (const auto& e : j["traceEvents"])
+    if (e["cat"] == "user_annotation") {
+      ranges.insert(e["name"].get<std::string>());
+      steps += e["name"] == "forward";
+    }
+  EXPECT_EQ(ranges, (std::set<std::string>{"backward", "forward", "optimizer.step"}));
+  EXPECT_EQ(steps, 10);
 }

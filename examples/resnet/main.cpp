@@ -5,6 +5,8 @@
 // status 1 otherwise) and how long each takes.
 //
 //   resnet [--batch N]      (default 2)
+//          [--profile PATH] record the four timed passes (docs/profiler.md), print the ten ops
+//                           with the most self CPU time and write a Chrome trace to PATH
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -39,18 +41,20 @@ struct Run {
   double tolerance;  // max |logit - CPU float32 logit| / max |CPU float32 logit|
 };
 
-// Runs the forward pass once (unless warm, twice: the first run builds the device's kernels
-// and fills its caches) and returns the float32 logits on the CPU and the timed run's seconds.
+// One forward pass of the run.
+Tensor pass(const Run& r, const ResNet& net, const Tensor& images) {
+  std::optional<xten::autocast::AutocastGuard> amp;
+  if (r.autocast) amp.emplace(r.device.type(), *r.autocast);
+  return net(images);
+}
+
+// The timed forward pass (after a warm-up one: the first pass builds the device's kernels and
+// fills its caches): the float32 logits on the CPU and the seconds.
 std::pair<Tensor, double> run_once(const Run& r, const ResNet& net, const Tensor& images) {
-  auto pass = [&] {
-    std::optional<xten::autocast::AutocastGuard> amp;
-    if (r.autocast) amp.emplace(r.device.type(), *r.autocast);
-    return net(images);
-  };
-  pass();  // warm-up
   if (r.device.type() == xten::kXPU) xten::xpu::synchronize();
   const auto t0 = std::chrono::steady_clock::now();
-  const Tensor logits = pass();
+  xten::profiler::RecordFunction range(r.name);  // when --profile records
+  const Tensor logits = pass(r, net, images);
   const Tensor host = logits.to(xten::kCPU).to(xten::kFloat);  // waits for the device
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return {host, s};
@@ -78,12 +82,15 @@ ResNet make_network() {
 
 int main(int argc, char** argv) {
   int64_t batch = 2;
+  std::string profile;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--batch" && i + 1 < argc) {
       batch = std::atoll(argv[++i]);
+    } else if (arg == "--profile" && i + 1 < argc) {
+      profile = argv[++i];
     } else {
-      std::cerr << "usage: resnet [--batch N]\n";
+      std::cerr << "usage: resnet [--batch N] [--profile PATH]\n";
       return 2;
     }
   }
@@ -118,6 +125,12 @@ int main(int argc, char** argv) {
     Tensor reference;
     double scale = 1;
     bool ok = true;
+    for (const Run& r : runs) {  // warm-up passes
+      const bool on_xpu = r.device.type() == xten::kXPU;
+      pass(r, on_xpu ? xpu_net : cpu_net, on_xpu ? xpu_images : images);
+    }
+    xten::profiler::Profiler prof(xten::profiler::ProfilerOptions().record_shapes(true));
+    if (!profile.empty()) prof.start();
     for (const Run& r : runs) {
       const bool on_xpu = r.device.type() == xten::kXPU;
       const auto [logits, seconds] =
@@ -139,6 +152,13 @@ int main(int argc, char** argv) {
           r.tolerance, pass ? "ok" : "FAILED");
     }
     std::cout << "(max diff: largest |logit - CPU float32 logit| over the largest |logit|)\n";
+    if (!profile.empty()) {
+      prof.stop();
+      std::cout << "\nProfile of the timed passes (host side; docs/profiler.md):\n"
+                << prof.key_averages().table(10);
+      prof.export_chrome_trace(profile);
+      std::cout << "Chrome trace: " << profile << "\n";
+    }
     if (!ok) {
       std::cerr << "resnet: a run differs from CPU float32 by more than its tolerance\n";
       return 1;

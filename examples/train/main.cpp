@@ -45,6 +45,7 @@ struct Args {
   double min_accuracy = 0;
   int64_t compare_steps = 0;
   int64_t stop_after = 0;
+  std::string profile;
 };
 
 const char* kUsage = R"(usage: train [options]
@@ -71,6 +72,9 @@ const char* kUsage = R"(usage: train [options]
   --compare-steps N       train the same model on CPU and XPU (float32) side by side for N
                           steps and compare their losses; exit 1 if they part
   --stop-after N          stop after epoch N as if interrupted (to try --resume)
+  --profile PATH          record training steps 11-20 of the first epoch trained (op calls;
+                          forward, backward and optimizer.step ranges), print the ten ops with
+                          the most self CPU time and write a Chrome trace to PATH
 )";
 
 [[noreturn]] void usage_error(const std::string& why) {
@@ -120,6 +124,7 @@ Args parse(int argc, char** argv) {
     else if (flag == "--min-accuracy") a.min_accuracy = number();
     else if (flag == "--compare-steps") a.compare_steps = count(1);
     else if (flag == "--stop-after") a.stop_after = count(1);
+    else if (flag == "--profile") a.profile = value();
     else if (flag == "--help" || flag == "-h") {
       std::printf("%s", kUsage);
       std::exit(0);
@@ -348,19 +353,39 @@ int run(const Args& a) {
                       batches);
     double loss_sum = 0;
     int64_t done = 0, images = 0;
+    // --profile: steps 11-20 (after the warm-up of the first steps) of the first epoch run.
+    const bool profiling = !a.profile.empty() && epoch == first_epoch;
+    xten::profiler::Profiler prof;
+    auto report_profile = [&] {
+      if (!prof.recording()) return;
+      prof.stop();
+      std::printf("\nProfile of training steps 11-%lld (docs/profiler.md):\n%s",
+                  static_cast<long long>(std::min<int64_t>(done, 20)),
+                  prof.key_averages().table(10).c_str());
+      prof.export_chrome_trace(a.profile);
+      std::printf("Chrome trace: %s\n", a.profile.c_str());
+    };
     for (data::Batch& b : train_loader) {
+      if (profiling && done == 10) prof.start();
       const Tensor x = b.data.to(device), y = b.target.to(device);
       Tensor loss;
       {
+        xten::profiler::RecordFunction range("forward");
         std::optional<xten::autocast::AutocastGuard> ac;
         if (a.amp) ac.emplace(device.type(), amp_dtype(device));
         loss = xten::cross_entropy(net.forward(x), y);
       }
-      opt->zero_grad();
-      scaler.scale(loss).backward();
-      scaler.step(*opt);
-      scaler.update();
-      sched.step();
+      {
+        xten::profiler::RecordFunction range("backward");
+        opt->zero_grad();
+        scaler.scale(loss).backward();
+      }
+      {
+        xten::profiler::RecordFunction range("optimizer.step");
+        scaler.step(*opt);
+        scaler.update();
+        sched.step();
+      }
       const double l = loss.item<double>();
       if (!std::isfinite(l) && !scaled)
         throw xten::ValueError("[train] the loss is " + std::to_string(l) + " at epoch " +
@@ -369,9 +394,11 @@ int run(const Args& a) {
       images += y.numel();
       ++done;
       progress.update(done, images, loss_sum / done);
+      if (done == 20) report_profile();
       if (done == batches) break;
     }
     progress.finish();
+    report_profile();  // fewer than 20 steps
     const double rate = images / progress.seconds();
     const Evaluation test = evaluate(net, test_loader, device, a.amp);
     curve.push_back({epoch + 1, loss_sum / done, test.accuracy, sched.get_last_lr()[0], rate});
