@@ -235,6 +235,12 @@ TEST(Index, EmbeddingOneHotPad) {
       },
       "replicate");
   EXPECT_EQ(pad(x, {-1, -1}).sizes(), IntArrayRef({1, 2, 1}));  // negative crops
+  EXPECT_EQ(pad(x, {-3, 2}).sizes(), IntArrayRef({1, 2, 2}));   // all cropped, then padded
+  // Cropping more than the dim holds, even where the pads add up to a valid size (seed
+  // 54510621: the result took a wrong shape and its gradient an InternalError).
+  EXPECT_THROW_MSG(pad(zeros({5, 0}), {-1, 3}), ValueError,
+                   "[pad] padding (-1, 3) crops 1 elements from dim 1 of size 0");
+  EXPECT_THROW_MSG(pad(x, {-2, -2}), ValueError, "[pad] padding (-2, -2) makes dim 2 negative");
   EXPECT_THROW_MSG(pad(x, {3, 0}, "reflect"), ValueError,
                    "padding (3, 0) must be smaller than the input's dim 2 (3)");
   EXPECT_THROW_MSG(pad(x, {1}), ValueError, "must have an even length");

@@ -25,6 +25,12 @@ Tensor pad_kernel(const Tensor& input, IntArrayRef pads, const std::string& mode
       const int64_t d = input.dim() - 1 - i;
       shape[d] += pads[2 * i] + pads[2 * i + 1];
       XTEN_CHECK(shape[d] >= 0, ValueError, "pad", "padding {} makes dim {} negative", pads, d);
+      // Negative pads crop: together at most the dim (found by the op fuzzer, seed 54510621).
+      const int64_t crop =
+          std::max<int64_t>(-pads[2 * i], 0) + std::max<int64_t>(-pads[2 * i + 1], 0);
+      XTEN_CHECK(crop <= input.size(d), ValueError, "pad",
+                 "padding {} crops {} elements from dim {} of size {}", pads, crop, d,
+                 input.size(d));
     }
     Tensor out = full(shape, value.value_or(0.0), input.options());
     Tensor src = input, dst = out;
