@@ -108,7 +108,7 @@ LIBRARY_IMPL(xten, Autograd, m) {
                    padding[2] = {win.ph, win.pw};
      const bool include_pad = c.arg<bool>(5);
      const auto override_div = c.arg<std::optional<int64_t>>(6);
-     const int64_t h = xs[xs.size() - 2], w = xs[xs.size() - 1], ho = g.size(-2), wo = g.size(-1);
+     const int64_t h = p.h, w = p.w, ho = g.size(-2), wo = g.size(-1);
      std::vector<double> inv(static_cast<size_t>(ho * wo));
      for (int64_t oy = 0; oy < ho; ++oy)
        for (int64_t ox = 0; ox < wo; ++ox) {

@@ -58,13 +58,19 @@ Settings read_settings() {
   return s;
 }
 
-std::string device_string(cl_device_id d, cl_device_info what) {
+// A string property of an OpenCL object through its clGet*Info function (size, then text).
+template <class Handle, class Info>
+std::string info_string(cl_int (*get)(Handle, Info, size_t, void*, size_t*), Handle h, Info what) {
   size_t n = 0;
-  clGetDeviceInfo(d, what, 0, nullptr, &n);
+  get(h, what, 0, nullptr, &n);
   std::string s(n, '\0');
-  clGetDeviceInfo(d, what, n, s.data(), nullptr);
+  get(h, what, n, s.data(), nullptr);
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
+}
+
+std::string device_string(cl_device_id d, cl_device_info what) {
+  return info_string(clGetDeviceInfo, d, what);
 }
 
 template <class T>
@@ -80,12 +86,7 @@ std::unique_ptr<_ze_driver_handle_t> g_driver;  // null when OpenCL offers no de
 std::string g_status;                           // why there is no driver (zeOpenclDriverStatus)
 
 std::string platform_name(cl_platform_id p) {
-  size_t n = 0;
-  clGetPlatformInfo(p, CL_PLATFORM_NAME, 0, nullptr, &n);
-  std::string s(n, '\0');
-  clGetPlatformInfo(p, CL_PLATFORM_NAME, n, s.data(), nullptr);
-  while (!s.empty() && s.back() == '\0') s.pop_back();
-  return s;
+  return info_string(clGetPlatformInfo, p, static_cast<cl_platform_info>(CL_PLATFORM_NAME));
 }
 
 void init_once() {

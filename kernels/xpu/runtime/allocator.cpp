@@ -126,12 +126,7 @@ class DeviceAllocator {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!b->stream_uses.empty()) {
       Pending p{b, {}};
-      for (StreamImpl* s : b->stream_uses) {
-        ze_event_handle_t e = acquire_event(device_, false);
-        std::lock_guard<std::mutex> slock(s->mutex);
-        XTEN_ZE_CHECK(zeCommandListAppendBarrier(s->list, e, 0, nullptr));
-        p.events.push_back(e);
-      }
+      for (StreamImpl* s : b->stream_uses) p.events.push_back(append_marker(s));
       b->stream_uses.clear();
       pending_.push_back(std::move(p));
       return;

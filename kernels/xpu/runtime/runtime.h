@@ -46,6 +46,10 @@ struct StreamImpl {
 // Events from per-device pools, reused (host-visible; `timing` ones carry kernel timestamps).
 ze_event_handle_t acquire_event(int device, bool timing);
 void release_event(int device, ze_event_handle_t e, bool timing);
+// Appends to the stream a barrier that signals a fresh (non-timing) event, and returns it:
+// the marker that synchronize, query, the exit drain and the allocator's frees wait on. The
+// caller releases it once it has passed.
+ze_event_handle_t append_marker(StreamImpl* st);
 
 // A kernel of an embedded family, built for `device` on first use. `family` is the module
 // name ("copy", "copy_f64"); asking for an _f64 family on a device without fp64 raises

@@ -12,6 +12,7 @@ namespace xten::xpu {
 namespace {
 
 constexpr int kMaxDevices = 64;
+thread_local std::array<StreamImpl*, kMaxDevices> t_current_stream{};
 
 // Note [Exit with work in flight] in docs/xpu_runtime.md.
 std::atomic<bool> g_draining{false};
@@ -41,7 +42,6 @@ std::unique_lock<std::mutex> lock_for_work(StreamImpl* st,
   park_if_draining(lock, also);
   return lock;
 }
-thread_local std::array<StreamImpl*, kMaxDevices> t_current_stream{};
 
 DeviceState& streams_of(int device) {
   DeviceState& s = device_state(device);
@@ -62,11 +62,7 @@ DeviceState& streams_of(int device) {
 
 // Appends a barrier that signals a fresh event and waits for it on the host.
 void sync_stream(StreamImpl* st) {
-  ze_event_handle_t e = acquire_event(st->device, false);
-  {
-    std::lock_guard<std::mutex> lock(st->mutex);
-    XTEN_ZE_CHECK(zeCommandListAppendBarrier(st->list, e, 0, nullptr));
-  }
+  ze_event_handle_t e = append_marker(st);
   XTEN_ZE_CHECK(zeEventHostSynchronize(e, UINT64_MAX));
   release_event(st->device, e, false);
 }
@@ -97,11 +93,7 @@ void drain_for_exit() noexcept {
       DeviceState& s = streams_of(d);
       { std::lock_guard<std::mutex> builds_done(s.module_mutex); }
       for (auto& st : s.streams) {
-        ze_event_handle_t e = acquire_event(d, false);
-        {
-          std::lock_guard<std::mutex> lock(st->mutex);
-          XTEN_ZE_CHECK(zeCommandListAppendBarrier(st->list, e, 0, nullptr));
-        }
+        ze_event_handle_t e = append_marker(st.get());
         if (zeEventHostSynchronize(e, kExitWaitNs) != ZE_RESULT_SUCCESS) {
           std::fprintf(stderr, "xten: xpu:%d stream %d still busy at exit after %llu s\n", d,
                        st->id, static_cast<unsigned long long>(kExitWaitNs / 1'000'000'000));
@@ -113,6 +105,13 @@ void drain_for_exit() noexcept {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "xten: draining the XPU at exit failed: %s\n", e.what());
   }
+}
+
+ze_event_handle_t append_marker(StreamImpl* st) {
+  ze_event_handle_t e = acquire_event(st->device, false);
+  std::lock_guard<std::mutex> lock(st->mutex);
+  XTEN_ZE_CHECK(zeCommandListAppendBarrier(st->list, e, 0, nullptr));
+  return e;
 }
 
 void register_drain_for_exit() {
@@ -131,11 +130,7 @@ void Stream::synchronize() const {
   sync_stream(impl_);
 }
 bool Stream::query() const {
-  ze_event_handle_t e = acquire_event(impl_->device, false);
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    XTEN_ZE_CHECK(zeCommandListAppendBarrier(impl_->list, e, 0, nullptr));
-  }
+  ze_event_handle_t e = append_marker(impl_);
   // The marker passes an idle stream within microseconds: a short grace, not a wait for work.
   constexpr uint64_t kGraceNs = 200000;
   const ze_result_t r = zeEventHostSynchronize(e, kGraceNs);
