@@ -28,6 +28,14 @@ constexpr size_t kCacheMinBytes = size_t{128} << 10;
 constexpr size_t kCacheGranule = size_t{64} << 10;
 constexpr size_t kCacheMaxBytes = size_t{1} << 30;
 
+std::atomic<int64_t> g_cpu_allocated{0};
+
+// Counts a CPU allocation (+) or free (-) and reports it (Note [Memory reports]).
+void count_cpu(const void* p, int64_t bytes) {
+  const int64_t total = g_cpu_allocated.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  report_memory(Device(kCPU), p, bytes, total);
+}
+
 class CpuAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes, Device device) override {
@@ -36,16 +44,20 @@ class CpuAllocator final : public Allocator {
           nullptr, nullptr, [](void*) {}, device);
     if (nbytes < kCacheMinBytes) {
       // malloc plus manual alignment: glibc's malloc fast path is several times cheaper
-      // than its posix_memalign for small blocks (the per-op cost of tiny tensors).
+      // than its posix_memalign for small blocks (the per-op cost of tiny tensors). malloc's
+      // (at least 8-byte) alignment leaves at least 8 bytes before the aligned address: the
+      // size is kept there, for the free's count.
       void* raw = std::malloc(nbytes + kCpuAlignment);
       if (!raw) XTEN_FAIL(OutOfMemoryError, "cpu_allocator", "failed to allocate {} bytes", nbytes);
-      const uintptr_t a = (reinterpret_cast<uintptr_t>(raw) + kCpuAlignment) & ~(kCpuAlignment - 1);
-      return DataPtr(
-          reinterpret_cast<void*>(a), raw, [](void* q) { std::free(q); }, device);
+      void* a = aligned_in(raw);
+      reinterpret_cast<uint64_t*>(a)[-1] = nbytes;
+      count_cpu(a, static_cast<int64_t>(nbytes));
+      return DataPtr(a, raw, &CpuAllocator::free_small, device);
     }
     const size_t size = round_up(nbytes, kCacheGranule);
     void* p = take_cached(size);
     if (!p) p = aligned(size, nbytes);
+    count_cpu(p, static_cast<int64_t>(size));
     return DataPtr(p, new Block{p, size}, &CpuAllocator::give_back, device);
   }
 
@@ -63,6 +75,15 @@ class CpuAllocator final : public Allocator {
     size_t size;
   };
   static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+  static void* aligned_in(void* raw) {
+    return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(raw) + kCpuAlignment) &
+                                   ~(kCpuAlignment - 1));
+  }
+  static void free_small(void* raw) {
+    void* a = aligned_in(raw);
+    count_cpu(a, -static_cast<int64_t>(reinterpret_cast<uint64_t*>(a)[-1]));
+    std::free(raw);
+  }
   static void* aligned(size_t size, size_t requested) {
     void* p = nullptr;
     if (posix_memalign(&p, kCpuAlignment, size) != 0 || p == nullptr)
@@ -80,6 +101,7 @@ class CpuAllocator final : public Allocator {
   }
   static void give_back(void* ctx) {
     std::unique_ptr<Block> b(static_cast<Block*>(ctx));
+    count_cpu(b->ptr, -static_cast<int64_t>(b->size));
     CpuAllocator& self = *static_cast<CpuAllocator*>(cpu_allocator());
     {
       std::lock_guard<std::mutex> lock(self.mutex_);
@@ -103,6 +125,18 @@ std::array<std::atomic<Allocator*>, kNumDeviceTypes>& registry() {
 }
 
 }  // namespace
+
+namespace detail {
+std::atomic<MemoryObserver> g_memory_observer{nullptr};
+}
+
+void set_memory_observer(MemoryObserver observer) {
+  detail::g_memory_observer.store(observer, std::memory_order_release);
+}
+
+int64_t cpu_memory_allocated() {
+  return g_cpu_allocated.load(std::memory_order_relaxed);
+}
 
 Allocator* cpu_allocator() {
   static CpuAllocator* a = new CpuAllocator();  // never destroyed: tensors may outlive statics

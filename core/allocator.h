@@ -1,7 +1,9 @@
 #pragma once
 // Allocator: one per device type, found through allocator_for(). A DataPtr owns its bytes
 // and knows how to free them (from_blob gives one that frees nothing).
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include <xten/core/device.h>
@@ -44,5 +46,24 @@ constexpr size_t kCpuAlignment = 64;
 Allocator* cpu_allocator();
 // Frees the large CPU blocks kept for reuse (Note [CPU block cache] in allocator.cpp).
 void empty_cpu_cache();
+// Bytes of CPU memory that tensors hold now (cpu_allocator's blocks in use; its cache of
+// freed blocks not counted).
+int64_t cpu_memory_allocated();
+
+// Note [Memory reports] (docs/profiler.md): the CPU and XPU allocators report every
+// allocation (+bytes) and free (-bytes, when the allocator's count of allocated bytes drops),
+// with the device's running total after it, to the observer while one is set (the profiler's
+// profile_memory). One relaxed load per allocation when none is. The observer is called on
+// the allocating or freeing thread, possibly under the allocator's lock: it must only record.
+using MemoryObserver = void (*)(Device device, const void* ptr, int64_t bytes,
+                                int64_t total_allocated);
+void set_memory_observer(MemoryObserver observer);  // nullptr: none
+namespace detail {
+extern std::atomic<MemoryObserver> g_memory_observer;
+}
+inline void report_memory(Device device, const void* ptr, int64_t bytes, int64_t total) {
+  if (MemoryObserver f = detail::g_memory_observer.load(std::memory_order_relaxed))
+    f(device, ptr, bytes, total);
+}
 
 }  // namespace xten

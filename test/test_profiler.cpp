@@ -1,7 +1,8 @@
 // The profiler (docs/profiler.md): the events of a known sequence of ops, their nesting (a
 // composite's inner ops, the autograd and backend layers, user ranges), input shapes, the
 // key_averages table, the Chrome trace (parsed back as JSON), recording on several threads,
-// and nothing recorded when no profiler runs.
+// nothing recorded when no profiler runs, and CPU memory events (profile_memory). The XPU's
+// device work and memory: test_profiler_xpu.cpp.
 #include <fstream>
 #include <set>
 #include <thread>
@@ -132,15 +133,24 @@ TEST(Profiler, ChromeTraceParsesWithTheRequiredFields) {
   std::ifstream f(path);
   const nlohmann::json j = nlohmann::json::parse(f);  // throws if it is not JSON
   ASSERT_TRUE(j.contains("traceEvents"));
-  ASSERT_EQ(j["traceEvents"].size(), p.events().size());
-  bool step = false;
+  size_t slices = 0;
+  bool step = false, host_named = false;
   for (const auto& e : j["traceEvents"]) {
-    for (const char* k : {"name", "ph", "ts", "dur", "pid", "tid", "cat"})
+    ASSERT_TRUE(e.contains("ph")) << e.dump();
+    if (e["ph"] == "M") {  // metadata: the host process's name
+      host_named |= e["name"] == "process_name" && e["args"]["name"] == "host";
+      continue;
+    }
+    for (const char* k : {"name", "ph", "ts", "dur", "pid", "tid", "cat", "args"})
       EXPECT_TRUE(e.contains(k)) << k << " missing in " << e.dump();
     EXPECT_EQ(e["ph"], "X");
     EXPECT_GE(e["dur"].get<double>(), 0);
+    EXPECT_GE(e["ts"].get<double>(), 0);
+    ++slices;
     step |= e["name"] == "step" && e["cat"] == "user_annotation";
   }
+  EXPECT_EQ(slices, p.events().size());
+  EXPECT_TRUE(host_named);
   EXPECT_TRUE(step);
   EXPECT_THROW_MSG(p.export_chrome_trace("/nonexistent/dir/trace.json"), ValueError,
                    "[export_chrome_trace] cannot write '/nonexistent/dir/trace.json'");
@@ -180,4 +190,75 @@ TEST(Profiler, OneAtATimeAndStopWithoutStart) {
   // No profiler: user ranges record nothing and cost nothing observable.
   { prof::RecordFunction r("unseen"); }
   EXPECT_TRUE(named(b, "unseen").empty());
+}
+
+TEST(Profiler, MemoryEventsSumToZeroOverAScopeThatFreesEverything) {
+  const Tensor a = randn({256, 256});  // made before: its free is not in the scope
+  prof::Profiler p(prof::ProfilerOptions().profile_memory(true));
+  const int64_t before = cpu_memory_allocated();
+  p.start();
+  {
+    const Tensor b = a * 2;       // 256 KiB
+    const Tensor c = (b + 1).sum();  // a temporary of 256 KiB and a scalar
+    const Tensor d = zeros({10});
+    (void)c, (void)d;
+  }
+  p.stop();
+  EXPECT_EQ(cpu_memory_allocated(), before);
+  const auto& m = p.memory_events();
+  ASSERT_GE(m.size(), 8u);  // b, b + 1, the sum, zeros: allocated and freed
+  int64_t sum = 0, allocs = 0, frees = 0;
+  int64_t total = before;
+  for (const auto& e : m) {
+    EXPECT_EQ(e.device, "cpu");
+    EXPECT_NE(e.bytes, 0);
+    sum += e.bytes;
+    (e.bytes > 0 ? allocs : frees) += 1;
+    total += e.bytes;
+    EXPECT_EQ(e.total_allocated, total) << "running total";  // one thread allocates here
+  }
+  EXPECT_EQ(sum, 0);
+  EXPECT_EQ(allocs, frees);
+  // Attributed to the ops that allocated: mul's output is 256 KiB (self, not freed within it).
+  const auto avg = p.key_averages();
+  ASSERT_TRUE(avg.has_memory);
+  for (const auto& r : avg.rows) {
+    if (r.name == "xten::mul") {
+      EXPECT_EQ(r.cpu_memory.total, 256 * 256 * 4) << "mul's output";
+      EXPECT_EQ(r.cpu_memory.peak, 256 * 256 * 4);
+    }
+    if (r.name == "xten::sum") EXPECT_EQ(r.cpu_memory.total, 4) << "one float";
+  }
+  const std::string t = avg.table(20, "cpu_memory_usage");
+  EXPECT_NE(t.find("CPU Mem"), std::string::npos) << t;
+  EXPECT_EQ(t.find("Self XPU"), std::string::npos) << "no device work, no device column\n" << t;
+  EXPECT_THROW_MSG((void)avg.table(5, "self_gpu_time"), ValueError,
+                   "[key_averages().table] unknown sort_by 'self_gpu_time' (one of: "
+                   "self_cpu_time_total, cpu_time_total, self_xpu_time_total");
+  // Without profile_memory, none; and the allocators report nothing once stopped.
+  prof::Profiler q;
+  q.start();
+  (void)(a * 3);
+  q.stop();
+  EXPECT_TRUE(q.memory_events().empty());
+  EXPECT_FALSE(q.key_averages().has_memory);
+}
+
+TEST(Profiler, PeakPerOpSeesMemoryFreedBeforeTheOpEnds) {
+  // (x * x).sum() inside a user range: the product is freed before the range ends, so the
+  // range peaks at the product and the result together and ends holding one float.
+  const Tensor x = randn({128, 128});
+  prof::Profiler p(prof::ProfilerOptions().profile_memory(true));
+  p.start();
+  Tensor s;
+  {
+    prof::RecordFunction r("square_sum");
+    s = (x * x).sum();
+  }
+  p.stop();
+  for (const auto& r : p.key_averages().rows)
+    if (r.name == "square_sum") {
+      EXPECT_EQ(r.cpu_memory.peak, 128 * 128 * 4 + 4) << "product and result at once";
+      EXPECT_EQ(r.cpu_memory.total, 4) << "only the result stays";
+    }
 }

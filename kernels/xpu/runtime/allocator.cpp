@@ -119,6 +119,8 @@ class DeviceAllocator {
     allocated_.add(static_cast<int64_t>(b->size));
     active_.add(1);
     ++num_allocs_;
+    report_memory(Device(kXPU, device_), b->ptr, static_cast<int64_t>(b->size),
+                  allocated_.current);  // Note [Memory reports]
     return b;
   }
 
@@ -216,6 +218,8 @@ class DeviceAllocator {
     allocated_.add(-static_cast<int64_t>(b->size));
     active_.add(-1);
     ++num_frees_;
+    report_memory(Device(kXPU, device_), b->ptr, -static_cast<int64_t>(b->size),
+                  allocated_.current);
     put(b->small ? small_free_ : large_free_, b);
   }
 

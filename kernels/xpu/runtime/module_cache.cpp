@@ -76,6 +76,7 @@ Kernel& get_kernel(int device, const char* op, const std::string& family, const 
   ze_kernel_desc_t kd{ZE_STRUCTURE_TYPE_KERNEL_DESC};
   kd.pKernelName = name.c_str();
   auto kernel = std::make_unique<Kernel>();
+  kernel->name = name;
   const ze_result_t r = zeKernelCreate(m->second, &kd, &kernel->handle);
   XTEN_CHECK(r == ZE_RESULT_SUCCESS, NotImplementedError, op,
              "kernel '{}' is not in module '{}' on xpu:{} ({})", name, family, s.index,

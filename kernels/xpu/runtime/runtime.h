@@ -56,6 +56,7 @@ ze_event_handle_t append_marker(StreamImpl* st);
 // TypeError naming `op` and the device's missing capability.
 struct Kernel {
   ze_kernel_handle_t handle;
+  std::string name;  // the kernel's, for the profiler
   std::mutex mutex;  // argument setting + append is not thread-safe in Level Zero
 };
 Kernel& get_kernel(int device, const char* op, const std::string& family, const std::string& name);
@@ -91,6 +92,37 @@ void launch(const Stream& stream, Kernel& k, int64_t n, const Args&... args) {
 
 // Strided geometry of up to 8 dims in the form kernels take (sizes, strides as long8).
 using Long8 = std::array<int64_t, 8>;
+
+// Note [Device activity] (docs/profiler.md, profiling.cpp): while a profiler records the
+// device, work appended to a stream signals a timing event of its own. Made before the append
+// (event() is what it signals; null when no profiler records the device), commit() after it
+// succeeded hands the record to the profiler; one never committed returns its event.
+class ProfiledWork {
+ public:
+  ProfiledWork() = default;
+  ProfiledWork(StreamImpl* st, std::string name, const char* kind, uint64_t global_size,
+               uint64_t bytes);
+  ~ProfiledWork();
+  ProfiledWork(ProfiledWork&& o) noexcept { swap(o); }
+  ProfiledWork& operator=(ProfiledWork&& o) noexcept {
+    swap(o);
+    return *this;
+  }
+  ze_event_handle_t event() const { return event_; }
+  void commit();
+
+ private:
+  void swap(ProfiledWork& o) noexcept;
+  StreamImpl* stream_ = nullptr;
+  ze_event_handle_t event_ = nullptr;
+  std::string name_;
+  const char* kind_ = nullptr;
+  uint64_t global_size_ = 0, bytes_ = 0;
+  int64_t launch_ns_ = 0;
+  uint64_t correlation_ = 0, thread_ = 0;
+};
+// The name of a copy by the memory it reads and writes: "Memcpy HtoD", "DtoH", "DtoD".
+std::string copy_name(int device, const void* dst, const void* src);
 
 // Copies between host and device memory on `stream` and waits for it.
 void memcpy_blocking(const Stream& stream, void* dst, const void* src, size_t nbytes);

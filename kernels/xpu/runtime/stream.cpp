@@ -7,6 +7,7 @@
 #include <thread>
 
 #include <xten/kernels/xpu/runtime/device_state.h>
+#include <xten/profiler/record.h>
 
 namespace xten::xpu {
 namespace {
@@ -260,36 +261,54 @@ double Event::elapsed_time(const Event& end) const {
 }
 
 // ---- copies and launches ---------------------------------------------------------------
+// Note [Device activity]: a copy's record while a profiler records the device.
+namespace {
+ProfiledWork profiled_copy(StreamImpl* st, void* dst, const void* src, size_t nbytes) {
+  if (!profiler::detail::recording_device()) return {};
+  return ProfiledWork(st, copy_name(st->device, dst, src), "memcpy", 0, nbytes);
+}
+}  // namespace
+
 void memcpy_async(const Stream& stream, void* dst, const void* src, size_t nbytes) {
   if (nbytes == 0) return;
+  ProfiledWork profiled = profiled_copy(stream.impl(), dst, src, nbytes);
   {
     auto lock = lock_for_work(stream.impl());
-    XTEN_ZE_CHECK(
-        zeCommandListAppendMemoryCopy(stream.impl()->list, dst, src, nbytes, nullptr, 0, nullptr));
+    XTEN_ZE_CHECK(zeCommandListAppendMemoryCopy(stream.impl()->list, dst, src, nbytes,
+                                                profiled.event(), 0, nullptr));
   }
+  profiled.commit();
   settle_if_draining(stream.impl());
 }
 
 void memcpy_blocking(const Stream& stream, void* dst, const void* src, size_t nbytes) {
   if (nbytes == 0) return;
-  ze_event_handle_t e = acquire_event(stream.device_index(), false);
+  // Waited on here either way; returned to the pool here only if it is not the profiler's.
+  ProfiledWork profiled = profiled_copy(stream.impl(), dst, src, nbytes);
+  const bool ours = !profiled.event();
+  ze_event_handle_t e = ours ? acquire_event(stream.device_index(), false) : profiled.event();
   {
     auto lock = lock_for_work(stream.impl());
     XTEN_ZE_CHECK(
         zeCommandListAppendMemoryCopy(stream.impl()->list, dst, src, nbytes, e, 0, nullptr));
   }
+  profiled.commit();
   XTEN_ZE_CHECK(zeEventHostSynchronize(e, UINT64_MAX));
-  release_event(stream.device_index(), e, false);
+  if (ours) release_event(stream.device_index(), e, false);
 }
 
 void memset_async(const Stream& stream, void* dst, const void* pattern, size_t pattern_size,
                   size_t nbytes) {
   if (nbytes == 0) return;
+  ProfiledWork profiled;
+  if (profiler::detail::recording_device())
+    profiled = ProfiledWork(stream.impl(), "Memset", "memset", 0, nbytes);
   {
     auto lock = lock_for_work(stream.impl());
     XTEN_ZE_CHECK(zeCommandListAppendMemoryFill(stream.impl()->list, dst, pattern, pattern_size,
-                                                nbytes, nullptr, 0, nullptr));
+                                                nbytes, profiled.event(), 0, nullptr));
   }
+  profiled.commit();
   settle_if_draining(stream.impl());
 }
 
@@ -304,11 +323,15 @@ void launch_prepared(const Stream& stream, Kernel& k, uint64_t groups,
   XTEN_CHECK(groups <= UINT32_MAX, ValueError, "xpu", "{} work-groups exceed the launch limit",
              groups);
   const ze_group_count_t count{static_cast<uint32_t>(groups), 1, 1};
+  ProfiledWork profiled;
+  if (profiler::detail::recording_device())
+    profiled = ProfiledWork(stream.impl(), k.name, "kernel", groups * kGroupSize, 0);
   {
     auto lock = lock_for_work(stream.impl(), &kernel_lock);
-    XTEN_ZE_CHECK(zeCommandListAppendLaunchKernel(stream.impl()->list, k.handle, &count, nullptr, 0,
-                                                  nullptr));
+    XTEN_ZE_CHECK(zeCommandListAppendLaunchKernel(stream.impl()->list, k.handle, &count,
+                                                  profiled.event(), 0, nullptr));
   }
+  profiled.commit();
   settle_if_draining(stream.impl());
 }
 
