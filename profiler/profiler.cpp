@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -423,17 +424,21 @@ void Profiler::export_chrome_trace(const std::string& path) const {
     }
     list.push_back(std::move(j));
   }
-  std::map<std::string, int> pid_of;
-  std::map<std::pair<int, int>, bool> named_stream;
+  std::map<std::string, int> pid_of;  // devices in name order: xpu:0 is 1, xpu:1 is 2, ...
+  for (const DeviceEvent& d : device_events_) pid_of[d.device] = 0;
+  {
+    int next = 1;
+    for (auto& [device, pid] : pid_of) {
+      pid = next++;
+      meta("process_name", pid, 0, device);
+    }
+  }
+  std::set<std::pair<int, int>> named_stream;
   for (size_t i = 0; i < device_events_.size(); ++i) {
     const DeviceEvent& d = device_events_[i];
-    auto [it, fresh] = pid_of.emplace(d.device, static_cast<int>(pid_of.size()) + 1);
-    const int pid = it->second;
-    if (fresh) meta("process_name", pid, 0, d.device);
-    if (!named_stream[{pid, d.stream}]) {
-      named_stream[{pid, d.stream}] = true;
+    const int pid = pid_of[d.device];
+    if (named_stream.insert({pid, d.stream}).second)
       meta("thread_name", pid, d.stream, fmt::format("stream {}", d.stream));
-    }
     nlohmann::json j;
     j["name"] = d.name;
     j["cat"] = d.kind == "kernel" ? "kernel" : "gpu_" + d.kind;

@@ -73,3 +73,32 @@ TEST(TrainExample, ProfileWritesTheTableAndATrace) {
   EXPECT_EQ(ranges, (std::set<std::string>{"backward", "forward", "optimizer.step"}));
   EXPECT_EQ(steps, 10);
 }
+
+// On the XPU the table has the device columns and the trace the kernels, the arrows from the
+// ops that launched them, and the memory counters.
+TEST(TrainExample, ProfileOnTheXpuShowsKernelsAndMemory) {
+  const std::string dir = ::testing::TempDir() + "xten_train_profile_xpu";
+  std::filesystem::create_directories(dir);
+  const std::string out = dir + "/out.txt", trace = dir + "/trace.json";
+  const std::string cmd = std::string(XTEN_TRAIN_EXAMPLE) +
+                          " --device xpu --batch-size 8 --epochs 1 --limit-batches 21"
+                          " --test-limit 16 --profile " + trace + " > " + out;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("Self XPU (ms)"), std::string::npos) << text;
+  EXPECT_NE(text.find("by self XPU time"), std::string::npos) << text;
+  EXPECT_NE(text.find("Peak XPU"), std::string::npos) << text;
+  std::ifstream t(trace);
+  const nlohmann::json j = nlohmann::json::parse(t);
+  int64_t kernels = 0, arrows = 0;
+  std::set<std::string> counters;
+  for (const auto& e : j["traceEvents"]) {
+    kernels += e["ph"] == "X" && e["cat"] == "kernel";
+    arrows += e["ph"] == "s";
+    if (e["ph"] == "C") counters.insert(e["name"].get<std::string>());
+  }
+  EXPECT_GT(kernels, 100);
+  EXPECT_GE(arrows, kernels);  // kernels, copies and fills each have one
+  EXPECT_TRUE(counters.count("Memory xpu:0")) << "memory counters";
+}

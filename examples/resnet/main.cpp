@@ -5,8 +5,9 @@
 // status 1 otherwise) and how long each takes.
 //
 //   resnet [--batch N]      (default 2)
-//          [--profile PATH] record the four timed passes (docs/profiler.md), print the ten ops
-//                           with the most self CPU time and write a Chrome trace to PATH
+//          [--profile PATH] record the four timed passes with XPU kernels and memory
+//                           (docs/profiler.md), print the ten ops with the most self CPU time
+//                           and with the most self XPU time, and write a Chrome trace to PATH
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -129,7 +130,8 @@ int main(int argc, char** argv) {
       const bool on_xpu = r.device.type() == xten::kXPU;
       pass(r, on_xpu ? xpu_net : cpu_net, on_xpu ? xpu_images : images);
     }
-    xten::profiler::Profiler prof(xten::profiler::ProfilerOptions().record_shapes(true));
+    xten::profiler::Profiler prof(
+        xten::profiler::ProfilerOptions().record_shapes(true).profile_memory(true));
     if (!profile.empty()) prof.start();
     for (const Run& r : runs) {
       const bool on_xpu = r.device.type() == xten::kXPU;
@@ -154,8 +156,10 @@ int main(int argc, char** argv) {
     std::cout << "(max diff: largest |logit - CPU float32 logit| over the largest |logit|)\n";
     if (!profile.empty()) {
       prof.stop();
-      std::cout << "\nProfile of the timed passes (host side; docs/profiler.md):\n"
-                << prof.key_averages().table(10);
+      const xten::profiler::Averages avg = prof.key_averages();
+      std::cout << "\nProfile of the timed passes (docs/profiler.md), by self CPU time:\n"
+                << avg.table(10) << "\nby self XPU time:\n"
+                << avg.table(10, "self_xpu_time_total");
       prof.export_chrome_trace(profile);
       std::cout << "Chrome trace: " << profile << "\n";
     }

@@ -73,8 +73,9 @@ const char* kUsage = R"(usage: train [options]
                           steps and compare their losses; exit 1 if they part
   --stop-after N          stop after epoch N as if interrupted (to try --resume)
   --profile PATH          record training steps 11-20 of the first epoch trained (op calls;
-                          forward, backward and optimizer.step ranges), print the ten ops with
-                          the most self CPU time and write a Chrome trace to PATH
+                          forward, backward and optimizer.step ranges; XPU kernels and copies;
+                          memory), print the ten ops with the most self CPU time (and XPU
+                          time, on the XPU) and write a Chrome trace to PATH
 )";
 
 [[noreturn]] void usage_error(const std::string& why) {
@@ -355,13 +356,14 @@ int run(const Args& a) {
     int64_t done = 0, images = 0;
     // --profile: steps 11-20 (after the warm-up of the first steps) of the first epoch run.
     const bool profiling = !a.profile.empty() && epoch == first_epoch;
-    xten::profiler::Profiler prof;
+    xten::profiler::Profiler prof(xten::profiler::ProfilerOptions().profile_memory(true));
     auto report_profile = [&] {
       if (!prof.recording()) return;
       prof.stop();
+      const xten::profiler::Averages avg = prof.key_averages();
       std::printf("\nProfile of training steps 11-%lld (docs/profiler.md):\n%s",
-                  static_cast<long long>(std::min<int64_t>(done, 20)),
-                  prof.key_averages().table(10).c_str());
+                  static_cast<long long>(std::min<int64_t>(done, 20)), avg.table(10).c_str());
+      if (avg.has_device) std::printf("\nby self XPU time:\n%s", avg.table(10, "self_xpu_time_total").c_str());
       prof.export_chrome_trace(a.profile);
       std::printf("Chrome trace: %s\n", a.profile.c_str());
     };
