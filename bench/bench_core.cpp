@@ -18,6 +18,19 @@ void BM_tiny_add(benchmark::State& s) {
 }
 BENCHMARK(BM_tiny_add);
 
+// The same while a profiler records it (docs/profiler.md): range 0 host events only, 1 with
+// memory events too. A fixed count of iterations bounds what the profiler keeps.
+void BM_tiny_add_recorded(benchmark::State& s) {
+  Tensor a = ones({1}), b = ones({1});
+  profiler::Profiler p(profiler::ProfilerOptions()
+                           .activities({profiler::ProfilerActivity::CPU})
+                           .profile_memory(s.range(0) != 0));
+  p.start();
+  for (auto _ : s) benchmark::DoNotOptimize(a + b);
+  p.stop();
+}
+BENCHMARK(BM_tiny_add_recorded)->Arg(0)->Arg(1)->Iterations(300000);
+
 void BM_view_chain(benchmark::State& s) {
   Tensor a = ones({64, 32});
   for (auto _ : s) benchmark::DoNotOptimize(a.t().reshape({32, 64}).narrow(0, 2, 16));
@@ -90,6 +103,13 @@ int main(int argc, char** argv) {
   if (have("BM_tiny_add"))
     std::printf("  tiny add (1 element, output allocated): %.3f us   goal <= 0.3 us\n",
                 c.time("BM_tiny_add") / 1e3);
+  for (int m : {0, 1}) {
+    const std::string n = "BM_tiny_add_recorded/" + std::to_string(m) + "/iterations:300000";
+    if (have(n) && have("BM_tiny_add"))
+      std::printf("  tiny add while profiled%s: %.3f us = +%.3f us per op   goal <= +1 us\n",
+                  m ? " with memory" : "            ", c.time(n) / 1e3,
+                  (c.time(n) - c.time("BM_tiny_add")) / 1e3);
+  }
   if (have("BM_view_chain"))
     std::printf("  view chain t/reshape/narrow:           %.3f us   goal <= 0.5 us\n",
                 c.time("BM_view_chain") / 1e3);
