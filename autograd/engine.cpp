@@ -7,6 +7,7 @@
 // so independent backward calls on several threads do not share state (a leaf's accumulation is
 // locked). Formulas run with autocast off, and with grad mode on only for create_graph. XPU
 // work is queued on the stream as usual: nothing here synchronizes.
+#include <optional>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -14,6 +15,7 @@
 #include <xten/autograd/autograd.h>
 #include <xten/autograd/autograd_meta.h>
 #include <xten/dispatch/ops.h>
+#include <xten/profiler/record.h>
 
 namespace xten::autograd {
 
@@ -113,6 +115,10 @@ variable_list run(const std::vector<Edge>& roots, variable_list root_grads, bool
     first = false;
     variable_list outputs;
     if (!skip) {
+      // While a profiler records, the node's evaluation is a range named after it, around the
+      // ops its formula calls (docs/profiler.md).
+      std::optional<profiler::detail::Range> range;
+      if (profiler::detail::recording()) range.emplace(fn->name(), "backward");
       outputs = fn->apply(std::move(inputs));
       if (!keep_graph) fn->release_saved();
     }

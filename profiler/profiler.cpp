@@ -40,6 +40,7 @@ struct RawEvent {
   uint64_t id;
   const OperatorEntry* op;
   std::string user_name;
+  const char* kind;
   DispatchKey key;
   int64_t start_ns, end_ns;
   int depth;
@@ -123,7 +124,7 @@ Range::Range(const OperatorEntry* op, DispatchKey key, std::vector<std::vector<i
   open();
 }
 
-Range::Range(std::string user_name) : user_name_(std::move(user_name)) {
+Range::Range(std::string name, const char* kind) : user_name_(std::move(name)), kind_(kind) {
   open();
 }
 
@@ -144,7 +145,7 @@ Range::~Range() {
   const int depth = static_cast<int>(b.open.size());
   if (!recording()) return;  // stopped meanwhile: the range is not part of the session
   std::lock_guard<std::mutex> lock(b.mutex);
-  b.events.push_back(RawEvent{id_, op_, std::move(user_name_), key_, start_ns_, end, depth,
+  b.events.push_back(RawEvent{id_, op_, std::move(user_name_), kind_, key_, start_ns_, end, depth,
                               std::move(shapes_), std::move(dtypes_)});
 }
 
@@ -209,7 +210,7 @@ void Profiler::stop() {
         Event e;
         e.id = r.id;
         e.name = r.op ? "xten::" + std::string(r.op->error_name()) : std::move(r.user_name);
-        e.key = r.op ? to_string(r.key) : "user";
+        e.key = r.op ? to_string(r.key) : r.kind;
         e.start_ns = r.start_ns;
         e.end_ns = r.end_ns;
         e.thread = b->thread;
@@ -410,7 +411,7 @@ void Profiler::export_chrome_trace(const std::string& path) const {
   for (const Event& e : events_) {
     nlohmann::json j;
     j["name"] = e.name;
-    j["cat"] = e.key == "user" ? "user_annotation" : "cpu_op";
+    j["cat"] = e.key == "user" ? "user_annotation" : e.key == "backward" ? "autograd" : "cpu_op";
     j["ph"] = "X";
     j["ts"] = us(e.start_ns);  // microseconds
     j["dur"] = static_cast<double>(e.duration_ns()) * 1e-3;

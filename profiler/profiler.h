@@ -37,7 +37,9 @@ struct ProfilerOptions {
 struct Event {
   uint64_t id = 0;   // what DeviceEvent::correlation and MemoryEvent::correlation refer to
   std::string name;  // "xten::add", or the RecordFunction's name
-  std::string key;   // the dispatch key whose kernel ran ("CPU", "AutogradCPU", ...); "user"
+  // The dispatch key whose kernel ran ("CPU", "AutogradCPU", ...); "user" for a
+  // RecordFunction; "backward" for a graph node evaluated by backward ("MulBackward").
+  std::string key;
   int64_t start_ns = 0, end_ns = 0;  // steady clock
   uint64_t thread = 0;               // a small number per thread, in order of first event
   int depth = 0;                     // ranges open on the thread when it opened

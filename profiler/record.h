@@ -70,7 +70,9 @@ class Range {
  public:
   Range(const OperatorEntry* op, DispatchKey key, std::vector<std::vector<int64_t>> shapes,
         std::vector<std::string> dtypes);
-  explicit Range(std::string user_name);
+  // A named range that is not an op call: `kind` "user" (RecordFunction), "backward" (a graph
+  // node's evaluation by the autograd engine); a string literal.
+  explicit Range(std::string name, const char* kind = "user");
   ~Range();
   Range(const Range&) = delete;
   Range& operator=(const Range&) = delete;
@@ -79,6 +81,7 @@ class Range {
   void open();
   const OperatorEntry* op_ = nullptr;
   std::string user_name_;
+  const char* kind_ = "user";
   DispatchKey key_{};
   bool active_ = false;
   uint64_t id_ = 0;

@@ -110,14 +110,25 @@ TEST(Profiler, NestingOfCompositesLayersAndUserRanges) {
   EXPECT_EQ(m.input_dtypes[0], "Float");
 }
 
-TEST(Profiler, BackwardOpsAreRecorded) {
+TEST(Profiler, BackwardOpsAreRecordedInsideTheirGraphNodes) {
   const Tensor w = randn({3, 3}).requires_grad_();
+  const Tensor loss = (w * w).sum();
+  const std::string mul_node = (w * w).grad_fn()->name(), sum_node = loss.grad_fn()->name();
   prof::Profiler p;
   p.start();
-  (w * w).sum().backward();
+  loss.backward();
   p.stop();
-  // The forward's mul and sum, and the backward's ops (mul for d(w*w), the sum's expand).
-  EXPECT_GE(named(p, "xten::mul").size(), 3u);
+  // Each node's evaluation is a range named after it, key "backward", and the ops its formula
+  // calls are inside it: d(w*w) multiplies, the sum's gradient expands.
+  const auto node = named(p, mul_node), sum = named(p, sum_node);
+  ASSERT_EQ(node.size(), 1u) << mul_node;
+  ASSERT_EQ(sum.size(), 1u) << sum_node;
+  EXPECT_EQ(node[0]->key, "backward");
+  int inside_node = 0;
+  for (const auto* m : named(p, "xten::mul")) inside_node += inside(*m, *node[0]);
+  EXPECT_GE(inside_node, 2) << "the formula's products";
+  EXPECT_EQ(named(p, "AccumulateGrad").size(), 1u);
+  EXPECT_LT(sum[0]->start_ns, node[0]->start_ns) << "evaluated from the loss backwards";
 }
 
 TEST(Profiler, ChromeTraceParsesWithTheRequiredFields) {
