@@ -1,5 +1,7 @@
 #include <xten/amp/grad_scaler.h>
 
+#include <algorithm>
+
 #include <xten/autograd/grad_mode.h>
 #include <xten/dispatch/ops.h>
 
@@ -36,15 +38,34 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
              "no scale yet: call scale() on the loss before unscaling");
   NoGradGuard no_grad;
   const Tensor inv = scale_.reciprocal();  // float32, as PyTorch's (never float64)
-  st.found_inf = zeros({1}, kFloat, scale_.device());
+  // Per device, the dense gradients go to one multi-tensor call (one loop on the CPU, one
+  // kernel per dtype on an XPU: docs/optim.md); a non-contiguous one is unscaled by itself.
+  std::vector<std::pair<Device, std::vector<Tensor>>> dense;  // in order of first use
+  std::vector<Tensor> strided;
   for (const Tensor& p : optimizer.all_params()) {
-    Tensor& g = p.grad();
+    const Tensor& g = p.grad();
     if (!g.defined()) continue;
-    const Tensor inv_here = inv.to(g.device());
-    // Unscaled in place; any non-finite value (which stays non-finite) raises the flag.
-    g.mul_(inv_here.to(g.dtype()).view({}));
-    const Tensor bad = logical_not(isfinite(g)).any().to(kFloat).reshape({1});
-    st.found_inf = maximum(st.found_inf, bad.to(st.found_inf.device()));
+    if (!g.is_contiguous()) {
+      strided.push_back(g);
+      continue;
+    }
+    auto it = std::find_if(dense.begin(), dense.end(),
+                           [&](const auto& d) { return d.first == g.device(); });
+    if (it == dense.end()) it = dense.insert(dense.end(), {g.device(), {}});
+    it->second.push_back(g);
+  }
+  st.found_inf = zeros({1}, kFloat, scale_.device());
+  for (auto& [device, grads] : dense) {
+    const Tensor found = zeros({1}, kFloat, device);
+    _amp_foreach_non_finite_check_and_unscale_(grads, found, inv.to(device));
+    st.found_inf = maximum(st.found_inf, found.to(scale_.device()));
+  }
+  for (Tensor g : strided) {
+    const Tensor found = zeros({1}, kFloat, g.device());
+    const Tensor dense_copy = g.contiguous();
+    _amp_foreach_non_finite_check_and_unscale_({dense_copy}, found, inv.to(g.device()));
+    g.copy_(dense_copy);
+    st.found_inf = maximum(st.found_inf, found.to(scale_.device()));
   }
   st.unscaled = true;
 }

@@ -99,11 +99,16 @@ void autograd_kernel(const Derivative& d, const OperatorHandle& op, DispatchKeyS
   const FunctionSchema& schema = op.entry().function_schema();
   const size_t n = schema.arguments().size();
   const size_t base = stack->size() - n;
-  const bool in_place = schema.writes_argument(0);
+  const bool in_place = schema.writes_argument(0) && (*stack)[base].is_tensor();
   if (in_place) {
     const Tensor& self = (*stack)[base].get<Tensor>();
     if (self.requires_grad() || any_requires_grad(*stack, base, n))
       check_inplace_allowed(self, op.entry().display_name());
+  } else if (schema.writes_argument(0) && (*stack)[base].is_tensor_list()) {
+    // A list written in place (the optimizers' and GradScaler's multi-tensor ops): each tensor
+    // as if written alone.
+    for (const Tensor& t : (*stack)[base].get<std::vector<Tensor>>())
+      if (t.defined() && t.requires_grad()) check_inplace_allowed(t, op.entry().display_name());
   }
   if (!d.formula || !any_requires_grad(*stack, base, n)) return call_below(op, ks, stack);
 

@@ -19,6 +19,7 @@ void check_fits_schema(const FunctionSchema& schema, const CppSignature& sig,
 namespace detail {
 void bump_version(const IValue& v) {
   if (v.is_tensor()) bump_version(v.get<Tensor>());
+  if (v.is_tensor_list()) bump_version(v.get<std::vector<Tensor>>());
 }
 DispatchKeySet stack_keys(const Stack& stack, size_t num_args) {
   DispatchKeySet ks;

@@ -55,6 +55,9 @@ DispatchKeySet stack_keys(const Stack& stack, size_t num_args);
 inline void bump_version(const Tensor& t) {
   if (t.defined()) t.impl()->bump_version();
 }
+inline void bump_version(const std::vector<Tensor>& ts) {  // Tensor(a!)[]
+  for (const Tensor& t : ts) bump_version(t);
+}
 template <class T>
 void bump_version(const T&) {}
 void bump_version(const IValue& v);

@@ -690,7 +690,14 @@
     Tensor,                                                                                        \
     (const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,                \
      const std::string& reduction, int64_t ignore_index, double label_smoothing),                  \
-    (self, target, weight, reduction, ignore_index, label_smoothing))
+    (self, target, weight, reduction, ignore_index, label_smoothing))                             \
+  /* multi-tensor ops of the optimizers and GradScaler (kernels/cpu/optim.cpp,                  */ \
+  /* kernels/xpu/ops/optim.cpp): one parallel loop on the CPU, one launch per dtype on the XPU   */ \
+  X(FN, _amp_foreach_non_finite_check_and_unscale_, _amp_foreach_non_finite_check_and_unscale_,    \
+    "_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, "         \
+    "Tensor inv_scale) -> ()",                                                                     \
+    void, (const std::vector<Tensor>& self, const Tensor& found_inf, const Tensor& inv_scale),    \
+    (self, found_inf, inv_scale))
 // clang-format on
 
 // Helpers for the generated code: the parameters or arguments after the first (self).

@@ -484,6 +484,14 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target,
                      const std::string& reduction = "mean", int64_t ignore_index = -100,
                      double label_smoothing = 0.0);
 
+// ---- multi-tensor ops of the optimizers and GradScaler -----------------------------------
+// PyTorch's: multiplies every tensor of `self` by inv_scale in place and sets found_inf to 1
+// if any value was inf or NaN. found_inf and inv_scale: one-element float32 tensors on the
+// tensors' device; the tensors: floating, non-overlapping and dense (contiguous), any mix of
+// dtypes. One parallel loop on the CPU, one kernel launch per dtype on the XPU.
+void _amp_foreach_non_finite_check_and_unscale_(const std::vector<Tensor>& self,
+                                                const Tensor& found_inf, const Tensor& inv_scale);
+
 // ---- dispatcher introspection -----------------------------------------------------------
 // The dispatch table of an op ("add.Tensor") as text: each key's kernel and where it came from.
 std::string dump_dispatch_table(const std::string& op);

@@ -1,5 +1,6 @@
 // nn and optim on the XPU: a module moved with to("xpu") keeps its parameter handles, computes
 // what the CPU computes, and every optimizer's steps on the XPU follow the CPU's.
+#include "multi_tensor_checks.h"
 #include "test_util.h"
 #include "xpu_test_env.h"
 
@@ -82,6 +83,26 @@ TEST(NnXpu, OptimizersFollowTheCpu) {
       EXPECT_TRUE(allclose(px[i].to("cpu"), pc[i], 1e-3, 1e-4)) << i;
     }
   }
+}
+
+TEST(NnXpu, FusedUnscaleAndCheckOnTheXpu) {
+  check_amp_unscale(Device("xpu"), {kFloat, kHalf, kBFloat16});
+  // One launch per dtype, whatever the number of tensors (the profiler counts them).
+  std::vector<Tensor> grads;
+  for (ScalarType t : {kFloat, kHalf, kFloat, kBFloat16, kHalf, kFloat})
+    grads.push_back(ones({5000}, TensorOptions(t, Device("xpu"))));
+  const Tensor found = zeros({1}, kFloat, Device("xpu"));
+  const Tensor inv = full({1}, 0.5, TensorOptions(kFloat, Device("xpu")));
+  profiler::Profiler p(profiler::ProfilerOptions().activities({profiler::ProfilerActivity::XPU}));
+  p.start();
+  _amp_foreach_non_finite_check_and_unscale_(grads, found, inv);
+  p.stop();
+  std::map<std::string, int> launches;
+  for (const auto& d : p.device_events())
+    if (d.kind == "kernel") ++launches[d.name];
+  EXPECT_EQ(launches, (std::map<std::string, int>{
+                          {"amp_unscale_bf16", 1}, {"amp_unscale_f16", 1}, {"amp_unscale_f32", 1}}));
+  for (const Tensor& g : grads) EXPECT_EQ(g.to("cpu").to(kDouble).sum().item<double>(), 2500.0);
 }
 
 TEST(NnXpu, GradScalerOnTheXpu) {

@@ -3,6 +3,7 @@
 // training a small network with nn + optim.
 #include <cmath>
 
+#include "multi_tensor_checks.h"
 #include "test_util.h"
 
 #include <xten/amp/grad_scaler.h>
@@ -306,6 +307,10 @@ TEST(LRScheduler, ClosedFormsLikePyTorch) {
   EXPECT_THROW_MSG(optim::StepLR(o, 0), ValueError, "step_size must be positive");
   EXPECT_THROW_MSG(optim::OneCycleLR(o, optim::OneCycleLROptions(1, 10).cycle_momentum(true)),
                    NotImplementedError, "momentum cycling is not implemented");
+}
+
+TEST(GradScaler, FusedUnscaleAndCheckOnTheCpu) {
+  check_amp_unscale(Device("cpu"), {kFloat, kHalf, kBFloat16, kDouble});
 }
 
 TEST(GradScaler, SkipsNonFiniteStepsAndAdaptsTheScale) {

@@ -238,7 +238,9 @@ TEST(Profiler, MemoryEventsSumToZeroOverAScopeThatFreesEverything) {
       EXPECT_EQ(r.cpu_memory.total, 256 * 256 * 4) << "mul's output";
       EXPECT_EQ(r.cpu_memory.peak, 256 * 256 * 4);
     }
-    if (r.name == "xten::sum") EXPECT_EQ(r.cpu_memory.total, 4) << "one float";
+    if (r.name == "xten::sum") {
+      EXPECT_EQ(r.cpu_memory.total, 4) << "one float";
+    }
   }
   const std::string t = avg.table(20, "cpu_memory_usage");
   EXPECT_NE(t.find("CPU Mem"), std::string::npos) << t;

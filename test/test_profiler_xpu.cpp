@@ -180,8 +180,9 @@ TEST(ProfilerXpu, XpuMemoryEventsSumToZeroAndFollowTheAllocator) {
     sum += m.bytes;
     total += m.bytes;
     EXPECT_EQ(m.total_allocated, total) << "the caching allocator's running total";
-    if (m.bytes > 0)  // frees happen where tensors die: here, at the scope's end, outside ops
+    if (m.bytes > 0) {  // frees happen where tensors die: here, at the scope's end, outside ops
       EXPECT_NE(m.correlation, 0u) << "every allocation here happens inside an op";
+    }
   }
   EXPECT_GE(n, 8);
   EXPECT_EQ(sum, 0);

@@ -146,7 +146,9 @@ LIBRARY_IMPL(xten, Autograd, m) {
     return {keep_where(isfinite(c.input(0)), c.grad())};
   });
   d.nondifferentiable(
-      {"logical_not", "logical_not_", "bitwise_not", "bitwise_not_", "isnan", "isinf", "isfinite"});
+      {"logical_not", "logical_not_", "bitwise_not", "bitwise_not_", "isnan", "isinf", "isfinite",
+       // GradScaler's unscale: gradients are data to it (kernels/cpu/optim.cpp)
+       "_amp_foreach_non_finite_check_and_unscale_"});
 }
 
 }  // namespace xten::autograd

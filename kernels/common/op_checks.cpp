@@ -1,5 +1,7 @@
 #include <xten/kernels/common/op_checks.h>
 
+#include <algorithm>
+
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 
@@ -354,6 +356,47 @@ ScalarType clamp_meta(const char* name, const Tensor& self, const std::optional<
 ScalarType lerp_meta(const Tensor& self, const Tensor& end, const Tensor& weight) {
   check_lerp(self, end, weight);
   return supported<dtypes::kFloating>("lerp", self.dtype());
+}
+
+void check_tensor_list(const char* op, const char* what, const std::vector<Tensor>& list,
+                       Device device) {
+  std::vector<std::pair<uintptr_t, uintptr_t>> spans;  // [begin, end) of each tensor's bytes
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Tensor& t = list[i];
+    XTEN_CHECK(t.defined(), ValueError, op, "{}[{}] is an undefined tensor", what, i);
+    XTEN_CHECK(t.device() == device, DeviceError, op, "{}[{}] is on {}, expected {}", what, i,
+               t.device().str(), device.str());
+    XTEN_CHECK(is_floating_type(t.dtype()), NotImplementedError, op,
+               "{}[{}] has dtype {}: only floating dtypes", what, i, to_string(t.dtype()));
+    XTEN_CHECK(t.is_contiguous(), ValueError, op,
+               "{}[{}] is not contiguous (sizes {}, strides {}): the multi-tensor ops take dense "
+               "tensors",
+               what, i, t.sizes(), t.strides());
+    if (t.numel() == 0) continue;
+    const auto b = reinterpret_cast<uintptr_t>(t.data_ptr());
+    spans.emplace_back(b, b + static_cast<uintptr_t>(t.nbytes()));
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i)
+    XTEN_CHECK(spans[i].first >= spans[i - 1].second, ValueError, op,
+               "two tensors of {} share memory: each must be written once", what);
+}
+
+Device check_amp_unscale(const std::vector<Tensor>& self, const Tensor& found_inf,
+                         const Tensor& inv_scale) {
+  const char* op = "_amp_foreach_non_finite_check_and_unscale_";
+  for (const auto& [t, name] : {std::pair<const Tensor&, const char*>(found_inf, "found_inf"),
+                                std::pair<const Tensor&, const char*>(inv_scale, "inv_scale")}) {
+    XTEN_CHECK(t.defined(), ValueError, op, "{} is an undefined tensor", name);
+    XTEN_CHECK(t.numel() == 1 && t.dtype() == kFloat, ValueError, op,
+               "{} must be a one-element float32 tensor, got {} of shape {}", name,
+               to_string(t.dtype()), t.sizes());
+  }
+  XTEN_CHECK(found_inf.device() == inv_scale.device(), DeviceError, op,
+             "found_inf is on {} and inv_scale on {}", found_inf.device().str(),
+             inv_scale.device().str());
+  check_tensor_list(op, "self", self, found_inf.device());
+  return found_inf.device();
 }
 
 }  // namespace xten

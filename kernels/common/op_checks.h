@@ -145,4 +145,13 @@ void check_topk_k(const char* op, int64_t k, int64_t n, int64_t d);
 // gelu's approximate: none or tanh.
 void check_gelu_approximate(const std::string& approximate);
 
+// The multi-tensor ops (kernels/cpu/optim.cpp, kernels/xpu/ops/optim.cpp): every tensor of
+// `list` (named `what` in messages) defined, on `device`, floating and contiguous.
+void check_tensor_list(const char* op, const char* what, const std::vector<Tensor>& list,
+                       Device device);
+// _amp_foreach_non_finite_check_and_unscale_: found_inf and inv_scale one-element float32
+// tensors on one device; the list checked as above. Returns that device.
+Device check_amp_unscale(const std::vector<Tensor>& self, const Tensor& found_inf,
+                         const Tensor& inv_scale);
+
 }  // namespace xten
