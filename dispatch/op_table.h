@@ -697,7 +697,29 @@
     "_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, "         \
     "Tensor inv_scale) -> ()",                                                                     \
     void, (const std::vector<Tensor>& self, const Tensor& found_inf, const Tensor& inv_scale),    \
-    (self, found_inf, inv_scale))
+    (self, found_inf, inv_scale))                                                                  \
+  X(FN, _fused_sgd_, _fused_sgd_,                                                                  \
+    "_fused_sgd_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] momentum_buffer_list, *, float "  \
+    "weight_decay, float momentum, float lr, float dampening, bool nesterov, bool maximize, bool " \
+    "is_first_step) -> ()",                                                                        \
+    void,                                                                                          \
+    (const std::vector<Tensor>& self, const std::vector<Tensor>& grads,                            \
+     const std::vector<Tensor>& momentum_buffer_list, double weight_decay, double momentum,        \
+     double lr, double dampening, bool nesterov, bool maximize, bool is_first_step),               \
+    (self, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, \
+     is_first_step))                                                                               \
+  X(FN, _fused_adam_, _fused_adam_,                                                                \
+    "_fused_adam_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] exp_avgs, Tensor(c!)[] "         \
+    "exp_avg_sqs, Tensor(d!)[] max_exp_avg_sqs, Tensor state_steps, *, float lr, float beta1, "    \
+    "float beta2, float weight_decay, float eps, bool amsgrad, bool maximize, bool decoupled) -> ()",\
+    void,                                                                                          \
+    (const std::vector<Tensor>& self, const std::vector<Tensor>& grads,                            \
+     const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,                  \
+     const std::vector<Tensor>& max_exp_avg_sqs, const Tensor& state_steps, double lr,             \
+     double beta1, double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,     \
+     bool decoupled),                                                                              \
+    (self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2,          \
+     weight_decay, eps, amsgrad, maximize, decoupled))
 // clang-format on
 
 // Helpers for the generated code: the parameters or arguments after the first (self).

@@ -491,6 +491,21 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target,
 // dtypes. One parallel loop on the CPU, one kernel launch per dtype on the XPU.
 void _amp_foreach_non_finite_check_and_unscale_(const std::vector<Tensor>& self,
                                                 const Tensor& found_inf, const Tensor& inv_scale);
+// PyTorch's fused SGD step over `self` (the parameters) with their gradients and, when
+// momentum != 0, their momentum buffers (is_first_step: the buffers start as the gradient).
+// The update of optim::SGD (docs/optim.md); the tensors as for the op above, each gradient and
+// buffer of its parameter's shape and dtype.
+void _fused_sgd_(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
+                 const std::vector<Tensor>& momentum_buffer_list, double weight_decay,
+                 double momentum, double lr, double dampening, bool nesterov, bool maximize,
+                 bool is_first_step);
+// The fused Adam (decoupled: AdamW) step: state_steps is a float64 CPU tensor with each
+// parameter's step count (already incremented); max_exp_avg_sqs is empty unless amsgrad.
+void _fused_adam_(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
+                  const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
+                  const std::vector<Tensor>& max_exp_avg_sqs, const Tensor& state_steps,
+                  double lr, double beta1, double beta2, double weight_decay, double eps,
+                  bool amsgrad, bool maximize, bool decoupled);
 
 // ---- dispatcher introspection -----------------------------------------------------------
 // The dispatch table of an op ("add.Tensor") as text: each key's kernel and where it came from.

@@ -93,6 +93,28 @@ double next_step(std::map<std::string, Tensor>& s) {
   return step.item<double>();
 }
 
+// Whether a parameter can go to a multi-tensor op: dense, floating, its gradient of its dtype
+// and device and dense too. The others take the per-tensor loop.
+bool fusable(const Tensor& p) {
+  const Tensor& g = p.grad();
+  return is_floating_type(p.dtype()) && p.is_contiguous() && g.is_contiguous() &&
+         g.dtype() == p.dtype() && g.device() == p.device();
+}
+
+// The parameters of one multi-tensor call, with their gradients and state tensors.
+struct Batch {
+  Device device;
+  bool first = false;  // SGD: the momentum buffers start now
+  std::vector<Tensor> params, grads, a, b, c;
+  std::vector<double> steps;
+};
+Batch& batch_for(std::vector<Batch>& batches, Device device, bool first) {
+  for (Batch& b : batches)
+    if (b.device == device && b.first == first) return b;
+  batches.push_back(Batch{device, first});
+  return batches.back();
+}
+
 }  // namespace
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions options)
@@ -109,8 +131,24 @@ void SGD::step() {
   NoGradGuard no_grad;
   for (ParamGroup& group : groups_) {
     const SGDOptions& o = group.options;
+    std::vector<Batch> batches;
     for (Tensor& p : group.params) {
       if (!p.grad().defined()) continue;
+      if (o.foreach() && fusable(p)) {
+        bool first = false;
+        Tensor buf;
+        if (o.momentum() != 0) {
+          Tensor& b = state_of(p)["momentum_buffer"];
+          first = !b.defined();
+          if (first) b = empty_like(p);
+          buf = b;
+        }
+        Batch& batch = batch_for(batches, p.device(), first);
+        batch.params.push_back(p);
+        batch.grads.push_back(p.grad());
+        if (buf.defined()) batch.a.push_back(buf);
+        continue;
+      }
       Tensor g = update_grad(p, o.maximize(), o.weight_decay());
       if (o.momentum() != 0) {
         Tensor& buf = state_of(p)["momentum_buffer"];
@@ -123,6 +161,9 @@ void SGD::step() {
       }
       p.sub_(g, o.lr());
     }
+    for (const Batch& b : batches)
+      _fused_sgd_(b.params, b.grads, b.a, o.weight_decay(), o.momentum(), o.lr(), o.dampening(),
+                  o.nesterov(), o.maximize(), b.first);
   }
 }
 
@@ -146,8 +187,24 @@ void Adam::step() {
   for (ParamGroup& group : groups_) {
     const AdamOptions& o = group.options;
     const double b1 = o.betas().first, b2 = o.betas().second;
+    std::vector<Batch> batches;
     for (Tensor& p : group.params) {
       if (!p.grad().defined()) continue;
+      if (o.foreach() && fusable(p)) {
+        auto& s = state_of(p);
+        const double t = next_step(s);
+        for (const char* name : {"exp_avg", "exp_avg_sq"})
+          if (!s[name].defined()) s[name] = zeros_like(p);
+        if (o.amsgrad() && !s["max_exp_avg_sq"].defined()) s["max_exp_avg_sq"] = zeros_like(p);
+        Batch& batch = batch_for(batches, p.device(), false);
+        batch.params.push_back(p);
+        batch.grads.push_back(p.grad());
+        batch.a.push_back(s["exp_avg"]);
+        batch.b.push_back(s["exp_avg_sq"]);
+        if (o.amsgrad()) batch.c.push_back(s["max_exp_avg_sq"]);
+        batch.steps.push_back(t);
+        continue;
+      }
       Tensor g = update_grad(p, o.maximize(), decoupled_weight_decay_ ? 0 : o.weight_decay());
       if (decoupled_weight_decay_ && o.weight_decay() != 0) p.mul_(1 - o.lr() * o.weight_decay());
       auto& s = state_of(p);
@@ -170,6 +227,11 @@ void Adam::step() {
       const Tensor denom = sqrt(denom_src) / std::sqrt(bias2) + o.eps();
       p.sub_(m / denom, o.lr() / bias1);
     }
+    for (Batch& b : batches)
+      _fused_adam_(b.params, b.grads, b.a, b.b, b.c,
+                   from_blob(b.steps.data(), {static_cast<int64_t>(b.steps.size())}, kDouble),
+                   o.lr(), b1, b2, o.weight_decay(), o.eps(), o.amsgrad(), o.maximize(),
+                   decoupled_weight_decay_);
   }
 }
 

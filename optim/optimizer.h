@@ -90,6 +90,9 @@ struct SGDOptions {
   XTEN_ARG(double, weight_decay) = 0;
   XTEN_ARG(bool, nesterov) = false;
   XTEN_ARG(bool, maximize) = false;
+  // The multi-tensor step (docs/optim.md): one _fused_sgd_ call per device for the group's
+  // dense parameters; false: the per-tensor loop (the reference it is tested against).
+  XTEN_ARG(bool, foreach) = true;
 };
 // g = grad (negated if maximize) + weight_decay * p; with momentum, buf = g on the first step,
 // then momentum * buf + (1 - dampening) * g, and g = nesterov ? g + momentum * buf : buf;
@@ -109,6 +112,8 @@ struct AdamOptions {
   XTEN_ARG(double, weight_decay) = 0;
   XTEN_ARG(bool, amsgrad) = false;
   XTEN_ARG(bool, maximize) = false;
+  // The multi-tensor step: one _fused_adam_ call per device; false: the per-tensor loop.
+  XTEN_ARG(bool, foreach) = true;
 };
 // PyTorch's Adam: m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2 (amsgrad: v_max = max(v_max,
 // v) is used), p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps); weight decay adds

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <xten/optim/optimizer.h>
 #include <xten/xten.h>
 
 #include "test_util.h"
@@ -82,6 +83,127 @@ inline void check_amp_unscale(Device device, const std::vector<ScalarType>& dtyp
     EXPECT_THROW_MSG(_amp_foreach_non_finite_check_and_unscale_({x}, found, inv_t.to("cpu")),
                      DeviceError, "found_inf is on " + x.device().str() + " and inv_scale on cpu");
   }
+}
+
+// The largest |a - b| / (1 + |b|) over all elements, in double.
+inline double max_rel_diff(const Tensor& a, const Tensor& b) {
+  const Tensor x = a.to("cpu").to(kDouble), y = b.to("cpu").to(kDouble);
+  return x.numel() == 0 ? 0.0 : ((x - y).abs() / (y.abs() + 1)).max().item<double>();
+}
+
+// The multi-tensor steps (foreach, the default) against the per-tensor loop (foreach(false))
+// on `device`: the same parameters (sizes across both backends' chunks, every dtype of
+// `dtypes`, one non-contiguous parameter that takes the per-tensor loop, one without a
+// gradient on odd steps), the same gradients, five steps; parameters and every state tensor
+// agree within `tol` (relative to 1 + |value|) after each step.
+template <class MakeOpt>
+void check_foreach_matches_per_tensor(Device device, const std::vector<ScalarType>& dtypes,
+                                      double tol, MakeOpt make_opt, const std::string& what) {
+  manual_seed(5);
+  std::vector<Tensor> init;
+  for (ScalarType t : dtypes)
+    for (int64_t n : {1, 300, 4097, 70000}) init.push_back(randn({n}).to(device, t));
+  init.push_back(randn({6, 5}).to(device).t());  // non-contiguous: the per-tensor loop
+  auto params_like = [&] {
+    std::vector<Tensor> ps;
+    for (const Tensor& t : init) ps.push_back(t.clone().requires_grad_());
+    Tensor strided = empty({6, 5}, TensorOptions(init.back().dtype(), device)).t();
+    strided.copy_(init.back());
+    ps.back() = strided.requires_grad_();
+    return ps;
+  };
+  std::vector<Tensor> fused = params_like(), loop = params_like();
+  ASSERT_FALSE(fused.back().is_contiguous());
+  auto opt_f = make_opt(fused, true), opt_l = make_opt(loop, false);
+  for (int step = 0; step < 5; ++step) {
+    for (size_t i = 0; i < init.size(); ++i) {
+      const bool skip = i == 1 && step % 2 == 1;  // no gradient this step
+      const Tensor g = skip ? Tensor() : (randn(init[i].sizes()) * 0.1).to(device, init[i].dtype());
+      fused[i].grad() = g.defined() ? g.clone() : Tensor();
+      loop[i].grad() = g.defined() ? g.clone() : Tensor();
+    }
+    opt_f.step();
+    opt_l.step();
+    for (size_t i = 0; i < init.size(); ++i)
+      ASSERT_LE(max_rel_diff(fused[i].detach(), loop[i].detach()), tol)
+          << what << " step " << step << " param " << i << " " << to_string(init[i].dtype());
+    const auto sf = opt_f.state_dict(), sl = opt_l.state_dict();
+    ASSERT_EQ(sf.size(), sl.size()) << what;
+    for (size_t k = 0; k < sf.size(); ++k) {
+      ASSERT_EQ(sf[k].first, sl[k].first);
+      ASSERT_LE(max_rel_diff(sf[k].second, sl[k].second), tol) << what << " " << sf[k].first;
+    }
+  }
+}
+
+// SGD over `dtypes`; Adam, Adam with amsgrad, AdamW over the same without float16: its second
+// moment (1e-3 g^2) falls below float16's range, to 0 or one subnormal step depending on the
+// order of roundings (the loop rounds g^2 to float16 first, the fused step does not), and a
+// zero moment against one step changes the update by orders of magnitude, so the two paths are
+// not comparable element by element there (bfloat16 has float32's range).
+inline void check_fused_optimizers(Device device, const std::vector<ScalarType>& dtypes,
+                                   double tol) {
+  std::vector<ScalarType> adam_dtypes;
+  for (ScalarType t : dtypes)
+    if (t != kHalf) adam_dtypes.push_back(t);
+  using optim::AdamOptions;
+  using optim::SGDOptions;
+  for (const auto& [name, o] : std::vector<std::pair<std::string, SGDOptions>>{
+           {"sgd", SGDOptions(0.1)},
+           {"sgd momentum", SGDOptions(0.1).momentum(0.9).dampening(0.1).weight_decay(1e-2)},
+           {"sgd nesterov maximize", SGDOptions(0.05).momentum(0.8).nesterov(true).maximize(true)}})
+    check_foreach_matches_per_tensor(
+        device, dtypes, tol,
+        [o = o](std::vector<Tensor> ps, bool f) {
+          return optim::SGD(std::move(ps), SGDOptions(o).foreach(f));
+        },
+        name);
+  for (const auto& [name, o] : std::vector<std::pair<std::string, AdamOptions>>{
+           {"adam", AdamOptions(1e-2)},
+           {"adam wd amsgrad maximize",
+            AdamOptions(1e-2).weight_decay(0.1).amsgrad(true).maximize(true)}}) {
+    check_foreach_matches_per_tensor(
+        device, adam_dtypes, tol,
+        [o = o](std::vector<Tensor> ps, bool f) {
+          return optim::Adam(std::move(ps), AdamOptions(o).foreach(f));
+        },
+        name);
+    check_foreach_matches_per_tensor(
+        device, adam_dtypes, tol,
+        [o = o](std::vector<Tensor> ps, bool f) {
+          return optim::AdamW(std::move(ps), AdamOptions(o).weight_decay(0.05).foreach(f));
+        },
+        "adamw " + name);
+  }
+}
+
+// The fused steps' argument checks, the same on every device.
+inline void check_fused_step_errors(Device device) {
+  const TensorOptions f(kFloat, device);
+  const Tensor p = ones({4}, f), g = ones({4}, f), m = zeros({4}, f), v = zeros({4}, f);
+  const Tensor steps = ones({1}, kDouble);
+  EXPECT_THROW_MSG(_fused_sgd_({p}, {}, {}, 0, 0, 0.1, 0, false, false, false), ValueError,
+                   "[_fused_sgd_] grads has 0 tensors for 1 in self");
+  EXPECT_THROW_MSG(_fused_sgd_({p}, {ones({4}, TensorOptions(kHalf, device))}, {}, 0, 0, 0.1, 0,
+                               false, false, false),
+                   ValueError, "grads[0] is Half of shape (4), self[0] Float of shape (4)");
+  EXPECT_THROW_MSG(_fused_sgd_({p}, {g}, {}, 0, 0.9, 0.1, 0, false, false, false), ValueError,
+                   "momentum_buffer_list has 0 tensors for 1 in self");
+  EXPECT_THROW_MSG(_fused_adam_({p}, {g}, {m}, {v}, {}, steps.to(kFloat), 1e-3, 0.9, 0.999, 0,
+                                1e-8, false, false, false),
+                   ValueError, "[_fused_adam_] state_steps must be a 1-d float64 CPU tensor of 1 step counts");
+  EXPECT_THROW_MSG(_fused_adam_({p}, {g}, {m}, {v}, {}, zeros({1}, kDouble), 1e-3, 0.9, 0.999, 0,
+                                1e-8, false, false, false),
+                   ValueError, "state_steps[0] is 0: steps count from 1");
+  EXPECT_THROW_MSG(_fused_adam_({p}, {g}, {m}, {v}, {}, steps, 1e-3, 0.9, 0.999, 0, 1e-8,
+                                /*amsgrad=*/true, false, false),
+                   ValueError, "max_exp_avg_sqs has 0 tensors for 1 in self");
+  EXPECT_THROW_MSG(_fused_adam_({p, p}, {g, g}, {m, m}, {v, v}, {}, ones({2}, kDouble), 1e-3, 0.9,
+                                0.999, 0, 1e-8, false, false, false),
+                   ValueError, "two tensors of self share memory");
+  if (device.type() != kCPU)
+    EXPECT_THROW_MSG(_fused_sgd_({p}, {ones({4})}, {}, 0, 0, 0.1, 0, false, false, false),
+                     DeviceError, "grads[0] is on cpu, self[0] on " + p.device().str());
 }
 
 }  // namespace xten::testing

@@ -105,6 +105,32 @@ TEST(NnXpu, FusedUnscaleAndCheckOnTheXpu) {
   for (const Tensor& g : grads) EXPECT_EQ(g.to("cpu").to(kDouble).sum().item<double>(), 2500.0);
 }
 
+TEST(NnXpu, MultiTensorStepsMatchThePerTensorLoopOnTheXpu) {
+  check_fused_optimizers(Device("xpu"), {kFloat}, 1e-5);
+  check_fused_optimizers(Device("xpu"), {kHalf, kBFloat16}, 2e-2);
+  check_fused_step_errors(Device("xpu"));
+  // One launch per dtype and step, whatever the number of parameters.
+  std::vector<Tensor> ps;
+  for (ScalarType t : {kFloat, kHalf, kFloat, kFloat, kHalf}) {
+    ps.push_back(ones({3000}, TensorOptions(t, Device("xpu"))).requires_grad_());
+    ps.back().grad() = ones_like(ps.back());
+  }
+  optim::SGD sgd(ps, optim::SGDOptions(0.5).momentum(0.9));
+  optim::AdamW adamw(ps, optim::AdamOptions(1e-3));
+  profiler::Profiler p(profiler::ProfilerOptions().activities({profiler::ProfilerActivity::XPU}));
+  p.start();
+  sgd.step();
+  adamw.step();
+  p.stop();
+  std::map<std::string, int> launches;
+  for (const auto& d : p.device_events())
+    if (d.kind == "kernel") ++launches[d.name];
+  EXPECT_EQ(launches, (std::map<std::string, int>{{"fused_adam_f16", 1},
+                                                  {"fused_adam_f32", 1},
+                                                  {"fused_sgd_f16", 1},
+                                                  {"fused_sgd_f32", 1}}));
+}
+
 TEST(NnXpu, GradScalerOnTheXpu) {
   Tensor p = tensor({1.0f, 2.0f}).to("xpu").requires_grad_();
   optim::SGD opt({p}, optim::SGDOptions(0.1));

@@ -309,6 +309,14 @@ TEST(LRScheduler, ClosedFormsLikePyTorch) {
                    NotImplementedError, "momentum cycling is not implemented");
 }
 
+TEST(Optim, MultiTensorStepsMatchThePerTensorLoopOnTheCpu) {
+  // float32 and float64 to rounding; float16 and bfloat16 within their precision (the loop
+  // rounds g*g and m/denom to the dtype as tensors, the fused step keeps them in float).
+  check_fused_optimizers(Device("cpu"), {kFloat, kDouble}, 1e-6);
+  check_fused_optimizers(Device("cpu"), {kHalf, kBFloat16}, 2e-2);
+  check_fused_step_errors(Device("cpu"));
+}
+
 TEST(GradScaler, FusedUnscaleAndCheckOnTheCpu) {
   check_amp_unscale(Device("cpu"), {kFloat, kHalf, kBFloat16, kDouble});
 }

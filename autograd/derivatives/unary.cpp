@@ -147,8 +147,8 @@ LIBRARY_IMPL(xten, Autograd, m) {
   });
   d.nondifferentiable(
       {"logical_not", "logical_not_", "bitwise_not", "bitwise_not_", "isnan", "isinf", "isfinite",
-       // GradScaler's unscale: gradients are data to it (kernels/cpu/optim.cpp)
-       "_amp_foreach_non_finite_check_and_unscale_"});
+       // GradScaler's unscale and the optimizers' steps: data to them (kernels/cpu/optim.cpp)
+       "_amp_foreach_non_finite_check_and_unscale_", "_fused_sgd_", "_fused_adam_"});
 }
 
 }  // namespace xten::autograd

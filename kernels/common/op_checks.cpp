@@ -1,6 +1,7 @@
 #include <xten/kernels/common/op_checks.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
@@ -397,6 +398,68 @@ Device check_amp_unscale(const std::vector<Tensor>& self, const Tensor& found_in
              inv_scale.device().str());
   check_tensor_list(op, "self", self, found_inf.device());
   return found_inf.device();
+}
+
+void check_list_like(const char* op, const char* what, const std::vector<Tensor>& list,
+                     const std::vector<Tensor>& self) {
+  XTEN_CHECK(list.size() == self.size(), ValueError, op, "{} has {} tensors for {} in self",
+             what, list.size(), self.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Tensor& t = list[i];
+    XTEN_CHECK(t.defined(), ValueError, op, "{}[{}] is an undefined tensor", what, i);
+    XTEN_CHECK(t.device() == self[i].device(), DeviceError, op, "{}[{}] is on {}, self[{}] on {}",
+               what, i, t.device().str(), i, self[i].device().str());
+    XTEN_CHECK(t.sizes() == self[i].sizes() && t.dtype() == self[i].dtype(), ValueError, op,
+               "{}[{}] is {} of shape {}, self[{}] {} of shape {}", what, i, to_string(t.dtype()),
+               t.sizes(), i, to_string(self[i].dtype()), self[i].sizes());
+    XTEN_CHECK(t.is_contiguous(), ValueError, op,
+               "{}[{}] is not contiguous (sizes {}, strides {}): the multi-tensor ops take dense "
+               "tensors",
+               what, i, t.sizes(), t.strides());
+  }
+}
+
+namespace {
+Device list_device(const char* op, const std::vector<Tensor>& self) {
+  const Device d = self.empty() || !self[0].defined() ? Device(kCPU) : self[0].device();
+  check_tensor_list(op, "self", self, d);
+  return d;
+}
+}  // namespace
+
+Device check_fused_sgd(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
+                       const std::vector<Tensor>& momentum_buffer_list, double momentum) {
+  const char* op = "_fused_sgd_";
+  const Device d = list_device(op, self);
+  check_list_like(op, "grads", grads, self);
+  if (momentum != 0) check_list_like(op, "momentum_buffer_list", momentum_buffer_list, self);
+  return d;
+}
+
+Device check_fused_adam(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
+                        const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
+                        const std::vector<Tensor>& max_exp_avg_sqs, const Tensor& state_steps,
+                        bool amsgrad) {
+  const char* op = "_fused_adam_";
+  const Device d = list_device(op, self);
+  check_list_like(op, "grads", grads, self);
+  check_list_like(op, "exp_avgs", exp_avgs, self);
+  check_list_like(op, "exp_avg_sqs", exp_avg_sqs, self);
+  if (amsgrad) check_list_like(op, "max_exp_avg_sqs", max_exp_avg_sqs, self);
+  XTEN_CHECK(state_steps.defined() && state_steps.is_cpu() && state_steps.dtype() == kDouble &&
+                 state_steps.dim() == 1 && state_steps.numel() == static_cast<int64_t>(self.size()),
+             ValueError, op,
+             "state_steps must be a 1-d float64 CPU tensor of {} step counts, got {}", self.size(),
+             state_steps.defined() ? fmt::format("{} of shape {} on {}", to_string(state_steps.dtype()),
+                                                 state_steps.sizes(), state_steps.device().str())
+                                   : std::string("an undefined tensor"));
+  const Tensor steps = state_steps.contiguous();
+  for (int64_t i = 0; i < steps.numel(); ++i) {
+    const double s = static_cast<const double*>(steps.data_ptr())[i];
+    XTEN_CHECK(s >= 1 && std::isfinite(s), ValueError, op,
+               "state_steps[{}] is {}: steps count from 1", i, s);
+  }
+  return d;
 }
 
 }  // namespace xten

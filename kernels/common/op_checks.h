@@ -153,5 +153,16 @@ void check_tensor_list(const char* op, const char* what, const std::vector<Tenso
 // tensors on one device; the list checked as above. Returns that device.
 Device check_amp_unscale(const std::vector<Tensor>& self, const Tensor& found_inf,
                          const Tensor& inv_scale);
+// _fused_sgd_, _fused_adam_: `self` checked as above (on its first tensor's device); `list`
+// (named `what`) holds, for each tensor of self, a dense tensor of its shape, dtype and device.
+void check_list_like(const char* op, const char* what, const std::vector<Tensor>& list,
+                     const std::vector<Tensor>& self);
+// Both ops' checks; the device of self (CPU if self is empty).
+Device check_fused_sgd(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
+                       const std::vector<Tensor>& momentum_buffer_list, double momentum);
+Device check_fused_adam(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
+                        const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
+                        const std::vector<Tensor>& max_exp_avg_sqs, const Tensor& state_steps,
+                        bool amsgrad);
 
 }  // namespace xten

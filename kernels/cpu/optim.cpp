@@ -3,7 +3,9 @@
 // one parallel loop runs over all the chunks of all the tensors, so a model's hundred small
 // gradients make one loop of balanced work rather than a hundred small ones.
 #include <atomic>
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/parallel.h>
@@ -58,10 +60,113 @@ void amp_unscale_kernel(const std::vector<Tensor>& self, const Tensor& found_inf
   if (bad.load()) *static_cast<float*>(found_inf.data_ptr()) = 1.0f;
 }
 
+// Runs f(chunk, T*) for every chunk of `self` in one parallel loop, T the chunk's tensor's
+// C++ type.
+template <class F>
+void for_each_chunk(const char* op, const std::vector<Tensor>& self, F&& f) {
+  const std::vector<Chunk> chunks = chunks_of(self);
+  parallel_for(static_cast<int64_t>(chunks.size()), 1, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      const Chunk& ch = chunks[static_cast<size_t>(c)];
+      visit_dtype<dtypes::kFloating>(op, self[ch.tensor].dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        f(ch, static_cast<T*>(nullptr));
+      });
+    }
+  });
+}
+
+template <class T>
+T* data(const std::vector<Tensor>& list, size_t i) {
+  return static_cast<T*>(list[i].data_ptr());
+}
+
+// The update of optim::SGD's per-tensor loop (optim/optimizer.cpp), element by element in
+// opmath, with the loop's roundings where it stores (buffer, parameter).
+void fused_sgd_kernel(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
+                      const std::vector<Tensor>& bufs, double weight_decay, double momentum,
+                      double lr, double dampening, bool nesterov, bool maximize,
+                      bool is_first_step) {
+  check_fused_sgd(self, grads, bufs, momentum);
+  for_each_chunk("_fused_sgd_", self, [&](const Chunk& ch, auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    using M = opmath_t<T>;
+    T* p = data<T>(self, ch.tensor);
+    const T* g = data<T>(grads, ch.tensor);
+    T* buf = momentum != 0 ? data<T>(bufs, ch.tensor) : nullptr;
+    const M wd = static_cast<M>(weight_decay), mom = static_cast<M>(momentum),
+            damp = static_cast<M>(1 - dampening), rate = static_cast<M>(lr);
+    for (int64_t i = ch.begin; i < ch.end; ++i) {
+      M d = static_cast<M>(g[i]);
+      if (maximize) d = -d;
+      if (weight_decay != 0) d = static_cast<M>(static_cast<T>(d + static_cast<M>(p[i]) * wd));
+      if (buf) {
+        const M b = is_first_step ? d : static_cast<M>(static_cast<T>(static_cast<M>(buf[i]) * mom)) + damp * d;
+        buf[i] = static_cast<T>(b);
+        d = nesterov ? d + static_cast<M>(static_cast<T>(static_cast<M>(buf[i]) * mom))
+                     : static_cast<M>(buf[i]);
+      }
+      p[i] = static_cast<T>(static_cast<M>(p[i]) - rate * d);
+    }
+  });
+}
+
+// The update of optim::Adam's per-tensor loop (AdamW with decoupled), element by element in
+// opmath; the bias corrections per tensor from its step count.
+void fused_adam_kernel(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
+                       const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
+                       const std::vector<Tensor>& max_exp_avg_sqs, const Tensor& state_steps,
+                       double lr, double beta1, double beta2, double weight_decay, double eps,
+                       bool amsgrad, bool maximize, bool decoupled) {
+  check_fused_adam(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad);
+  const Tensor steps = state_steps.contiguous();
+  const double* step = static_cast<const double*>(steps.data_ptr());
+  for_each_chunk("_fused_adam_", self, [&](const Chunk& ch, auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    using M = opmath_t<T>;
+    const size_t k = ch.tensor;
+    T* p = data<T>(self, k);
+    const T* g = data<T>(grads, k);
+    T* m = data<T>(exp_avgs, k);
+    T* v = data<T>(exp_avg_sqs, k);
+    T* vmax = amsgrad ? data<T>(max_exp_avg_sqs, k) : nullptr;
+    const double bias1 = 1 - std::pow(beta1, step[k]), bias2 = 1 - std::pow(beta2, step[k]);
+    const M b1 = static_cast<M>(beta1), b2 = static_cast<M>(beta2), c1 = static_cast<M>(1 - beta1),
+            c2 = static_cast<M>(1 - beta2), wd = static_cast<M>(weight_decay),
+            decay = static_cast<M>(1 - lr * weight_decay), e = static_cast<M>(eps),
+            bias2_sqrt = static_cast<M>(std::sqrt(bias2)), step_size = static_cast<M>(lr / bias1);
+    for (int64_t i = ch.begin; i < ch.end; ++i) {
+      M d = static_cast<M>(g[i]);
+      if (maximize) d = -d;
+      if (weight_decay != 0) {
+        if (decoupled) {
+          p[i] = static_cast<T>(static_cast<M>(p[i]) * decay);
+        } else {
+          d = static_cast<M>(static_cast<T>(d + static_cast<M>(p[i]) * wd));
+        }
+      }
+      m[i] = static_cast<T>(static_cast<M>(static_cast<T>(static_cast<M>(m[i]) * b1)) + c1 * d);
+      const M sq = static_cast<M>(static_cast<T>(d * d));
+      v[i] = static_cast<T>(static_cast<M>(static_cast<T>(static_cast<M>(v[i]) * b2)) + c2 * sq);
+      M vs = static_cast<M>(v[i]);
+      if (vmax) {
+        vs = std::max(static_cast<M>(vmax[i]), vs);
+        vmax[i] = static_cast<T>(vs);
+      }
+      const M denom = static_cast<M>(
+          static_cast<T>(static_cast<M>(static_cast<T>(std::sqrt(vs))) / bias2_sqrt) + e);
+      const M upd = static_cast<M>(static_cast<T>(static_cast<M>(m[i]) / static_cast<M>(static_cast<T>(denom))));
+      p[i] = static_cast<T>(static_cast<M>(p[i]) - step_size * upd);
+    }
+  });
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, CPU, m) {
   m.impl("_amp_foreach_non_finite_check_and_unscale_", amp_unscale_kernel);
+  m.impl("_fused_sgd_", fused_sgd_kernel);
+  m.impl("_fused_adam_", fused_adam_kernel);
 }
 
 }  // namespace xten::cpu

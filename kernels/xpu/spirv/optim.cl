@@ -23,3 +23,73 @@
     if (bad) found_inf[0] = 1.0f;                                                                  \
   }
 XTEN_FLOAT_DTYPES(AMP_UNSCALE, )
+
+// A per-chunk scalar kept in a long of the table: a float's bits, or a double's in the f64
+// module.
+#define TABLE_SCALAR_f16(x) as_float((int)(x))
+#define TABLE_SCALAR_bf16(x) as_float((int)(x))
+#define TABLE_SCALAR_f32(x) as_float((int)(x))
+#define TABLE_SCALAR_f64(x) as_double(x)
+
+// The SGD step of optim::SGD, as kernels/cpu/optim.cpp computes it: table rows of five longs
+// (parameter, gradient, momentum buffer, first element, length). damp is 1 - dampening.
+#define FUSED_SGD(T, unused)                                                                       \
+  KERNEL fused_sgd_##T(global const long* chunks, T##_m wd, T##_m mom, T##_m damp, T##_m lr,        \
+                       int use_momentum, int nesterov, int maximize, int first) {                  \
+    const long c = get_group_id(0);                                                                \
+    global T##_t* p = (global T##_t*)chunks[5 * c];                                                \
+    global const T##_t* g = (global const T##_t*)chunks[5 * c + 1];                                \
+    global T##_t* buf = (global T##_t*)chunks[5 * c + 2];                                          \
+    const long begin = chunks[5 * c + 3], end = begin + chunks[5 * c + 4];                         \
+    for (long i = begin + (long)get_local_id(0); i < end; i += XTEN_GROUP_SIZE) {                  \
+      T##_m d = T##_load(g, i);                                                                    \
+      if (maximize) d = -d;                                                                        \
+      if (wd != 0) d = d + T##_load(p, i) * wd;                                                    \
+      if (use_momentum) {                                                                          \
+        const T##_m b = first ? d : T##_load(buf, i) * mom + damp * d;                             \
+        T##_store(buf, i, b);                                                                      \
+        d = nesterov ? d + T##_load(buf, i) * mom : T##_load(buf, i);                              \
+      }                                                                                            \
+      T##_store(p, i, T##_load(p, i) - lr * d);                                                    \
+    }                                                                                              \
+  }
+XTEN_FLOAT_DTYPES(FUSED_SGD, )
+
+// The Adam step of optim::Adam (AdamW with decoupled): table rows of nine longs (parameter,
+// gradient, exp_avg, exp_avg_sq, max_exp_avg_sq, first element, length, the tensor's step
+// size lr / (1 - beta1^t) and sqrt(1 - beta2^t) as TABLE_SCALAR bits).
+#define FUSED_ADAM(T, unused)                                                                      \
+  KERNEL fused_adam_##T(global const long* chunks, T##_m b1, T##_m b2, T##_m c1, T##_m c2,          \
+                        T##_m wd, T##_m decay, T##_m eps, int amsgrad, int maximize,               \
+                        int decoupled) {                                                           \
+    const long c = get_group_id(0);                                                                \
+    global const long* row = chunks + 9 * c;                                                       \
+    global T##_t* p = (global T##_t*)row[0];                                                       \
+    global const T##_t* g = (global const T##_t*)row[1];                                           \
+    global T##_t* m = (global T##_t*)row[2];                                                       \
+    global T##_t* v = (global T##_t*)row[3];                                                       \
+    global T##_t* vmax = (global T##_t*)row[4];                                                    \
+    const long begin = row[5], end = begin + row[6];                                               \
+    const T##_m step_size = TABLE_SCALAR_##T(row[7]), bias2_sqrt = TABLE_SCALAR_##T(row[8]);       \
+    for (long i = begin + (long)get_local_id(0); i < end; i += XTEN_GROUP_SIZE) {                  \
+      T##_m d = T##_load(g, i);                                                                    \
+      if (maximize) d = -d;                                                                        \
+      if (wd != 0) {                                                                               \
+        if (decoupled) {                                                                           \
+          T##_store(p, i, T##_load(p, i) * decay);                                                 \
+        } else {                                                                                   \
+          d = d + T##_load(p, i) * wd;                                                             \
+        }                                                                                          \
+      }                                                                                            \
+      T##_store(m, i, T##_load(m, i) * b1 + c1 * d);                                               \
+      T##_store(v, i, T##_load(v, i) * b2 + c2 * (d * d));                                         \
+      T##_m vs = T##_load(v, i);                                                                   \
+      if (amsgrad) {                                                                               \
+        vs = fmax(T##_load(vmax, i), vs);                                                          \
+        T##_store(vmax, i, vs);                                                                    \
+      }                                                                                            \
+      const T##_m denom = sqrt(vs) / bias2_sqrt + eps;                                             \
+      T##_store(p, i, T##_load(p, i) - step_size * (T##_load(m, i) / denom));                      \
+    }                                                                                              \
+  }
+XTEN_FLOAT_DTYPES(FUSED_ADAM, )
