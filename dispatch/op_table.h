@@ -719,7 +719,18 @@
      double beta1, double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,     \
      bool decoupled),                                                                              \
     (self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2,          \
-     weight_decay, eps, amsgrad, maximize, decoupled))
+     weight_decay, eps, amsgrad, maximize, decoupled))                                             \
+  X(FN, _fused_rmsprop_, _fused_rmsprop_,                                                          \
+    "_fused_rmsprop_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] square_avgs, Tensor(c!)[] "   \
+    "grad_avgs, Tensor(d!)[] momentum_buffer_list, *, float lr, float alpha, float eps, float "    \
+    "weight_decay, float momentum, bool centered, bool maximize) -> ()",                           \
+    void,                                                                                          \
+    (const std::vector<Tensor>& self, const std::vector<Tensor>& grads,                            \
+     const std::vector<Tensor>& square_avgs, const std::vector<Tensor>& grad_avgs,                 \
+     const std::vector<Tensor>& momentum_buffer_list, double lr, double alpha, double eps,         \
+     double weight_decay, double momentum, bool centered, bool maximize),                          \
+    (self, grads, square_avgs, grad_avgs, momentum_buffer_list, lr, alpha, eps, weight_decay,      \
+     momentum, centered, maximize))
 // clang-format on
 
 // Helpers for the generated code: the parameters or arguments after the first (self).

@@ -506,6 +506,13 @@ void _fused_adam_(const std::vector<Tensor>& self, const std::vector<Tensor>& gr
                   const std::vector<Tensor>& max_exp_avg_sqs, const Tensor& state_steps,
                   double lr, double beta1, double beta2, double weight_decay, double eps,
                   bool amsgrad, bool maximize, bool decoupled);
+// The fused RMSprop step (xten's; PyTorch has only its foreach form): grad_avgs when centered,
+// momentum_buffer_list when momentum > 0, each empty otherwise.
+void _fused_rmsprop_(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
+                     const std::vector<Tensor>& square_avgs, const std::vector<Tensor>& grad_avgs,
+                     const std::vector<Tensor>& momentum_buffer_list, double lr, double alpha,
+                     double eps, double weight_decay, double momentum, bool centered,
+                     bool maximize);
 
 // ---- dispatcher introspection -----------------------------------------------------------
 // The dispatch table of an op ("add.Tensor") as text: each key's kernel and where it came from.

@@ -247,8 +247,24 @@ void RMSprop::step() {
   NoGradGuard no_grad;
   for (ParamGroup& group : groups_) {
     const RMSpropOptions& o = group.options;
+    std::vector<Batch> batches;
     for (Tensor& p : group.params) {
       if (!p.grad().defined()) continue;
+      if (o.foreach() && fusable(p)) {
+        auto& s = state_of(p);
+        next_step(s);
+        if (!s["square_avg"].defined()) s["square_avg"] = zeros_like(p);
+        if (o.centered() && !s["grad_avg"].defined()) s["grad_avg"] = zeros_like(p);
+        if (o.momentum() > 0 && !s["momentum_buffer"].defined())
+          s["momentum_buffer"] = zeros_like(p);
+        Batch& batch = batch_for(batches, p.device(), false);
+        batch.params.push_back(p);
+        batch.grads.push_back(p.grad());
+        batch.a.push_back(s["square_avg"]);
+        if (o.centered()) batch.b.push_back(s["grad_avg"]);
+        if (o.momentum() > 0) batch.c.push_back(s["momentum_buffer"]);
+        continue;
+      }
       Tensor g = update_grad(p, o.maximize(), o.weight_decay());
       auto& s = state_of(p);
       next_step(s);
@@ -273,6 +289,9 @@ void RMSprop::step() {
         p.sub_(g / avg, o.lr());
       }
     }
+    for (const Batch& b : batches)
+      _fused_rmsprop_(b.params, b.grads, b.a, b.b, b.c, o.lr(), o.alpha(), o.eps(),
+                      o.weight_decay(), o.momentum(), o.centered(), o.maximize());
   }
 }
 

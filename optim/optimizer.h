@@ -143,6 +143,8 @@ struct RMSpropOptions {
   XTEN_ARG(double, momentum) = 0;
   XTEN_ARG(bool, centered) = false;
   XTEN_ARG(bool, maximize) = false;
+  // The multi-tensor step: one _fused_rmsprop_ call per device; false: the per-tensor loop.
+  XTEN_ARG(bool, foreach) = true;
 };
 // s = alpha s + (1 - alpha) g^2; centered: a = alpha a + (1 - alpha) g, avg = sqrt(s - a^2) +
 // eps, else sqrt(s) + eps; momentum: buf = momentum buf + g / avg, p -= lr buf; else

@@ -3,6 +3,7 @@
 // every device: test_optim.cpp calls them on the CPU, test_nn_xpu.cpp on the XPU.
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <xten/optim/optimizer.h>
@@ -11,6 +12,17 @@
 #include "test_util.h"
 
 namespace xten::testing {
+
+inline std::string describe_diff(const Tensor& got, const Tensor& want, const Tensor& orig) {
+  if (got.numel() == 0 || got.sizes() != want.sizes()) return "";
+  const Tensor bad = logical_not(eq(got, want)).to(kLong);
+  const int64_t n = bad.sum().item<int64_t>();
+  if (n == 0) return "";
+  const int64_t i = bad.argmax().item<int64_t>();
+  return fmt::format("{} differ, first at {}: got {} want {} orig {}", n, i,
+                     got.select(0, i).item<double>(), want.select(0, i).item<double>(),
+                     orig.select(0, i).item<double>());
+}
 
 // Same shape, dtype and values (no NaN among them).
 inline bool same_values(const Tensor& a, const Tensor& b) {
@@ -41,7 +53,8 @@ inline void check_amp_unscale(Device device, const std::vector<ScalarType>& dtyp
     const ScalarType t = list[i].dtype();
     const ScalarType m = t == kDouble ? kDouble : kFloat;
     const Tensor want = (before[i].to(m) * inv).to(t);
-    EXPECT_TRUE(same_values(list[i].to("cpu"), want)) << to_string(t) << " " << list[i].numel();
+    const Tensor got = list[i].to("cpu");
+    EXPECT_TRUE(same_values(got, want)) << to_string(t) << " " << list[i].numel() << " " << describe_diff(got, want, before[i]);
     EXPECT_GT(list[i]._version(), versions[i]) << "written: version bumped";
   }
   // One inf in the second XPU chunk of a tensor, one NaN at the end of another dtype's.
@@ -136,8 +149,8 @@ void check_foreach_matches_per_tensor(Device device, const std::vector<ScalarTyp
   }
 }
 
-// SGD over `dtypes`; Adam, Adam with amsgrad, AdamW over the same without float16: its second
-// moment (1e-3 g^2) falls below float16's range, to 0 or one subnormal step depending on the
+// SGD over `dtypes`; Adam, Adam with amsgrad, AdamW and RMSprop over the same without float16:
+// its second moment (1e-3 g^2) falls below float16's range, to 0 or one subnormal step depending on the
 // order of roundings (the loop rounds g^2 to float16 first, the fused step does not), and a
 // zero moment against one step changes the update by orders of magnitude, so the two paths are
 // not comparable element by element there (bfloat16 has float32's range).
@@ -175,6 +188,28 @@ inline void check_fused_optimizers(Device device, const std::vector<ScalarType>&
         },
         "adamw " + name);
   }
+  // RMSprop in float32 and float64 only: its step divides g by sqrt(E[g^2]) (up to 1 /
+  // sqrt(1 - alpha) = 10 times g's relative error) and its first step is lr / sqrt(1 - alpha)
+  // times the sign of g + weight_decay p, so bfloat16's rounding differences between the two
+  // orders of operations grow past any tolerance tied to its precision.
+  std::vector<ScalarType> wide_dtypes;
+  for (ScalarType t : adam_dtypes)
+    if (t != kBFloat16) wide_dtypes.push_back(t);
+  using optim::RMSpropOptions;
+  for (const auto& [name, o, ts] :
+       std::vector<std::tuple<std::string, RMSpropOptions, std::vector<ScalarType>>>{
+           {"rmsprop", RMSpropOptions(1e-2), wide_dtypes},
+           {"rmsprop momentum wd maximize",
+            RMSpropOptions(1e-2).momentum(0.5).weight_decay(0.1).maximize(true), wide_dtypes},
+           {"rmsprop centered momentum wd",
+            RMSpropOptions(1e-2).centered(true).momentum(0.5).weight_decay(0.1), wide_dtypes}})
+    if (!ts.empty())
+      check_foreach_matches_per_tensor(
+          device, ts, tol,
+          [o = o](std::vector<Tensor> ps, bool f) {
+            return optim::RMSprop(std::move(ps), RMSpropOptions(o).foreach(f));
+          },
+        name);
 }
 
 // The fused steps' argument checks, the same on every device.

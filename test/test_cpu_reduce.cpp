@@ -268,3 +268,21 @@ TEST(Reduce, CumsumCumprod) {
   EXPECT_EQ(zeros({0, 2}).cumsum(0).sizes(), IntArrayRef({0, 2}));
   EXPECT_THROW_MSG(ones({2}).cumsum(1), IndexError, "[cumsum] dim 1 is out of range");
 }
+
+TEST(Reduce, AllAndAnyOverOneLongRowAreExactOnEveryRun) {
+  // One row split over threads, each writing its partial result: these were bits of one
+  // std::vector<bool>, and neighbouring threads lost each other's writes (all() over 70,000
+  // true values returned false 8 times in 20,000 on 2 cores).
+  const int threads = get_num_threads();
+  set_num_threads(4);
+  const Tensor ones_ = ones({70000}, kBool);
+  Tensor last = zeros({70000}, kBool);
+  last.narrow(0, 69999, 1).fill_(true);
+  int wrong = 0;
+  for (int i = 0; i < 20000; ++i) {
+    wrong += !ones_.all().item<bool>();
+    wrong += !last.any().item<bool>();
+  }
+  set_num_threads(threads);
+  EXPECT_EQ(wrong, 0);
+}

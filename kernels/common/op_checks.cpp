@@ -462,4 +462,18 @@ Device check_fused_adam(const std::vector<Tensor>& self, const std::vector<Tenso
   return d;
 }
 
+Device check_fused_rmsprop(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
+                           const std::vector<Tensor>& square_avgs,
+                           const std::vector<Tensor>& grad_avgs,
+                           const std::vector<Tensor>& momentum_buffer_list, bool centered,
+                           double momentum) {
+  const char* op = "_fused_rmsprop_";
+  const Device d = list_device(op, self);
+  check_list_like(op, "grads", grads, self);
+  check_list_like(op, "square_avgs", square_avgs, self);
+  if (centered) check_list_like(op, "grad_avgs", grad_avgs, self);
+  if (momentum > 0) check_list_like(op, "momentum_buffer_list", momentum_buffer_list, self);
+  return d;
+}
+
 }  // namespace xten

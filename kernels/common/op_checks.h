@@ -164,5 +164,10 @@ Device check_fused_adam(const std::vector<Tensor>& self, const std::vector<Tenso
                         const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
                         const std::vector<Tensor>& max_exp_avg_sqs, const Tensor& state_steps,
                         bool amsgrad);
+Device check_fused_rmsprop(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
+                           const std::vector<Tensor>& square_avgs,
+                           const std::vector<Tensor>& grad_avgs,
+                           const std::vector<Tensor>& momentum_buffer_list, bool centered,
+                           double momentum);
 
 }  // namespace xten

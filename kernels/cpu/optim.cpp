@@ -161,9 +161,52 @@ void fused_adam_kernel(const std::vector<Tensor>& self, const std::vector<Tensor
   });
 }
 
+// The update of optim::RMSprop's per-tensor loop, element by element in opmath.
+void fused_rmsprop_kernel(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
+                          const std::vector<Tensor>& square_avgs,
+                          const std::vector<Tensor>& grad_avgs,
+                          const std::vector<Tensor>& bufs, double lr, double alpha, double eps,
+                          double weight_decay, double momentum, bool centered, bool maximize) {
+  check_fused_rmsprop(self, grads, square_avgs, grad_avgs, bufs, centered, momentum);
+  for_each_chunk("_fused_rmsprop_", self, [&](const Chunk& ch, auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    using M = opmath_t<T>;
+    const size_t k = ch.tensor;
+    T* p = data<T>(self, k);
+    const T* g = data<T>(grads, k);
+    T* sq = data<T>(square_avgs, k);
+    T* ga = centered ? data<T>(grad_avgs, k) : nullptr;
+    T* buf = momentum > 0 ? data<T>(bufs, k) : nullptr;
+    const M a = static_cast<M>(alpha), c = static_cast<M>(1 - alpha), e = static_cast<M>(eps),
+            wd = static_cast<M>(weight_decay), mom = static_cast<M>(momentum),
+            rate = static_cast<M>(lr);
+    for (int64_t i = ch.begin; i < ch.end; ++i) {
+      M d = static_cast<M>(g[i]);
+      if (maximize) d = -d;
+      if (weight_decay != 0) d = d + static_cast<M>(p[i]) * wd;
+      sq[i] = static_cast<T>(static_cast<M>(sq[i]) * a + c * (d * d));
+      M avg;
+      if (ga) {
+        ga[i] = static_cast<T>(static_cast<M>(ga[i]) * a + c * d);
+        const M mean = static_cast<M>(ga[i]);
+        avg = std::sqrt(static_cast<M>(sq[i]) - mean * mean) + e;
+      } else {
+        avg = std::sqrt(static_cast<M>(sq[i])) + e;
+      }
+      if (buf) {
+        buf[i] = static_cast<T>(static_cast<M>(buf[i]) * mom + d / avg);
+        p[i] = static_cast<T>(static_cast<M>(p[i]) - rate * static_cast<M>(buf[i]));
+      } else {
+        p[i] = static_cast<T>(static_cast<M>(p[i]) - rate * (d / avg));
+      }
+    }
+  });
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, CPU, m) {
+  m.impl("_fused_rmsprop_", fused_rmsprop_kernel);
   m.impl("_amp_foreach_non_finite_check_and_unscale_", amp_unscale_kernel);
   m.impl("_fused_sgd_", fused_sgd_kernel);
   m.impl("_fused_adam_", fused_adam_kernel);

@@ -135,9 +135,37 @@ void fused_adam_kernel(const std::vector<Tensor>& self, const std::vector<Tensor
   }
 }
 
+void fused_rmsprop_kernel(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
+                          const std::vector<Tensor>& square_avgs,
+                          const std::vector<Tensor>& grad_avgs,
+                          const std::vector<Tensor>& bufs, double lr, double alpha, double eps,
+                          double weight_decay, double momentum, bool centered, bool maximize) {
+  const char* op = "_fused_rmsprop_";
+  const Device device =
+      check_fused_rmsprop(self, grads, square_avgs, grad_avgs, bufs, centered, momentum);
+  auto row = [&](size_t k, int64_t begin, int64_t count, std::vector<int64_t>& out) {
+    out.insert(out.end(), {address(self[k]), address(grads[k]), address(square_avgs[k]),
+                           centered ? address(grad_avgs[k]) : 0,
+                           momentum > 0 ? address(bufs[k]) : 0, begin, count});
+  };
+  for (const auto& [dtype, table] : chunk_tables(self, device, row)) {
+    Kernel& k = get_kernel(device_of(self[0]), op, family_for("optim", {dtype}),
+                           std::string("fused_rmsprop_") + dtype_tag(dtype));
+    const int32_t cen = centered, use_momentum = momentum > 0, max = maximize;
+    OpmathScalar{dtype}([&](auto m) {
+      using M = decltype(m);
+      launch_groups(stream_of(self[0]), k, static_cast<uint64_t>(table.numel() / 7),
+                    table.data_ptr(), static_cast<M>(lr), static_cast<M>(alpha),
+                    static_cast<M>(1 - alpha), static_cast<M>(eps), static_cast<M>(weight_decay),
+                    static_cast<M>(momentum), cen, use_momentum, max);
+    });
+  }
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, XPU, m) {
+  m.impl("_fused_rmsprop_", fused_rmsprop_kernel);
   m.impl("_amp_foreach_non_finite_check_and_unscale_", amp_unscale_kernel);
   m.impl("_fused_sgd_", fused_sgd_kernel);
   m.impl("_fused_adam_", fused_adam_kernel);

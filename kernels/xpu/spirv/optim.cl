@@ -93,3 +93,39 @@ XTEN_FLOAT_DTYPES(FUSED_SGD, )
     }                                                                                              \
   }
 XTEN_FLOAT_DTYPES(FUSED_ADAM, )
+
+// The RMSprop step of optim::RMSprop: table rows of longs (parameter, gradient,
+// square_avg, grad_avg or 0, momentum buffer or 0, first element, length: seven). c is 1 - alpha.
+#define FUSED_RMSPROP(T, unused)                                                                   \
+  KERNEL fused_rmsprop_##T(global const long* chunks, T##_m lr, T##_m alpha, T##_m c, T##_m eps,   \
+                           T##_m wd, T##_m mom, int centered, int use_momentum, int maximize) {    \
+    const long r = get_group_id(0);                                                                \
+    global const long* row = chunks + 7 * r;                                                       \
+    global T##_t* p = (global T##_t*)row[0];                                                       \
+    global const T##_t* g = (global const T##_t*)row[1];                                           \
+    global T##_t* sq = (global T##_t*)row[2];                                                      \
+    global T##_t* ga = (global T##_t*)row[3];                                                      \
+    global T##_t* buf = (global T##_t*)row[4];                                                     \
+    const long begin = row[5], end = begin + row[6];                                               \
+    for (long i = begin + (long)get_local_id(0); i < end; i += XTEN_GROUP_SIZE) {                  \
+      T##_m d = T##_load(g, i);                                                                    \
+      if (maximize) d = -d;                                                                        \
+      if (wd != 0) d = d + T##_load(p, i) * wd;                                                    \
+      T##_store(sq, i, T##_load(sq, i) * alpha + c * (d * d));                                     \
+      T##_m avg;                                                                                   \
+      if (centered) {                                                                              \
+        T##_store(ga, i, T##_load(ga, i) * alpha + c * d);                                         \
+        const T##_m mean = T##_load(ga, i);                                                        \
+        avg = sqrt(T##_load(sq, i) - mean * mean) + eps;                                           \
+      } else {                                                                                     \
+        avg = sqrt(T##_load(sq, i)) + eps;                                                         \
+      }                                                                                            \
+      if (use_momentum) {                                                                          \
+        T##_store(buf, i, T##_load(buf, i) * mom + d / avg);                                       \
+        T##_store(p, i, T##_load(p, i) - lr * T##_load(buf, i));                                   \
+      } else {                                                                                     \
+        T##_store(p, i, T##_load(p, i) - lr * (d / avg));                                         \
+      }                                                                                            \
+    }                                                                                              \
+  }
+XTEN_FLOAT_DTYPES(FUSED_RMSPROP, )
