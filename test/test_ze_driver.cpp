@@ -428,6 +428,18 @@ TEST(Driver, BadKernelArguments) {
   zeCommandListDestroy(l);
 }
 
+TEST(Driver, IndirectAccessFlagsAreKept) {
+  ze_kernel_handle_t k = kernel("scale_add");
+  ze_kernel_indirect_access_flags_t f = 7;
+  ZE(zeKernelGetIndirectAccess(k, &f));
+  EXPECT_EQ(f, 0u);
+  ZE(zeKernelSetIndirectAccess(k, ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE));
+  ZE(zeKernelGetIndirectAccess(k, &f));
+  EXPECT_EQ(f, static_cast<ze_kernel_indirect_access_flags_t>(ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE));
+  EXPECT_NE(zeKernelSetIndirectAccess(k, 0x100), ZE_RESULT_SUCCESS);  // no such flag
+  zeKernelDestroy(k);
+}
+
 TEST(Driver, ManyThreadsLaunchingAtOnce) {
   constexpr int kThreads = 8, kLaunches = 50, n = 256;
   std::atomic<int> failures{0};

@@ -69,6 +69,8 @@ std::remove_pointer_t<ze_pfnModuleBuildLogGetString_t> zoModuleBuildLogGetString
 std::remove_pointer_t<ze_pfnKernelCreate_t> zoKernelCreate;
 std::remove_pointer_t<ze_pfnKernelDestroy_t> zoKernelDestroy;
 std::remove_pointer_t<ze_pfnKernelSetGroupSize_t> zoKernelSetGroupSize;
+std::remove_pointer_t<ze_pfnKernelSetIndirectAccess_t> zoKernelSetIndirectAccess;
+std::remove_pointer_t<ze_pfnKernelGetIndirectAccess_t> zoKernelGetIndirectAccess;
 std::remove_pointer_t<ze_pfnKernelSuggestGroupSize_t> zoKernelSuggestGroupSize;
 std::remove_pointer_t<ze_pfnKernelSetArgumentValue_t> zoKernelSetArgumentValue;
 std::remove_pointer_t<ze_pfnKernelGetProperties_t> zoKernelGetProperties;
@@ -247,6 +249,8 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetKernelProcAddrTable(ze_api_version_t ve
   t->pfnCreate = zoKernelCreate;
   t->pfnDestroy = zoKernelDestroy;
   t->pfnSetGroupSize = zoKernelSetGroupSize;
+  t->pfnSetIndirectAccess = zoKernelSetIndirectAccess;
+  t->pfnGetIndirectAccess = zoKernelGetIndirectAccess;
   t->pfnSuggestGroupSize = zoKernelSuggestGroupSize;
   t->pfnSetArgumentValue = zoKernelSetArgumentValue;
   t->pfnGetProperties = zoKernelGetProperties;

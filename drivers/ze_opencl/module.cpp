@@ -349,6 +349,25 @@ ze_result_t zoKernelSetGroupSize(ze_kernel_handle_t k, uint32_t x, uint32_t y, u
   return ZE_RESULT_SUCCESS;
 }
 
+ze_result_t zoKernelSetIndirectAccess(ze_kernel_handle_t k, ze_kernel_indirect_access_flags_t f) {
+  if (!k) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  constexpr ze_kernel_indirect_access_flags_t kAll = ZE_KERNEL_INDIRECT_ACCESS_FLAG_HOST |
+                                                     ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE |
+                                                     ZE_KERNEL_INDIRECT_ACCESS_FLAG_SHARED;
+  if (f & ~kAll) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+  std::lock_guard<std::mutex> lock(k->mutex);
+  k->indirect_access = f;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zoKernelGetIndirectAccess(ze_kernel_handle_t k, ze_kernel_indirect_access_flags_t* f) {
+  if (!k) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (!f) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  std::lock_guard<std::mutex> lock(k->mutex);
+  *f = k->indirect_access;
+  return ZE_RESULT_SUCCESS;
+}
+
 // Few, stable sizes: PoCL compiles a kernel again for every work-group size it meets, so the
 // suggestion is the largest power of two up to 256 (64 per extra dimension) dividing each extent.
 ze_result_t zoKernelSuggestGroupSize(ze_kernel_handle_t k, uint32_t gx, uint32_t gy, uint32_t gz,

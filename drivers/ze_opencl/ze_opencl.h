@@ -135,6 +135,10 @@ struct _ze_kernel_handle_t {
   std::vector<KernelArg> args;
   uint32_t group[3] = {1, 1, 1};
   size_t max_group_size;
+  // zeKernelSetIndirectAccess: memory the kernel reaches through pointers it reads from memory
+  // (a table of tensor addresses). Every allocation of the driver is SVM that PoCL's devices
+  // address directly, so launches need nothing more; the flags are kept and reported.
+  ze_kernel_indirect_access_flags_t indirect_access = 0;
   std::mutex mutex;  // cl_kernel argument setting + enqueue is not thread-safe
 };
 

@@ -40,6 +40,16 @@ std::map<ScalarType, Tensor> chunk_tables(const std::vector<Tensor>& self, Devic
   return out;
 }
 
+// The kernel of a chunk table: its tensors' memory is reached through the table's addresses,
+// which the driver must be told (zeKernelSetIndirectAccess; once per kernel).
+Kernel& table_kernel(int device, const char* op, ScalarType dtype, const std::string& name) {
+  Kernel& k = get_kernel(device, op, family_for("optim", {dtype}), name + "_" + dtype_tag(dtype));
+  std::call_once(k.indirect_once, [&k] {
+    XTEN_ZE_CHECK(zeKernelSetIndirectAccess(k.handle, ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE));
+  });
+  return k;
+}
+
 // A scalar as its kernel parameter of type T##_m (double for float64, else float).
 struct OpmathScalar {
   ScalarType t;
@@ -70,8 +80,7 @@ void amp_unscale_kernel(const std::vector<Tensor>& self, const Tensor& found_inf
     out.insert(out.end(), {address(self[k]), begin, count});
   };
   for (const auto& [dtype, table] : chunk_tables(self, device, row)) {
-    Kernel& k = get_kernel(device_of(found_inf), op, family_for("optim", {dtype}),
-                           std::string("amp_unscale_") + dtype_tag(dtype));
+    Kernel& k = table_kernel(device_of(found_inf), op, dtype, "amp_unscale");
     launch_groups(stream_of(found_inf), k, static_cast<uint64_t>(table.numel() / 3),
                   table.data_ptr(), found_inf.data_ptr(), inv_scale.data_ptr());
   }
@@ -88,8 +97,7 @@ void fused_sgd_kernel(const std::vector<Tensor>& self, const std::vector<Tensor>
                            momentum != 0 ? address(bufs[k]) : 0, begin, count});
   };
   for (const auto& [dtype, table] : chunk_tables(self, device, row)) {
-    Kernel& k = get_kernel(device_of(self[0]), op, family_for("optim", {dtype}),
-                           std::string("fused_sgd_") + dtype_tag(dtype));
+    Kernel& k = table_kernel(device_of(self[0]), op, dtype, "fused_sgd");
     const int32_t use_momentum = momentum != 0, nest = nesterov, max = maximize,
                   first = is_first_step;
     OpmathScalar{dtype}([&](auto m) {
@@ -121,8 +129,7 @@ void fused_adam_kernel(const std::vector<Tensor>& self, const std::vector<Tensor
                            table_scalar(std::sqrt(bias2), t)});
   };
   for (const auto& [dtype, table] : chunk_tables(self, device, row)) {
-    Kernel& k = get_kernel(device_of(self[0]), op, family_for("optim", {dtype}),
-                           std::string("fused_adam_") + dtype_tag(dtype));
+    Kernel& k = table_kernel(device_of(self[0]), op, dtype, "fused_adam");
     const int32_t ams = amsgrad, max = maximize, dec = decoupled;
     OpmathScalar{dtype}([&](auto m) {
       using M = decltype(m);
@@ -149,8 +156,7 @@ void fused_rmsprop_kernel(const std::vector<Tensor>& self, const std::vector<Ten
                            momentum > 0 ? address(bufs[k]) : 0, begin, count});
   };
   for (const auto& [dtype, table] : chunk_tables(self, device, row)) {
-    Kernel& k = get_kernel(device_of(self[0]), op, family_for("optim", {dtype}),
-                           std::string("fused_rmsprop_") + dtype_tag(dtype));
+    Kernel& k = table_kernel(device_of(self[0]), op, dtype, "fused_rmsprop");
     const int32_t cen = centered, use_momentum = momentum > 0, max = maximize;
     OpmathScalar{dtype}([&](auto m) {
       using M = decltype(m);

@@ -57,6 +57,7 @@ ze_event_handle_t append_marker(StreamImpl* st);
 struct Kernel {
   ze_kernel_handle_t handle;
   std::string name;  // the kernel's, for the profiler
+  std::once_flag indirect_once;  // zeKernelSetIndirectAccess, for kernels that need it
   std::mutex mutex;  // argument setting + append is not thread-safe in Level Zero
 };
 Kernel& get_kernel(int device, const char* op, const std::string& family, const std::string& name);
