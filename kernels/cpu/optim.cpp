@@ -18,6 +18,8 @@ namespace xten::cpu {
 namespace {
 
 constexpr int64_t kChunk = 1 << 16;
+// Elements per block of the fused steps' inner loops (a few KiB of opmath on the stack).
+constexpr int64_t kBlock = 512;
 
 struct Chunk {
   size_t tensor;
@@ -95,18 +97,37 @@ void fused_sgd_kernel(const std::vector<Tensor>& self, const std::vector<Tensor>
     const T* g = data<T>(grads, ch.tensor);
     T* buf = momentum != 0 ? data<T>(bufs, ch.tensor) : nullptr;
     const M wd = static_cast<M>(weight_decay), mom = static_cast<M>(momentum),
-            damp = static_cast<M>(1 - dampening), rate = static_cast<M>(lr);
-    for (int64_t i = ch.begin; i < ch.end; ++i) {
-      M d = static_cast<M>(g[i]);
-      if (maximize) d = -d;
-      if (weight_decay != 0) d = static_cast<M>(static_cast<T>(d + static_cast<M>(p[i]) * wd));
-      if (buf) {
-        const M b = is_first_step ? d : static_cast<M>(static_cast<T>(static_cast<M>(buf[i]) * mom)) + damp * d;
-        buf[i] = static_cast<T>(b);
-        d = nesterov ? d + static_cast<M>(static_cast<T>(static_cast<M>(buf[i]) * mom))
-                     : static_cast<M>(buf[i]);
+            damp = static_cast<M>(1 - dampening), rate = static_cast<M>(lr),
+            sign = maximize ? M(-1) : M(1);
+    // Blocks of kBlock elements, each step a loop without branches that the compiler
+    // vectorizes (one loop with the options tested per element ran at ~1 ns per element).
+    M d[kBlock];
+    for (int64_t b0 = ch.begin; b0 < ch.end; b0 += kBlock) {
+      const int64_t n = std::min<int64_t>(kBlock, ch.end - b0);
+      T* pp = p + b0;
+      const T* gg = g + b0;
+      if (weight_decay != 0) {
+        for (int64_t i = 0; i < n; ++i)
+          d[i] = static_cast<M>(static_cast<T>(sign * static_cast<M>(gg[i]) + static_cast<M>(pp[i]) * wd));
+      } else {
+        for (int64_t i = 0; i < n; ++i) d[i] = sign * static_cast<M>(gg[i]);
       }
-      p[i] = static_cast<T>(static_cast<M>(p[i]) - rate * d);
+      if (buf) {
+        T* bb = buf + b0;
+        if (is_first_step) {
+          for (int64_t i = 0; i < n; ++i) bb[i] = static_cast<T>(d[i]);
+        } else {
+          for (int64_t i = 0; i < n; ++i)
+            bb[i] = static_cast<T>(static_cast<M>(static_cast<T>(static_cast<M>(bb[i]) * mom)) + damp * d[i]);
+        }
+        if (nesterov) {
+          for (int64_t i = 0; i < n; ++i)
+            d[i] = d[i] + static_cast<M>(static_cast<T>(static_cast<M>(bb[i]) * mom));
+        } else {
+          for (int64_t i = 0; i < n; ++i) d[i] = static_cast<M>(bb[i]);
+        }
+      }
+      for (int64_t i = 0; i < n; ++i) pp[i] = static_cast<T>(static_cast<M>(pp[i]) - rate * d[i]);
     }
   });
 }
@@ -135,28 +156,44 @@ void fused_adam_kernel(const std::vector<Tensor>& self, const std::vector<Tensor
             c2 = static_cast<M>(1 - beta2), wd = static_cast<M>(weight_decay),
             decay = static_cast<M>(1 - lr * weight_decay), e = static_cast<M>(eps),
             bias2_sqrt = static_cast<M>(std::sqrt(bias2)), step_size = static_cast<M>(lr / bias1);
-    for (int64_t i = ch.begin; i < ch.end; ++i) {
-      M d = static_cast<M>(g[i]);
-      if (maximize) d = -d;
-      if (weight_decay != 0) {
-        if (decoupled) {
-          p[i] = static_cast<T>(static_cast<M>(p[i]) * decay);
-        } else {
-          d = static_cast<M>(static_cast<T>(d + static_cast<M>(p[i]) * wd));
+    const M sign = maximize ? M(-1) : M(1);
+    // In blocks of branch-free loops, as the SGD step (vectorized).
+    M d[kBlock], vs[kBlock];
+    for (int64_t b0 = ch.begin; b0 < ch.end; b0 += kBlock) {
+      const int64_t n = std::min<int64_t>(kBlock, ch.end - b0);
+      T* pp = p + b0;
+      T* mm = m + b0;
+      T* vv = v + b0;
+      const T* gg = g + b0;
+      if (weight_decay != 0 && !decoupled) {
+        for (int64_t i = 0; i < n; ++i)
+          d[i] = static_cast<M>(static_cast<T>(sign * static_cast<M>(gg[i]) + static_cast<M>(pp[i]) * wd));
+      } else {
+        for (int64_t i = 0; i < n; ++i) d[i] = sign * static_cast<M>(gg[i]);
+      }
+      if (weight_decay != 0 && decoupled)
+        for (int64_t i = 0; i < n; ++i) pp[i] = static_cast<T>(static_cast<M>(pp[i]) * decay);
+      for (int64_t i = 0; i < n; ++i)
+        mm[i] = static_cast<T>(static_cast<M>(static_cast<T>(static_cast<M>(mm[i]) * b1)) + c1 * d[i]);
+      for (int64_t i = 0; i < n; ++i) {
+        const M sq = static_cast<M>(static_cast<T>(d[i] * d[i]));
+        vv[i] = static_cast<T>(static_cast<M>(static_cast<T>(static_cast<M>(vv[i]) * b2)) + c2 * sq);
+        vs[i] = static_cast<M>(vv[i]);
+      }
+      if (vmax) {
+        T* vm = vmax + b0;
+        for (int64_t i = 0; i < n; ++i) {
+          vs[i] = std::max(static_cast<M>(vm[i]), vs[i]);
+          vm[i] = static_cast<T>(vs[i]);
         }
       }
-      m[i] = static_cast<T>(static_cast<M>(static_cast<T>(static_cast<M>(m[i]) * b1)) + c1 * d);
-      const M sq = static_cast<M>(static_cast<T>(d * d));
-      v[i] = static_cast<T>(static_cast<M>(static_cast<T>(static_cast<M>(v[i]) * b2)) + c2 * sq);
-      M vs = static_cast<M>(v[i]);
-      if (vmax) {
-        vs = std::max(static_cast<M>(vmax[i]), vs);
-        vmax[i] = static_cast<T>(vs);
+      for (int64_t i = 0; i < n; ++i) {
+        const M denom = static_cast<M>(
+            static_cast<T>(static_cast<M>(static_cast<T>(std::sqrt(vs[i]))) / bias2_sqrt) + e);
+        const M upd = static_cast<M>(
+            static_cast<T>(static_cast<M>(mm[i]) / static_cast<M>(static_cast<T>(denom))));
+        pp[i] = static_cast<T>(static_cast<M>(pp[i]) - step_size * upd);
       }
-      const M denom = static_cast<M>(
-          static_cast<T>(static_cast<M>(static_cast<T>(std::sqrt(vs))) / bias2_sqrt) + e);
-      const M upd = static_cast<M>(static_cast<T>(static_cast<M>(m[i]) / static_cast<M>(static_cast<T>(denom))));
-      p[i] = static_cast<T>(static_cast<M>(p[i]) - step_size * upd);
     }
   });
 }
