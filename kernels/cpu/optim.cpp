@@ -217,24 +217,41 @@ void fused_rmsprop_kernel(const std::vector<Tensor>& self, const std::vector<Ten
     const M a = static_cast<M>(alpha), c = static_cast<M>(1 - alpha), e = static_cast<M>(eps),
             wd = static_cast<M>(weight_decay), mom = static_cast<M>(momentum),
             rate = static_cast<M>(lr);
-    for (int64_t i = ch.begin; i < ch.end; ++i) {
-      M d = static_cast<M>(g[i]);
-      if (maximize) d = -d;
-      if (weight_decay != 0) d = d + static_cast<M>(p[i]) * wd;
-      sq[i] = static_cast<T>(static_cast<M>(sq[i]) * a + c * (d * d));
-      M avg;
-      if (ga) {
-        ga[i] = static_cast<T>(static_cast<M>(ga[i]) * a + c * d);
-        const M mean = static_cast<M>(ga[i]);
-        avg = std::sqrt(static_cast<M>(sq[i]) - mean * mean) + e;
+    const M sign = maximize ? M(-1) : M(1);
+    // In blocks of branch-free loops, as the SGD step (vectorized).
+    M d[kBlock], avg[kBlock];
+    for (int64_t b0 = ch.begin; b0 < ch.end; b0 += kBlock) {
+      const int64_t n = std::min<int64_t>(kBlock, ch.end - b0);
+      T* pp = p + b0;
+      T* ss = sq + b0;
+      const T* gg = g + b0;
+      if (weight_decay != 0) {
+        for (int64_t i = 0; i < n; ++i)
+          d[i] = sign * static_cast<M>(gg[i]) + static_cast<M>(pp[i]) * wd;
       } else {
-        avg = std::sqrt(static_cast<M>(sq[i])) + e;
+        for (int64_t i = 0; i < n; ++i) d[i] = sign * static_cast<M>(gg[i]);
+      }
+      for (int64_t i = 0; i < n; ++i)
+        ss[i] = static_cast<T>(static_cast<M>(ss[i]) * a + c * (d[i] * d[i]));
+      if (ga) {
+        T* aa = ga + b0;
+        for (int64_t i = 0; i < n; ++i) {
+          aa[i] = static_cast<T>(static_cast<M>(aa[i]) * a + c * d[i]);
+          const M mean = static_cast<M>(aa[i]);
+          avg[i] = std::sqrt(static_cast<M>(ss[i]) - mean * mean) + e;
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i) avg[i] = std::sqrt(static_cast<M>(ss[i])) + e;
       }
       if (buf) {
-        buf[i] = static_cast<T>(static_cast<M>(buf[i]) * mom + d / avg);
-        p[i] = static_cast<T>(static_cast<M>(p[i]) - rate * static_cast<M>(buf[i]));
+        T* bb = buf + b0;
+        for (int64_t i = 0; i < n; ++i) {
+          bb[i] = static_cast<T>(static_cast<M>(bb[i]) * mom + d[i] / avg[i]);
+          pp[i] = static_cast<T>(static_cast<M>(pp[i]) - rate * static_cast<M>(bb[i]));
+        }
       } else {
-        p[i] = static_cast<T>(static_cast<M>(p[i]) - rate * (d / avg));
+        for (int64_t i = 0; i < n; ++i)
+          pp[i] = static_cast<T>(static_cast<M>(pp[i]) - rate * (d[i] / avg[i]));
       }
     }
   });
