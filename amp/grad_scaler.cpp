@@ -38,35 +38,30 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
              "no scale yet: call scale() on the loss before unscaling");
   NoGradGuard no_grad;
   const Tensor inv = scale_.reciprocal();  // float32, as PyTorch's (never float64)
-  // Per device, the dense gradients go to one multi-tensor call (one loop on the CPU, one
-  // kernel per dtype on an XPU: docs/optim.md); a non-contiguous one is unscaled by itself.
-  std::vector<std::pair<Device, std::vector<Tensor>>> dense;  // in order of first use
-  std::vector<Tensor> strided;
+  // Per device, one multi-tensor call over its gradients (one loop on the CPU, one kernel per
+  // dtype on an XPU: docs/optim.md); a non-contiguous gradient goes in as a contiguous copy,
+  // written back afterwards.
+  std::vector<std::pair<Device, std::vector<Tensor>>> per_device;  // in order of first use
+  std::vector<std::pair<Tensor, Tensor>> strided;                  // (gradient, its copy)
   for (const Tensor& p : optimizer.all_params()) {
-    const Tensor& g = p.grad();
+    Tensor g = p.grad();
     if (!g.defined()) continue;
     if (!g.is_contiguous()) {
-      strided.push_back(g);
-      continue;
+      strided.emplace_back(g, g.contiguous());
+      g = strided.back().second;
     }
-    auto it = std::find_if(dense.begin(), dense.end(),
+    auto it = std::find_if(per_device.begin(), per_device.end(),
                            [&](const auto& d) { return d.first == g.device(); });
-    if (it == dense.end()) it = dense.insert(dense.end(), {g.device(), {}});
+    if (it == per_device.end()) it = per_device.insert(per_device.end(), {g.device(), {}});
     it->second.push_back(g);
   }
   st.found_inf = zeros({1}, kFloat, scale_.device());
-  for (auto& [device, grads] : dense) {
+  for (auto& [device, grads] : per_device) {
     const Tensor found = zeros({1}, kFloat, device);
     _amp_foreach_non_finite_check_and_unscale_(grads, found, inv.to(device));
     st.found_inf = maximum(st.found_inf, found.to(scale_.device()));
   }
-  for (Tensor g : strided) {
-    const Tensor found = zeros({1}, kFloat, g.device());
-    const Tensor dense_copy = g.contiguous();
-    _amp_foreach_non_finite_check_and_unscale_({dense_copy}, found, inv.to(g.device()));
-    g.copy_(dense_copy);
-    st.found_inf = maximum(st.found_inf, found.to(scale_.device()));
-  }
+  for (auto& [g, copy] : strided) g.copy_(copy);
   st.unscaled = true;
 }
 

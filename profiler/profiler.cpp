@@ -392,8 +392,9 @@ std::string Averages::table(size_t limit, const std::string& sort_by) const {
 
 void Profiler::export_chrome_trace(const std::string& path) const {
   // Layout (docs/profiler.md, "Reading the trace"): process 0 is the host (a track per thread,
-  // memory counters); process 1 + d is xpu:d (a track per stream). Flow arrows ("ac2g") go
-  // from the launch inside the host op to the device slice.
+  // memory counters); processes 1, 2, ... are the devices that ran work, in name order (a
+  // track per stream). Flow arrows ("ac2g") go from the launch inside the host op to the
+  // device slice.
   nlohmann::json trace;
   trace["displayTimeUnit"] = "ms";
   nlohmann::json& list = trace["traceEvents"] = nlohmann::json::array();

@@ -359,20 +359,30 @@ ScalarType lerp_meta(const Tensor& self, const Tensor& end, const Tensor& weight
   return supported<dtypes::kFloating>("lerp", self.dtype());
 }
 
+namespace {
+// Element i of a multi-tensor op's list `what`: defined; dense.
+void check_defined(const char* op, const char* what, size_t i, const Tensor& t) {
+  XTEN_CHECK(t.defined(), ValueError, op, "{}[{}] is an undefined tensor", what, i);
+}
+void check_dense(const char* op, const char* what, size_t i, const Tensor& t) {
+  XTEN_CHECK(t.is_contiguous(), ValueError, op,
+             "{}[{}] is not contiguous (sizes {}, strides {}): the multi-tensor ops take dense "
+             "tensors",
+             what, i, t.sizes(), t.strides());
+}
+}  // namespace
+
 void check_tensor_list(const char* op, const char* what, const std::vector<Tensor>& list,
                        Device device) {
   std::vector<std::pair<uintptr_t, uintptr_t>> spans;  // [begin, end) of each tensor's bytes
   for (size_t i = 0; i < list.size(); ++i) {
     const Tensor& t = list[i];
-    XTEN_CHECK(t.defined(), ValueError, op, "{}[{}] is an undefined tensor", what, i);
+    check_defined(op, what, i, t);
     XTEN_CHECK(t.device() == device, DeviceError, op, "{}[{}] is on {}, expected {}", what, i,
                t.device().str(), device.str());
     XTEN_CHECK(is_floating_type(t.dtype()), NotImplementedError, op,
                "{}[{}] has dtype {}: only floating dtypes", what, i, to_string(t.dtype()));
-    XTEN_CHECK(t.is_contiguous(), ValueError, op,
-               "{}[{}] is not contiguous (sizes {}, strides {}): the multi-tensor ops take dense "
-               "tensors",
-               what, i, t.sizes(), t.strides());
+    check_dense(op, what, i, t);
     if (t.numel() == 0) continue;
     const auto b = reinterpret_cast<uintptr_t>(t.data_ptr());
     spans.emplace_back(b, b + static_cast<uintptr_t>(t.nbytes()));
@@ -406,16 +416,13 @@ void check_list_like(const char* op, const char* what, const std::vector<Tensor>
              what, list.size(), self.size());
   for (size_t i = 0; i < list.size(); ++i) {
     const Tensor& t = list[i];
-    XTEN_CHECK(t.defined(), ValueError, op, "{}[{}] is an undefined tensor", what, i);
+    check_defined(op, what, i, t);
     XTEN_CHECK(t.device() == self[i].device(), DeviceError, op, "{}[{}] is on {}, self[{}] on {}",
                what, i, t.device().str(), i, self[i].device().str());
     XTEN_CHECK(t.sizes() == self[i].sizes() && t.dtype() == self[i].dtype(), ValueError, op,
                "{}[{}] is {} of shape {}, self[{}] {} of shape {}", what, i, to_string(t.dtype()),
                t.sizes(), i, to_string(self[i].dtype()), self[i].sizes());
-    XTEN_CHECK(t.is_contiguous(), ValueError, op,
-               "{}[{}] is not contiguous (sizes {}, strides {}): the multi-tensor ops take dense "
-               "tensors",
-               what, i, t.sizes(), t.strides());
+    check_dense(op, what, i, t);
   }
 }
 

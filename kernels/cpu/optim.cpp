@@ -34,34 +34,6 @@ std::vector<Chunk> chunks_of(const std::vector<Tensor>& list) {
   return out;
 }
 
-void amp_unscale_kernel(const std::vector<Tensor>& self, const Tensor& found_inf,
-                        const Tensor& inv_scale) {
-  const char* op = "_amp_foreach_non_finite_check_and_unscale_";
-  check_amp_unscale(self, found_inf, inv_scale);
-  const float inv = *static_cast<const float*>(inv_scale.data_ptr());
-  const std::vector<Chunk> chunks = chunks_of(self);
-  std::atomic<bool> bad{false};
-  parallel_for(static_cast<int64_t>(chunks.size()), 1, [&](int64_t cb, int64_t ce) {
-    bool here = false;
-    for (int64_t c = cb; c < ce; ++c) {
-      const Chunk& ch = chunks[static_cast<size_t>(c)];
-      const Tensor& t = self[ch.tensor];
-      visit_dtype<dtypes::kFloating>(op, t.dtype(), [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        using M = opmath_t<T>;
-        T* p = static_cast<T*>(t.data_ptr());
-        for (int64_t i = ch.begin; i < ch.end; ++i) {
-          const M v = static_cast<M>(p[i]);
-          here |= !std::isfinite(v);  // the value as it came, as PyTorch checks it
-          p[i] = static_cast<T>(v * static_cast<M>(inv));
-        }
-      });
-    }
-    if (here) bad.store(true, std::memory_order_relaxed);
-  });
-  if (bad.load()) *static_cast<float*>(found_inf.data_ptr()) = 1.0f;
-}
-
 // Runs f(chunk, T*) for every chunk of `self` in one parallel loop, T the chunk's tensor's
 // C++ type.
 template <class F>
@@ -78,9 +50,42 @@ void for_each_chunk(const char* op, const std::vector<Tensor>& self, F&& f) {
   });
 }
 
+void amp_unscale_kernel(const std::vector<Tensor>& self, const Tensor& found_inf,
+                        const Tensor& inv_scale) {
+  check_amp_unscale(self, found_inf, inv_scale);
+  const float inv = *static_cast<const float*>(inv_scale.data_ptr());
+  std::atomic<bool> bad{false};
+  for_each_chunk("_amp_foreach_non_finite_check_and_unscale_", self,
+                 [&](const Chunk& ch, auto* tag) {
+                   using T = std::remove_pointer_t<decltype(tag)>;
+                   using M = opmath_t<T>;
+                   T* p = static_cast<T*>(self[ch.tensor].data_ptr());
+                   bool here = false;
+                   for (int64_t i = ch.begin; i < ch.end; ++i) {
+                     const M v = static_cast<M>(p[i]);
+                     here |= !std::isfinite(v);  // the value as it came, as PyTorch checks it
+                     p[i] = static_cast<T>(v * static_cast<M>(inv));
+                   }
+                   if (here) bad.store(true, std::memory_order_relaxed);
+                 });
+  if (bad.load()) *static_cast<float*>(found_inf.data_ptr()) = 1.0f;
+}
+
 template <class T>
 T* data(const std::vector<Tensor>& list, size_t i) {
   return static_cast<T*>(list[i].data_ptr());
+}
+
+// d = sign * g, plus wd * p (rounded to T, as the per-tensor loop's update_grad stores it)
+// when wd is not 0: the gradient that SGD and Adam update with.
+template <class T, class M>
+void decayed_grad(M* d, const T* g, const T* p, int64_t n, M sign, M wd) {
+  if (wd != 0) {
+    for (int64_t i = 0; i < n; ++i)
+      d[i] = static_cast<M>(static_cast<T>(sign * static_cast<M>(g[i]) + static_cast<M>(p[i]) * wd));
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = sign * static_cast<M>(g[i]);
+  }
 }
 
 // The update of optim::SGD's per-tensor loop (optim/optimizer.cpp), element by element in
@@ -106,12 +111,7 @@ void fused_sgd_kernel(const std::vector<Tensor>& self, const std::vector<Tensor>
       const int64_t n = std::min<int64_t>(kBlock, ch.end - b0);
       T* pp = p + b0;
       const T* gg = g + b0;
-      if (weight_decay != 0) {
-        for (int64_t i = 0; i < n; ++i)
-          d[i] = static_cast<M>(static_cast<T>(sign * static_cast<M>(gg[i]) + static_cast<M>(pp[i]) * wd));
-      } else {
-        for (int64_t i = 0; i < n; ++i) d[i] = sign * static_cast<M>(gg[i]);
-      }
+      decayed_grad(d, gg, pp, n, sign, wd);
       if (buf) {
         T* bb = buf + b0;
         if (is_first_step) {
@@ -165,12 +165,7 @@ void fused_adam_kernel(const std::vector<Tensor>& self, const std::vector<Tensor
       T* mm = m + b0;
       T* vv = v + b0;
       const T* gg = g + b0;
-      if (weight_decay != 0 && !decoupled) {
-        for (int64_t i = 0; i < n; ++i)
-          d[i] = static_cast<M>(static_cast<T>(sign * static_cast<M>(gg[i]) + static_cast<M>(pp[i]) * wd));
-      } else {
-        for (int64_t i = 0; i < n; ++i) d[i] = sign * static_cast<M>(gg[i]);
-      }
+      decayed_grad(d, gg, pp, n, sign, decoupled ? M(0) : wd);
       if (weight_decay != 0 && decoupled)
         for (int64_t i = 0; i < n; ++i) pp[i] = static_cast<T>(static_cast<M>(pp[i]) * decay);
       for (int64_t i = 0; i < n; ++i)

@@ -77,26 +77,35 @@ class XpuActivity final : public prof::detail::DeviceActivitySource {
   std::vector<prof::DeviceEvent> collect() override {
     std::lock_guard<std::mutex> lock(mutex_);
     harvest(true);
-    std::vector<prof::DeviceEvent> out;
-    std::map<int, ClockSample> end_sample;
-    for (Work& w : work_) {
-      DeviceClock& c = clock(w.device);
-      auto it = end_sample.find(w.device);
-      if (it == end_sample.end())
-        it = end_sample.emplace(w.device, sample_clock(w.device, c.ns_per_tick)).first;
-      const ClockSample& b = it->second;
-      const ClockSample& a = c.start;
-      // Device ns -> host ns, linear between the session's first sample and this one.
+    // Per device that ran work: device ticks -> host ns, linear between the session's first
+    // sample and one taken now.
+    struct Mapping {
+      ClockSample a;
+      double slope;
+      uint64_t ref;  // device ticks now
+      uint64_t mask;
+      double ns_per_tick;
+      int64_t operator()(uint64_t ticks) const {
+        const uint64_t full = ref - ((ref - ticks) & mask);  // unwrapped, <= ref
+        const double dev_ns = static_cast<double>(full) * ns_per_tick;
+        return a.host_ns + static_cast<int64_t>((dev_ns - a.device_ns) * slope);
+      }
+    };
+    std::map<int, Mapping> mapping;
+    for (const Work& w : work_) {
+      if (mapping.count(w.device)) continue;
+      const DeviceClock& c = clock(w.device);
+      const ClockSample b = sample_clock(w.device, c.ns_per_tick), &a = c.start;
       const double slope = b.device_ns - a.device_ns > 1000000
                                ? static_cast<double>(b.host_ns - a.host_ns) /
                                      static_cast<double>(b.device_ns - a.device_ns)
                                : 1.0;
-      const uint64_t ref = static_cast<uint64_t>(b.device_ns / c.ns_per_tick);
-      auto to_host = [&](uint64_t ticks) {
-        const uint64_t full = ref - ((ref - ticks) & c.valid_mask);  // unwrapped, <= ref
-        const double dev_ns = static_cast<double>(full) * c.ns_per_tick;
-        return a.host_ns + static_cast<int64_t>((dev_ns - a.device_ns) * slope);
-      };
+      mapping[w.device] = Mapping{a, slope, static_cast<uint64_t>(b.device_ns / c.ns_per_tick),
+                                  c.valid_mask, c.ns_per_tick};
+    }
+    std::vector<prof::DeviceEvent> out;
+    for (Work& w : work_) {
+      const Mapping& to_host = mapping.at(w.device);
       w.info.start_ns = to_host(w.start_ticks);
       w.info.end_ns = to_host(w.end_ticks);
       out.push_back(std::move(w.info));
