@@ -1,8 +1,11 @@
 #include <xten/core/cpu_backend.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include <fmt/format.h>
 
 #include <xten/core/error.h>
 
@@ -21,7 +24,79 @@ int from_environment() {
   XTEN_FAIL(ValueError, "XTEN_CPU_GEMM", "expected 'eigen' or 'onednn', but got '{}'", s);
 }
 
+CpuCapability detect_capability() {
+  // libgcc's cpuid check also asks the OS (XGETBV) whether it saves the AVX and AVX-512 state.
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("x86-64-v4")) return CpuCapability::Avx512;
+  if (__builtin_cpu_supports("x86-64-v3")) return CpuCapability::Avx2;
+  return CpuCapability::Default;
+}
+
+struct CapabilityChoice {
+  CpuCapability supported;
+  CpuCapability chosen;
+  bool forced;  // XTEN_CPU_CAPABILITY named the level
+};
+
+// Runs while the library loads (the kernel registration asks for the level), where an error
+// cannot be thrown to anyone: a bad value is reported on stderr and ignored.
+CapabilityChoice choose_capability() {
+  const CpuCapability best = detect_capability();
+  const char* v = std::getenv("XTEN_CPU_CAPABILITY");
+  if (!v || !*v) return {best, best, false};
+  const std::string s(v);
+  for (CpuCapability level :
+       {CpuCapability::Default, CpuCapability::Avx2, CpuCapability::Avx512}) {
+    if (s != to_string(level)) continue;
+    if (level > best) {
+      std::fprintf(stderr,
+                   "xten: XTEN_CPU_CAPABILITY=%s is above what this CPU runs (%s); using %s\n",
+                   v, to_string(best), to_string(best));
+      return {best, best, false};
+    }
+    return {best, level, true};
+  }
+  std::fprintf(stderr,
+               "xten: XTEN_CPU_CAPABILITY='%s' is not one of default, avx2, avx512; using %s\n", v,
+               to_string(best));
+  return {best, best, false};
+}
+
+const CapabilityChoice& capability_choice() {
+  static const CapabilityChoice choice = choose_capability();
+  return choice;
+}
+
 }  // namespace
+
+CpuCapability cpu_capability() {
+  return capability_choice().chosen;
+}
+
+CpuCapability cpu_capability_supported() {
+  return capability_choice().supported;
+}
+
+bool cpu_capability_forced() {
+  return capability_choice().forced;
+}
+
+const char* to_string(CpuCapability level) {
+  switch (level) {
+    case CpuCapability::Avx512: return "avx512";
+    case CpuCapability::Avx2: return "avx2";
+    case CpuCapability::Default: break;
+  }
+  return "default";
+}
+
+std::string cpu_backend_summary() {
+  const CapabilityChoice& c = capability_choice();
+  std::string s = fmt::format("{} kernels", to_string(c.chosen));
+  if (c.forced) s += fmt::format(" (XTEN_CPU_CAPABILITY; the CPU runs {})", to_string(c.supported));
+  return s + (cpu_gemm() == CpuGemm::OneDnn ? ", oneDNN for GEMM and convolution"
+                                            : ", Eigen for GEMM and convolution");
+}
 
 void set_cpu_gemm(CpuGemm backend) {
   g_choice = static_cast<int>(backend);

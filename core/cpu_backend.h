@@ -4,6 +4,7 @@
 // it supports the case (dtype and the machine's instructions), Eigen otherwise and as the
 // reference (docs/cpu_kernels.md).
 #include <cstdint>
+#include <string>
 
 namespace xten {
 
@@ -22,5 +23,24 @@ struct CpuGemmCounts {
 };
 CpuGemmCounts cpu_gemm_counts();
 void count_cpu_gemm(CpuGemm ran);  // the CPU kernels call this
+
+// Note [CPU capability]: the hot CPU kernels (elementwise, reductions, softmax, norms, pooling,
+// im2col and Eigen's GEMM, the fused optimizer steps) are compiled once per level below and the
+// level is chosen once, when the library loads: the best the CPU (and its operating system)
+// supports, or a lower one that XTEN_CPU_CAPABILITY=default|avx2|avx512 asks for. A value that is
+// not a level, or a level above what the CPU runs, is reported on stderr and the best level is
+// used. Forcing a level also caps oneDNN's instructions at it. docs/cpu_kernels.md.
+enum class CpuCapability {
+  Default,  // x86-64 baseline (SSE2)
+  Avx2,     // x86-64-v3: AVX2, FMA, F16C, BMI
+  Avx512,   // x86-64-v4: AVX-512 F, BW, CD, DQ, VL
+};
+CpuCapability cpu_capability();            // the level whose kernels run
+CpuCapability cpu_capability_supported();  // the best level this CPU runs
+bool cpu_capability_forced();              // chosen by XTEN_CPU_CAPABILITY
+const char* to_string(CpuCapability level);  // "default", "avx2", "avx512"
+// One line for logs and the examples' headers, e.g. "avx512 kernels, oneDNN for GEMM and
+// convolution" or "avx2 kernels (XTEN_CPU_CAPABILITY; the CPU runs avx512), Eigen for GEMM ...".
+std::string cpu_backend_summary();
 
 }  // namespace xten

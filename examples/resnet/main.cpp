@@ -105,7 +105,8 @@ int main(int argc, char** argv) {
     const Tensor images = xten::randn({batch, 3, 224, 224});
 
     std::cout << fmt::format("ResNet-18, batch {} of 3x224x224, random weights (seed 0)\n", batch);
-    std::cout << fmt::format("CPU: {} ({} threads)\n", cpu_name(), xten::get_num_threads());
+    std::cout << fmt::format("CPU: {} ({} threads; {})\n", cpu_name(), xten::get_num_threads(),
+                             xten::cpu_backend_summary());
     const int xpus = xten::xpu::device_count();
     if (xpus == 0) throw std::runtime_error("no XPU device (docs/xpu_runtime.md)");
     std::cout << fmt::format("XPU: {}\n\n", xten::xpu::get_device_properties(0).name);

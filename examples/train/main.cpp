@@ -343,6 +343,7 @@ int run(const Args& a) {
                     : "float32",
               a.optimizer.c_str(), static_cast<long long>(a.batch_size),
               static_cast<long long>(batches), xten::get_num_threads());
+  if (device.is_cpu()) std::printf("CPU: %s\n", xten::cpu_backend_summary().c_str());
 
   for (int64_t epoch = first_epoch; epoch < a.epochs; ++epoch) {
     // Dropout draws from the device generators: reseeding per epoch makes a resumed epoch

@@ -6,6 +6,7 @@
 
 #include <Eigen/Core>
 
+#include <xten/kernels/cpu/capability.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/core/parallel.h>
@@ -166,7 +167,7 @@ Tensor hardswish_kernel(const Tensor& self) {
 
 }  // namespace
 
-LIBRARY_IMPL(xten, CPU, m) {
+XTEN_CPU_KERNELS(activation, m) {
   m.impl("softmax", softmax_kernel);
   m.impl("log_softmax", log_softmax_kernel);
   m.impl("_softmax_backward_data",

@@ -6,6 +6,7 @@
 
 #include <unsupported/Eigen/SpecialFunctions>
 
+#include <xten/kernels/cpu/capability.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/op_handles.h>
@@ -479,7 +480,7 @@ Tensor lerp_kernel(const Tensor& self, const Tensor& end, const Tensor& weight) 
 
 }  // namespace
 
-LIBRARY_IMPL(xten, CPU, m) {
+XTEN_CPU_KERNELS(binary, m) {
   m.impl("add.Tensor", add_kernel);
   m.impl("add_.Tensor", add__kernel);
   m.impl("sub.Tensor", sub_kernel);

@@ -10,6 +10,7 @@
 // with Eigen threading each GEMM on 16 cores halved the GFLOP/s, bench/README.md.)
 #include <Eigen/Core>
 
+#include <xten/kernels/cpu/capability.h>
 #include <xten/core/cpu_backend.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
@@ -196,7 +197,7 @@ Tensor conv2d_backward_weight_kernel(const Tensor& grad_output, const Tensor& in
 
 }  // namespace
 
-LIBRARY_IMPL(xten, CPU, m) {
+XTEN_CPU_KERNELS(conv, m) {
   m.impl("conv2d_backward_weight", conv2d_backward_weight_kernel);
   m.impl("conv2d", conv2d_kernel);
   m.impl("conv_transpose2d", conv_transpose2d_kernel);

@@ -5,6 +5,7 @@
 // widened, the product accumulates in float, and the result is rounded once.
 #include <Eigen/Core>
 
+#include <xten/kernels/cpu/capability.h>
 #include <xten/core/cpu_backend.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
@@ -106,7 +107,7 @@ Tensor bmm_kernel(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-LIBRARY_IMPL(xten, CPU, m) {
+XTEN_CPU_KERNELS(linalg, m) {
   m.impl("bmm", bmm_kernel);
 }
 

@@ -7,6 +7,7 @@
 
 #include <Eigen/Core>
 
+#include <xten/kernels/cpu/capability.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/core/parallel.h>
@@ -161,7 +162,7 @@ TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor&
 
 }  // namespace
 
-LIBRARY_IMPL(xten, CPU, m) {
+XTEN_CPU_KERNELS(norm, m) {
   m.impl("batch_norm_backward", batch_norm_backward_kernel);
   m.impl("layer_norm_backward", layer_norm_backward_kernel);
 }

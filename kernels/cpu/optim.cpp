@@ -7,6 +7,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include <xten/kernels/cpu/capability.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/parallel.h>
 #include <xten/dispatch/library.h>
@@ -254,7 +255,7 @@ void fused_rmsprop_kernel(const std::vector<Tensor>& self, const std::vector<Ten
 
 }  // namespace
 
-LIBRARY_IMPL(xten, CPU, m) {
+XTEN_CPU_KERNELS(optim, m) {
   m.impl("_fused_rmsprop_", fused_rmsprop_kernel);
   m.impl("_amp_foreach_non_finite_check_and_unscale_", amp_unscale_kernel);
   m.impl("_fused_sgd_", fused_sgd_kernel);

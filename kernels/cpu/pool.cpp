@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include <xten/kernels/cpu/capability.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/core/parallel.h>
@@ -213,7 +214,7 @@ Tensor upsample_bilinear2d_kernel(const Tensor& input, IntArrayRef output_size,
 
 }  // namespace
 
-LIBRARY_IMPL(xten, CPU, m) {
+XTEN_CPU_KERNELS(pool, m) {
   m.impl("upsample_bilinear2d", upsample_bilinear2d_kernel);
   m.impl("max_pool2d_with_indices", max_pool2d_with_indices_kernel);
   m.impl("avg_pool2d", avg_pool2d_kernel);

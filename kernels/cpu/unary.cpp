@@ -5,6 +5,7 @@
 
 #include <unsupported/Eigen/SpecialFunctions>
 
+#include <xten/kernels/cpu/capability.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/dispatch/library.h>
 
@@ -284,7 +285,7 @@ Tensor nan_to_num_kernel(const Tensor& s, std::optional<double> nan, std::option
 
 }  // namespace
 
-LIBRARY_IMPL(xten, CPU, m) {
+XTEN_CPU_KERNELS(unary, m) {
   m.impl("neg", neg_kernel);
   m.impl("neg_", neg__kernel);
   m.impl("abs", abs_kernel);
