@@ -200,6 +200,11 @@ auto make_loop(const Op& op) {
             src[k] = in[k];
           } else if (std::is_same_v<T0, M> && s[k + 1] == sizeof(M)) {
             src[k] = reinterpret_cast<const M*>(p);
+          } else if (s[k + 1] == sizeof(T0)) {
+            // contiguous, converted (bfloat16, half): a loop the compiler vectorizes
+            const T0* t = reinterpret_cast<const T0*>(p);
+            for (int64_t i = 0; i < m; ++i) in[k][i] = static_cast<M>(t[i]);
+            src[k] = in[k];
           } else {
             for (int64_t i = 0; i < m; ++i)
               in[k][i] = static_cast<M>(*reinterpret_cast<const T0*>(p + i * s[k + 1]));
@@ -214,9 +219,13 @@ auto make_loop(const Op& op) {
           for (int64_t i = 0; i < m; ++i)
             if (op.edge(src[0][i])) res[i] = static_cast<V>(op(src[0][i]));
         }
-        if (!direct)
+        if (!direct && s[0] == sizeof(R)) {
+          R* o = reinterpret_cast<R*>(q);
+          for (int64_t i = 0; i < m; ++i) o[i] = cast_value<R>(res[i]);
+        } else if (!direct) {
           for (int64_t i = 0; i < m; ++i)
             *reinterpret_cast<R*>(q + i * s[0]) = cast_value<R>(res[i]);
+        }
       }
     } else {
       scalar_run<R, Ts...>(data, s, n, op, std::index_sequence_for<Ts...>{});
