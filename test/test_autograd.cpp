@@ -108,6 +108,42 @@ TEST(AutogradRegistry, AnOpWithoutADerivativeRaisesAtBackward) {
   EXPECT_FALSE(op.call(ones({2})).requires_grad());
 }
 
+// A leaf's first gradient is kept without a copy when nothing else can see it, also where it
+// is a view (a transposed weight's gradient is computed in the weight's layout); a gradient the
+// caller can see is copied.
+TEST(AutogradApi, AGradientNothingElseSeesIsKeptAndOneTheCallerHoldsIsCopied) {
+  manual_seed(5);
+  const Tensor w = randn({16, 24}).requires_grad_(), x = randn({8, 24});
+  const Tensor loss = linear(x, w).sum();
+  profiler::Profiler prof{profiler::ProfilerOptions()};
+  prof.start();
+  loss.backward();
+  prof.stop();
+  int accumulations = 0;
+  for (const auto& acc : prof.events()) {
+    if (acc.name != "AccumulateGrad") continue;
+    ++accumulations;
+    for (const auto& e : prof.events())
+      EXPECT_FALSE(e.name == "xten::clone" && e.thread == acc.thread &&
+                   e.start_ns >= acc.start_ns && e.end_ns <= acc.end_ns)
+          << "AccumulateGrad copied the gradient";
+  }
+  EXPECT_EQ(accumulations, 1);
+  const Tensor expect = x.sum({0}, true).expand({16, 24});
+  EXPECT_TRUE(allclose(w.grad(), expect, 1e-5, 1e-5));
+  EXPECT_TRUE(w.grad().is_contiguous());
+  EXPECT_EQ(w.grad().impl()->view_base(), nullptr);
+  linear(x, w).sum().backward();  // accumulates into it
+  EXPECT_TRUE(allclose(w.grad(), expect * 2, 1e-5, 1e-5));
+
+  const Tensor a = randn({5, 3}).requires_grad_();
+  Tensor held = randn({3, 5});
+  (a * 1).backward(held.t());  // the gradient is a view of the caller's tensor
+  const Tensor before = held.t().clone();
+  held.fill_(7);
+  EXPECT_TRUE(allclose(a.grad(), before, 0, 0));
+}
+
 TEST(AutogradApi, LeavesGradAndAccumulation) {
   Tensor a = tensor({1.0, 2.0, 3.0}).requires_grad_();
   EXPECT_TRUE(a.requires_grad());

@@ -47,6 +47,29 @@ TEST(Reduce, Accuracy) {
   EXPECT_EQ(ones({4096}, kHalf).sum().item<float>(), 4096.0f);  // accumulates in float
 }
 
+// A reduction over leading dims of a contiguous input reads it row by row (column sums, the
+// bias gradient's case) and stays pairwise over the rows.
+TEST(Reduce, SumOverLeadingDimsMatchesTheRowPathAndStaysPairwise) {
+  manual_seed(31);
+  for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf}) {
+    const Tensor a = random_tensor({37, 5, 130}, t, -4, 4);
+    const Tensor ref = a.to(kDouble).permute({2, 0, 1}).contiguous().sum({1, 2});  // row path
+    const double tol = t == kFloat ? 1e-5 : t == kDouble ? 1e-12 : 2e-2;
+    EXPECT_TRUE(allclose(a.sum({0, 1}), ref, tol, tol)) << to_string(t);
+    EXPECT_TRUE(allclose(a.sum({1, 0}), ref, tol, tol)) << to_string(t);  // any order of dims
+    const Tensor m = a.mean({0}, true);
+    EXPECT_EQ(m.sizes(), IntArrayRef({1, 5, 130}));
+    EXPECT_TRUE(allclose(m, a.to(kDouble).mean({0}, true), tol, tol)) << to_string(t);
+  }
+  // 2^20 rows of 0.1f: a running sum is off by ~1e-3 relative; pairwise rows stay near 1e-7.
+  const Tensor col = full({1 << 20, 3}, 0.1);
+  const Tensor s = col.sum({0});
+  const double exact = (1 << 20) * static_cast<double>(0.1f);
+  for (int j = 0; j < 3; ++j) EXPECT_NEAR(s.select(0, j).item<double>(), exact, exact * 1e-6);
+  // One row, and a dim of size 1: sums of one element.
+  EXPECT_TRUE(allclose(full({1, 4}, 2.5).sum({0}), full({4}, 2.5), 0, 0));
+}
+
 TEST(Reduce, DtypesEmptyAndErrors) {
   EXPECT_EQ(ones({3}, kBool).sum().item<int64_t>(), 3);
   EXPECT_EQ(ones({3}, kInt).sum(kDouble).dtype(), kDouble);

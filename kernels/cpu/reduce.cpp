@@ -91,9 +91,87 @@ void for_each_row(const Rows& r, const RowFn& row, const Combine& combine, const
   });
 }
 
+// Column sums: out[j] = sum over i of p[i * cols + j], for a reduction over the leading dims of
+// a contiguous input (a bias gradient: a [batch, features] gradient summed over the batch), read
+// row by row instead of transposed into rows first (the transpose was a copy as large as the
+// input). Pairwise over the rows, as Note [Summation accuracy] promises: leaves of kRowLeaf rows
+// summed in order, leaves combined like a binary counter's carries, so each column's error
+// grows with log(rows).
+template <class Acc, class T>
+void column_sums(const T* p, int64_t rows, int64_t cols, int64_t c0, int64_t c1, Acc* out) {
+  constexpr int64_t kRowLeaf = 16;
+  const int64_t w = c1 - c0;
+  std::vector<std::vector<Acc>> level;  // level[l]: the sum of 2^l leaves, or empty
+  std::vector<Acc> leaf(static_cast<size_t>(w));
+  for (int64_t r0 = 0; r0 < rows; r0 += kRowLeaf) {
+    std::fill(leaf.begin(), leaf.end(), Acc(0));
+    for (int64_t i = r0; i < std::min(rows, r0 + kRowLeaf); ++i) {
+      const T* row = p + i * cols + c0;
+      for (int64_t j = 0; j < w; ++j) leaf[j] += static_cast<Acc>(row[j]);
+    }
+    size_t l = 0;
+    for (; l < level.size() && !level[l].empty(); ++l) {
+      for (int64_t j = 0; j < w; ++j) leaf[j] = level[l][j] + leaf[j];
+      level[l].clear();
+    }
+    if (l == level.size()) level.emplace_back();
+    level[l].swap(leaf);
+    leaf.resize(static_cast<size_t>(w));
+  }
+  std::fill(out, out + w, Acc(0));
+  for (const auto& v : level)
+    if (!v.empty())
+      for (int64_t j = 0; j < w; ++j) out[j] += v[j];
+}
+
+// Whether `dims` are the leading dims of a contiguous, floating `self` of dtype `out_dtype`,
+// with dims left to keep: the case column_sums takes.
+bool leading_dims_reduction(const Tensor& self, IntArrayRef dims, ScalarType out_dtype) {
+  if (self.dtype() != out_dtype || !is_floating_type(out_dtype) || !self.is_contiguous() ||
+      dims.empty() || self.numel() == 0)
+    return false;
+  const std::vector<int64_t> rd = reduction_dims("sum", self, dims);
+  for (size_t k = 0; k < rd.size(); ++k)
+    if (rd[k] != static_cast<int64_t>(k)) return false;
+  return static_cast<int64_t>(rd.size()) < self.dim();
+}
+
 // ---- sum, mean, prod ------------------------------------------------------------------------
 Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepdim,
                 ScalarType out_dtype, double divisor) {
+  if (leading_dims_reduction(self, dims, out_dtype)) {
+    const int64_t k = static_cast<int64_t>(reduction_dims(op, self, dims).size());
+    int64_t rows = 1;
+    for (int64_t d = 0; d < k; ++d) rows *= self.size(d);
+    const int64_t cols = self.numel() / rows;
+    DimVector out_shape, kept(self.sizes());
+    for (int64_t d = k; d < self.dim(); ++d) out_shape.push_back(self.size(d));
+    for (int64_t d = 0; d < k; ++d) kept[d] = 1;
+    Tensor out = empty_tensor(out_shape, out_dtype, self.device());
+    visit_dtype<dtypes::kFloating>(op, out_dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using Acc = acc_t<T>;
+      const T* src = static_cast<const T*>(self.data_ptr());
+      T* dst = static_cast<T*>(out.data_ptr());
+      // threads over blocks of 64 columns, each reading its columns of every row
+      constexpr int64_t kCols = 64;
+      const int64_t blocks = (cols + kCols - 1) / kCols;
+      parallel_for(blocks, std::max<int64_t>(1, kParallelGrain / (rows * kCols)),
+                   [&](int64_t b, int64_t e) {
+                     Acc acc[kCols];
+                     for (int64_t blk = b; blk < e; ++blk) {
+                       const int64_t c0 = blk * kCols, c1 = std::min(cols, c0 + kCols);
+                       column_sums<Acc>(src, rows, cols, c0, c1, acc);
+                       for (int64_t j = c0; j < c1; ++j)
+                         dst[j] = cast_value<T>(divisor == 1.0 ? acc[j - c0]
+                                                               : static_cast<Acc>(
+                                                                     acc[j - c0] /
+                                                                     static_cast<Acc>(divisor)));
+                     }
+                   });
+    });
+    return keepdim ? out.view(kept) : out;
+  }
   const Rows r = make_rows(op, self, dims, out_dtype);
   Tensor out = empty_tensor(r.out_shape, out_dtype, self.device());
   visit_dtype<dtypes::kAll>(op, out_dtype, [&](auto tag) {
