@@ -25,13 +25,24 @@ class FormulaNode final : public Node {
 
   const Derivative* d_;
   Stack args_;                       // non-tensor arguments (tensor positions hold None)
-  std::vector<size_t> first_slot_;   // per argument: its first slot
-  std::vector<size_t> list_size_;    // per argument: how many slots (Tensor[])
+  // (one vector per kind of record, each allocated once: a recorded tiny op is mostly
+  // allocations, docs/autograd.md)
+  struct ArgSlots {
+    uint32_t first = 0;  // the argument's first slot
+    uint32_t count = 0;  // its slots (a Tensor[]'s length; unused for one tensor)
+  };
+  struct Slot {
+    TensorMeta meta;
+    bool present = false;  // a tensor was given
+  };
+  struct Output {
+    TensorMeta meta;
+    bool differentiable = false;
+  };
+  std::vector<ArgSlots> arg_slots_;  // per argument
   std::vector<SavedTensor> saved_;   // per slot
-  std::vector<bool> present_;        // per slot: a tensor was given
-  std::vector<TensorMeta> in_meta_;  // per slot
-  std::vector<TensorMeta> out_meta_;
-  std::vector<bool> out_differentiable_;
+  std::vector<Slot> slots_;          // per slot
+  std::vector<Output> outputs_;
   std::vector<SavedTensor> results_;
   bool released_ = false;
 };
@@ -116,26 +127,28 @@ void autograd_kernel(const Derivative& d, const OperatorHandle& op, DispatchKeyS
   const Storage self_storage = in_place ? (*stack)[base].get<Tensor>().storage() : Storage();
   // (one slot per argument unless a list has several: the vectors grow at most then; each
   // allocation saved is ~2% of a recorded tiny op)
+  // saved_ holds one entry per slot, or none when the formula reads no argument's values.
+  const bool saves = (n < 64 ? d.saved_args & ((uint64_t{1} << n) - 1) : d.saved_args) != 0;
   node->args_.reserve(n);
-  node->first_slot_.resize(n);
-  node->list_size_.resize(n);
-  node->saved_.reserve(n);
-  node->present_.reserve(n);
-  node->in_meta_.reserve(n);
+  node->arg_slots_.resize(n);
+  if (saves) node->saved_.reserve(n);
+  node->slots_.reserve(n);
   node->mutable_next_edges().reserve(n);
   for (size_t a = 0; a < n; ++a) {
     const IValue& v = (*stack)[base + a];
-    node->first_slot_[a] = node->saved_.size();
+    node->arg_slots_[a].first = static_cast<uint32_t>(node->slots_.size());
     node->args_.push_back(v.is_tensor() || v.is_tensor_list() ? IValue() : v);
-    if (v.is_tensor_list()) node->list_size_[a] = v.get<std::vector<Tensor>>().size();
+    if (v.is_tensor_list())
+      node->arg_slots_[a].count = static_cast<uint32_t>(v.get<std::vector<Tensor>>().size());
     for_each_slot(*stack, base + a, 1, [&](size_t, const Tensor* t) {
       const bool given = t && t->defined();
-      node->present_.push_back(given);
+      node->slots_.push_back({given ? TensorMeta::of(*t) : TensorMeta{}, given});
       Edge e = given ? gradient_edge(*t) : Edge{};
-      node->in_meta_.push_back(given ? TensorMeta::of(*t) : TensorMeta{});
       node->mutable_next_edges().push_back(std::move(e));
       const bool saved = (d.saved_args >> a) & 1;
-      if (!given || !saved) {
+      if (!saves) {
+        // nothing kept
+      } else if (!given || !saved) {
         node->saved_.emplace_back();
       } else if (in_place && a == 0) {
         // self is about to be overwritten: keep its value if the formula reads it (a recorded
@@ -159,13 +172,11 @@ void autograd_kernel(const Derivative& d, const OperatorHandle& op, DispatchKeyS
 
   std::vector<Tensor*> outs = output_tensors(*stack, base);
   node->set_num_inputs(static_cast<uint32_t>(outs.size()));
-  node->out_differentiable_.reserve(outs.size());
-  node->out_meta_.reserve(outs.size());
+  node->outputs_.reserve(outs.size());
   for (size_t i = 0; i < outs.size(); ++i) {
     Tensor& out = *outs[i];
     const bool diff = out.defined() && is_differentiable_dtype(out.dtype());
-    node->out_differentiable_.push_back(diff);
-    node->out_meta_.push_back(out.defined() ? TensorMeta::of(out) : TensorMeta{});
+    node->outputs_.push_back({out.defined() ? TensorMeta::of(out) : TensorMeta{}, diff});
     if (!diff) continue;
     if (in_place && i == 0)
       rebase_history(out, node);
@@ -211,7 +222,7 @@ variable_list FormulaNode::apply(variable_list&& grads) {
              "if you need to backward through the graph a second time");
   grads.resize(num_inputs());
   for (size_t i = 0; i < grads.size(); ++i)
-    if (!grads[i].defined() && out_differentiable_[i]) grads[i] = out_meta_[i].zeros();
+    if (!grads[i].defined() && outputs_[i].differentiable) grads[i] = outputs_[i].meta.zeros();
   variable_list out = d_->formula(GradContext(*this, grads));
   out.resize(next_edges_.size());
   for (size_t s = 0; s < out.size(); ++s) {
@@ -221,7 +232,7 @@ variable_list FormulaNode::apply(variable_list&& grads) {
       g = Tensor();
       continue;
     }
-    const TensorMeta& m = in_meta_[s];
+    const TensorMeta& m = slots_[s].meta;
     if (g.sizes() != IntArrayRef(m.sizes)) g = sum_to(g, m.sizes);
     if (g.dtype() != m.dtype || g.device() != m.device) g = g.to(m.device, m.dtype);
   }
@@ -231,26 +242,26 @@ variable_list FormulaNode::apply(variable_list&& grads) {
 Tensor GradContext::input(size_t arg) const {
   XTEN_ASSERT((node_.d_->saved_args >> arg) & 1, "{}: the formula reads input {}, not saved",
               node_.d_->op, arg);
-  const size_t slot = node_.first_slot_.at(arg);
-  XTEN_ASSERT(node_.present_.at(slot), "{}: input {} was not given", node_.d_->op, arg);
+  const size_t slot = node_.arg_slots_.at(arg).first;
+  XTEN_ASSERT(node_.slots_.at(slot).present, "{}: input {} was not given", node_.d_->op, arg);
   return node_.saved_[slot].unpack(std::const_pointer_cast<Node>(node_.shared_from_this()),
                                    node_.d_->op.c_str());
 }
 
 std::vector<Tensor> GradContext::input_list(size_t arg) const {
   std::vector<Tensor> r;
-  const size_t first = node_.first_slot_.at(arg);
-  for (size_t j = 0; j < node_.list_size_.at(arg); ++j)
+  const auto [first, count] = node_.arg_slots_.at(arg);
+  for (size_t j = 0; j < count; ++j)
     r.push_back(node_.saved_[first + j].unpack(nullptr, node_.d_->op.c_str()));
   return r;
 }
 
 const TensorMeta& GradContext::input_meta(size_t arg) const {
-  return node_.in_meta_.at(node_.first_slot_.at(arg));
+  return node_.slots_.at(node_.arg_slots_.at(arg).first).meta;
 }
 
 bool GradContext::has_input(size_t arg) const {
-  return node_.present_.at(node_.first_slot_.at(arg));
+  return node_.slots_.at(node_.arg_slots_.at(arg).first).present;
 }
 
 Tensor GradContext::result(size_t i) const {
