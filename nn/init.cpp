@@ -1,6 +1,8 @@
 #include <xten/nn/init.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <xten/autograd/grad_mode.h>
 #include <xten/dispatch/ops.h>
@@ -113,6 +115,73 @@ Tensor& trunc_normal_(Tensor& t, double mean, double std, double a, double b) {
     x = where(outside, randn(t.sizes(), o) * std + mean, x);
   }
   return fill_from(t, clamp(x, a, b));
+}
+
+namespace {
+
+// Thin Householder QR of the m x n row-major matrix a (m >= n): returns Q (m x n, row-major)
+// with each column multiplied by the sign of R's diagonal entry (so the factorization is the
+// one with a positive diagonal, what makes Q uniformly distributed for a Gaussian a).
+std::vector<double> orthonormal_columns(std::vector<double> a, int64_t m, int64_t n) {
+  std::vector<std::vector<double>> reflectors(static_cast<size_t>(n));
+  std::vector<double> sign(static_cast<size_t>(n), 1.0);
+  for (int64_t k = 0; k < n; ++k) {
+    double norm = 0;
+    for (int64_t i = k; i < m; ++i) norm += a[i * n + k] * a[i * n + k];
+    norm = std::sqrt(norm);
+    std::vector<double>& v = reflectors[static_cast<size_t>(k)];
+    if (norm == 0) continue;  // a zero column (probability 0): no reflection, R's entry 0
+    const double alpha = a[k * n + k] > 0 ? -norm : norm;  // R's diagonal entry
+    sign[static_cast<size_t>(k)] = alpha < 0 ? -1.0 : 1.0;
+    v.assign(static_cast<size_t>(m - k), 0.0);
+    for (int64_t i = k; i < m; ++i) v[i - k] = a[i * n + k];
+    v[0] -= alpha;
+    double vn = 0;
+    for (double x : v) vn += x * x;
+    vn = std::sqrt(vn);
+    for (double& x : v) x /= vn;
+    for (int64_t j = k; j < n; ++j) {  // a[k:, j] -= 2 v (v . a[k:, j])
+      double dot = 0;
+      for (int64_t i = k; i < m; ++i) dot += v[i - k] * a[i * n + j];
+      for (int64_t i = k; i < m; ++i) a[i * n + j] -= 2 * dot * v[i - k];
+    }
+  }
+  // Q = H_0 ... H_{n-1} applied to the first n columns of the identity, last reflector first.
+  std::vector<double> q(static_cast<size_t>(m * n), 0.0);
+  for (int64_t j = 0; j < n; ++j) q[j * n + j] = 1;
+  for (int64_t k = n - 1; k >= 0; --k) {
+    const std::vector<double>& v = reflectors[static_cast<size_t>(k)];
+    if (v.empty()) continue;
+    for (int64_t j = 0; j < n; ++j) {
+      double dot = 0;
+      for (int64_t i = k; i < m; ++i) dot += v[i - k] * q[i * n + j];
+      for (int64_t i = k; i < m; ++i) q[i * n + j] -= 2 * dot * v[i - k];
+    }
+  }
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) q[i * n + j] *= sign[static_cast<size_t>(j)];
+  return q;
+}
+
+}  // namespace
+
+Tensor& orthogonal_(Tensor& t, double gain) {
+  check_floating("orthogonal_", t);
+  XTEN_CHECK(t.dim() >= 2, ValueError, "orthogonal_",
+             "only tensors with 2 or more dimensions are supported, but got shape {}", t.sizes());
+  if (t.numel() == 0) return t;
+  const int64_t rows = t.size(0), cols = t.numel() / rows;
+  // The tall orientation: m >= n; a wide t gets the transpose's orthonormal columns as rows.
+  const bool wide = rows < cols;
+  const int64_t m = wide ? cols : rows, n = wide ? rows : cols;
+  const Tensor draw = randn({m, n}, kDouble).contiguous();
+  const double* p = static_cast<const double*>(draw.data_ptr());
+  std::vector<double> q =
+      orthonormal_columns(std::vector<double>(p, p + m * n), m, n);
+  Tensor qt = empty({m, n}, kDouble);
+  std::copy(q.begin(), q.end(), static_cast<double*>(qt.data_ptr()));
+  if (wide) qt = qt.t();
+  return fill_from(t, (qt.contiguous() * gain).view(t.sizes()).to(t.device(), draw_dtype(t)));
 }
 
 }  // namespace xten::nn::init

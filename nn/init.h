@@ -32,5 +32,10 @@ Tensor& xavier_uniform_(Tensor& t, double gain = 1);
 Tensor& xavier_normal_(Tensor& t, double gain = 1);
 // N(mean, std^2) restricted to [a, b].
 Tensor& trunc_normal_(Tensor& t, double mean = 0, double std = 1, double a = -2, double b = 2);
+// A (semi-)orthogonal matrix times gain, as PyTorch's: t seen as rows = size(0) by the rest,
+// from the QR decomposition of a standard normal matrix (Householder, in float64 on the CPU;
+// Q's columns signed so that R's diagonal is positive). Rows orthonormal when rows <= cols,
+// columns when rows >= cols.
+Tensor& orthogonal_(Tensor& t, double gain = 1);
 
 }  // namespace xten::nn::init

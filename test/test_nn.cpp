@@ -273,3 +273,56 @@ TEST(Init, DefaultsAndDistributions) {
   EXPECT_THROW_MSG(nn::init::kaiming_uniform_(t, 0, "fan_mid"), ValueError,
                    "mode must be 'fan_in' or 'fan_out'");
 }
+
+// orthogonal_: rows orthonormal for a wide tensor, columns for a tall one, times gain; a conv
+// weight flattened past dim 0; a fresh matrix per call; float64 to 1e-12.
+TEST(Init, OrthogonalGivesOrthonormalRowsOrColumns) {
+  manual_seed(7);
+  auto gram_is = [](const Tensor& w, bool rows, double scale, double tol) {
+    const Tensor m = w.reshape({w.size(0), -1}).to(kDouble);
+    const Tensor g = rows ? m.mm(m.t()) : m.t().mm(m);
+    return allclose(g, eye(g.size(0), std::nullopt, kDouble) * (scale * scale), 0, tol);
+  };
+  Tensor wide = empty({6, 10}), tall = empty({10, 6}), conv = empty({4, 3, 3, 3});
+  Tensor sq = empty({32, 32}, kDouble);
+  nn::init::orthogonal_(wide);
+  nn::init::orthogonal_(tall, 2.0);
+  nn::init::orthogonal_(conv);
+  nn::init::orthogonal_(sq);
+  EXPECT_TRUE(gram_is(wide, true, 1, 1e-6));
+  EXPECT_TRUE(gram_is(tall, false, 2, 1e-5));
+  EXPECT_TRUE(gram_is(conv, true, 1, 1e-6));
+  EXPECT_TRUE(gram_is(sq, true, 1, 1e-12));
+  EXPECT_TRUE(gram_is(sq, false, 1, 1e-12));
+  Tensor again = empty({6, 10});
+  nn::init::orthogonal_(again);
+  EXPECT_GT((again - wide).abs().max().item<float>(), 0.01f);  // a new draw
+  // Uniform over the orthogonal group: each entry of a 32 x 32 has mean 0 and variance 1/32.
+  Tensor big = empty({64, 64}, kDouble);
+  double m2 = 0;
+  for (int k = 0; k < 20; ++k) {
+    nn::init::orthogonal_(big);
+    m2 += big.pow(2).mean().item<double>();
+  }
+  EXPECT_NEAR(m2 / 20, 1.0 / 64, 1e-12);  // rows of norm 1: exactly 1/64 on average
+  // Signed by R's diagonal, Q's first entry is a00 / |a0| for the Gaussian a: symmetric about
+  // 0 (without the signs, Householder's Q would have it always negative).
+  Tensor small = empty({8, 8}, kDouble);
+  int negative = 0;
+  double sum = 0;
+  for (int k = 0; k < 400; ++k) {
+    nn::init::orthogonal_(small);
+    const double q00 = small.select(0, 0).select(0, 0).item<double>();
+    negative += q00 < 0;
+    sum += q00;
+  }
+  EXPECT_GT(negative, 140);
+  EXPECT_LT(negative, 260);
+  EXPECT_NEAR(sum / 400, 0, 0.07);  // q00 has sd 1/sqrt(8): the mean's is 0.018
+  Tensor v = empty({3});
+  EXPECT_THROW_MSG(nn::init::orthogonal_(v), ValueError, "2 or more dimensions");
+  Tensor ints = zeros({3, 3}, kLong, Device("cpu"));
+  EXPECT_THROW_MSG(nn::init::orthogonal_(ints), TypeError, "expected a floating tensor");
+  Tensor none = empty({0, 5});
+  EXPECT_NO_THROW(nn::init::orthogonal_(none));
+}
