@@ -23,7 +23,9 @@ Tensor steal_gradient(const Tensor& g) {
   const std::shared_ptr<TensorImpl>& base = g.impl()->view_base();
   if (!base) return g;
   // (a gradient with a history, under create_graph, keeps it: the caller's clone records it)
-  if (g.requires_grad() || base.use_count() != 1 || base->view_base() || g.storage().use_count() != 2) return Tensor();
+  if (g.requires_grad() || base.use_count() != 1 || base->view_base() ||
+      g.storage().use_count() != 2)
+    return Tensor();
   return Tensor(std::make_shared<TensorImpl>(g.storage(), g.dtype(), g.sizes(), g.strides(),
                                              g.storage_offset()));
 }

@@ -124,23 +124,23 @@ void column_sums(const T* p, int64_t rows, int64_t cols, int64_t c0, int64_t c1,
       for (int64_t j = 0; j < w; ++j) out[j] += v[j];
 }
 
-// Whether `dims` are the leading dims of a contiguous, floating `self` of dtype `out_dtype`,
-// with dims left to keep: the case column_sums takes.
-bool leading_dims_reduction(const Tensor& self, IntArrayRef dims, ScalarType out_dtype) {
+// How many leading dims `dims` are, where they are the leading dims of a contiguous, floating
+// `self` of dtype `out_dtype` with dims left to keep (the case column_sums takes); 0 otherwise.
+int64_t leading_dims_reduction(const char* op, const Tensor& self, IntArrayRef dims,
+                               ScalarType out_dtype) {
   if (self.dtype() != out_dtype || !is_floating_type(out_dtype) || !self.is_contiguous() ||
       dims.empty() || self.numel() == 0)
-    return false;
-  const std::vector<int64_t> rd = reduction_dims("sum", self, dims);
+    return 0;
+  const std::vector<int64_t> rd = reduction_dims(op, self, dims);
   for (size_t k = 0; k < rd.size(); ++k)
-    if (rd[k] != static_cast<int64_t>(k)) return false;
-  return static_cast<int64_t>(rd.size()) < self.dim();
+    if (rd[k] != static_cast<int64_t>(k)) return 0;
+  return static_cast<int64_t>(rd.size()) < self.dim() ? static_cast<int64_t>(rd.size()) : 0;
 }
 
 // ---- sum, mean, prod ------------------------------------------------------------------------
 Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepdim,
                 ScalarType out_dtype, double divisor) {
-  if (leading_dims_reduction(self, dims, out_dtype)) {
-    const int64_t k = static_cast<int64_t>(reduction_dims(op, self, dims).size());
+  if (const int64_t k = leading_dims_reduction(op, self, dims, out_dtype)) {
     int64_t rows = 1;
     for (int64_t d = 0; d < k; ++d) rows *= self.size(d);
     const int64_t cols = self.numel() / rows;
