@@ -78,7 +78,7 @@ T* data(const std::vector<Tensor>& list, size_t i) {
 }
 
 // d = sign * g, plus wd * p (rounded to T, as the per-tensor loop's update_grad stores it)
-// when wd is not 0: the gradient that SGD and Adam update with.
+// when wd is not 0: the gradient that SGD, Adam and RMSprop update with.
 template <class T, class M>
 void decayed_grad(M* d, const T* g, const T* p, int64_t n, M sign, M wd) {
   if (wd != 0) {
@@ -221,12 +221,7 @@ void fused_rmsprop_kernel(const std::vector<Tensor>& self, const std::vector<Ten
       T* pp = p + b0;
       T* ss = sq + b0;
       const T* gg = g + b0;
-      if (weight_decay != 0) {
-        for (int64_t i = 0; i < n; ++i)
-          d[i] = sign * static_cast<M>(gg[i]) + static_cast<M>(pp[i]) * wd;
-      } else {
-        for (int64_t i = 0; i < n; ++i) d[i] = sign * static_cast<M>(gg[i]);
-      }
+      decayed_grad(d, gg, pp, n, sign, wd);
       for (int64_t i = 0; i < n; ++i)
         ss[i] = static_cast<T>(static_cast<M>(ss[i]) * a + c * (d[i] * d[i]));
       if (ga) {

@@ -138,6 +138,16 @@ int64_t leading_dims_reduction(const char* op, const Tensor& self, IntArrayRef d
 }
 
 // ---- sum, mean, prod ------------------------------------------------------------------------
+// A sum as sum_impl stores it: divided by `divisor` (mean's count; integer sums are never
+// divided), in the output dtype.
+template <class T, class Acc>
+T sum_value(Acc v, double divisor) {
+  if constexpr (std::is_integral_v<Acc>)
+    return cast_value<T>(v);
+  else
+    return cast_value<T>(divisor == 1.0 ? v : static_cast<Acc>(v / static_cast<Acc>(divisor)));
+}
+
 Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepdim,
                 ScalarType out_dtype, double divisor) {
   if (const int64_t k = leading_dims_reduction(op, self, dims, out_dtype)) {
@@ -163,10 +173,7 @@ Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepd
                        const int64_t c0 = blk * kCols, c1 = std::min(cols, c0 + kCols);
                        column_sums<Acc>(src, rows, cols, c0, c1, acc);
                        for (int64_t j = c0; j < c1; ++j)
-                         dst[j] = cast_value<T>(divisor == 1.0 ? acc[j - c0]
-                                                               : static_cast<Acc>(
-                                                                     acc[j - c0] /
-                                                                     static_cast<Acc>(divisor)));
+                         dst[j] = sum_value<T>(acc[j - c0], divisor);
                      }
                    });
     });
@@ -181,13 +188,7 @@ Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepd
     for_each_row<T>(
         r, [](const T* p, int64_t n) { return pairwise_sum<Acc>(p, n); },
         [](Acc a, Acc b) { return static_cast<Acc>(a + b); },
-        [&](int64_t i, Acc v) {
-          if constexpr (std::is_integral_v<Acc>)
-            dst[i] = cast_value<T>(v);
-          else
-            dst[i] =
-                cast_value<T>(divisor == 1.0 ? v : static_cast<Acc>(v / static_cast<Acc>(divisor)));
-        });
+        [&](int64_t i, Acc v) { dst[i] = sum_value<T>(v, divisor); });
   });
   return finish(out, self, r, keepdim);
 }
