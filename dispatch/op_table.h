@@ -420,6 +420,12 @@
     Tensor,                                                                                        \
     (const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias),                \
     (input, weight, bias))                                                                         \
+  /* relu(linear(...)) in one op: the CPU kernel applies bias and relu inside oneDNN's product */ \
+  X(FN, _linear_relu, _linear_relu, "_linear_relu(Tensor input, Tensor weight, Tensor? bias=None) "\
+    "-> Tensor",                                                                                   \
+    Tensor,                                                                                        \
+    (const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias),                \
+    (input, weight, bias))                                                                         \
   X(FN_M, dot, dot, "dot(Tensor self, Tensor tensor) -> Tensor",                                   \
     Tensor, (const Tensor& self, const Tensor& tensor), (self, tensor))                            \
   X(FN_M, mv, mv, "mv(Tensor self, Tensor vec) -> Tensor",                                         \

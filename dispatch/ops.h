@@ -290,6 +290,10 @@ Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2,
 // input @ weight.t() + bias; weight is [out_features, in_features].
 Tensor linear(const Tensor& input, const Tensor& weight,
               const std::optional<Tensor>& bias = std::nullopt);
+// relu(linear(input, weight, bias)) as one op (nn::Sequential's Linear -> ReLU; the CPU kernel
+// adds the bias and applies relu inside the product: docs/cpu_kernels.md, "Fused post-ops").
+Tensor _linear_relu(const Tensor& input, const Tensor& weight,
+                    const std::optional<Tensor>& bias = std::nullopt);
 Tensor dot(const Tensor& self, const Tensor& other);
 Tensor mv(const Tensor& self, const Tensor& vec);
 Tensor outer(const Tensor& self, const Tensor& vec2);

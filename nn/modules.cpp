@@ -308,7 +308,17 @@ LogSoftmaxImpl::LogSoftmaxImpl(int64_t dim)
 
 Tensor SequentialImpl::forward(const Tensor& input) const {
   Tensor x = input;
-  for (const auto& step : steps_) x = step(x);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const auto* linear = dynamic_cast<const LinearImpl*>(steps_[i].module.get());
+    if (linear && i + 1 < steps_.size() &&
+        dynamic_cast<const ReLUImpl*>(steps_[i + 1].module.get())) {  // Note [Linear -> ReLU]
+      x = _linear_relu(x, linear->weight,
+                       linear->bias.defined() ? std::optional<Tensor>(linear->bias) : std::nullopt);
+      ++i;
+      continue;
+    }
+    x = steps_[i].run(x);
+  }
   return x;
 }
 

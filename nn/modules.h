@@ -309,14 +309,20 @@ class SequentialImpl : public Module {
   void push_back(Holder holder) {
     auto impl = holder.ptr();
     register_module(std::to_string(steps_.size()), impl);
-    steps_.push_back([impl](const Tensor& x) { return impl->forward(x); });
+    steps_.push_back({impl, [impl](const Tensor& x) { return impl->forward(x); }});
   }
+  // Note [Linear -> ReLU]: a Linear followed by a ReLU runs as one _linear_relu (the same
+  // values; on the CPU one oneDNN product applies the bias and the relu: docs/nn.md).
   Tensor forward(const Tensor& input) const;
   size_t size() const { return steps_.size(); }
   std::shared_ptr<Module> operator[](size_t i) const;
 
  private:
-  std::vector<std::function<Tensor(const Tensor&)>> steps_;
+  struct Step {
+    std::shared_ptr<Module> module;
+    std::function<Tensor(const Tensor&)> run;
+  };
+  std::vector<Step> steps_;
 };
 XTEN_MODULE(Sequential);
 

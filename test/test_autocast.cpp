@@ -101,6 +101,9 @@ std::vector<Case> cpu_cases() {
        [](V v) { return baddbmm(v[0], v[1], v[2], 0.5, 2); }},
       {"addmm", {r({5}), r({3, 4}), r({4, 5})}, [](V v) { return addmm(v[0], v[1], v[2]); }},
       {"linear", {r({3, 4}), r({6, 4}), r({6})}, [](V v) { return linear(v[0], v[1], v[2]); }},
+      {"_linear_relu",
+       {r({3, 4}), r({6, 4}), r({6})},
+       [](V v) { return _linear_relu(v[0], v[1], v[2]); }},
       {"matmul", {r({2, 3, 4}), r({4})}, [](V v) { return matmul(v[0], v[1]); }},
       {"prelu", {r({2, 3, 4}), r({3})}, [](V v) { return prelu(v[0], v[1]); }},
       // fp32: inputs in bfloat16 so that the cast shows

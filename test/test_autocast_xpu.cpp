@@ -56,6 +56,7 @@ TEST(AutocastXpu, ListsFollowPyTorch) {
       {"mm", CastPolicy::kLowerPrecisionFp},
       {"mv", CastPolicy::kLowerPrecisionFp},
       {"linear", CastPolicy::kLowerPrecisionFp},
+      {"_linear_relu", CastPolicy::kLowerPrecisionFp},  // xten's Linear -> ReLU, cast as linear
       {"baddbmm", CastPolicy::kLowerPrecisionFp},
       {"bmm", CastPolicy::kLowerPrecisionFp},
       {"exp", CastPolicy::kFp32},

@@ -139,3 +139,93 @@ TEST(Linalg, AddmmBaddbmmLinearOuter) {
   EXPECT_EQ(dot(arange(4, kInt), arange(4, kInt)).dtype(), kInt);
   EXPECT_EQ(dot(arange(4, kInt), arange(4, kInt)).item<int>(), 14);
 }
+
+// linear and _linear_relu (kernels/cpu/linear.cpp): oneDNN's product adds the bias (default
+// path), or product, bias and relu run as separate ops (XTEN_CPU_GEMM=eigen, and dtypes oneDNN
+// does not take); both against a double loop, for each layout the kernel reshapes or copies.
+TEST(Linalg, LinearAndLinearReluEveryLayout) {
+  manual_seed(44);
+  for (ScalarType t : {kFloat, kBFloat16, kDouble, kInt}) {
+    const double rel = t == kFloat ? 1e-5 : t == kBFloat16 ? 2e-2 : 1e-12;
+    for (bool with_bias : {true, false}) {
+      const Tensor w = random_tensor({6, 5}, t, -3, 3), b = random_tensor({6}, t, -3, 3);
+      const std::optional<Tensor> bias = with_bias ? std::optional<Tensor>(b) : std::nullopt;
+      const Tensor column_major_w = w.t().contiguous().t();
+      for (const Tensor& x :
+           {random_tensor({5}, t, -3, 3), random_tensor({7, 5}, t, -3, 3),
+            random_tensor({2, 3, 5}, t, -3, 3), random_tensor({5, 7}, t, -3, 3).t(),
+            non_contiguous(random_tensor({4, 5}, t, -3, 3)), random_tensor({0, 5}, t)}) {
+        for (const Tensor& weight : {w, column_major_w}) {
+          const auto before = cpu_gemm_counts();
+          const Tensor y = linear(x, weight, bias), r = _linear_relu(x, weight, bias);
+          const auto after = cpu_gemm_counts();
+          // Float and bfloat16 products with rows take oneDNN when it is chosen: no silent
+          // detour through the separate ops.
+          if (cpu_gemm() == CpuGemm::OneDnn && (t == kFloat || t == kBFloat16) && x.numel() > 0) {
+            EXPECT_EQ(after.onednn - before.onednn, 2);
+          }
+          DimVector shape(x.sizes());
+          shape.back() = 6;
+          ASSERT_EQ(y.sizes(), IntArrayRef(shape));
+          ASSERT_EQ(r.sizes(), IntArrayRef(shape));
+          ASSERT_EQ(r.dtype(), t);
+          int failures = 0;
+          for_each_index(y.sizes(), [&](const std::vector<int64_t>& i) {
+            double s = with_bias ? value_at(b, {i.back()}) : 0, mag = std::abs(s);
+            for (int64_t j = 0; j < 5; ++j) {
+              std::vector<int64_t> ix(i.begin(), i.end());
+              ix.back() = j;
+              s += value_at(x, ix) * value_at(w, {i.back(), j});
+              mag += std::abs(value_at(x, ix) * value_at(w, {i.back(), j}));
+            }
+            const double tol = is_integral_type(t, false) ? 0 : rel * mag;
+            if ((std::abs(value_at(y, i) - s) > tol ||
+                 std::abs(value_at(r, i) - std::max(s, 0.0)) > tol) &&
+                failures++ < 3)
+              ADD_FAILURE() << to_string(t) << " x " << x.sizes() << " at "
+                            << to_string(IntArrayRef(i)) << ": linear " << value_at(y, i)
+                            << ", _linear_relu " << value_at(r, i) << ", expected " << s;
+          });
+        }
+      }
+    }
+  }
+  // relu keeps NaN (oneDNN's relu post-op would make it 0: not used), and is exactly relu.
+  Tensor x = random_tensor({4, 8}, kFloat), w = random_tensor({16, 8}, kFloat),
+         b = random_tensor({16}, kFloat);
+  x.select(0, 1).fill_(std::nan(""));
+  const Tensor r = _linear_relu(x, w, b);
+  EXPECT_EQ(r.isnan().sum().item<int64_t>(), 16);
+  EXPECT_TRUE(same_bytes(r, relu(linear(x, w, b))));
+  // A product large enough for several threads.
+  Tensor bx = random_tensor({64, 784}, kFloat, -1, 1),
+         bw = random_tensor({256, 784}, kFloat, -1, 1), bb = random_tensor({256}, kFloat, -1, 1);
+  const Tensor sx = bx.narrow(1, 0, 300), sw = bw.narrow(1, 0, 300).narrow(0, 0, 100);
+  expect_matmul(linear(sx, sw, bb.narrow(0, 0, 100)) - bb.narrow(0, 0, 100), sx, sw.t());
+  EXPECT_TRUE(same_bytes(_linear_relu(bx, bw, bb), relu(linear(bx, bw, bb))));
+}
+
+TEST(Linalg, LinearErrors) {
+  for (const char* op : {"linear", "_linear_relu"}) {
+    auto call = [&](const Tensor& x, const Tensor& w, const std::optional<Tensor>& b) {
+      return std::string(op) == "linear" ? linear(x, w, b) : _linear_relu(x, w, b);
+    };
+    const std::string p = fmt::format("[{}] ", op);
+    EXPECT_THROW_MSG(call(ones({2, 3}), ones({4, 2}), std::nullopt), ValueError,
+                     p + "input's last dim (3) must equal weight's in_features (2)");
+    EXPECT_THROW_MSG(call(ones({2, 3}), ones({4, 3, 1}), std::nullopt), ValueError,
+                     p + "weight must be 2-D [out_features, in_features], but got 3-D");
+    EXPECT_THROW_MSG(call(ones({}), ones({4, 3}), std::nullopt), ValueError,
+                     p + "input's last dim (0) must equal weight's in_features (3)");
+    EXPECT_THROW_MSG(call(ones({2, 3}), ones({4, 3}), ones({3})), ValueError,
+                     p + "bias must have shape (4), but got (3)");
+    EXPECT_THROW_MSG(call(ones({2, 3}), ones({4, 3}, kDouble), std::nullopt), TypeError,
+                     p + "expected input and weight to have the same dtype, but got Float and "
+                         "Double");
+    EXPECT_THROW_MSG(call(ones({2, 3}), ones({4, 3}), ones({4}, kDouble)), TypeError,
+                     p + "expected weight and bias to have the same dtype, but got Float and "
+                         "Double");
+    EXPECT_THROW_MSG(call(ones({2, 3}, kBool), ones({4, 3}, kBool), std::nullopt),
+                     NotImplementedError, p + "not implemented for dtype Bool");
+  }
+}

@@ -4,6 +4,7 @@
 
 #include <xten/nn/init.h>
 #include <xten/nn/modules.h>
+#include <xten/profiler/profiler.h>
 
 using namespace xten;
 using namespace xten::testing;
@@ -240,6 +241,38 @@ TEST(Layers, ForwardEqualsTheFunctionalOp) {
   EXPECT_TRUE(dict->contains("act"));
   EXPECT_EQ((*dict)["act"]->name(), "ReLU");
   EXPECT_THROW_MSG((*dict)["x"], IndexError, "no module named 'x'");
+}
+
+// Note [Linear -> ReLU]: Sequential runs a Linear and the ReLU after it as one _linear_relu; the
+// values and gradients are those of the two modules called one after the other.
+TEST(Layers, SequentialRunsLinearThenReluAsOneOp) {
+  manual_seed(8);
+  nn::Sequential seq(nn::Linear(6, 5), nn::ReLU(), nn::Linear(5, 4), nn::ReLU(), nn::Tanh(),
+                     nn::Linear(nn::LinearOptions(4, 3).bias(false)), nn::ReLU());
+  const Tensor x = randn({7, 6}).requires_grad_();
+  profiler::Profiler prof;
+  prof.start();
+  const Tensor y = seq(x);
+  prof.stop();
+  int fused = 0, relus = 0;
+  for (const auto& e : prof.events()) {
+    fused += e.name == "xten::_linear_relu" && e.key == "AutogradCPU";
+    relus += e.name == "xten::relu";
+  }
+  EXPECT_EQ(fused, 3);
+  EXPECT_EQ(relus, 0);
+  auto lin = [&](size_t i) { return std::dynamic_pointer_cast<nn::LinearImpl>((*seq)[i]); };
+  Tensor h = x;  // the modules one by one
+  for (size_t i = 0; i < seq->size(); ++i) {
+    if (lin(i))
+      h = lin(i)->forward(h);
+    else
+      h = i == 4 ? tanh(h) : relu(h);
+  }
+  EXPECT_TRUE(allclose(y, h, 1e-6, 1e-7));
+  const auto grads = autograd::grad({y.sum()}, {x, lin(0)->weight, lin(0)->bias, lin(5)->weight});
+  const auto want = autograd::grad({h.sum()}, {x, lin(0)->weight, lin(0)->bias, lin(5)->weight});
+  for (size_t i = 0; i < grads.size(); ++i) EXPECT_TRUE(allclose(grads[i], want[i], 1e-6, 1e-7));
 }
 
 TEST(Init, DefaultsAndDistributions) {

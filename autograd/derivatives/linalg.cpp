@@ -1,5 +1,5 @@
-// Derivative of bmm (kernels/cpu/linalg.cpp); mm, matmul, addmm, linear, dot, mv and outer are
-// composites over it.
+// Derivatives of bmm (kernels/cpu/linalg.cpp), linear and _linear_relu (kernels/cpu/linear.cpp);
+// mm, matmul, addmm, dot, mv and outer are composites over bmm.
 #include <xten/autograd/derivatives/common.h>
 
 namespace xten::autograd {
@@ -19,6 +19,21 @@ Tensor product(const Tensor& x, const Tensor& y, bool transposed_result) {
   return y.transpose(1, 2).bmm(x.transpose(1, 2)).transpose(1, 2);
 }
 
+// linear's input, weight and bias gradients from `g`, the gradient of its output ([..., out]):
+// g @ weight, g^T @ input over the flattened leading dims (a contiguous [out, in], the weight's
+// layout), and g summed over the leading dims.
+variable_list linear_grads(const GradContext& c, const Tensor& g) {
+  const Tensor g2 = g.reshape({-1, g.size(-1)});
+  Tensor gi, gw, gb;
+  if (c.needs_grad(0)) gi = matmul(g, c.input(1));
+  if (c.needs_grad(1)) {
+    const Tensor x = c.input(0);
+    gw = mm(g2.t(), x.reshape({-1, x.size(-1)}));
+  }
+  if (c.needs_grad(2)) gb = g2.sum({0});
+  return {gi, gw, gb};
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, Autograd, m) {
@@ -30,6 +45,14 @@ LIBRARY_IMPL(xten, Autograd, m) {
             c.needs_grad(1) ? product(c.input(0).transpose(1, 2), g, column_major(c.input_meta(1)))
                             : Tensor()};
   });
+  d.def("linear", [](const GradContext& c) {
+     return linear_grads(c, c.grad());
+   }).saves_only({0, 1});
+  // relu's mask from the output, as relu's own derivative (zero where the output is zero).
+  d.def("_linear_relu",
+        [](const GradContext& c) { return linear_grads(c, keep_where(c.result() > 0, c.grad())); })
+      .saves_result()
+      .saves_only({0, 1});
 }
 
 }  // namespace xten::autograd

@@ -7,7 +7,6 @@
 #include <xten/core/meta.h>
 
 namespace xten {
-namespace {
 
 void check_same_dtype(const char* op, const Tensor& a, const Tensor& b, const char* an,
                       const char* bn) {
@@ -15,8 +14,6 @@ void check_same_dtype(const char* op, const Tensor& a, const Tensor& b, const ch
              "expected {} and {} to have the same dtype, but got {} and {}", an, bn,
              to_string(a.dtype()), to_string(b.dtype()));
 }
-
-}  // namespace
 
 void check_mm(const Tensor& a, const Tensor& b) {
   XTEN_CHECK(a.dim() == 2 && b.dim() == 2, ValueError, "mm",

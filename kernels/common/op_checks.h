@@ -12,6 +12,10 @@
 
 namespace xten {
 
+// TypeError "expected <an> and <bn> to have the same dtype, but got ..." unless they do.
+void check_same_dtype(const char* op, const Tensor& a, const Tensor& b, const char* an,
+                      const char* bn);
+
 // mm: 2-D operands whose inner sizes agree, one dtype, one device, not bool.
 void check_mm(const Tensor& a, const Tensor& b);
 // bmm: the same for 3-D operands with equal batch sizes.

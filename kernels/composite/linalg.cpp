@@ -1,5 +1,6 @@
 // The matrix-product family written with bmm (valid on every backend that has it): mm, matmul,
-// addmm, baddbmm, linear, dot, mv, outer.
+// addmm, baddbmm, dot, mv, outer. linear has kernels per backend (kernels/common/linear.h) and
+// a derivative of its own.
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
@@ -90,21 +91,6 @@ Tensor baddbmm_kernel(const Tensor& input, const Tensor& b1, const Tensor& b2, c
   return scaled_sum(input, bmm(b1, b2), beta, alpha);
 }
 
-Tensor linear_kernel(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  XTEN_CHECK(weight.dim() == 2, ValueError, "linear",
-             "weight must be 2-D [out_features, in_features], but got {}-D", weight.dim());
-  XTEN_CHECK(input.dim() > 0 && input.size(-1) == weight.size(1), ValueError, "linear",
-             "input's last dim ({}) must equal weight's in_features ({})",
-             input.dim() ? input.size(-1) : 0, weight.size(1));
-  Tensor out = matmul(input, weight.t());
-  if (bias && bias->defined()) {
-    XTEN_CHECK(bias->dim() == 1 && bias->size(0) == weight.size(0), ValueError, "linear",
-               "bias must have shape ({}), but got {}", weight.size(0), bias->sizes());
-    out = out + *bias;
-  }
-  return out;
-}
-
 }  // namespace
 
 LIBRARY_IMPL(xten, CompositeImplicit, m) {
@@ -115,7 +101,6 @@ LIBRARY_IMPL(xten, CompositeImplicit, m) {
   m.impl("matmul", matmul_kernel);
   m.impl("addmm", addmm_kernel);
   m.impl("baddbmm", baddbmm_kernel);
-  m.impl("linear", linear_kernel);
 }
 
 }  // namespace xten

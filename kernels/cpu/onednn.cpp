@@ -218,20 +218,25 @@ void run_conv(const Entry& e, const Tensor& x, const Tensor& w, const Tensor& bi
   if (e.dst_out) run(*e.dst_out, s, {{DNNL_ARG_FROM, dst}, {DNNL_ARG_TO, user_dst}});
 }
 
-}  // namespace
-
-bool matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
+// out = a @ b (+ bias), batched [B, n, k] @ [B, k, m]: one matmul primitive, which adds the
+// bias (docs/cpu_kernels.md, "Fused post-ops").
+bool matmul_bias(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out) {
   const auto dt = data_type(a.dtype());
   if (!dt || a.numel() == 0 || b.numel() == 0) return false;
-  const std::string key = fmt::format("matmul {} {} {} {} {} {}", static_cast<int>(a.dtype()),
-                                      a.sizes(), a.strides(), b.sizes(), b.strides(), out.sizes());
+  const std::string key =
+      fmt::format("matmul {} {} {} {} {} {}{}", static_cast<int>(a.dtype()), a.sizes(), a.strides(),
+                  b.sizes(), b.strides(), out.sizes(), bias.defined() ? " bias" : "");
   const double flops = 2.0 * static_cast<double>(out.numel()) * static_cast<double>(a.size(2));
   auto e = cache().get(key, flops, [&](Entry& en) {
     const memory::desc am(dims(a.sizes().begin(), a.sizes().end()), *dt, strides_of(a));
     const memory::desc bm(dims(b.sizes().begin(), b.sizes().end()), *dt, strides_of(b));
     const memory::desc cm(dims(out.sizes().begin(), out.sizes().end()), *dt, tag::abc);
-    en.main = step_of<dnnl::matmul>(
-        dnnl::matmul::primitive_desc(dnnl::matmul::desc(am, bm, cm), user_scratchpad(), engine()));
+    const dnnl::matmul::desc d =
+        bias.defined()
+            ? dnnl::matmul::desc(
+                  am, bm, memory::desc({1, 1, out.size(2)}, *data_type(bias.dtype()), tag::abc), cm)
+            : dnnl::matmul::desc(am, bm, cm);
+    en.main = step_of<dnnl::matmul>(dnnl::matmul::primitive_desc(d, user_scratchpad(), engine()));
     en.user_src = am;
     en.user_weights = bm;
     en.user_dst = cm;
@@ -239,11 +244,25 @@ bool matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   if (!e->ok) return false;
   use_threads(e->threads);
   dnnl::stream s(engine());
-  run(e->main, s,
-      {{DNNL_ARG_SRC, memory(e->user_src, engine(), a.data_ptr())},
-       {DNNL_ARG_WEIGHTS, memory(e->user_weights, engine(), b.data_ptr())},
-       {DNNL_ARG_DST, memory(e->user_dst, engine(), out.data_ptr())}});
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, memory(e->user_src, engine(), a.data_ptr())},
+      {DNNL_ARG_WEIGHTS, memory(e->user_weights, engine(), b.data_ptr())},
+      {DNNL_ARG_DST, memory(e->user_dst, engine(), out.data_ptr())}};
+  if (bias.defined())
+    args.emplace(DNNL_ARG_BIAS, memory({{1, 1, out.size(2)}, *data_type(bias.dtype()), tag::abc},
+                                       engine(), bias.data_ptr()));
+  run(e->main, s, std::move(args));
   return true;
+}
+
+}  // namespace
+
+bool matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
+  return matmul_bias(a, b, Tensor(), out);
+}
+
+bool linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
+  return matmul_bias(x.unsqueeze(0), w.t().unsqueeze(0), bias, out.unsqueeze(0));
 }
 
 bool conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvGeometry& g,

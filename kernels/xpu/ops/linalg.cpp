@@ -1,10 +1,12 @@
 // XPU bmm (linalg.cl: 64x64 output tiles, register-blocked, staged in local memory), with
-// the checks shared with the CPU (kernels/common/op_checks.h). mm, matmul, addmm, linear, ... are
-// composites over it (mm is a batch of one).
+// the checks shared with the CPU (kernels/common/op_checks.h). mm, matmul, addmm, ... are
+// composites over it (mm is a batch of one); linear and _linear_relu run the product, the bias
+// and the relu as three launches (kernels/common/linear.h: no fused XPU kernel yet).
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
+#include <xten/kernels/common/linear.h>
 #include <xten/kernels/common/op_checks.h>
 #include <xten/kernels/xpu/ops/xpu_ops.h>
 
@@ -41,10 +43,23 @@ Tensor bmm_kernel(const Tensor& a, const Tensor& b) {
   return batched("bmm", a, b);
 }
 
+Tensor linear_kernel(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  check_linear("linear", input, weight, bias);
+  return linear_unfused(input, weight, bias, false);
+}
+
+Tensor linear_relu_kernel(const Tensor& input, const Tensor& weight,
+                          const std::optional<Tensor>& bias) {
+  check_linear("_linear_relu", input, weight, bias);
+  return linear_unfused(input, weight, bias, true);
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, XPU, m) {
   m.impl("bmm", bmm_kernel);
+  m.impl("linear", linear_kernel);
+  m.impl("_linear_relu", linear_relu_kernel);
 }
 
 }  // namespace xten::xpu
