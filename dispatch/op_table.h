@@ -690,6 +690,13 @@
     (const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,                \
      const std::string& reduction, int64_t ignore_index),                                          \
     (self, target, weight, reduction, ignore_index))                                               \
+  /* nll_loss's input gradient (kernels/cpu/loss.cpp; composite in kernels/composite/loss.cpp) */ \
+  X(FN, nll_loss_backward, nll_loss_backward, "nll_loss_backward(Tensor grad_output, Tensor self, "\
+    "Tensor target, Tensor? weight=None, str reduction='mean', int ignore_index=-100) -> Tensor",  \
+    Tensor,                                                                                        \
+    (const Tensor& grad_output, const Tensor& self, const Tensor& target,                          \
+     const std::optional<Tensor>& weight, const std::string& reduction, int64_t ignore_index),     \
+    (grad_output, self, target, weight, reduction, ignore_index))                                  \
   X(FN, cross_entropy, cross_entropy, "cross_entropy(Tensor self, Tensor target, Tensor? "         \
     "weight=None, str reduction='mean', int ignore_index=-100, float label_smoothing=0.0) -> "     \
     "Tensor",                                                                                      \

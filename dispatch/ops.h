@@ -481,6 +481,10 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& redu
 Tensor nll_loss(const Tensor& input, const Tensor& target,
                 const std::optional<Tensor>& weight = std::nullopt,
                 const std::string& reduction = "mean", int64_t ignore_index = -100);
+// nll_loss's gradient with respect to `self` (its input), given the gradient of its output.
+Tensor nll_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                         const std::optional<Tensor>& weight = std::nullopt,
+                         const std::string& reduction = "mean", int64_t ignore_index = -100);
 // input: logits [N, C, ...] or [C]; target: int64 class indices, or class probabilities of input's
 // shape.
 Tensor cross_entropy(const Tensor& input, const Tensor& target,

@@ -369,6 +369,23 @@ inline const std::vector<OpInfo>& op_db() {
       {"nll_loss",
        {{4, 5}},
        [](const V& x) { return nll_loss(log_softmax(x[0], 1), idx({1, 4, 0, 4}, x[0])); }},
+      // The weight's gradient too, an ignored target, each reduction, and spatial and 1-D inputs.
+      {"nll_loss_weight_mean",
+       {{4, 5}, {5}},
+       [](const V& x) {
+         return nll_loss(log_softmax(x[0], 1), idx({1, 4, -100, 4}, x[0]), exp(x[1]));
+       }},
+      {"nll_loss_weight_sum",
+       {{4, 5}, {5}},
+       [](const V& x) {
+         return nll_loss(log_softmax(x[0], 1), idx({1, 4, 2, 0}, x[0]), exp(x[1]), "sum", 2);
+       }},
+      {"nll_loss_weight_none_spatial",
+       {{2, 3, 2}, {3}},
+       [](const V& x) {
+         return nll_loss(x[0], idx({0, 2, 1, 1}, x[0], {2, 2}), exp(x[1]), "none");
+       }},
+      {"nll_loss_1d", {{5}}, [](const V& x) { return nll_loss(x[0], idx({3}, x[0]).reshape({})); }},
       {"cross_entropy",
        {{4, 5}, {5}},
        [](const V&

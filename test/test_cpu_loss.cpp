@@ -148,3 +148,97 @@ TEST(Loss, NllAndCrossEntropy) {
   EXPECT_THROW_MSG(cross_entropy(x, t2, std::nullopt, "mean", -100, 1.5), ValueError,
                    "label_smoothing must be in [0, 1]");
 }
+
+// nll_loss's CPU kernels (kernels/cpu/loss.cpp): the loss and its input gradient against double
+// loops, for every float dtype, reduction and layout, with and without class weights and
+// ignored targets; the gradient also against the composite backward (create_graph runs it).
+TEST(Loss, NllLossKernelsEveryDtypeReductionAndLayout) {
+  manual_seed(95);
+  for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf}) {
+    const double tol = t == kDouble ? 1e-12 : t == kFloat ? 1e-5 : 2e-2;
+    for (const std::vector<int64_t>& shape :
+         std::vector<std::vector<int64_t>>{{6, 5}, {2, 5, 3}, {5}}) {
+      const int64_t classes = shape.size() == 1 ? shape[0] : shape[1];
+      DimVector tshape{IntArrayRef(shape)};
+      if (tshape.size() >= 2)
+        tshape.erase(1);
+      else
+        tshape = DimVector();
+      Tensor target = randint(0, classes, IntArrayRef(tshape));
+      if (target.numel() > 1) target.view({-1}).select(0, 1).fill_(-100);  // one ignored
+      for (bool weighted : {false, true}) {
+        const Tensor w = random_tensor({classes}, t, 0.5, 2);
+        const std::optional<Tensor> weight = weighted ? std::optional<Tensor>(w) : std::nullopt;
+        for (const char* reduction : {"none", "mean", "sum"}) {
+          const Tensor x = random_tensor(IntArrayRef(shape), t, -4, 0).requires_grad_();
+          const Tensor y = nll_loss(x, target, weight, reduction);
+          // The reference: per-target terms, the total weight, and the gradient.
+          std::vector<double> terms, wts;
+          std::vector<std::vector<int64_t>> at;
+          for_each_index(target.sizes(), [&](const std::vector<int64_t>& i) {
+            const int64_t c = int64_t(value_at(target, i));
+            std::vector<int64_t> xi(i.begin(), i.end());
+            if (shape.size() == 1)
+              xi = {c};
+            else
+              xi.insert(xi.begin() + 1, c);
+            const double wi = c == -100 ? 0 : weighted ? value_at(w, {c}) : 1;
+            terms.push_back(c == -100 ? 0 : -value_at(x, xi) * wi);
+            wts.push_back(wi);
+            at.push_back(c == -100 ? std::vector<int64_t>{} : xi);
+          });
+          double sum = 0, total = 0;
+          for (size_t k = 0; k < terms.size(); ++k) sum += terms[k], total += wts[k];
+          if (std::string(reduction) == "none") {
+            size_t k = 0;
+            for_each_index(target.sizes(), [&](const std::vector<int64_t>& i) {
+              EXPECT_NEAR(value_at(y, i), terms[k], tol * (1 + std::abs(terms[k])))
+                  << to_string(t) << " " << reduction;
+              ++k;
+            });
+          } else {
+            const double want = std::string(reduction) == "sum" ? sum : sum / total;
+            EXPECT_NEAR(y.item<double>(), want, tol * (1 + std::abs(want)))
+                << to_string(t) << " " << reduction << " " << to_string(IntArrayRef(shape));
+          }
+          const Tensor g = y.dim() ? ones_like(y) : ones({}, y.options());
+          const Tensor gx = autograd::grad({y}, {x}, {g}, true)[0];
+          const Tensor gc = autograd::grad({y}, {x}, {g}, true, /*create_graph=*/true)[0];
+          EXPECT_TRUE(allclose(gx, gc.detach(), tol, tol)) << to_string(t) << " " << reduction;
+          Tensor want = zeros(IntArrayRef(shape), kDouble);
+          for (size_t k = 0; k < at.size(); ++k) {
+            if (at[k].empty()) continue;
+            int64_t off = 0;
+            for (size_t d = 0; d < at[k].size(); ++d) off += at[k][d] * want.stride(int64_t(d));
+            want.data_ptr<double>()[off] =
+                std::string(reduction) == "mean" ? -wts[k] / total : -wts[k];
+          }
+          EXPECT_TRUE(allclose(gx, want, tol, tol)) << to_string(t) << " " << reduction;
+        }
+      }
+    }
+  }
+  // Every target ignored: 'mean' is 0 / 0 (NaN, as PyTorch), 'sum' 0.
+  const Tensor logp = log_softmax(randn({3, 4}), 1), none = full({3}, int64_t{-100});
+  EXPECT_TRUE(std::isnan(nll_loss(logp, none).item<float>()));
+  EXPECT_EQ(nll_loss(logp, none, std::nullopt, "sum").item<float>(), 0.0f);
+}
+
+TEST(Loss, NllLossErrors) {
+  const Tensor logp = log_softmax(randn({3, 4}), 1);
+  const Tensor target = tensor(std::vector<int64_t>{0, 3, 1});
+  EXPECT_THROW_MSG(nll_loss(logp, tensor(std::vector<int64_t>{0, -2, 9})), IndexError,
+                   "[nll_loss] target -2 is out of bounds for 4 classes");
+  EXPECT_THROW_MSG(nll_loss(logp, tensor(std::vector<int64_t>{0, 2, 9})), IndexError,
+                   "[nll_loss] target 9 is out of bounds for 4 classes");
+  EXPECT_THROW_MSG(nll_loss(logp, target, ones({3})), ValueError,
+                   "[nll_loss] weight must have shape (4), but got (3)");
+  EXPECT_THROW_MSG(nll_loss(logp, target, std::nullopt, "avg"), ValueError,
+                   "[nll_loss] reduction must be 'none', 'mean' or 'sum', but got 'avg'");
+  EXPECT_THROW_MSG(nll_loss(ones({3, 4}, kLong), target), NotImplementedError,
+                   "[nll_loss] not implemented for dtype Long");
+  EXPECT_THROW_MSG(nll_loss(ones({}), tensor(std::vector<int64_t>{0})), ValueError,
+                   "[nll_loss] expected an input of at least 1 dim, but got a zero-dim tensor");
+  EXPECT_THROW_MSG(nll_loss_backward(ones({}), logp, tensor(std::vector<int64_t>{0, 4, 1})),
+                   IndexError, "[nll_loss_backward] target 4 is out of bounds for 4 classes");
+}

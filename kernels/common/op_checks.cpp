@@ -15,6 +15,32 @@ void check_same_dtype(const char* op, const Tensor& a, const Tensor& b, const ch
              to_string(a.dtype()), to_string(b.dtype()));
 }
 
+void check_nll_loss(const char* op, const Tensor& input, const Tensor& target,
+                    const std::optional<Tensor>& weight, const std::string& reduction) {
+  XTEN_CHECK(input.dim() >= 1, ValueError, op,
+             "expected an input of at least 1 dim, but got a zero-dim tensor");
+  XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, op,
+             "not implemented for dtype {} (the input holds log-probabilities)",
+             to_string(input.dtype()));
+  XTEN_CHECK(target.dtype() == kLong, TypeError, op,
+             "expected a target of class indices of dtype Long, but got {}",
+             to_string(target.dtype()));
+  DimVector want(input.sizes());
+  if (input.dim() >= 2)
+    want.erase(1);
+  else
+    want = DimVector();
+  XTEN_CHECK(target.sizes() == IntArrayRef(want), ValueError, op,
+             "target shape {} does not fit input shape {} (expected {})", target.sizes(),
+             input.sizes(), want);
+  const int64_t classes = input.size(input.dim() == 1 ? 0 : 1);
+  if (weight && weight->defined())
+    XTEN_CHECK(weight->dim() == 1 && weight->size(0) == classes, ValueError, op,
+               "weight must have shape ({}), but got {}", classes, weight->sizes());
+  XTEN_CHECK(reduction == "none" || reduction == "mean" || reduction == "sum", ValueError, op,
+             "reduction must be 'none', 'mean' or 'sum', but got '{}'", reduction);
+}
+
 void check_mm(const Tensor& a, const Tensor& b) {
   XTEN_CHECK(a.dim() == 2 && b.dim() == 2, ValueError, "mm",
              "expected 2-D tensors, but got {}-D and {}-D", a.dim(), b.dim());
@@ -409,8 +435,8 @@ Device check_amp_unscale(const std::vector<Tensor>& self, const Tensor& found_in
 
 void check_list_like(const char* op, const char* what, const std::vector<Tensor>& list,
                      const std::vector<Tensor>& self) {
-  XTEN_CHECK(list.size() == self.size(), ValueError, op, "{} has {} tensors for {} in self",
-             what, list.size(), self.size());
+  XTEN_CHECK(list.size() == self.size(), ValueError, op, "{} has {} tensors for {} in self", what,
+             list.size(), self.size());
   for (size_t i = 0; i < list.size(); ++i) {
     const Tensor& t = list[i];
     check_defined(op, what, i, t);
@@ -454,9 +480,10 @@ Device check_fused_adam(const std::vector<Tensor>& self, const std::vector<Tenso
                  state_steps.dim() == 1 && state_steps.numel() == static_cast<int64_t>(self.size()),
              ValueError, op,
              "state_steps must be a 1-d float64 CPU tensor of {} step counts, got {}", self.size(),
-             state_steps.defined() ? fmt::format("{} of shape {} on {}", to_string(state_steps.dtype()),
-                                                 state_steps.sizes(), state_steps.device().str())
-                                   : std::string("an undefined tensor"));
+             state_steps.defined()
+                 ? fmt::format("{} of shape {} on {}", to_string(state_steps.dtype()),
+                               state_steps.sizes(), state_steps.device().str())
+                 : std::string("an undefined tensor"));
   const Tensor steps = state_steps.contiguous();
   for (int64_t i = 0; i < steps.numel(); ++i) {
     const double s = static_cast<const double*>(steps.data_ptr())[i];

@@ -3,6 +3,7 @@
 // the same bad input gives the same error on every device (test/test_xpu_parity.cpp checks).
 #include <limits>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -15,6 +16,12 @@ namespace xten {
 // TypeError "expected <an> and <bn> to have the same dtype, but got ..." unless they do.
 void check_same_dtype(const char* op, const Tensor& a, const Tensor& b, const char* an,
                       const char* bn);
+
+// nll_loss and nll_loss_backward: a floating input [N, C, d...] or [C]; a Long target of the
+// input's shape without the class dim; weight [C] if given; reduction 'none', 'mean' or 'sum'.
+// (Target values are checked where they are read: "target 5 is out of bounds for 3 classes".)
+void check_nll_loss(const char* op, const Tensor& input, const Tensor& target,
+                    const std::optional<Tensor>& weight, const std::string& reduction);
 
 // mm: 2-D operands whose inner sizes agree, one dtype, one device, not bool.
 void check_mm(const Tensor& a, const Tensor& b);

@@ -3,6 +3,7 @@
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
+#include <xten/kernels/common/op_checks.h>
 
 namespace xten {
 namespace {
@@ -104,20 +105,6 @@ Tensor classes_last(const Tensor& input) {
   return input.permute(order).reshape({-1, input.size(1)});
 }
 
-void check_class_target(const char* op, const Tensor& input, const Tensor& target) {
-  XTEN_CHECK(target.dtype() == kLong, TypeError, op,
-             "expected a target of class indices of dtype Long, but got {}",
-             to_string(target.dtype()));
-  DimVector want(input.sizes());
-  if (input.dim() >= 2)
-    want.erase(1);
-  else
-    want = DimVector();
-  XTEN_CHECK(target.sizes() == IntArrayRef(want), ValueError, op,
-             "target shape {} does not fit input shape {} (expected {})", target.sizes(),
-             input.sizes(), want);
-}
-
 // Per-element weights w[target] (0 where ignored), and the target made safe to gather with.
 std::pair<Tensor, Tensor> class_weights(const char* op, const Tensor& target, int64_t classes,
                                         const std::optional<Tensor>& weight, int64_t ignore_index,
@@ -130,9 +117,6 @@ std::pair<Tensor, Tensor> class_weights(const char* op, const Tensor& target, in
     XTEN_CHECK(lo >= 0 && hi < classes, IndexError, op, "target {} is out of bounds for {} classes",
                lo < 0 ? lo : hi, classes);
   }
-  if (weight && weight->defined())
-    XTEN_CHECK(weight->dim() == 1 && weight->size(0) == classes, ValueError, op,
-               "weight must have shape ({}), but got {}", classes, weight->sizes());
   const Tensor w = weight && weight->defined()
                        ? index_select(weight->to(dtype), 0, safe)
                        : ones({t.numel()}, TensorOptions().dtype(dtype).device(t.device()));
@@ -142,18 +126,31 @@ std::pair<Tensor, Tensor> class_weights(const char* op, const Tensor& target, in
 Tensor nll_loss_kernel(const Tensor& input, const Tensor& target,
                        const std::optional<Tensor>& weight, const std::string& reduction,
                        int64_t ignore_index) {
-  XTEN_CHECK(input.dim() >= 1, ValueError, "nll_loss",
-             "expected an input of at least 1 dim, but got a zero-dim tensor");
-  check_class_target("nll_loss", input, target);
+  check_nll_loss("nll_loss", input, target, weight, reduction);
   const Tensor x = classes_last(input);
   auto [w, safe] =
       class_weights("nll_loss", target, x.size(1), weight, ignore_index, input.dtype());
   const Tensor l = -gather(x, 1, safe.unsqueeze(1)).squeeze(1) * w;
   if (reduction == "none") return l.view(target.sizes());
   if (reduction == "sum") return l.sum();
-  XTEN_CHECK(reduction == "mean", ValueError, "nll_loss",
-             "reduction must be 'none', 'mean' or 'sum', but got '{}'", reduction);
   return l.sum() / w.sum();
+}
+
+// The gradient of nll_loss with respect to its input: -w[t] * grad (over the total weight for
+// 'mean') at each target's class, zero elsewhere. The CPU has a fused kernel
+// (kernels/cpu/loss.cpp); this one serves the XPU and a backward with create_graph.
+Tensor nll_loss_backward_kernel(const Tensor& grad_output, const Tensor& input,
+                                const Tensor& target, const std::optional<Tensor>& weight,
+                                const std::string& reduction, int64_t ignore_index) {
+  check_nll_loss("nll_loss_backward", input, target, weight, reduction);
+  const int64_t class_dim = input.dim() == 1 ? 0 : 1;
+  auto [w, safe] = class_weights("nll_loss_backward", target, input.size(class_dim), weight,
+                                 ignore_index, input.dtype());
+  Tensor coef = -w.view(target.sizes()) * grad_output;
+  if (reduction == "mean") coef = coef / w.sum();
+  return zeros(input.sizes(), input.options())
+      .scatter_add(class_dim, safe.view(target.sizes()).unsqueeze(class_dim),
+                   coef.unsqueeze(class_dim));
 }
 
 Tensor cross_entropy_kernel(const Tensor& input, const Tensor& target,
@@ -182,11 +179,8 @@ Tensor cross_entropy_kernel(const Tensor& input, const Tensor& target,
     if (reduction == "mean") return l.sum() / (input.dim() == 1 ? 1 : l.numel());
     return reduce("cross_entropy", l, reduction);
   }
+  if (label_smoothing == 0) return nll_loss(logp, target, weight, reduction, ignore_index);
   const Tensor nll = nll_loss(logp, target, weight, "none", ignore_index);
-  if (label_smoothing == 0) {
-    if (reduction == "none") return nll;
-    return nll_loss(logp, target, weight, reduction, ignore_index);
-  }
   // Smoothing: (1 - s) * nll + s * mean over classes of -w_c log p_c, ignored targets excluded.
   auto [w, safe] =
       class_weights("cross_entropy", target, classes, weight, ignore_index, input.dtype());
@@ -211,6 +205,7 @@ LIBRARY_IMPL(xten, CompositeImplicit, m) {
   m.impl("binary_cross_entropy_with_logits", binary_cross_entropy_with_logits_kernel);
   m.impl("kl_div", kl_div_kernel);
   m.impl("nll_loss", nll_loss_kernel);
+  m.impl("nll_loss_backward", nll_loss_backward_kernel);
   m.impl("cross_entropy", cross_entropy_kernel);
 }
 

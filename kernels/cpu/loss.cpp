@@ -1,0 +1,118 @@
+// nll_loss and nll_loss_backward on the CPU: one pass over the targets each (the composites in
+// kernels/composite/loss.cpp take about twenty ops: docs/autograd.md, "Fused backward kernels").
+// The input is read as [outer, classes, inner] (N, C and the spatial dims; [C] is 1 x C x 1).
+#include <xten/core/dtype_dispatch.h>
+#include <xten/core/meta.h>
+#include <xten/dispatch/library.h>
+#include <xten/dispatch/ops.h>
+
+#include <xten/kernels/common/op_checks.h>
+
+namespace xten::cpu {
+namespace {
+
+struct Targets {
+  int64_t outer, classes, inner;
+  const int64_t* t;  // outer * inner class indices
+  int64_t ignore_index;
+};
+
+Targets targets_of(const char* op, const Tensor& input, const Tensor& target,
+                   int64_t ignore_index) {
+  Targets r{1, input.size(input.dim() == 1 ? 0 : 1), 1, target.data_ptr<int64_t>(), ignore_index};
+  if (input.dim() > 1) r.outer = input.size(0);
+  for (int64_t d = 2; d < input.dim(); ++d) r.inner *= input.size(d);
+  // As the composite reports it: the smallest target if one is negative, else the largest.
+  int64_t lo = 0, hi = 0;
+  bool any = false;
+  for (int64_t i = 0; i < r.outer * r.inner; ++i) {
+    if (r.t[i] == ignore_index) continue;
+    lo = any ? std::min(lo, r.t[i]) : r.t[i];
+    hi = any ? std::max(hi, r.t[i]) : r.t[i];
+    any = true;
+  }
+  XTEN_CHECK(!any || (lo >= 0 && hi < r.classes), IndexError, op,
+             "target {} is out of bounds for {} classes", lo < 0 ? lo : hi, r.classes);
+  return r;
+}
+
+// f(i, offset of the target's class in the input, w[target]) for each target not ignored, and the
+// sum of those weights.
+template <class M, class F>
+double for_each_target(const Targets& r, const M* w, F&& f) {
+  double total = 0;
+  for (int64_t o = 0; o < r.outer; ++o)
+    for (int64_t j = 0; j < r.inner; ++j) {
+      const int64_t i = o * r.inner + j, c = r.t[i];
+      if (c == r.ignore_index) continue;
+      const M wi = w ? w[c] : M(1);
+      f(i, (o * r.classes + c) * r.inner + j, wi);
+      total += static_cast<double>(wi);
+    }
+  return total;
+}
+
+Tensor nll_loss_kernel(const Tensor& input, const Tensor& target,
+                       const std::optional<Tensor>& weight, const std::string& reduction,
+                       int64_t ignore_index) {
+  check_nll_loss("nll_loss", input, target, weight, reduction);
+  const Tensor x = input.contiguous(), t = target.contiguous();
+  const Targets r = targets_of("nll_loss", input, t, ignore_index);
+  Tensor out = reduction == "none" ? zeros(target.sizes(), input.options())
+                                   : empty_tensor({}, input.dtype(), input.device());
+  visit_dtype<dtypes::kFloating>("nll_loss", input.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    const Tensor wm =
+        weight && weight->defined() ? weight->to(scalar_type_of_v<M>).contiguous() : Tensor();
+    const M* w = wm.defined() ? static_cast<const M*>(wm.data_ptr()) : nullptr;
+    const T* xp = static_cast<const T*>(x.data_ptr());
+    T* op = static_cast<T*>(out.data_ptr());
+    double sum = 0;
+    const double total = for_each_target(r, w, [&](int64_t i, int64_t at, M wi) {
+      const M l = -static_cast<M>(xp[at]) * wi;
+      if (reduction == "none")
+        op[i] = static_cast<T>(l);
+      else
+        sum += static_cast<double>(l);
+    });
+    if (reduction == "sum") *op = static_cast<T>(sum);
+    if (reduction == "mean") *op = static_cast<T>(sum / total);  // 0 / 0: NaN, as PyTorch
+  });
+  return out;
+}
+
+Tensor nll_loss_backward_kernel(const Tensor& grad_output, const Tensor& input,
+                                const Tensor& target, const std::optional<Tensor>& weight,
+                                const std::string& reduction, int64_t ignore_index) {
+  check_nll_loss("nll_loss_backward", input, target, weight, reduction);
+  const Tensor t = target.contiguous();
+  const Targets r = targets_of("nll_loss_backward", input, t, ignore_index);
+  Tensor grad = zeros(input.sizes(), input.options());
+  visit_dtype<dtypes::kFloating>("nll_loss_backward", input.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    const Tensor wm =
+        weight && weight->defined() ? weight->to(scalar_type_of_v<M>).contiguous() : Tensor();
+    const M* w = wm.defined() ? static_cast<const M*>(wm.data_ptr()) : nullptr;
+    const Tensor g = grad_output.to(scalar_type_of_v<M>).expand(target.sizes()).contiguous();
+    const M* gp = static_cast<const M*>(g.data_ptr());
+    T* dp = static_cast<T*>(grad.data_ptr());
+    // 'mean' divides by the total weight, known after a first pass.
+    const double total =
+        reduction == "mean" ? for_each_target(r, w, [](int64_t, int64_t, M) {}) : 1.0;
+    for_each_target(r, w, [&](int64_t i, int64_t at, M wi) {
+      dp[at] = static_cast<T>(-wi * gp[i] / static_cast<M>(total));
+    });
+  });
+  return grad;
+}
+
+}  // namespace
+
+LIBRARY_IMPL(xten, CPU, m) {
+  m.impl("nll_loss", nll_loss_kernel);
+  m.impl("nll_loss_backward", nll_loss_backward_kernel);
+}
+
+}  // namespace xten::cpu
