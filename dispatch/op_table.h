@@ -438,6 +438,12 @@
   X(FN_M, log_softmax, log_softmax, "log_softmax(Tensor self, int dim, ScalarType? dtype=None) "   \
     "-> Tensor",                                                                                   \
     Tensor, (const Tensor& self, int64_t dim, std::optional<ScalarType> dtype), (self, dim, dtype))\
+  /* relu's backward: grad where self > threshold, else 0 (kernels/cpu/binary.cpp; composite in */\
+  /* kernels/composite/activation.cpp, which the XPU and a backward with create_graph run) */     \
+  X(FN, threshold_backward, threshold_backward, "threshold_backward(Tensor grad_output, Tensor "   \
+    "self, Scalar threshold) -> Tensor",                                                           \
+    Tensor, (const Tensor& grad_output, const Tensor& self, const Scalar& threshold),              \
+    (grad_output, self, threshold))                                                                \
   /* the backward of softmax and log_softmax (kernels/cpu/activation.cpp; composites in */        \
   /* kernels/composite/activation.cpp, which a backward with create_graph records) */              \
   X(FN, _softmax_backward_data, _softmax_backward_data, "_softmax_backward_data(Tensor "            \

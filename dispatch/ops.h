@@ -305,6 +305,8 @@ Tensor log_softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dt
 // Their backward, from the output y and its gradient g along dim (the gradient of an input of
 // input_dtype): softmax y * (g - sum(g * y)), log_softmax g - exp(y) * sum(g). Fused kernels on
 // CPU and XPU; with create_graph, autograd differentiates their composites (docs/autograd.md).
+// relu's backward: grad_output where self > threshold, 0 elsewhere (a NaN in self passes it).
+Tensor threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold);
 Tensor _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,
                               ScalarType input_dtype);
 Tensor _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,

@@ -152,3 +152,36 @@ TEST(Activation, Dropout) {
   EXPECT_THROW_MSG(dropout(x, 1.5, true), ValueError,
                    "[dropout] probability must be in [0, 1], but got 1.5");
 }
+
+// relu's backward (kernels/cpu/binary.cpp): grad where self > threshold, 0 elsewhere, for every
+// float dtype and layout; a NaN in self passes the gradient (PyTorch's rule); the same values as
+// the composite, which the XPU and create_graph run.
+TEST(Activation, ThresholdBackward) {
+  manual_seed(12);
+  for (ScalarType t : float_dtypes()) {
+    const Tensor g = random_tensor({40, 30}, t), y = random_tensor({40, 30}, t, -1, 1);
+    y.select(0, 3).fill_(std::nan(""));
+    y.select(0, 4).fill_(0.25);  // exactly the threshold: 0
+    for (const auto& [gg, yy] : std::vector<std::pair<Tensor, Tensor>>{
+             {g, y}, {g.t(), y.t()}, {non_contiguous(g), non_contiguous(y)}}) {
+      const Tensor r = threshold_backward(gg, yy, 0.25);
+      ASSERT_EQ(r.dtype(), t);
+      int failures = 0;
+      for_each_index(r.sizes(), [&](const std::vector<int64_t>& i) {
+        const double v = value_at(yy, i), want = v <= 0.25 ? 0.0 : value_at(gg, i);
+        if (value_at(r, i) != want && failures++ < 3)
+          ADD_FAILURE() << to_string(t) << " at " << to_string(IntArrayRef(i)) << ": got "
+                        << value_at(r, i) << ", expected " << want;
+      });
+      EXPECT_TRUE(same_bytes(r, where(yy <= 0.25, zeros({}, gg.options()), gg)));
+    }
+  }
+  EXPECT_EQ(threshold_backward(ones({200000}), ones({200000}), 0).sum().item<float>(), 200000.0f);
+  EXPECT_THROW_MSG(threshold_backward(ones({2, 3}), ones({3, 2}), 0), ValueError,
+                   "[threshold_backward] grad_output and self must have one shape, but got (2, 3) "
+                   "and (3, 2)");
+  EXPECT_THROW_MSG(threshold_backward(ones({2}), ones({2}, kDouble), 0), TypeError,
+                   "[threshold_backward] expected grad_output and self to have the same dtype");
+  EXPECT_THROW_MSG(threshold_backward(ones({2}, kInt), ones({2}, kInt), 0), NotImplementedError,
+                   "[threshold_backward] not implemented for dtype Int");
+}

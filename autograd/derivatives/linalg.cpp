@@ -50,7 +50,9 @@ LIBRARY_IMPL(xten, Autograd, m) {
    }).saves_only({0, 1});
   // relu's mask from the output, as relu's own derivative (zero where the output is zero).
   d.def("_linear_relu",
-        [](const GradContext& c) { return linear_grads(c, keep_where(c.result() > 0, c.grad())); })
+        [](const GradContext& c) {
+          return linear_grads(c, threshold_backward(c.grad(), c.result(), 0));
+        })
       .saves_result()
       .saves_only({0, 1});
 }

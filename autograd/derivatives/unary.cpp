@@ -119,10 +119,11 @@ LIBRARY_IMPL(xten, Autograd, m) {
       .saves_result()
       .inplace("sigmoid_")
       .saves_only({});
-  // Zero where the result is zero: at x = 0 too (PyTorch's threshold_backward).
-  d.def(
-       "relu",
-       [](const GradContext& c) -> variable_list { return {keep_where(c.result() > 0, c.grad())}; })
+  // Zero where the result is zero: at x = 0 too (threshold_backward, fused on the CPU).
+  d.def("relu",
+        [](const GradContext& c) -> variable_list {
+          return {threshold_backward(c.grad(), c.result(), 0)};
+        })
       .saves_result()
       .inplace("relu_")
       .saves_only({});

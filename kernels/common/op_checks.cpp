@@ -41,6 +41,16 @@ void check_nll_loss(const char* op, const Tensor& input, const Tensor& target,
              "reduction must be 'none', 'mean' or 'sum', but got '{}'", reduction);
 }
 
+void check_threshold_backward(const Tensor& grad, const Tensor& self) {
+  XTEN_CHECK(grad.sizes() == self.sizes(), ValueError, "threshold_backward",
+             "grad_output and self must have one shape, but got {} and {}", grad.sizes(),
+             self.sizes());
+  check_same_dtype("threshold_backward", grad, self, "grad_output", "self");
+  check_same_device("threshold_backward", {&grad, &self});
+  XTEN_CHECK(is_floating_type(grad.dtype()), NotImplementedError, "threshold_backward",
+             "not implemented for dtype {}", to_string(grad.dtype()));
+}
+
 void check_mm(const Tensor& a, const Tensor& b) {
   XTEN_CHECK(a.dim() == 2 && b.dim() == 2, ValueError, "mm",
              "expected 2-D tensors, but got {}-D and {}-D", a.dim(), b.dim());

@@ -23,6 +23,9 @@ void check_same_dtype(const char* op, const Tensor& a, const Tensor& b, const ch
 void check_nll_loss(const char* op, const Tensor& input, const Tensor& target,
                     const std::optional<Tensor>& weight, const std::string& reduction);
 
+// threshold_backward: grad and self of one shape and one floating dtype.
+void check_threshold_backward(const Tensor& grad, const Tensor& self);
+
 // mm: 2-D operands whose inner sizes agree, one dtype, one device, not bool.
 void check_mm(const Tensor& a, const Tensor& b);
 // bmm: the same for 3-D operands with equal batch sizes.

@@ -49,6 +49,11 @@ Tensor softmax_backward_data_kernel(const Tensor& g, const Tensor& y, int64_t di
   const int64_t d = softmax_backward_meta("_softmax_backward_data", g, y, dim, input_dtype);
   return (y * (g - (g * y).sum({d}, true))).to(input_dtype);
 }
+Tensor threshold_backward_kernel(const Tensor& grad, const Tensor& self, const Scalar& threshold) {
+  check_threshold_backward(grad, self);
+  return where(self <= threshold, zeros({}, grad.options()), grad);
+}
+
 Tensor log_softmax_backward_data_kernel(const Tensor& g, const Tensor& y, int64_t dim,
                                         ScalarType input_dtype) {
   const int64_t d = softmax_backward_meta("_log_softmax_backward_data", g, y, dim, input_dtype);
@@ -60,6 +65,7 @@ Tensor log_softmax_backward_data_kernel(const Tensor& g, const Tensor& y, int64_
 LIBRARY_IMPL(xten, CompositeImplicit, m) {
   m.impl("_softmax_backward_data", softmax_backward_data_kernel);
   m.impl("_log_softmax_backward_data", log_softmax_backward_data_kernel);
+  m.impl("threshold_backward", threshold_backward_kernel);
   m.impl("hardtanh", hardtanh_kernel);
   m.impl("prelu", prelu_kernel);
   m.impl("dropout", dropout_kernel);

@@ -6,10 +6,10 @@
 
 #include <unsupported/Eigen/SpecialFunctions>
 
-#include <xten/kernels/cpu/capability.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/op_handles.h>
+#include <xten/kernels/cpu/capability.h>
 
 #include <xten/kernels/common/op_checks.h>
 #include <xten/kernels/cpu/elementwise.h>
@@ -425,6 +425,23 @@ Tensor where_kernel(const Tensor& cond, const Tensor& a, const Tensor& b) {
   });
 }
 
+// relu's backward (PyTorch's threshold_backward): grad where self > threshold, else 0, in one
+// pass (the formula's where(self > 0, grad, 0) took three ops and a bool temporary).
+Tensor threshold_backward_kernel(const Tensor& grad, const Tensor& self, const Scalar& threshold) {
+  check_threshold_backward(grad, self);
+  Elementwise e("threshold_backward", Tensor(), {grad, self});
+  e.compute_dtype(grad.dtype());
+  e.prepare();
+  return visit_dtype<dtypes::kFloating>("threshold_backward", e.compute(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    const M th = static_cast<M>(threshold.to_double());
+    // As PyTorch: 0 where self <= threshold, so a NaN in self passes the gradient.
+    return e.run(
+        make_loop<T, T, T>([th](M g, M y) { return branchless_select(y <= th, M(0), g); }));
+  });
+}
+
 template <class M>
 struct ClampOp {
   bool has_lo, has_hi;
@@ -523,6 +540,7 @@ XTEN_CPU_KERNELS(binary, m) {
   m.impl("bitwise_or.Tensor", bitwise_or_kernel);
   m.impl("bitwise_xor.Tensor", bitwise_xor_kernel);
   m.impl("where.self", where_kernel);
+  m.impl("threshold_backward", threshold_backward_kernel);
   m.impl("clamp", clamp_kernel);
   m.impl("clamp_", clamp__kernel);
   m.impl("lerp.Tensor", lerp_kernel);
