@@ -229,3 +229,22 @@ TEST(Linalg, LinearErrors) {
                      NotImplementedError, p + "not implemented for dtype Bool");
   }
 }
+
+// No input or no output features: the bias alone, an empty result, and gradients of the right
+// shapes (zeros for the weight; the bias's gradient counts the rows).
+TEST(Linalg, LinearWithoutFeatures) {
+  const Tensor b = tensor({1.0f, -2.0f, 3.0f, 4.0f});
+  const Tensor y = _linear_relu(zeros({2, 3, 0}), zeros({4, 0}), b);
+  EXPECT_TRUE(same_bytes(y, relu(b).expand({2, 3, 4}).contiguous()));
+  EXPECT_EQ(linear(ones({3, 2}), zeros({0, 2}), zeros({0})).sizes(), IntArrayRef({3, 0}));
+  Tensor x = zeros({3, 0}).requires_grad_(), w = zeros({4, 0}).requires_grad_(),
+         bias = ones({4}).requires_grad_();
+  linear(x, w, bias).sum().backward();
+  EXPECT_EQ(x.grad().sizes(), IntArrayRef({3, 0}));
+  EXPECT_EQ(w.grad().sizes(), IntArrayRef({4, 0}));
+  EXPECT_TRUE(same_bytes(bias.grad(), full({4}, 3.0f)));
+  Tensor x2 = ones({3, 2}).requires_grad_(), w2 = zeros({0, 2}).requires_grad_();
+  linear(x2, w2).sum().backward();
+  EXPECT_TRUE(same_bytes(x2.grad(), zeros({3, 2})));
+  EXPECT_EQ(w2.grad().sizes(), IntArrayRef({0, 2}));
+}

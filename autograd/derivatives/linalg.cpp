@@ -1,6 +1,7 @@
 // Derivatives of bmm (kernels/cpu/linalg.cpp), linear and _linear_relu (kernels/cpu/linear.cpp);
 // mm, matmul, addmm, dot, mv and outer are composites over bmm.
 #include <xten/autograd/derivatives/common.h>
+#include <xten/kernels/common/linear.h>
 
 namespace xten::autograd {
 namespace {
@@ -23,12 +24,12 @@ Tensor product(const Tensor& x, const Tensor& y, bool transposed_result) {
 // g @ weight, g^T @ input over the flattened leading dims (a contiguous [out, in], the weight's
 // layout), and g summed over the leading dims.
 variable_list linear_grads(const GradContext& c, const Tensor& g) {
-  const Tensor g2 = g.reshape({-1, g.size(-1)});
+  const Tensor g2 = leading_dims_as_rows(g);
   Tensor gi, gw, gb;
   if (c.needs_grad(0)) gi = matmul(g, c.input(1));
   if (c.needs_grad(1)) {
     const Tensor x = c.input(0);
-    gw = mm(g2.t(), x.reshape({-1, x.size(-1)}));
+    gw = mm(g2.t(), leading_dims_as_rows(x));
   }
   if (c.needs_grad(2)) gb = g2.sum({0});
   return {gi, gw, gb};

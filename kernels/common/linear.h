@@ -13,6 +13,14 @@ namespace xten {
 void check_linear(const char* op, const Tensor& input, const Tensor& weight,
                   const std::optional<Tensor>& bias);
 
+// t [..., k] as [rows, k] (rows: the product of the leading dims; -1 would be ambiguous when k
+// is 0). Header-only: linear's derivative uses it too.
+inline Tensor leading_dims_as_rows(const Tensor& t) {
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < t.dim(); ++d) rows *= t.size(d);
+  return t.reshape({rows, t.size(-1)});
+}
+
 // input @ weight.t() (+ bias) (then relu), as separate ops on the tensors' device.
 Tensor linear_unfused(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                       bool relu);

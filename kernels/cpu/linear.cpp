@@ -25,8 +25,8 @@ Tensor linear_cpu(const char* op, const Tensor& input, const Tensor& weight,
                   const std::optional<Tensor>& bias, bool relu) {
   check_linear(op, input, weight, bias);
   if (cpu_gemm() == CpuGemm::OneDnn) {
-    const int64_t in = weight.size(1), out_features = weight.size(0);
-    const Tensor x = input.reshape({-1, in});  // a view for a contiguous input
+    const int64_t out_features = weight.size(0);
+    const Tensor x = leading_dims_as_rows(input);  // a view for a contiguous input
     const Tensor xd = dense_2d(x) ? x : x.contiguous();
     const Tensor w = dense_2d(weight) ? weight : weight.contiguous();
     const Tensor b = bias && bias->defined() ? bias->contiguous() : Tensor();
