@@ -241,4 +241,9 @@ TEST(Loss, NllLossErrors) {
                    "[nll_loss] expected an input of at least 1 dim, but got a zero-dim tensor");
   EXPECT_THROW_MSG(nll_loss_backward(ones({}), logp, tensor(std::vector<int64_t>{0, 4, 1})),
                    IndexError, "[nll_loss_backward] target 4 is out of bounds for 4 classes");
+  EXPECT_THROW_MSG(nll_loss_backward(ones({3}), logp, target), ValueError,
+                   "[nll_loss_backward] grad_output must have shape () for reduction 'mean', but "
+                   "got (3)");
+  EXPECT_THROW_MSG(nll_loss_backward(ones({}), logp, target, std::nullopt, "none"), ValueError,
+                   "[nll_loss_backward] grad_output must have shape (3) for reduction 'none'");
 }

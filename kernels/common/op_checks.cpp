@@ -39,6 +39,21 @@ void check_nll_loss(const char* op, const Tensor& input, const Tensor& target,
                "weight must have shape ({}), but got {}", classes, weight->sizes());
   XTEN_CHECK(reduction == "none" || reduction == "mean" || reduction == "sum", ValueError, op,
              "reduction must be 'none', 'mean' or 'sum', but got '{}'", reduction);
+  if (weight && weight->defined())
+    check_same_device(op, {&input, &target, &*weight});
+  else
+    check_same_device(op, {&input, &target});
+}
+
+void check_nll_loss_grad(const Tensor& grad_output, const Tensor& input, const Tensor& target,
+                         const std::string& reduction) {
+  const IntArrayRef want = reduction == "none" ? target.sizes() : IntArrayRef();
+  XTEN_CHECK(grad_output.sizes() == want, ValueError, "nll_loss_backward",
+             "grad_output must have shape {} for reduction '{}', but got {}", want, reduction,
+             grad_output.sizes());
+  XTEN_CHECK(is_floating_type(grad_output.dtype()), TypeError, "nll_loss_backward",
+             "grad_output must be floating, but got {}", to_string(grad_output.dtype()));
+  check_same_device("nll_loss_backward", {&grad_output, &input});
 }
 
 void check_threshold_backward(const Tensor& grad, const Tensor& self) {

@@ -22,6 +22,10 @@ void check_same_dtype(const char* op, const Tensor& a, const Tensor& b, const ch
 // (Target values are checked where they are read: "target 5 is out of bounds for 3 classes".)
 void check_nll_loss(const char* op, const Tensor& input, const Tensor& target,
                     const std::optional<Tensor>& weight, const std::string& reduction);
+// nll_loss_backward's grad_output: of the target's shape for 'none', zero-dim otherwise, floating,
+// on the input's device.
+void check_nll_loss_grad(const Tensor& grad_output, const Tensor& input, const Tensor& target,
+                         const std::string& reduction);
 
 // threshold_backward: grad and self of one shape and one floating dtype.
 void check_threshold_backward(const Tensor& grad, const Tensor& self);

@@ -143,6 +143,7 @@ Tensor nll_loss_backward_kernel(const Tensor& grad_output, const Tensor& input,
                                 const Tensor& target, const std::optional<Tensor>& weight,
                                 const std::string& reduction, int64_t ignore_index) {
   check_nll_loss("nll_loss_backward", input, target, weight, reduction);
+  check_nll_loss_grad(grad_output, input, target, reduction);
   const int64_t class_dim = input.dim() == 1 ? 0 : 1;
   auto [w, safe] = class_weights("nll_loss_backward", target, input.size(class_dim), weight,
                                  ignore_index, input.dtype());

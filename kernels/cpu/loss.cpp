@@ -86,6 +86,7 @@ Tensor nll_loss_backward_kernel(const Tensor& grad_output, const Tensor& input,
                                 const Tensor& target, const std::optional<Tensor>& weight,
                                 const std::string& reduction, int64_t ignore_index) {
   check_nll_loss("nll_loss_backward", input, target, weight, reduction);
+  check_nll_loss_grad(grad_output, input, target, reduction);
   const Tensor t = target.contiguous();
   const Targets r = targets_of("nll_loss_backward", input, t, ignore_index);
   Tensor grad = zeros(input.sizes(), input.options());
