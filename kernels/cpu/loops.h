@@ -19,9 +19,26 @@
 
 #include <Eigen/Core>
 
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 #include <xten/core/scalar_type.h>
 
+// Everything below is compiled into each CPU level's kernel files (Note [CPU capability]) and
+// into baseline files (copy, factory, index): an inline namespace per level gives each copy its
+// own symbols, so that the linker never merges an F16C or AVX-512 instantiation with the
+// baseline one (or the reverse, which would silently lose the fast copy).
+#define XTEN_LOOPS_CAT_(a, b) a##b
+#define XTEN_LOOPS_CAT(a, b) XTEN_LOOPS_CAT_(a, b)
+#ifdef XTEN_CPU_CAPABILITY_NS
+#define XTEN_LOOPS_NS XTEN_LOOPS_CAT(loops_, XTEN_CPU_CAPABILITY_NS)
+#else
+#define XTEN_LOOPS_NS loops_baseline
+#endif
+
 namespace xten::cpu {
+inline namespace XTEN_LOOPS_NS {
 
 template <class T>
 using EArray = Eigen::Array<T, Eigen::Dynamic, 1>;
@@ -152,6 +169,35 @@ inline M branchless_select(bool c, M x, M y) {
   }
 }
 
+// n contiguous 16-bit floats (or any T) widened to M, and n values of V stored as R. Half goes
+// through F16C, 8 at a time, where the level has it (avx2, avx512): the same results as the
+// scalar conversions of core/half.h (IEEE round to nearest even, NaN kept and quieted).
+template <class M, class T>
+inline void widen_n(const T* in, M* out, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  if constexpr (std::is_same_v<T, Half> && std::is_same_v<M, float>) {
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(out + i,
+                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  }
+#endif
+  for (; i < n; ++i) out[i] = static_cast<M>(in[i]);
+}
+template <class R, class V>
+inline void narrow_n(const V* in, R* out, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  if constexpr (std::is_same_v<R, Half> && std::is_same_v<V, float>) {
+    for (; i + 8 <= n; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(in + i),
+                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+#endif
+  for (; i < n; ++i) out[i] = cast_value<R>(in[i]);
+}
+
 // A loop for an op with N inputs of types Ts... writing R.
 template <class R, class... Ts, class Op>
 auto make_loop(const Op& op) {
@@ -201,9 +247,8 @@ auto make_loop(const Op& op) {
           } else if (std::is_same_v<T0, M> && s[k + 1] == sizeof(M)) {
             src[k] = reinterpret_cast<const M*>(p);
           } else if (s[k + 1] == sizeof(T0)) {
-            // contiguous, converted (bfloat16, half): a loop the compiler vectorizes
-            const T0* t = reinterpret_cast<const T0*>(p);
-            for (int64_t i = 0; i < m; ++i) in[k][i] = static_cast<M>(t[i]);
+            // contiguous, converted (bfloat16, half): vectorized
+            widen_n(reinterpret_cast<const T0*>(p), in[k], m);
             src[k] = in[k];
           } else {
             for (int64_t i = 0; i < m; ++i)
@@ -220,8 +265,7 @@ auto make_loop(const Op& op) {
             if (op.edge(src[0][i])) res[i] = static_cast<V>(op(src[0][i]));
         }
         if (!direct && s[0] == sizeof(R)) {
-          R* o = reinterpret_cast<R*>(q);
-          for (int64_t i = 0; i < m; ++i) o[i] = cast_value<R>(res[i]);
+          narrow_n(res, reinterpret_cast<R*>(q), m);
         } else if (!direct) {
           for (int64_t i = 0; i < m; ++i)
             *reinterpret_cast<R*>(q + i * s[0]) = cast_value<R>(res[i]);
@@ -233,4 +277,5 @@ auto make_loop(const Op& op) {
   };
 }
 
+}  // namespace XTEN_LOOPS_NS
 }  // namespace xten::cpu
