@@ -10,10 +10,12 @@
 // gathered into M buffers of kBlock elements (converting and following strides), computed
 // with Eigen, and scattered; ops without vec() run the scalar functor element by element.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -128,6 +130,35 @@ template <class Op, class M>
 struct has_edge<Op, M, std::void_t<decltype(std::declval<const Op&>().edge(std::declval<M>()))>>
     : std::true_type {};
 
+// n contiguous 16-bit floats (or any T) widened to M, and n values of V stored as R. Half goes
+// through F16C, 8 at a time, where the level has it (avx2, avx512): the same results as the
+// scalar conversions of core/half.h (IEEE round to nearest even, NaN kept and quieted).
+template <class M, class T>
+inline void widen_n(const T* in, M* out, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  if constexpr (std::is_same_v<T, Half> && std::is_same_v<M, float>) {
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(out + i,
+                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  }
+#endif
+  for (; i < n; ++i) out[i] = static_cast<M>(in[i]);
+}
+template <class R, class V>
+inline void narrow_n(const V* in, R* out, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  if constexpr (std::is_same_v<R, Half> && std::is_same_v<V, float>) {
+    for (; i + 8 <= n; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(in + i),
+                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+#endif
+  for (; i < n; ++i) out[i] = cast_value<R>(in[i]);
+}
+
 // Element by element with the scalar functor; inputs of types Ts..., output R.
 template <class R, class... Ts, class Op, size_t... I>
 inline void scalar_run(char** data, const int64_t* s, int64_t n, const Op& op,
@@ -135,6 +166,21 @@ inline void scalar_run(char** data, const int64_t* s, int64_t n, const Op& op,
   const bool contiguous = s[0] == sizeof(R) && ((s[I + 1] == sizeof(Ts)) && ...);
   if (contiguous) {
     R* __restrict__ out = reinterpret_cast<R*>(data[0]);
+    if constexpr (((std::is_same_v<Ts, Half>) || ...) || std::is_same_v<R, Half>) {
+      // float16 operands: converted a block at a time (widen_n/narrow_n: F16C where the level
+      // has it), not one element at a time.
+      using V = decltype(op(std::declval<opmath_t<Ts>>()...));
+      std::tuple<std::array<opmath_t<Ts>, kBlock>...> in;
+      V res[kBlock];
+      for (int64_t start = 0; start < n; start += kBlock) {
+        const int64_t m = std::min(kBlock, n - start);
+        (widen_n(reinterpret_cast<const Ts*>(data[I + 1]) + start, std::get<I>(in).data(), m),
+         ...);
+        for (int64_t i = 0; i < m; ++i) res[i] = op(std::get<I>(in)[i]...);
+        narrow_n(res, out + start, m);
+      }
+      return;
+    }
     for (int64_t i = 0; i < n; ++i)
       out[i] = cast_value<R>(
           op(static_cast<opmath_t<Ts>>(reinterpret_cast<const Ts*>(data[I + 1])[i])...));
@@ -167,35 +213,6 @@ inline M branchless_select(bool c, M x, M y) {
   } else {
     return c ? x : y;
   }
-}
-
-// n contiguous 16-bit floats (or any T) widened to M, and n values of V stored as R. Half goes
-// through F16C, 8 at a time, where the level has it (avx2, avx512): the same results as the
-// scalar conversions of core/half.h (IEEE round to nearest even, NaN kept and quieted).
-template <class M, class T>
-inline void widen_n(const T* in, M* out, int64_t n) {
-  int64_t i = 0;
-#if defined(__F16C__)
-  if constexpr (std::is_same_v<T, Half> && std::is_same_v<M, float>) {
-    for (; i + 8 <= n; i += 8)
-      _mm256_storeu_ps(out + i,
-                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
-  }
-#endif
-  for (; i < n; ++i) out[i] = static_cast<M>(in[i]);
-}
-template <class R, class V>
-inline void narrow_n(const V* in, R* out, int64_t n) {
-  int64_t i = 0;
-#if defined(__F16C__)
-  if constexpr (std::is_same_v<R, Half> && std::is_same_v<V, float>) {
-    for (; i + 8 <= n; i += 8)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
-                       _mm256_cvtps_ph(_mm256_loadu_ps(in + i),
-                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  }
-#endif
-  for (; i < n; ++i) out[i] = cast_value<R>(in[i]);
 }
 
 // A loop for an op with N inputs of types Ts... writing R.
