@@ -45,6 +45,12 @@ inline NamedTensorList level_inputs() {
   in.emplace_back("w", randn({5, 3, 3, 3}));
   in.emplace_back("m", randn({70, 90}));
   in.emplace_back("n", randn({90, 50}));
+  // Every float16 bit pattern (subnormals, infinities, NaNs): the F16C conversions of the avx2 and
+  // avx512 loops against core/half.h's scalar ones.
+  std::vector<float> halves;
+  for (uint32_t b = 0; b < 65536; ++b)
+    halves.push_back(detail::half_bits_to_float(static_cast<uint16_t>(b)));
+  in.emplace_back("h16", tensor(halves).to(kHalf));
   return in;
 }
 
@@ -80,11 +86,16 @@ inline std::vector<LevelCase> level_cases() {
       {"bf16_mul_add", true, 0,
        [=](const In& in) { return A(in).to(kBFloat16) * B(in).to(kBFloat16) + 1; }},
       {"f16_div", true, 0, [=](const In& in) { return A(in).to(kHalf) / P(in).to(kHalf); }},
+      {"f16_every_value_relu", true, 0, [](const In& in) { return relu(input(in, "h16")); }},
+      {"f16_every_value_mul", true, 0,
+       [](const In& in) { return input(in, "h16") * input(in, "h16").flip({0}) * 0.75; }},
       {"f64_mul_sub", true, 0, [](const In& in) { return input(in, "a64") * 3 - 1; }},
       {"amax", true, 0, [=](const In& in) { return A(in).amax({1}); }},
       {"int_sum", true, 0, [](const In& in) { return input(in, "i32").sum({0}); }},
       {"max_pool", true, 0,
-       [](const In& in) { return max_pool2d(input(in, "img"), {3, 3}, {2, 2}, {1}); }},
+       [](const In& in) {
+         return max_pool2d(input(in, "img"), {3, 3}, {2, 2}, {1});
+       }},
       {"sgd_step", true, 0,
        [=](const In& in) {
          Tensor p = A(in).clone(), buf = zeros_like(p);
@@ -110,7 +121,9 @@ inline std::vector<LevelCase> level_cases() {
       {"bf16_exp", false, 1.0 / 128, [=](const In& in) { return (A(in) / 2).to(kBFloat16).exp(); }},
       {"softmax", false, red, [=](const In& in) { return softmax(A(in), 1); }},
       {"log_softmax", false, red, [=](const In& in) { return log_softmax(A(in), 1); },
-       [=](const In& in) { return A(in).abs().amax({1}, true).expand({37, 129}) + 1; }},
+       [=](const In& in) {
+         return A(in).abs().amax({1}, true).expand({37, 129}) + 1;
+       }},
       {"sum", false, red, [=](const In& in) { return A(in).sum({1}); },
        [=](const In& in) { return A(in).abs().sum({1}); }},
       {"mean_all", false, red, [=](const In& in) { return A(in).mean(); },
@@ -121,7 +134,9 @@ inline std::vector<LevelCase> level_cases() {
       {"cumsum", false, red, [=](const In& in) { return cumsum(A(in), 1); },
        [=](const In& in) { return cumsum(A(in).abs(), 1); }},
       {"avg_pool", false, red,
-       [](const In& in) { return avg_pool2d(input(in, "img"), {3, 3}, {2, 2}, {1}); }},
+       [](const In& in) {
+         return avg_pool2d(input(in, "img"), {3, 3}, {2, 2}, {1});
+       }},
       {"mm_eigen", false, red,
        [](const In& in) {
          set_cpu_gemm(CpuGemm::Eigen);
@@ -142,12 +157,11 @@ inline std::vector<LevelCase> level_cases() {
        }},
       {"batch_norm", false, red,
        [](const In& in) {
-         return batch_norm(input(in, "img"), std::nullopt, std::nullopt, std::nullopt,
-                           std::nullopt, true);
+         return batch_norm(input(in, "img"), std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+                           true);
        },
        [](const In& in) { return input(in, "img").abs() * 2 + 1; }},
-      {"layer_norm", false, red,
-       [=](const In& in) { return layer_norm(A(in), {129}); },
+      {"layer_norm", false, red, [=](const In& in) { return layer_norm(A(in), {129}); },
        [=](const In& in) { return A(in).abs() + 1; }},
   };
   return c;

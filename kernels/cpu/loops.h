@@ -151,9 +151,9 @@ inline void narrow_n(const V* in, R* out, int64_t n) {
 #if defined(__F16C__)
   if constexpr (std::is_same_v<R, Half> && std::is_same_v<V, float>) {
     for (; i + 8 <= n; i += 8)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
-                       _mm256_cvtps_ph(_mm256_loadu_ps(in + i),
-                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      _mm_storeu_si128(
+          reinterpret_cast<__m128i*>(out + i),
+          _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
 #endif
   for (; i < n; ++i) out[i] = cast_value<R>(in[i]);
@@ -174,8 +174,7 @@ inline void scalar_run(char** data, const int64_t* s, int64_t n, const Op& op,
       V res[kBlock];
       for (int64_t start = 0; start < n; start += kBlock) {
         const int64_t m = std::min(kBlock, n - start);
-        (widen_n(reinterpret_cast<const Ts*>(data[I + 1]) + start, std::get<I>(in).data(), m),
-         ...);
+        (widen_n(reinterpret_cast<const Ts*>(data[I + 1]) + start, std::get<I>(in).data(), m), ...);
         for (int64_t i = 0; i < m; ++i) res[i] = op(std::get<I>(in)[i]...);
         narrow_n(res, out + start, m);
       }
