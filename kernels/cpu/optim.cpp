@@ -1,6 +1,6 @@
 // The multi-tensor ops of the optimizers and GradScaler on the CPU (docs/optim.md, "One
-// kernel for many tensors"): the tensors of a call are cut into chunks of kChunk elements, and
-// one parallel loop runs over all the chunks of all the tensors, so a model's hundred small
+// kernel for many tensors"): the tensors of a call are cut into chunks of equal size, and one
+// parallel loop runs over all the chunks of all the tensors, so a model's hundred small
 // gradients make one loop of balanced work rather than a hundred small ones.
 #include <atomic>
 #include <algorithm>
@@ -18,20 +18,34 @@
 namespace xten::cpu {
 namespace {
 
-constexpr int64_t kChunk = 1 << 16;
 // Elements per block of the fused steps' inner loops (a few KiB of opmath on the stack).
 constexpr int64_t kBlock = 512;
+// Chunk sizes: between these, a multiple of kBlock.
+constexpr int64_t kMinChunk = 8 * kBlock, kMaxChunk = 1 << 16;
+// Elements a thread must get before a loop takes another one: these loops touch three to five
+// arrays per element, so a quarter of the elementwise grain.
+constexpr int64_t kElementsPerThread = kParallelGrain / 4;
 
 struct Chunk {
   size_t tensor;
   int64_t begin, end;
 };
 
-std::vector<Chunk> chunks_of(const std::vector<Tensor>& list) {
+// The chunk size for a call of `total` elements on `threads` threads: about four chunks per
+// thread, so that a call whose elements sit in a few large tensors (an MLP's 784 x 256 weight
+// holds 85% of them) still spreads over every thread. With a fixed 65,536 the MLP step's
+// 235k parameters made 4 large chunks: 4 of 16 threads did the work (116 us instead of ~20).
+int64_t chunk_size(int64_t total, int threads) {
+  const int64_t per = (total + 4 * threads - 1) / (4 * threads);
+  const int64_t rounded = (per + kBlock - 1) / kBlock * kBlock;
+  return std::clamp(rounded, kMinChunk, kMaxChunk);
+}
+
+std::vector<Chunk> chunks_of(const std::vector<Tensor>& list, int64_t chunk) {
   std::vector<Chunk> out;
   for (size_t i = 0; i < list.size(); ++i)
-    for (int64_t b = 0; b < list[i].numel(); b += kChunk)
-      out.push_back({i, b, std::min(list[i].numel(), b + kChunk)});
+    for (int64_t b = 0; b < list[i].numel(); b += chunk)
+      out.push_back({i, b, std::min(list[i].numel(), b + chunk)});
   return out;
 }
 
@@ -39,8 +53,12 @@ std::vector<Chunk> chunks_of(const std::vector<Tensor>& list) {
 // C++ type.
 template <class F>
 void for_each_chunk(const char* op, const std::vector<Tensor>& self, F&& f) {
-  const std::vector<Chunk> chunks = chunks_of(self);
-  parallel_for(static_cast<int64_t>(chunks.size()), 1, [&](int64_t cb, int64_t ce) {
+  int64_t total = 0;
+  for (const Tensor& t : self) total += t.numel();
+  const int64_t chunk = chunk_size(total, get_num_threads());
+  const std::vector<Chunk> chunks = chunks_of(self, chunk);
+  const int64_t grain = std::max<int64_t>(1, kElementsPerThread / chunk);
+  parallel_for(static_cast<int64_t>(chunks.size()), grain, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
       const Chunk& ch = chunks[static_cast<size_t>(c)];
       visit_dtype<dtypes::kFloating>(op, self[ch.tensor].dtype(), [&](auto tag) {
