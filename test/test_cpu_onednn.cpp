@@ -4,7 +4,12 @@
 // float32 and bfloat16, forward and backward. test_cpu_linalg and test_cpu_conv also run
 // whole on each path (test/CMakeLists.txt).
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <string>
+
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "test_util.h"
 
@@ -190,7 +195,34 @@ TEST(CpuGemm, NestedParallelRegionsDoNotMultiplyThreads) {
   set_num_threads(saved);
 }
 
-// Note [oneDNN threads]: a small product runs oneDNN on fewer threads through
+// Note [One OpenMP team] (core/parallel.cpp): loops of different widths and oneDNN primitives
+// of different sizes all run on one OpenMP team, so no thread is ended and created again. The
+// threads that run xten's loops are counted by their ids: with teams of changing sizes libgomp
+// ended the surplus threads after each smaller region and every larger one ran on new threads.
+TEST(CpuThreads, LoopsAndPrimitivesOfEverySizeShareOneTeam) {
+  const int saved = get_num_threads();
+  set_num_threads(6);
+  std::mutex mutex;
+  std::set<long> ids;
+  auto record = [&](int64_t, int64_t) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ids.insert(static_cast<long>(syscall(SYS_gettid)));
+  };
+  const Tensor big = randn({128, 128}), small = randn({8, 8});
+  for (int i = 0; i < 30; ++i) {
+    parallel_for(6, 1, record);           // 6 workers
+    parallel_for(2, 1, record);           // 2 workers
+    parallel_for(3 * kParallelGrain, kParallelGrain, record);  // 3 workers
+    (void)mm(big, big);                    // 4 MFLOP: oneDNN on the whole team
+    (void)mm(small, small);                // 1 KFLOP: oneDNN on one thread
+    (void)(big + 1).sum();                 // elementwise and reduction loops
+  }
+  EXPECT_LE(ids.size(), 6u) << ids.size() << " threads ran the loops";
+  EXPECT_GE(ids.size(), 2u);
+  set_num_threads(saved);
+}
+
+// Note [oneDNN threads]: a small product runs oneDNN on one thread through
 // omp_set_num_threads; that must not lower the count later kernels use when the user never
 // called set_num_threads (it did: the training example then ran most kernels on 1-3 threads).
 TEST(CpuGemm, ASmallProductDoesNotLowerTheDefaultThreadCount) {

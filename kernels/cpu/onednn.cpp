@@ -87,14 +87,14 @@ Step reorder_step(const memory::desc& from, const memory::desc& to) {
       dnnl::reorder::primitive_desc(engine(), from, engine(), to, user_scratchpad()));
 }
 
-// Note [oneDNN threads]: a primitive runs on min(xten's thread count, one thread per
-// kFlopsPerThread of work). Small products lose from more threads: on the 16-core host the
-// MLP's 64x784x256 product took 282 us on 1 thread, 117 on 4, 273 on 8 and 940 on 16.
-constexpr double kFlopsPerThread = 5e6;
-int threads_for(double flops) {
-  const double t = std::max(1.0, std::floor(flops / kFlopsPerThread));
-  return static_cast<int>(std::min<double>(t, get_num_threads()));
-}
+// Note [oneDNN threads]: a primitive runs on one thread below kParallelFlops of work and on
+// xten's whole team (get_num_threads()) above it, never on a count in between: OpenMP teams of
+// changing sizes make libgomp end and create threads (Note [One OpenMP team] in
+// core/parallel.cpp). The rule was min(team, one thread per 5 MFLOP) before; on the 16-core
+// host that ran the MLP's 64x784x256 product on 5 threads between 16-thread loops, and the
+// nn step took 759-843 us at 16 threads against 240-429 us with the product on all 16.
+constexpr double kParallelFlops = 1e6;
+int threads_for(double flops) { return flops < kParallelFlops ? 1 : get_num_threads(); }
 
 // oneDNN's OpenMP threads on this thread: `n` (inside a parallel region OpenMP runs oneDNN on
 // the calling thread anyway).
