@@ -159,8 +159,19 @@ memory scratch(const memory::desc& desc, Tensor& keep) {
   return memory(desc, engine(), keep.data_ptr());
 }
 
+// The strides oneDNN is given: a dimension of size 1 gets the stride of an outermost one (its
+// stride is never used, but oneDNN reads a format from the stride order). A batch of one made
+// by unsqueeze(0) of a transposed weight has stride 256 in front of strides (1, 256): oneDNN
+// 2.6 read that as format `cab`, which its brgemm matmul rejects, and fell back to its older
+// gemm: the MLP's 64x256 -> 10 linear took 13.7 us instead of 5.3.
 dims strides_of(const Tensor& t) {
-  return dims(t.strides().begin(), t.strides().end());
+  dims out(t.strides().begin(), t.strides().end());
+  int64_t outer = 1;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 1) outer = std::max(outer, t.size(d) * t.stride(d));
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) == 1) out[static_cast<size_t>(d)] = outer;
+  return out;
 }
 
 // The weight of a convolution in oneDNN's order (groups, out, in, kh, kw), from xten's layout
