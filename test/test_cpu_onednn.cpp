@@ -91,6 +91,35 @@ TEST(CpuGemm, MatmulAgreesWithEigen) {
   }
 }
 
+// Note [sgemm on one thread] (kernels/cpu/onednn.cpp): large float32 products on one thread
+// run dnnl_sgemm; each operand row- or column-major, with and without padding between rows.
+TEST(CpuGemm, LargeProductsOnOneThreadEveryLayout) {
+  GemmChoice keep;
+  set_cpu_gemm(CpuGemm::OneDnn);
+  const int saved = get_num_threads();
+  set_num_threads(1);
+  manual_seed(71);
+  const Tensor a = randn({520, 530}), b = randn({530, 540});
+  const std::vector<std::pair<Tensor, Tensor>> cases{
+      {a, b},
+      {a.t().contiguous().t(), b},                        // column-major a
+      {a, b.t().contiguous().t()},                        // column-major b
+      {a.t().contiguous().t(), b.t().contiguous().t()},   // both
+      {randn({520, 600}).narrow(1, 0, 530), b},           // rows 600 apart
+      {a, randn({540, 560}).narrow(1, 0, 530).t()},     // columns 560 apart
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& [x, y] = cases[i];
+    const Tensor want = mm(x.to(kDouble), y.to(kDouble)).to(kFloat);
+    const CpuGemmCounts before = cpu_gemm_counts();
+    const Tensor got = mm(x, y);
+    EXPECT_EQ(cpu_gemm_counts().onednn - before.onednn, 1) << "case " << i;
+    EXPECT_TRUE(allclose(got, want, 1e-4, 1e-3)) << "case " << i << ": " << x.strides() << " @ "
+                                                 << y.strides();
+  }
+  set_num_threads(saved);
+}
+
 TEST(CpuGemm, ConvolutionsAgreeWithEigen) {
   GemmChoice keep;
   manual_seed(71);
