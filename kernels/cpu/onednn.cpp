@@ -93,7 +93,9 @@ Step reorder_step(const memory::desc& from, const memory::desc& to) {
 // changing sizes make libgomp end and create threads (Note [One OpenMP team] in
 // core/parallel.cpp). The rule was min(team, one thread per 5 MFLOP) before; on the 16-core
 // host that ran the MLP's 64x784x256 product on 5 threads between 16-thread loops, and the
-// nn step took 759-843 us at 16 threads against 240-429 us with the product on all 16.
+// nn step took 759-843 us at 16 threads against 240-429 us with the product on all 16. Below
+// 1 MFLOP the team loses: the MLP's 64 x 10 x 256 backward product took 128 us on 16 threads
+// against 13 on one (bench/README.md, "One OpenMP team size").
 constexpr double kParallelFlops = 1e6;
 int threads_for(double flops) { return flops < kParallelFlops ? 1 : get_num_threads(); }
 
