@@ -99,13 +99,6 @@ Step reorder_step(const memory::desc& from, const memory::desc& to) {
 constexpr double kParallelFlops = 1e6;
 int threads_for(double flops) { return flops < kParallelFlops ? 1 : get_num_threads(); }
 
-// This thread's stream: a CPU stream only orders the primitives of the thread that runs them,
-// and making one per call cost about 1 us (of a 5 us small product).
-dnnl::stream& this_thread_stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
-
 // oneDNN's OpenMP threads on this thread: `n` (inside a parallel region OpenMP runs oneDNN on
 // the calling thread anyway).
 void use_threads(int n) {
@@ -216,7 +209,7 @@ void run(const Step& step, dnnl::stream& s, std::unordered_map<int, memory> args
 void run_conv(const Entry& e, const Tensor& x, const Tensor& w, const Tensor& bias,
               const Tensor& out) {
   use_threads(e.threads);
-  dnnl::stream& s = this_thread_stream();
+  dnnl::stream s(engine());
   Tensor keep_src, keep_w, keep_dst;
   memory user_src(e.user_src, engine(), x.data_ptr());
   memory user_w(e.user_weights, engine(), w.data_ptr());
@@ -264,7 +257,7 @@ bool matmul_bias(const Tensor& a, const Tensor& b, const Tensor& bias, const Ten
   });
   if (!e->ok) return false;
   use_threads(e->threads);
-  dnnl::stream& s = this_thread_stream();
+  dnnl::stream s(engine());
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, memory(e->user_src, engine(), a.data_ptr())},
       {DNNL_ARG_WEIGHTS, memory(e->user_weights, engine(), b.data_ptr())},
