@@ -269,10 +269,6 @@ bool matmul_bias(const Tensor& a, const Tensor& b, const Tensor& bias, const Ten
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 // Note [sgemm on one thread]: a large float32 product on one thread runs oneDNN's dnnl_sgemm
 // rather than its matmul primitive. Measured on the 16-core host at 1 thread, 1024^2 and 2048^2:
 // sgemm 107-124 GFLOP/s, the matmul primitive 90-113 (7 of 8 runs in sgemm's favour; a second
