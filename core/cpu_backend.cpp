@@ -13,7 +13,7 @@ namespace xten {
 namespace {
 
 std::atomic<int> g_choice{-1};  // -1: not chosen yet (read XTEN_CPU_GEMM)
-std::atomic<int64_t> g_onednn{0}, g_eigen{0};
+std::atomic<int64_t> g_onednn{0}, g_eigen{0}, g_owned_rows{0};
 
 int from_environment() {
   const char* v = std::getenv("XTEN_CPU_GEMM");
@@ -45,13 +45,12 @@ CapabilityChoice choose_capability() {
   const char* v = std::getenv("XTEN_CPU_CAPABILITY");
   if (!v || !*v) return {best, best, false};
   const std::string s(v);
-  for (CpuCapability level :
-       {CpuCapability::Default, CpuCapability::Avx2, CpuCapability::Avx512}) {
+  for (CpuCapability level : {CpuCapability::Default, CpuCapability::Avx2, CpuCapability::Avx512}) {
     if (s != to_string(level)) continue;
     if (level > best) {
       std::fprintf(stderr,
-                   "xten: XTEN_CPU_CAPABILITY=%s is above what this CPU runs (%s); using %s\n",
-                   v, to_string(best), to_string(best));
+                   "xten: XTEN_CPU_CAPABILITY=%s is above what this CPU runs (%s); using %s\n", v,
+                   to_string(best), to_string(best));
       return {best, best, false};
     }
     return {best, level, true};
@@ -83,9 +82,12 @@ bool cpu_capability_forced() {
 
 const char* to_string(CpuCapability level) {
   switch (level) {
-    case CpuCapability::Avx512: return "avx512";
-    case CpuCapability::Avx2: return "avx2";
-    case CpuCapability::Default: break;
+    case CpuCapability::Avx512:
+      return "avx512";
+    case CpuCapability::Avx2:
+      return "avx2";
+    case CpuCapability::Default:
+      break;
   }
   return "default";
 }
@@ -116,7 +118,11 @@ const char* to_string(CpuGemm backend) {
 }
 
 CpuGemmCounts cpu_gemm_counts() {
-  return {g_onednn.load(), g_eigen.load()};
+  return {g_onednn.load(), g_eigen.load(), g_owned_rows.load()};
+}
+
+void count_cpu_gemm_owned_rows() {
+  g_owned_rows.fetch_add(1, std::memory_order_relaxed);
 }
 
 void count_cpu_gemm(CpuGemm ran) {

@@ -20,9 +20,11 @@ const char* to_string(CpuGemm backend);
 // debugging (a case oneDNN does not support counts as Eigen's).
 struct CpuGemmCounts {
   int64_t onednn = 0, eigen = 0;
+  int64_t owned_rows = 0;  // of onednn's: float32 products cut by owned_rows (core/parallel.h)
 };
 CpuGemmCounts cpu_gemm_counts();
 void count_cpu_gemm(CpuGemm ran);  // the CPU kernels call this
+void count_cpu_gemm_owned_rows();  // and this for a product cut by owned_rows
 
 // Note [CPU capability]: the hot CPU kernels (elementwise, reductions, softmax, norms, pooling,
 // im2col and Eigen's GEMM, the fused optimizer steps) are compiled once per level below and the
@@ -35,9 +37,9 @@ enum class CpuCapability {
   Avx2,     // x86-64-v3: AVX2, FMA, F16C, BMI
   Avx512,   // x86-64-v4: AVX-512 F, BW, CD, DQ, VL
 };
-CpuCapability cpu_capability();            // the level whose kernels run
-CpuCapability cpu_capability_supported();  // the best level this CPU runs
-bool cpu_capability_forced();              // chosen by XTEN_CPU_CAPABILITY
+CpuCapability cpu_capability();              // the level whose kernels run
+CpuCapability cpu_capability_supported();    // the best level this CPU runs
+bool cpu_capability_forced();                // chosen by XTEN_CPU_CAPABILITY
 const char* to_string(CpuCapability level);  // "default", "avx2", "avx512"
 // One line for logs and the examples' headers, e.g. "avx512 kernels, oneDNN for GEMM and
 // convolution" or "avx2 kernels (XTEN_CPU_CAPABILITY; the CPU runs avx512), Eigen for GEMM ...".

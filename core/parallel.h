@@ -37,4 +37,24 @@ inline int64_t grain_for(int64_t work_per_item) {
 // An exception thrown by f is rethrown on the calling thread.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f);
 
+// Note [Rows to threads] (core/parallel.cpp): kernels that cut a large matrix by its rows give
+// thread t of a team of `threads` the rows owned_rows(rows, t, threads), so that the threads
+// that wrote a weight, its gradient or its optimizer state find the same rows in their own
+// caches when the next kernel reads them.
+struct RowRange {
+  int64_t begin, end;
+};
+RowRange owned_rows(int64_t rows, int t, int threads);
+
+// Whether those kernels cut by owned_rows (the default) or as they would alone (oneDNN splits
+// the products itself, the multi-tensor steps cut plain chunks): for the tests, which check
+// that both agree, and for measuring what the partition saves. For the whole process.
+void set_owned_rows(bool on);
+bool owned_rows_enabled();
+
+// Calls f(t, threads) once on each thread of a team of get_num_threads() (t = 0 the calling
+// thread); f(0, 1) on the calling thread alone inside a parallel region or with one thread.
+// An exception thrown by f is rethrown on the calling thread.
+void parallel_on_team(const std::function<void(int, int)>& f);
+
 }  // namespace xten

@@ -1,5 +1,6 @@
 // linear and _linear_relu on the CPU (docs/cpu_kernels.md, "Fused post-ops"): one oneDNN matmul
-// that adds the bias, then relu in place on its output, where oneDNN is chosen and takes the case
+// that adds the bias, then relu in place on its output (or each thread's part of the product
+// with its bias and relu, Note [Rows to threads]), where oneDNN is chosen and takes the case
 // (float32, bfloat16, float16 where the CPU has the instructions); otherwise the product, the
 // bias and the relu as separate ops (kernels/common/linear.h), whose product takes the Eigen
 // path. Not oneDNN's relu post-op: it turns NaN into 0, where relu keeps NaN.
@@ -31,9 +32,8 @@ Tensor linear_cpu(const char* op, const Tensor& input, const Tensor& weight,
     const Tensor w = dense_2d(weight) ? weight : weight.contiguous();
     const Tensor b = bias && bias->defined() ? bias->contiguous() : Tensor();
     Tensor out = empty_tensor({x.size(0), out_features}, input.dtype(), input.device());
-    if (onednn::linear(xd, w, b, out)) {
+    if (onednn::linear(xd, w, b, relu, out)) {
       count_cpu_gemm(CpuGemm::OneDnn);
-      if (relu) relu_(out);
       DimVector shape(input.sizes());
       shape.back() = out_features;
       return out.view(shape);

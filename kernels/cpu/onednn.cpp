@@ -9,6 +9,7 @@
 #include <xten/kernels/cpu/onednn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <list>
 #include <memory>
@@ -21,8 +22,10 @@
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <xten/core/cpu_backend.h>
 #include <xten/core/meta.h>
 #include <xten/core/parallel.h>
+#include <xten/dispatch/ops.h>
 
 namespace xten::cpu::onednn {
 namespace {
@@ -97,7 +100,9 @@ Step reorder_step(const memory::desc& from, const memory::desc& to) {
 // 1 MFLOP the team loses: the MLP's 64 x 10 x 256 backward product took 128 us on 16 threads
 // against 13 on one (bench/README.md, "One OpenMP team size").
 constexpr double kParallelFlops = 1e6;
-int threads_for(double flops) { return flops < kParallelFlops ? 1 : get_num_threads(); }
+int threads_for(double flops) {
+  return flops < kParallelFlops ? 1 : get_num_threads();
+}
 
 // oneDNN's OpenMP threads on this thread: `n` (inside a parallel region OpenMP runs oneDNN on
 // the calling thread anyway).
@@ -300,14 +305,88 @@ bool sgemm(const Tensor& a, const Tensor& b, const Tensor& out) {
                     static_cast<float*>(out.data_ptr()), m) == dnnl_success;
 }
 
+// Note [Rows to threads] (core/parallel.cpp) for products: a float32 product on a team whose
+// largest operand is a matrix that the team's other kernels cut by rows (a weight, read as the
+// column-major b of x @ w^T, or a weight gradient written as out) is cut the same way: thread
+// t computes the output's rows or columns that belong to its owned_rows of that operand, with
+// a one-thread dnnl_sgemm, and adds the bias and applies the relu to them while they are in
+// its cache. The operand every thread reads whole must be small (kSharedMaxBytes), and each
+// thread gets at least kMinRowsPerThread rows; otherwise oneDNN splits the work itself.
+constexpr int64_t kMinRowsPerThread = 16;
+constexpr int64_t kSharedMaxBytes = int64_t{1} << 20;
+
+bool product_by_owned_rows(const Tensor& a, const Tensor& b, const Tensor& bias, bool relu,
+                           const Tensor& out) {
+  const int team = get_num_threads();
+  if (!owned_rows_enabled() || a.dtype() != kFloat || a.size(0) != 1 || team == 1 ||
+      omp_in_parallel())
+    return false;
+  const int64_t n = a.size(1), k = a.size(2), m = b.size(2);
+  if (2.0 * static_cast<double>(n * k * m) < kParallelFlops) return false;
+  const auto la = sgemm_layout(a), lb = sgemm_layout(b);
+  if (!la || !lb) return false;
+  const auto [ta, lda] = *la;
+  const auto [tb, ldb] = *lb;
+  // Cut the output's rows (out, or a row-major a, is the largest) or its columns (a
+  // column-major b, whose columns are its rows in memory, is the largest).
+  const int64_t sa = n * k, sb = k * m, sc = n * m;
+  bool by_rows;
+  if (sc >= sa && sc >= sb)
+    by_rows = true;
+  else if (sb >= sa && tb == 'T')
+    by_rows = false;
+  else if (sa > sb && ta == 'N')
+    by_rows = true;
+  else
+    return false;
+  const int64_t cut = by_rows ? n : m, shared = by_rows ? sb : sa;
+  if (cut < kMinRowsPerThread * team || shared * 4 > kSharedMaxBytes) return false;
+  const float* pa = static_cast<const float*>(a.data_ptr());
+  const float* pb = static_cast<const float*>(b.data_ptr());
+  const float* pbias = bias.defined() ? static_cast<const float*>(bias.data_ptr()) : nullptr;
+  float* pc = static_cast<float*>(out.data_ptr());
+  std::atomic<bool> ok{true};
+  parallel_on_team([&](int t, int threads) {
+    const RowRange r = owned_rows(cut, t, threads);
+    if (r.begin == r.end) return;
+    // Element (i, j) of a row-major matrix with leading dimension ld is p[i * ld + j], of a
+    // column-major one p[j * ld + i].
+    const int64_t rows = by_rows ? r.end - r.begin : n, cols = by_rows ? m : r.end - r.begin;
+    const float* a0 = by_rows ? pa + r.begin * (ta == 'N' ? lda : 1) : pa;
+    const float* b0 = by_rows ? pb : pb + r.begin * (tb == 'N' ? 1 : ldb);
+    float* c0 = by_rows ? pc + r.begin * m : pc + r.begin;
+    if (dnnl_sgemm(ta, tb, rows, cols, k, 1.0f, a0, lda, b0, ldb, 0.0f, c0, m) != dnnl_success) {
+      ok = false;
+      return;
+    }
+    if (!pbias && !relu) return;
+    const float* bias0 = pbias ? pbias + (by_rows ? 0 : r.begin) : nullptr;
+    for (int64_t i = 0; i < rows; ++i) {
+      float* row = c0 + i * m;
+      for (int64_t j = 0; j < cols; ++j) {
+        const float v = bias0 ? row[j] + bias0[j] : row[j];
+        row[j] = relu && v < 0 ? 0.0f : v;  // relu keeps NaN
+      }
+    }
+  });
+  if (ok) count_cpu_gemm_owned_rows();
+  return ok;
+}
+
 }  // namespace
 
 bool matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
-  return sgemm(a, b, out) || matmul_bias(a, b, Tensor(), out);
+  return sgemm(a, b, out) || product_by_owned_rows(a, b, Tensor(), false, out) ||
+         matmul_bias(a, b, Tensor(), out);
 }
 
-bool linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
-  return matmul_bias(x.unsqueeze(0), w.t().unsqueeze(0), bias, out.unsqueeze(0));
+bool linear(const Tensor& x, const Tensor& w, const Tensor& bias, bool relu, const Tensor& out) {
+  const Tensor a = x.unsqueeze(0), b = w.t().unsqueeze(0);
+  Tensor c = out.unsqueeze(0);
+  if (product_by_owned_rows(a, b, bias, relu, c)) return true;
+  if (!matmul_bias(a, b, bias, c)) return false;
+  if (relu) relu_(c);
+  return true;
 }
 
 bool conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvGeometry& g,

@@ -13,9 +13,11 @@ namespace xten::cpu::onednn {
 // out[B, n, m] = a[B, n, k] @ b[B, k, m]; a and b with any strides, out contiguous.
 bool matmul(const Tensor& a, const Tensor& b, const Tensor& out);
 
-// out[n, o] = x[n, i] @ w[o, i]^T (+ bias[o]) in one primitive, which adds the bias; x and w
-// with rows or columns dense, the bias (of x's dtype) and out contiguous.
-bool linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out);
+// out[n, o] = x[n, i] @ w[o, i]^T (+ bias[o]), then relu if `relu` (keeping NaN, unlike oneDNN's
+// relu post-op); x and w with rows or columns dense, the bias (of x's dtype) and out
+// contiguous. One primitive adds the bias, or, for a float32 weight cut by rows over the team,
+// each thread its part (Note [Rows to threads]).
+bool linear(const Tensor& x, const Tensor& w, const Tensor& bias, bool relu, const Tensor& out);
 
 // conv2d of the contiguous 4-D input g.input4-shaped `x` by the contiguous weight into the
 // contiguous out [n, o, ho, wo], plus the bias (float32) if given.

@@ -2,16 +2,16 @@
 // kernel for many tensors"): the tensors of a call are cut into chunks of equal size, and one
 // parallel loop runs over all the chunks of all the tensors, so a model's hundred small
 // gradients make one loop of balanced work rather than a hundred small ones.
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <type_traits>
 
-#include <xten/kernels/cpu/capability.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/parallel.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
+#include <xten/kernels/cpu/capability.h>
 
 #include <xten/kernels/common/op_checks.h>
 
@@ -49,23 +49,58 @@ std::vector<Chunk> chunks_of(const std::vector<Tensor>& list, int64_t chunk) {
   return out;
 }
 
-// Runs f(chunk, T*) for every chunk of `self` in one parallel loop, T the chunk's tensor's
-// C++ type.
+// Runs f(chunk, T*) for every chunk of `self` in one parallel region, T the chunk's tensor's
+// C++ type. On a team, a tensor of two or more dims with a row and kMinChunk elements for every
+// thread is cut at the team's owned_rows, and thread t updates its rows: the rows its product
+// kernels read and write (Note [Rows to threads], core/parallel.cpp). The other tensors are cut
+// into chunks that go to the threads with the least work so far.
 template <class F>
 void for_each_chunk(const char* op, const std::vector<Tensor>& self, F&& f) {
+  auto run = [&](const Chunk& ch) {
+    visit_dtype<dtypes::kFloating>(op, self[ch.tensor].dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      f(ch, static_cast<T*>(nullptr));
+    });
+  };
   int64_t total = 0;
   for (const Tensor& t : self) total += t.numel();
-  const int64_t chunk = chunk_size(total, get_num_threads());
-  const std::vector<Chunk> chunks = chunks_of(self, chunk);
-  const int64_t grain = std::max<int64_t>(1, kElementsPerThread / chunk);
-  parallel_for(static_cast<int64_t>(chunks.size()), grain, [&](int64_t cb, int64_t ce) {
-    for (int64_t c = cb; c < ce; ++c) {
-      const Chunk& ch = chunks[static_cast<size_t>(c)];
-      visit_dtype<dtypes::kFloating>(op, self[ch.tensor].dtype(), [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        f(ch, static_cast<T*>(nullptr));
-      });
+  const int team = get_num_threads();
+  const int64_t chunk = chunk_size(total, team);
+  if (team == 1 || total <= 2 * kElementsPerThread) {
+    for (const Chunk& ch : chunks_of(self, chunk)) run(ch);
+    return;
+  }
+  if (!owned_rows_enabled()) {  // one loop over all the chunks
+    const std::vector<Chunk> chunks = chunks_of(self, chunk);
+    const int64_t grain = std::max<int64_t>(1, kElementsPerThread / chunk);
+    parallel_for(static_cast<int64_t>(chunks.size()), grain, [&](int64_t cb, int64_t ce) {
+      for (int64_t c = cb; c < ce; ++c) run(chunks[static_cast<size_t>(c)]);
+    });
+    return;
+  }
+  std::vector<std::vector<Chunk>> work(static_cast<size_t>(team));
+  std::vector<int64_t> load(static_cast<size_t>(team), 0);
+  for (size_t i = 0; i < self.size(); ++i) {
+    const Tensor& t = self[i];
+    if (t.dim() >= 2 && t.size(0) >= team && t.numel() >= team * kMinChunk) {
+      const int64_t row = t.numel() / t.size(0);
+      for (int th = 0; th < team; ++th) {
+        const RowRange r = owned_rows(t.size(0), th, team);
+        work[static_cast<size_t>(th)].push_back({i, r.begin * row, r.end * row});
+        load[static_cast<size_t>(th)] += (r.end - r.begin) * row;
+      }
+    } else {
+      for (int64_t b = 0; b < t.numel(); b += chunk) {
+        const size_t th =
+            static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+        work[th].push_back({i, b, std::min(t.numel(), b + chunk)});
+        load[th] += std::min(t.numel(), b + chunk) - b;
+      }
     }
+  }
+  parallel_on_team([&](int t, int threads) {
+    for (int l = t; l < team; l += threads)
+      for (const Chunk& ch : work[static_cast<size_t>(l)]) run(ch);
   });
 }
 
@@ -101,7 +136,8 @@ template <class T, class M>
 void decayed_grad(M* d, const T* g, const T* p, int64_t n, M sign, M wd) {
   if (wd != 0) {
     for (int64_t i = 0; i < n; ++i)
-      d[i] = static_cast<M>(static_cast<T>(sign * static_cast<M>(g[i]) + static_cast<M>(p[i]) * wd));
+      d[i] =
+          static_cast<M>(static_cast<T>(sign * static_cast<M>(g[i]) + static_cast<M>(p[i]) * wd));
   } else {
     for (int64_t i = 0; i < n; ++i) d[i] = sign * static_cast<M>(g[i]);
   }
@@ -137,7 +173,8 @@ void fused_sgd_kernel(const std::vector<Tensor>& self, const std::vector<Tensor>
           for (int64_t i = 0; i < n; ++i) bb[i] = static_cast<T>(d[i]);
         } else {
           for (int64_t i = 0; i < n; ++i)
-            bb[i] = static_cast<T>(static_cast<M>(static_cast<T>(static_cast<M>(bb[i]) * mom)) + damp * d[i]);
+            bb[i] = static_cast<T>(static_cast<M>(static_cast<T>(static_cast<M>(bb[i]) * mom)) +
+                                   damp * d[i]);
         }
         if (nesterov) {
           for (int64_t i = 0; i < n; ++i)
@@ -188,10 +225,12 @@ void fused_adam_kernel(const std::vector<Tensor>& self, const std::vector<Tensor
       if (weight_decay != 0 && decoupled)
         for (int64_t i = 0; i < n; ++i) pp[i] = static_cast<T>(static_cast<M>(pp[i]) * decay);
       for (int64_t i = 0; i < n; ++i)
-        mm[i] = static_cast<T>(static_cast<M>(static_cast<T>(static_cast<M>(mm[i]) * b1)) + c1 * d[i]);
+        mm[i] =
+            static_cast<T>(static_cast<M>(static_cast<T>(static_cast<M>(mm[i]) * b1)) + c1 * d[i]);
       for (int64_t i = 0; i < n; ++i) {
         const M sq = static_cast<M>(static_cast<T>(d[i] * d[i]));
-        vv[i] = static_cast<T>(static_cast<M>(static_cast<T>(static_cast<M>(vv[i]) * b2)) + c2 * sq);
+        vv[i] =
+            static_cast<T>(static_cast<M>(static_cast<T>(static_cast<M>(vv[i]) * b2)) + c2 * sq);
         vs[i] = static_cast<M>(vv[i]);
       }
       if (vmax) {
@@ -215,9 +254,9 @@ void fused_adam_kernel(const std::vector<Tensor>& self, const std::vector<Tensor
 // The update of optim::RMSprop's per-tensor loop, element by element in opmath.
 void fused_rmsprop_kernel(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
                           const std::vector<Tensor>& square_avgs,
-                          const std::vector<Tensor>& grad_avgs,
-                          const std::vector<Tensor>& bufs, double lr, double alpha, double eps,
-                          double weight_decay, double momentum, bool centered, bool maximize) {
+                          const std::vector<Tensor>& grad_avgs, const std::vector<Tensor>& bufs,
+                          double lr, double alpha, double eps, double weight_decay, double momentum,
+                          bool centered, bool maximize) {
   check_fused_rmsprop(self, grads, square_avgs, grad_avgs, bufs, centered, momentum);
   for_each_chunk("_fused_rmsprop_", self, [&](const Chunk& ch, auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
