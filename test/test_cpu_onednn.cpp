@@ -4,6 +4,8 @@
 // float32 and bfloat16, forward and backward. test_cpu_linalg and test_cpu_conv also run
 // whole on each path (test/CMakeLists.txt).
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <string>
@@ -204,6 +206,68 @@ int64_t process_threads() {
       return n;
     }
   return -1;
+}
+
+// Note [Rows to threads] (core/parallel.cpp): on a team, a float32 product whose largest operand
+// is a weight cut by rows (the column-major b of x @ w^T, a weight-gradient out, a row-major a)
+// runs as one one-thread sgemm per thread over its owned rows, bias and relu included; other
+// products leave the split to oneDNN. Three threads, so the rows do not divide evenly.
+TEST(CpuGemm, ProductsCutByOwnedRowsEveryLayout) {
+  GemmChoice keep;
+  set_cpu_gemm(CpuGemm::OneDnn);
+  const int saved = get_num_threads();
+  set_num_threads(3);
+  manual_seed(72);
+  const Tensor x = randn({40, 300});
+  const Tensor w = randn({100, 300}), bias = randn({100}), g = randn({40, 100});
+  auto dbl = [](const Tensor& t) { return t.to(kDouble); };
+  struct Case {
+    std::string name;
+    std::function<Tensor()> run;
+    Tensor want;
+    bool cut;
+  };
+  const std::vector<Case> cases{
+      {"linear, bias", [&] { return linear(x, w, bias); }, linear(dbl(x), dbl(w), dbl(bias)), true},
+      {"linear + relu, bias", [&] { return _linear_relu(x, w, bias); },
+       relu(linear(dbl(x), dbl(w), dbl(bias))), true},
+      {"linear + relu", [&] { return _linear_relu(x, w, std::nullopt); },
+       relu(linear(dbl(x), dbl(w), std::nullopt)), true},
+      {"weight gradient g^T x", [&] { return mm(g.t(), x); }, mm(dbl(g).t(), dbl(x)), true},
+      {"row-major a largest", [&] { return mm(w.t().contiguous(), g.t().narrow(1, 0, 20)); },
+       mm(dbl(w).t(), dbl(g).t().narrow(1, 0, 20)), true},
+      {"column-major a largest", [&] { return mm(w.t(), g.t().narrow(1, 0, 20)); },
+       mm(dbl(w).t(), dbl(g).t().narrow(1, 0, 20)), false},
+      {"too few rows for 3 threads", [&] { return linear(x, w.narrow(0, 0, 40), std::nullopt); },
+       linear(dbl(x), dbl(w).narrow(0, 0, 40), std::nullopt), false},
+  };
+  for (const Case& c : cases) {
+    const CpuGemmCounts before = cpu_gemm_counts();
+    const Tensor got = c.run();
+    const CpuGemmCounts after = cpu_gemm_counts();
+    EXPECT_EQ(after.owned_rows - before.owned_rows, c.cut ? 1 : 0) << c.name;
+    EXPECT_EQ(after.onednn - before.onednn, 1) << c.name;
+    const Tensor want = c.want.to(kFloat);
+    EXPECT_TRUE(allclose(got, want, 1e-4, 1e-3)) << c.name;
+    set_owned_rows(false);
+    const CpuGemmCounts before_off = cpu_gemm_counts();
+    const Tensor off = c.run();
+    EXPECT_EQ(cpu_gemm_counts().owned_rows, before_off.owned_rows) << c.name << ": switched off";
+    set_owned_rows(true);
+    EXPECT_TRUE(allclose(got, off, 1e-4, 1e-3)) << c.name;
+  }
+  // A NaN in a row of x makes that row NaN, and the relu keeps it; the other rows hold none.
+  const Tensor xn = x.clone();
+  xn.select(0, 5).select(0, 7).fill_(std::numeric_limits<float>::quiet_NaN());
+  const Tensor r = _linear_relu(xn, w, bias);
+  EXPECT_TRUE(isnan(r.select(0, 5)).all().item<bool>());
+  EXPECT_FALSE(isnan(r.narrow(0, 6, 34)).any().item<bool>());
+  EXPECT_TRUE(ge(r.narrow(0, 6, 34), 0).all().item<bool>());
+  // A shared operand over 1 MiB (each thread would pack it whole): oneDNN splits the work.
+  const CpuGemmCounts before = cpu_gemm_counts();
+  (void)linear(randn({500, 600}), randn({700, 600}), std::nullopt);
+  EXPECT_EQ(cpu_gemm_counts().owned_rows, before.owned_rows);
+  set_num_threads(saved);
 }
 
 TEST(CpuGemm, NestedParallelRegionsDoNotMultiplyThreads) {

@@ -317,6 +317,55 @@ TEST(Optim, MultiTensorStepsMatchThePerTensorLoopOnTheCpu) {
   check_fused_step_errors(Device("cpu"));
 }
 
+// Note [Rows to threads]: on a team, the CPU's multi-tensor steps cut each large matrix at the
+// team's owned_rows and deal the other tensors' chunks to the threads with the least work. The
+// partition must not change a value: SGD, Adam and the unscale over a mix of cut and dealt
+// tensors equal the plain chunked loop's bit for bit (three threads: uneven rows).
+TEST(Optim, MultiTensorStepsCutByOwnedRowsEqualPlainChunks) {
+  const int saved = get_num_threads();
+  set_num_threads(3);
+  manual_seed(9);
+  const std::vector<std::vector<int64_t>> shapes{{100, 300}, {7, 5000}, {300}, {5, 10}, {2, 9000}};
+  std::vector<Tensor> init, grads;
+  for (const auto& s : shapes) {
+    init.push_back(randn(s));
+    grads.push_back(randn(s));
+  }
+  auto copies = [](const std::vector<Tensor>& v) {
+    std::vector<Tensor> out;
+    for (const Tensor& t : v) out.push_back(t.clone());
+    return out;
+  };
+  auto zeros_like_all = [&] {
+    std::vector<Tensor> out;
+    for (const Tensor& t : init) out.push_back(zeros_like(t));
+    return out;
+  };
+  auto run = [&](bool by_rows) {
+    set_owned_rows(by_rows);
+    std::vector<Tensor> p = copies(init), g = copies(grads), buf = zeros_like_all();
+    std::vector<Tensor> q = copies(init), m = zeros_like_all(), v = zeros_like_all();
+    Tensor steps = zeros({static_cast<int64_t>(shapes.size())}, kDouble);
+    for (int step = 0; step < 3; ++step) {
+      _fused_sgd_(p, g, buf, 1e-4, 0.9, 0.1, 0, true, false, step == 0);
+      steps.add_(1);
+      _fused_adam_(q, g, m, v, {}, steps, 1e-3, 0.9, 0.999, 1e-2, 1e-8, false, false, true);
+    }
+    const Tensor found = zeros({1});
+    _amp_foreach_non_finite_check_and_unscale_(g, found, full({1}, 0.25f));
+    set_owned_rows(true);
+    std::vector<Tensor> all = p;
+    for (auto* list : {&buf, &q, &m, &v, &g}) all.insert(all.end(), list->begin(), list->end());
+    return all;
+  };
+  const std::vector<Tensor> by_rows = run(true), plain = run(false);
+  ASSERT_EQ(by_rows.size(), plain.size());
+  for (size_t i = 0; i < by_rows.size(); ++i)
+    EXPECT_TRUE(same_values(by_rows[i], plain[i]))
+        << "tensor " << i << " of shape " << by_rows[i].sizes();
+  set_num_threads(saved);
+}
+
 TEST(GradScaler, FusedUnscaleAndCheckOnTheCpu) {
   check_amp_unscale(Device("cpu"), {kFloat, kHalf, kBFloat16, kDouble});
 }
