@@ -1,5 +1,6 @@
-// Activations on CPU: softmax and log_softmax and their backward (one pass per row over a
-// contiguous copy with the dim innermost, vectorized by Eigen), and the parameterized pointwise
+// Activations on CPU: softmax and log_softmax and their backward (one pass per row, vectorized
+// by Eigen, over the input itself when the dim is innermost and contiguous, else over a
+// contiguous copy with the dim innermost), and the parameterized pointwise
 // activations (leaky_relu, elu, softplus, hardswish) through the elementwise engine. Composite ones
 // (hardtanh, prelu, dropout) are in kernels/composite/activation.cpp.
 #include <cmath>
@@ -20,13 +21,27 @@
 namespace xten::cpu {
 namespace {
 
+// `t` as `dtype` with dim `d` innermost and contiguous: the rows the softmax kernels run over.
+// The common case (a contiguous input of that dtype reduced over its last dim) is `t` itself,
+// with no dispatched conversion, transpose or copy (the [64, 10] log_softmax backward of the
+// MLP's loss: 2.9 -> 2.0 us on the 2-core VM).
+Tensor rows_over(const Tensor& t, int64_t d, ScalarType dtype) {
+  if (t.dtype() == dtype && d == t.dim() - 1 && t.is_contiguous()) return t;
+  return t.to(dtype).transpose(d, -1).contiguous();
+}
+
+// The inverse of rows_over's transpose for a result computed over rows.
+Tensor from_rows(const Tensor& rows, int64_t d) {
+  return d == rows.dim() - 1 ? rows : rows.transpose(d, -1).contiguous();
+}
+
 template <bool kLog>
 Tensor softmax_impl(const char* op, const Tensor& self, int64_t dim,
                     std::optional<ScalarType> dtype) {
   const ScalarType out_dtype = softmax_dtype(op, self, dtype);
   if (self.dim() == 0) return softmax_impl<kLog>(op, self.reshape({1}), 0, dtype).reshape({});
   const int64_t d = wrap_dim(op, dim, self.dim());
-  const Tensor rows_in = self.to(out_dtype).transpose(d, -1).contiguous();
+  const Tensor rows_in = rows_over(self, d, out_dtype);
   Tensor out = empty_tensor(rows_in.sizes(), out_dtype, self.device());
   const int64_t n = rows_in.size(-1);
   const int64_t rows = n ? rows_in.numel() / n : 0;
@@ -60,7 +75,7 @@ Tensor softmax_impl(const char* op, const Tensor& self, int64_t dim,
       }
     });
   });
-  return out.transpose(d, -1).contiguous();
+  return from_rows(out, d);
 }
 
 Tensor softmax_kernel(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
@@ -81,8 +96,8 @@ Tensor softmax_backward_impl(const char* op, const Tensor& grad_output, const Te
                                        input_dtype)
         .reshape({});
   const ScalarType t = promote_types(grad_output.dtype(), output.dtype());
-  const Tensor gr = grad_output.to(t).transpose(d, -1).contiguous();
-  const Tensor yr = output.to(t).transpose(d, -1).contiguous();
+  const Tensor gr = rows_over(grad_output, d, t);
+  const Tensor yr = rows_over(output, d, t);
   Tensor out = empty_tensor(yr.sizes(), t, output.device());
   const int64_t n = yr.size(-1);
   const int64_t rows = n ? yr.numel() / n : 0;
@@ -116,7 +131,8 @@ Tensor softmax_backward_impl(const char* op, const Tensor& grad_output, const Te
       }
     });
   });
-  return out.transpose(d, -1).to(input_dtype).contiguous();
+  const Tensor dx = from_rows(out, d);
+  return dx.dtype() == input_dtype ? dx : dx.to(input_dtype).contiguous();
 }
 
 // A pointwise activation over floating inputs, the functor built per opmath type.
