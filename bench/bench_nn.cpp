@@ -4,11 +4,8 @@
 // bench/reference/libtorch_nn.cpp. Figures: bench/README.md.
 // Run: build/bench/bench_nn [THREADS...]   (default: 1 and all threads)
 //
-// Timing: 50 steps of warm-up, then 15 blocks of 100 steps. Printed: the mean over all 1,500
-// steps and the median of the 15 blocks' means. The host these figures come from is shared: a
-// stall of a few ms hits one block of either program, which moves the mean and not the median.
-#include <algorithm>
-#include <chrono>
+// Timing: reference/block_timing.h, shared with libtorch_nn (the mean over all steps and the
+// median of the blocks' means).
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -17,6 +14,8 @@
 #include <xten/nn/modules.h>
 #include <xten/optim/optimizer.h>
 #include <xten/xten.h>
+
+#include "reference/block_timing.h"
 
 using namespace xten;
 
@@ -35,20 +34,9 @@ void mlp_step(int threads) {
     loss.backward();
     opt.step();
   };
-  for (int i = 0; i < 50; ++i) step();
-  std::vector<double> blocks;
-  double total = 0;
-  for (int b = 0; b < 15; ++b) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 100; ++i) step();
-    const double us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    blocks.push_back(us / 100);
-    total += us;
-  }
-  std::sort(blocks.begin(), blocks.end());
+  const BlockTimes bt = time_in_blocks(step);
   std::printf("xten nn MLP step, %d threads: mean %.1f us, median of blocks %.1f us\n", threads,
-              total / 1500, blocks[blocks.size() / 2]);
+              bt.mean_us, bt.median_us);
 }
 
 }  // namespace

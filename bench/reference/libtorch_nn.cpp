@@ -4,13 +4,12 @@
 //   g++ -O2 -std=c++17 libtorch_nn.cpp -I$T/include -I$T/include/torch/csrc/api/include \
 //       -L$T/lib -ltorch -ltorch_cpu -lc10 -Wl,-rpath,$T/lib -o libtorch_nn
 // Run: ./libtorch_nn THREADS
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
 
 #include <torch/torch.h>
+
+#include "block_timing.h"
 
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
@@ -27,20 +26,7 @@ int main(int argc, char** argv) {
     loss.backward();
     opt.step();
   };
-  for (int i = 0; i < 50; ++i) step();
-  // As bench_nn: 15 blocks of 100 steps; the mean over all steps and the median of the blocks'
-  // means (a block that a stall of the shared host hit does not move the median).
-  std::vector<double> blocks;
-  double total = 0;
-  for (int b = 0; b < 15; ++b) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 100; ++i) step();
-    const double us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    blocks.push_back(us / 100);
-    total += us;
-  }
-  std::sort(blocks.begin(), blocks.end());
+  const BlockTimes bt = time_in_blocks(step);  // as bench_nn's (block_timing.h)
   std::printf("libtorch nn MLP step, %d threads: mean %.1f us, median of blocks %.1f us\n", threads,
-              total / 1500, blocks[blocks.size() / 2]);
+              bt.mean_us, bt.median_us);
 }
