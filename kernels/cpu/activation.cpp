@@ -132,7 +132,7 @@ Tensor softmax_backward_impl(const char* op, const Tensor& grad_output, const Te
     });
   });
   const Tensor dx = from_rows(out, d);
-  return dx.dtype() == input_dtype ? dx : dx.to(input_dtype).contiguous();
+  return dx.dtype() == input_dtype ? dx : dx.to(input_dtype);  // dx is contiguous
 }
 
 // A pointwise activation over floating inputs, the functor built per opmath type.

@@ -91,10 +91,11 @@ void for_each_chunk(const char* op, const std::vector<Tensor>& self, F&& f) {
       }
     } else {
       for (int64_t b = 0; b < t.numel(); b += chunk) {
+        const int64_t e = std::min(t.numel(), b + chunk);
         const size_t th =
             static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-        work[th].push_back({i, b, std::min(t.numel(), b + chunk)});
-        load[th] += std::min(t.numel(), b + chunk) - b;
+        work[th].push_back({i, b, e});
+        load[th] += e - b;
       }
     }
   }
