@@ -86,28 +86,6 @@ RowRange owned_rows(int64_t rows, int t, int threads) {
   return {rows * t / threads, rows * (t + 1) / threads};
 }
 
-// Note [Columns to threads]: a training step's activations are matrices of few rows (the batch)
-// and many columns (the features). The forward product cuts the weight's rows, so it writes the
-// activation h = relu(x W1^T + b1) by columns: thread t holds h[:, C_t] in its cache. Every later
-// kernel on h used to read it whole on one thread (too small to split) or by rows: the 64 x 256
-// -> 10 product, relu's mask, the bias sum, the small backward products, gathering h from all
-// the team's caches. Owning by columns, as the weights are owned by rows, keeps thread t on C_t
-// throughout: the small products cut the same columns (or, where h's columns are the reduced
-// dim, sum per-thread partials), and the elementwise engine and the leading-dims sums cut a
-// column-owned matrix by columns. An ad-hoc step by hand on the 16-core host, every kernel on its
-// owner's columns, took 153-161 us against 251-266 (bench/README.md, "Rows to threads").
-Owned owned_dim(int64_t rows, int64_t cols, int threads) {
-  if (threads <= 1) return Owned::kNone;
-  if (rows >= kMinRowsPerThread * threads) return Owned::kRows;
-  if (cols >= kMinRowsPerThread * threads) return Owned::kColumns;
-  return Owned::kNone;
-}
-
-int64_t owned_columns(int64_t rows, int64_t cols) {
-  if (!owned_rows_enabled() || rows * cols < kMinOwnedElements || omp_in_parallel()) return 0;
-  return owned_dim(rows, cols, get_num_threads()) == Owned::kColumns ? cols : 0;
-}
-
 void set_owned_rows(bool on) {
   g_owned_rows = on;
 }

@@ -46,22 +46,6 @@ struct RowRange {
 };
 RowRange owned_rows(int64_t rows, int t, int threads);
 
-// Note [Columns to threads] (core/parallel.cpp): which dim of a row-major [rows, cols] matrix a
-// team of `threads` owns: its rows when every thread gets kMinRowsPerThread of them (a weight,
-// its gradient and optimizer state), else its columns when every thread gets that many columns
-// (a small batch's activation, as [64, 256], which the product cutting a weight's rows writes by
-// columns), else neither (a one-thread team owns neither).
-constexpr int64_t kMinRowsPerThread = 16;
-enum class Owned { kNone, kRows, kColumns };
-Owned owned_dim(int64_t rows, int64_t cols, int threads);
-
-// The columns [0, cols) that a kernel over a [rows, cols] matrix of `numel` elements cuts among
-// the team by owned_rows (Note [Columns to threads]): cols when the cut is on, the team has more
-// than one thread, the calling thread is not in a parallel region, the matrix holds at least
-// kMinOwnedElements and it is owned by columns; 0 otherwise (the kernel splits as it would).
-constexpr int64_t kMinOwnedElements = 4096;
-int64_t owned_columns(int64_t rows, int64_t cols);
-
 // Whether those kernels cut by owned_rows (the default) or as they would alone (oneDNN splits
 // the products itself, the multi-tensor steps cut plain chunks): for the tests, which check
 // that both agree, and for measuring what the partition saves. For the whole process.

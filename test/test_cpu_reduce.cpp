@@ -309,35 +309,3 @@ TEST(Reduce, AllAndAnyOverOneLongRowAreExactOnEveryRun) {
   set_num_threads(threads);
   EXPECT_EQ(wrong, 0);
 }
-
-// Note [Columns to threads] (core/parallel.cpp): on a team, the elementwise engine and the sums
-// over leading dims cut a matrix of few rows by its owned columns. The cut must not change a
-// value: relu's mask, a broadcast add, a type-converting add and the column sums equal the
-// split they make with the cut off, bit for bit (three threads: [40, 300] is owned by columns,
-// and its 300 columns do not divide into equal blocks of 64).
-TEST(Reduce, ColumnOwnedMatricesCutByColumnsEqualTheOtherSplit) {
-  const int saved = get_num_threads();
-  set_num_threads(3);
-  EXPECT_EQ(owned_columns(40, 300), 300);
-  EXPECT_EQ(owned_columns(400, 300), 0);  // owned by rows
-  EXPECT_EQ(owned_columns(4, 300), 0);    // below kMinOwnedElements
-  manual_seed(33);
-  const Tensor h = relu(randn({40, 300})), g = randn({40, 300}), b = randn({300});
-  const Tensor hd = h.to(kDouble);
-  auto run = [&](bool cut) {
-    set_owned_rows(cut);
-    std::vector<Tensor> out{threshold_backward(g, h, 0), h + b, g + hd, g.sum({0}),
-                            hd.sum({0}), g.mean({0})};
-    set_owned_rows(true);
-    return out;
-  };
-  const std::vector<Tensor> cut = run(true), plain = run(false);
-  for (size_t i = 0; i < cut.size(); ++i) {
-    EXPECT_EQ(cut[i].sizes(), plain[i].sizes()) << i;
-    EXPECT_TRUE(eq(cut[i], plain[i]).all().item<bool>()) << "result " << i;
-  }
-  // and the values themselves: the mask keeps g where h > 0, the sums are the columns'
-  EXPECT_TRUE(eq(cut[0], where(gt(h, 0), g, zeros_like(g))).all().item<bool>());
-  EXPECT_TRUE(allclose(cut[3], g.to(kDouble).sum({0}), 1e-5, 1e-5));
-  set_num_threads(saved);
-}

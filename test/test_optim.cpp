@@ -318,15 +318,14 @@ TEST(Optim, MultiTensorStepsMatchThePerTensorLoopOnTheCpu) {
 }
 
 // Note [Rows to threads]: on a team, the CPU's multi-tensor steps cut each large matrix at the
-// team's owned_rows, a matrix of few rows ([2, 9000], [10, 300]) at its owned columns (Note
-// [Columns to threads]), and deal the other tensors' chunks to the threads with the least work.
-// The partition must not change a value: SGD, Adam and the unscale over a mix of cut and dealt
+// team's owned_rows and deal the other tensors' chunks to the threads with the least work. The
+// partition must not change a value: SGD, Adam and the unscale over a mix of cut and dealt
 // tensors equal the plain chunked loop's bit for bit (three threads: uneven rows).
 TEST(Optim, MultiTensorStepsCutByOwnedRowsEqualPlainChunks) {
   const int saved = get_num_threads();
   set_num_threads(3);
   manual_seed(9);
-  const std::vector<std::vector<int64_t>> shapes{{100, 300}, {7, 5000}, {300}, {5, 10}, {2, 9000}, {10, 300}};
+  const std::vector<std::vector<int64_t>> shapes{{100, 300}, {7, 5000}, {300}, {5, 10}, {2, 9000}};
   std::vector<Tensor> init, grads;
   for (const auto& s : shapes) {
     init.push_back(randn(s));

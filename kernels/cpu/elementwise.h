@@ -8,8 +8,7 @@
 // the broadcast shape, no internal overlap, and the compute dtype castable to it. An output
 // whose dtype differs from what the kernel writes is computed into a temporary and copied.
 // run: dims are coalesced (dims that are contiguous in every operand merge), and the index
-// space is split into [begin, end) ranges across threads (a two-dim shape owned by columns,
-// Note [Columns to threads], by columns); each range is walked as runs of
+// space is split into [begin, end) ranges across threads; each range is walked as runs of
 // the innermost dim, and the typed loop (loops.h) gets the operands' pointers and byte
 // strides for one run. The engine knows no C++ types; the loops know no shapes.
 #include <array>
@@ -132,15 +131,7 @@ Tensor Elementwise::run(const Loop& loop) {
     auto chunk = [&](int64_t b, int64_t e) {
       walk_range(nops, data_.data(), dims_, strides_, b, e, loop);
     };
-    // A column-owned matrix (Note [Columns to threads], core/parallel.cpp): thread t walks
-    // its columns of every row, where the kernel that wrote them left them.
-    const int64_t cols = shape_.size() == 2 ? owned_columns(shape_[0], shape_[1]) : 0;
-    if (cols > 0)
-      parallel_on_team([&](int t, int threads) {
-        const RowRange c = owned_rows(cols, t, threads);
-        for (int64_t i = 0; i < shape_[0]; ++i) chunk(i * cols + c.begin, i * cols + c.end);
-      });
-    else if (numel_ < kParallelGrain)
+    if (numel_ < kParallelGrain)
       chunk(0, numel_);
     else
       parallel_for(numel_, kParallelGrain, chunk);

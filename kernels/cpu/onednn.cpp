@@ -305,124 +305,69 @@ bool sgemm(const Tensor& a, const Tensor& b, const Tensor& out) {
                     static_cast<float*>(out.data_ptr()), m) == dnnl_success;
 }
 
-// Note [Rows to threads] and Note [Columns to threads] (core/parallel.cpp) for products: a
-// float32 product on a team whose largest operand the team owns by rows or by columns is cut
-// by that dim of it. Of out = a @ b ([n, k] @ [k, m]) that dim is n or m (thread t computes
-// the output's rows or columns that belong to it) or k (thread t multiplies its columns of a
-// by its rows of b into a partial [n, m]; after a barrier each thread sums the partials of its
-// owned rows of out). Each thread runs a one-thread dnnl_sgemm and adds the bias and applies
-// the relu to its part while it is in its cache. Every operand read whole by each thread (or
-// the partials) must be small (kSharedMaxBytes); products of fewer than kParallelFlops run on
-// the team too when their largest operand is owned (the MLP's 64 x 256 -> 10 product and its
-// two backward products, which read or write the column-owned activation): otherwise oneDNN
-// runs the product as it would alone.
+// Note [Rows to threads] (core/parallel.cpp) for products: a float32 product on a team whose
+// largest operand is a matrix that the team's other kernels cut by rows (a weight, read as the
+// column-major b of x @ w^T, or a weight gradient written as out) is cut the same way: thread
+// t computes the output's rows or columns that belong to its owned_rows of that operand, with
+// a one-thread dnnl_sgemm, and adds the bias and applies the relu to them while they are in
+// its cache. The operand every thread reads whole must be small (kSharedMaxBytes), and each
+// thread gets at least kMinRowsPerThread rows; otherwise oneDNN splits the work itself.
+constexpr int64_t kMinRowsPerThread = 16;
 constexpr int64_t kSharedMaxBytes = int64_t{1} << 20;
 
-enum class Cut { kNone, kN, kK, kM };
-
-// The dim to cut: that which the team owns of the largest operand (ties: out, then b, then a),
-// each operand seen as the row-major matrix it is in memory.
-Cut owned_cut(char ta, char tb, int64_t n, int64_t k, int64_t m, int team) {
-  struct Operand {
-    int64_t elements;
-    Owned owned;
-    Cut rows, cols;  // the dims its rows and its columns in memory are
-  };
-  const Operand a = ta == 'N' ? Operand{n * k, owned_dim(n, k, team), Cut::kN, Cut::kK}
-                              : Operand{n * k, owned_dim(k, n, team), Cut::kK, Cut::kN};
-  const Operand b = tb == 'N' ? Operand{k * m, owned_dim(k, m, team), Cut::kK, Cut::kM}
-                              : Operand{k * m, owned_dim(m, k, team), Cut::kM, Cut::kK};
-  const Operand c{n * m, owned_dim(n, m, team), Cut::kN, Cut::kM};
-  const Operand& big = c.elements >= a.elements && c.elements >= b.elements ? c
-                       : b.elements >= a.elements                           ? b
-                                                                            : a;
-  if (big.elements < kMinOwnedElements) return Cut::kNone;
-  switch (big.owned) {
-    case Owned::kRows:
-      return big.rows;
-    case Owned::kColumns:
-      return big.cols;
-    default:
-      return Cut::kNone;
-  }
-}
-
-// rows x cols of a row-major output with leading dimension ld: + bias[j], then relu.
-void bias_relu(float* c, int64_t ld, int64_t rows, int64_t cols, const float* bias, bool relu) {
-  if (!bias && !relu) return;
-  for (int64_t i = 0; i < rows; ++i) {
-    float* row = c + i * ld;
-    for (int64_t j = 0; j < cols; ++j) {
-      const float v = bias ? row[j] + bias[j] : row[j];
-      row[j] = relu && v < 0 ? 0.0f : v;  // relu keeps NaN
-    }
-  }
-}
-
-bool product_by_owned_parts(const Tensor& a, const Tensor& b, const Tensor& bias, bool relu,
-                            const Tensor& out) {
+bool product_by_owned_rows(const Tensor& a, const Tensor& b, const Tensor& bias, bool relu,
+                           const Tensor& out) {
   const int team = get_num_threads();
   if (!owned_rows_enabled() || a.dtype() != kFloat || a.size(0) != 1 || team == 1 ||
       omp_in_parallel())
     return false;
   const int64_t n = a.size(1), k = a.size(2), m = b.size(2);
+  if (2.0 * static_cast<double>(n * k * m) < kParallelFlops) return false;
   const auto la = sgemm_layout(a), lb = sgemm_layout(b);
-  if (!la || !lb || n == 0 || k == 0 || m == 0) return false;
+  if (!la || !lb) return false;
   const auto [ta, lda] = *la;
   const auto [tb, ldb] = *lb;
-  const Cut cut = owned_cut(ta, tb, n, k, m, team);
-  if (cut == Cut::kNone) return false;
-  const int64_t shared = cut == Cut::kN ? k * m : cut == Cut::kM ? n * k : team * n * m;
-  if (shared * 4 > kSharedMaxBytes) return false;
+  // Cut the output's rows (out, or a row-major a, is the largest) or its columns (a
+  // column-major b, whose columns are its rows in memory, is the largest).
+  const int64_t sa = n * k, sb = k * m, sc = n * m;
+  bool by_rows;
+  if (sc >= sa && sc >= sb)
+    by_rows = true;
+  else if (sb >= sa && tb == 'T')
+    by_rows = false;
+  else if (sa > sb && ta == 'N')
+    by_rows = true;
+  else
+    return false;
+  const int64_t cut = by_rows ? n : m, shared = by_rows ? sb : sa;
+  if (cut < kMinRowsPerThread * team || shared * 4 > kSharedMaxBytes) return false;
   const float* pa = static_cast<const float*>(a.data_ptr());
   const float* pb = static_cast<const float*>(b.data_ptr());
   const float* pbias = bias.defined() ? static_cast<const float*>(bias.data_ptr()) : nullptr;
   float* pc = static_cast<float*>(out.data_ptr());
-  // Element (i, j) of a row-major matrix with leading dimension ld is p[i * ld + j], of a
-  // column-major one p[j * ld + i]: row r of a and column r of b start at
-  const auto a_row = [&](int64_t r) { return pa + r * (ta == 'N' ? lda : 1); };
-  const auto a_col = [&](int64_t r) { return pa + r * (ta == 'N' ? 1 : lda); };
-  const auto b_row = [&](int64_t r) { return pb + r * (tb == 'N' ? ldb : 1); };
-  const auto b_col = [&](int64_t r) { return pb + r * (tb == 'N' ? 1 : ldb); };
-  Tensor partials;
-  if (cut == Cut::kK) partials = empty_tensor({team * n * m}, kFloat, Device("cpu"));
   std::atomic<bool> ok{true};
-  const auto sgemm_part = [&](int64_t rows, int64_t cols, int64_t depth, const float* a0,
-                              const float* b0, float* c0) {
-    if (dnnl_sgemm(ta, tb, rows, cols, depth, 1.0f, a0, lda, b0, ldb, 0.0f, c0, m) !=
-        dnnl_success)
-      ok = false;
-  };
   parallel_on_team([&](int t, int threads) {
-    if (cut == Cut::kN || cut == Cut::kM) {
-      const RowRange r = owned_rows(cut == Cut::kN ? n : m, t, threads);
-      if (r.begin == r.end) return;
-      if (cut == Cut::kN) {
-        sgemm_part(r.end - r.begin, m, k, a_row(r.begin), pb, pc + r.begin * m);
-        bias_relu(pc + r.begin * m, m, r.end - r.begin, m, pbias, relu);
-      } else {
-        sgemm_part(n, r.end - r.begin, k, pa, b_col(r.begin), pc + r.begin);
-        bias_relu(pc + r.begin, m, n, r.end - r.begin, pbias ? pbias + r.begin : nullptr, relu);
-      }
+    const RowRange r = owned_rows(cut, t, threads);
+    if (r.begin == r.end) return;
+    // Element (i, j) of a row-major matrix with leading dimension ld is p[i * ld + j], of a
+    // column-major one p[j * ld + i].
+    const int64_t rows = by_rows ? r.end - r.begin : n, cols = by_rows ? m : r.end - r.begin;
+    const float* a0 = by_rows ? pa + r.begin * (ta == 'N' ? lda : 1) : pa;
+    const float* b0 = by_rows ? pb : pb + r.begin * (tb == 'N' ? 1 : ldb);
+    float* c0 = by_rows ? pc + r.begin * m : pc + r.begin;
+    if (dnnl_sgemm(ta, tb, rows, cols, k, 1.0f, a0, lda, b0, ldb, 0.0f, c0, m) != dnnl_success) {
+      ok = false;
       return;
     }
-    float* const parts = static_cast<float*>(partials.data_ptr());
-    const RowRange r = owned_rows(k, t, threads);
-    if (r.begin < r.end)
-      sgemm_part(n, m, r.end - r.begin, a_col(r.begin), b_row(r.begin), parts + t * n * m);
-    else
-      std::fill(parts + t * n * m, parts + (t + 1) * n * m, 0.0f);
-#pragma omp barrier
-    const RowRange rows = owned_rows(n, t, threads);
-    for (int64_t i = rows.begin; i < rows.end; ++i) {
-      float* row = pc + i * m;
-      std::copy(parts + i * m, parts + (i + 1) * m, row);
-      for (int u = 1; u < threads; ++u) {
-        const float* part = parts + u * n * m + i * m;
-        for (int64_t j = 0; j < m; ++j) row[j] += part[j];
+    if (!pbias && !relu) return;
+    const float* bias0 = pbias ? pbias + (by_rows ? 0 : r.begin) : nullptr;
+    for (int64_t i = 0; i < rows; ++i) {
+      float* row = c0 + i * m;
+      for (int64_t j = 0; j < cols; ++j) {
+        const float v = bias0 ? row[j] + bias0[j] : row[j];
+        row[j] = relu && v < 0 ? 0.0f : v;  // relu keeps NaN
       }
     }
-    bias_relu(pc + rows.begin * m, m, rows.end - rows.begin, m, pbias, relu);
   });
   if (ok) count_cpu_gemm_owned_rows();
   return ok;
@@ -431,14 +376,14 @@ bool product_by_owned_parts(const Tensor& a, const Tensor& b, const Tensor& bias
 }  // namespace
 
 bool matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
-  return sgemm(a, b, out) || product_by_owned_parts(a, b, Tensor(), false, out) ||
+  return sgemm(a, b, out) || product_by_owned_rows(a, b, Tensor(), false, out) ||
          matmul_bias(a, b, Tensor(), out);
 }
 
 bool linear(const Tensor& x, const Tensor& w, const Tensor& bias, bool relu, const Tensor& out) {
   const Tensor a = x.unsqueeze(0), b = w.t().unsqueeze(0);
   Tensor c = out.unsqueeze(0);
-  if (product_by_owned_parts(a, b, bias, relu, c)) return true;
+  if (product_by_owned_rows(a, b, bias, relu, c)) return true;
   if (!matmul_bias(a, b, bias, c)) return false;
   if (relu) relu_(c);
   return true;

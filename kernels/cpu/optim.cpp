@@ -52,10 +52,8 @@ std::vector<Chunk> chunks_of(const std::vector<Tensor>& list, int64_t chunk) {
 // Runs f(chunk, T*) for every chunk of `self` in one parallel region, T the chunk's tensor's
 // C++ type. On a team, a tensor of two or more dims with a row and kMinChunk elements for every
 // thread is cut at the team's owned_rows, and thread t updates its rows: the rows its product
-// kernels read and write (Note [Rows to threads], core/parallel.cpp); a matrix of few rows owned
-// by columns (Note [Columns to threads]) is cut into its rows' owned columns, thread t's the
-// columns its products read. The other tensors are cut into chunks that go to the threads with
-// the least work so far.
+// kernels read and write (Note [Rows to threads], core/parallel.cpp). The other tensors are cut
+// into chunks that go to the threads with the least work so far.
 template <class F>
 void for_each_chunk(const char* op, const std::vector<Tensor>& self, F&& f) {
   auto run = [&](const Chunk& ch) {
@@ -90,15 +88,6 @@ void for_each_chunk(const char* op, const std::vector<Tensor>& self, F&& f) {
         const RowRange r = owned_rows(t.size(0), th, team);
         work[static_cast<size_t>(th)].push_back({i, r.begin * row, r.end * row});
         load[static_cast<size_t>(th)] += (r.end - r.begin) * row;
-      }
-    } else if (t.dim() == 2 && owned_dim(t.size(0), t.size(1), team) == Owned::kColumns) {
-      // a matrix of few rows owned by columns (Note [Columns to threads]): a chunk per row
-      const int64_t cols = t.size(1);
-      for (int th = 0; th < team; ++th) {
-        const RowRange c = owned_rows(cols, th, team);
-        for (int64_t r = 0; r < t.size(0); ++r)
-          work[static_cast<size_t>(th)].push_back({i, r * cols + c.begin, r * cols + c.end});
-        load[static_cast<size_t>(th)] += (c.end - c.begin) * t.size(0);
       }
     } else {
       for (int64_t b = 0; b < t.numel(); b += chunk) {

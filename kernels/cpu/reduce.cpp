@@ -163,29 +163,19 @@ Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepd
       using Acc = acc_t<T>;
       const T* src = static_cast<const T*>(self.data_ptr());
       T* dst = static_cast<T*>(out.data_ptr());
-      // threads over blocks of 64 columns, each reading its columns of every row (a
-      // column-owned matrix: the owner's columns, Note [Columns to threads])
+      // threads over blocks of 64 columns, each reading its columns of every row
       constexpr int64_t kCols = 64;
-      auto sum_columns = [&](int64_t begin, int64_t end) {
-        Acc acc[kCols];
-        for (int64_t c0 = begin; c0 < end; c0 += kCols) {
-          const int64_t c1 = std::min(end, c0 + kCols);
-          column_sums<Acc>(src, rows, cols, c0, c1, acc);
-          for (int64_t j = c0; j < c1; ++j) dst[j] = sum_value<T>(acc[j - c0], divisor);
-        }
-      };
-      if (owned_columns(rows, cols) > 0) {
-        parallel_on_team([&](int t, int threads) {
-          const RowRange c = owned_rows(cols, t, threads);
-          sum_columns(c.begin, c.end);
-        });
-      } else {
-        const int64_t blocks = (cols + kCols - 1) / kCols;
-        parallel_for(blocks, std::max<int64_t>(1, kParallelGrain / (rows * kCols)),
-                     [&](int64_t b, int64_t e) {
-                       sum_columns(b * kCols, std::min(cols, e * kCols));
-                     });
-      }
+      const int64_t blocks = (cols + kCols - 1) / kCols;
+      parallel_for(blocks, std::max<int64_t>(1, kParallelGrain / (rows * kCols)),
+                   [&](int64_t b, int64_t e) {
+                     Acc acc[kCols];
+                     for (int64_t blk = b; blk < e; ++blk) {
+                       const int64_t c0 = blk * kCols, c1 = std::min(cols, c0 + kCols);
+                       column_sums<Acc>(src, rows, cols, c0, c1, acc);
+                       for (int64_t j = c0; j < c1; ++j)
+                         dst[j] = sum_value<T>(acc[j - c0], divisor);
+                     }
+                   });
     });
     return keepdim ? out.view(kept) : out;
   }
