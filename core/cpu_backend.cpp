@@ -13,7 +13,7 @@ namespace xten {
 namespace {
 
 std::atomic<int> g_choice{-1};  // -1: not chosen yet (read XTEN_CPU_GEMM)
-std::atomic<int64_t> g_onednn{0}, g_eigen{0}, g_owned_rows{0};
+std::atomic<int64_t> g_onednn{0}, g_eigen{0}, g_owned_rows{0}, g_sgemm{0};
 
 int from_environment() {
   const char* v = std::getenv("XTEN_CPU_GEMM");
@@ -118,11 +118,15 @@ const char* to_string(CpuGemm backend) {
 }
 
 CpuGemmCounts cpu_gemm_counts() {
-  return {g_onednn.load(), g_eigen.load(), g_owned_rows.load()};
+  return {g_onednn.load(), g_eigen.load(), g_owned_rows.load(), g_sgemm.load()};
 }
 
 void count_cpu_gemm_owned_rows() {
   g_owned_rows.fetch_add(1, std::memory_order_relaxed);
+}
+
+void count_cpu_gemm_sgemm() {
+  g_sgemm.fetch_add(1, std::memory_order_relaxed);
 }
 
 void count_cpu_gemm(CpuGemm ran) {

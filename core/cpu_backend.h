@@ -21,10 +21,12 @@ const char* to_string(CpuGemm backend);
 struct CpuGemmCounts {
   int64_t onednn = 0, eigen = 0;
   int64_t owned_rows = 0;  // of onednn's: float32 products cut by owned_rows (core/parallel.h)
+  int64_t sgemm = 0;       // of onednn's: float32 products run by one dnnl_sgemm call
 };
 CpuGemmCounts cpu_gemm_counts();
 void count_cpu_gemm(CpuGemm ran);  // the CPU kernels call this
 void count_cpu_gemm_owned_rows();  // and this for a product cut by owned_rows
+void count_cpu_gemm_sgemm();       // and this for one run by one dnnl_sgemm call
 
 // Note [CPU capability]: the hot CPU kernels (elementwise, reductions, softmax, norms, pooling,
 // im2col and Eigen's GEMM, the fused optimizer steps) are compiled once per level below and the

@@ -116,9 +116,70 @@ TEST(CpuGemm, LargeProductsOnOneThreadEveryLayout) {
     const CpuGemmCounts before = cpu_gemm_counts();
     const Tensor got = mm(x, y);
     EXPECT_EQ(cpu_gemm_counts().onednn - before.onednn, 1) << "case " << i;
+    EXPECT_EQ(cpu_gemm_counts().sgemm - before.sgemm, 1) << "case " << i;
     EXPECT_TRUE(allclose(got, want, 1e-4, 1e-3)) << "case " << i << ": " << x.strides() << " @ "
                                                  << y.strides();
   }
+  set_num_threads(saved);
+}
+
+// Note [sgemm on one thread]: a float32 product under 1 MFLOP runs as one dnnl_sgemm, on one
+// thread and on a team alike, in every layout sgemm reads, the bias and relu of linear and
+// _linear_relu in one pass after it (relu keeps NaN); a 16-bit one, an empty one and a batch of
+// two do not, and every result equals the float64 product's within float32 rounding.
+TEST(CpuGemm, SmallProductsRunAsOneSgemmEveryLayout) {
+  GemmChoice keep;
+  set_cpu_gemm(CpuGemm::OneDnn);
+  const int saved = get_num_threads();
+  manual_seed(74);
+  const Tensor a = randn({37, 29}), b = randn({29, 11}), w = randn({11, 29}), bias = randn({11});
+  auto dbl = [](const Tensor& t) { return t.to(kDouble); };
+  struct Case {
+    std::string name;
+    std::function<Tensor()> run;
+    std::function<Tensor()> want;
+    int sgemm;
+  };
+  const std::vector<Case> cases{
+      {"row-major both", [&] { return mm(a, b); }, [&] { return mm(dbl(a), dbl(b)); }, 1},
+      {"column-major a", [&] { return mm(a.t().contiguous().t(), b); },
+       [&] { return mm(dbl(a), dbl(b)); }, 1},
+      {"column-major b", [&] { return mm(a, b.t().contiguous().t()); },
+       [&] { return mm(dbl(a), dbl(b)); }, 1},
+      {"rows 40 apart", [&] { return mm(randn({37, 40}).narrow(1, 0, 29).copy_(a), b); },
+       [&] { return mm(dbl(a), dbl(b)); }, 1},
+      {"a vector", [&] { return mv(a, b.select(1, 3)); },
+       [&] { return mv(dbl(a), dbl(b).select(1, 3)); }, 1},
+      {"linear + bias", [&] { return linear(a, w, bias); },
+       [&] { return linear(dbl(a), dbl(w), dbl(bias)); }, 1},
+      {"linear + relu, bias", [&] { return _linear_relu(a, w, bias); },
+       [&] { return relu(linear(dbl(a), dbl(w), dbl(bias))); }, 1},
+      {"linear + relu", [&] { return _linear_relu(a, w, std::nullopt); },
+       [&] { return relu(linear(dbl(a), dbl(w), std::nullopt)); }, 1},
+      {"bfloat16", [&] { return mm(a.to(kBFloat16), b.to(kBFloat16)).to(kFloat); },
+       [&] { return mm(dbl(a.to(kBFloat16)), dbl(b.to(kBFloat16))); }, 0},
+      {"batch of two", [&] { return bmm(stack({a, a}), stack({b, b})); },
+       [&] { return bmm(stack({dbl(a), dbl(a)}), stack({dbl(b), dbl(b)})); }, 0},
+      {"k = 0", [&] { return mm(a.narrow(1, 0, 0), b.narrow(0, 0, 0)); },
+       [&] { return zeros({37, 11}, kDouble); }, 0},
+  };
+  for (int threads : {1, 3}) {
+    set_num_threads(threads);
+    for (const Case& c : cases) {
+      const CpuGemmCounts before = cpu_gemm_counts();
+      const Tensor got = c.run();
+      EXPECT_EQ(cpu_gemm_counts().sgemm - before.sgemm, c.sgemm) << c.name << ", " << threads;
+      const double tol = c.name == "bfloat16" ? 2e-2 : 1e-4;
+      EXPECT_TRUE(allclose(got, c.want().to(kFloat), tol, tol)) << c.name << ", " << threads;
+    }
+  }
+  // A NaN in a row of a makes that row NaN through the relu; the other rows hold none.
+  const Tensor an = a.clone();
+  an.select(0, 4).select(0, 2).fill_(std::numeric_limits<float>::quiet_NaN());
+  const Tensor r = _linear_relu(an, w, bias);
+  EXPECT_TRUE(isnan(r.select(0, 4)).all().item<bool>());
+  EXPECT_FALSE(isnan(r.narrow(0, 5, 32)).any().item<bool>());
+  EXPECT_TRUE(ge(r.narrow(0, 5, 32), 0).all().item<bool>());
   set_num_threads(saved);
 }
 

@@ -274,12 +274,30 @@ bool matmul_bias(const Tensor& a, const Tensor& b, const Tensor& bias, const Ten
   return true;
 }
 
-// Note [sgemm on one thread]: a large float32 product on one thread runs oneDNN's dnnl_sgemm
-// rather than its matmul primitive. Measured on the 16-core host at 1 thread, 1024^2 and 2048^2:
-// sgemm 107-124 GFLOP/s, the matmul primitive 90-113 (7 of 8 runs in sgemm's favour; a second
-// experiment on another day read 108-139 vs 99-112 at 2048); at 16 threads neither led, and for
-// the MLP's 64-row products sgemm was slower. So: float32, one matrix, every dimension at least
-// kSgemmMinDim, one thread (set_num_threads(1), or inside a parallel region).
+// rows x cols of a row-major output with leading dimension ld: + bias[j], then relu.
+void bias_relu(float* c, int64_t ld, int64_t rows, int64_t cols, const float* bias, bool relu) {
+  if (!bias && !relu) return;
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = c + i * ld;
+    for (int64_t j = 0; j < cols; ++j) {
+      const float v = bias ? row[j] + bias[j] : row[j];
+      row[j] = relu && v < 0 ? 0.0f : v;  // relu keeps NaN
+    }
+  }
+}
+
+// Note [sgemm on one thread]: a float32 product that runs on one thread goes to oneDNN's
+// dnnl_sgemm rather than its matmul primitive when it is large or small:
+// - Large (every dimension at least kSgemmMinDim, one thread: set_num_threads(1), or inside a
+//   parallel region). Measured on the 16-core host at 1 thread, 1024^2 and 2048^2: sgemm
+//   107-124 GFLOP/s, the matmul primitive 90-113 (7 of 8 runs in sgemm's favour; a second
+//   experiment on another day read 108-139 vs 99-112 at 2048); at 16 threads neither led, and
+//   for the MLP's 64-row products sgemm was slower.
+// - Small (under kParallelFlops, which the primitive runs on one thread too, Note [oneDNN
+//   threads]): the primitive's per-call cost (the cache key's formatting and look-up, memory
+//   objects, a stream) was about half the time of the MLP's three small products (bench/README.md,
+//   "Small products through sgemm").
+// The bias and the relu follow as one pass over the output.
 constexpr int64_t kSgemmMinDim = 512;
 
 // A row- or column-major matrix [1, r, c] as sgemm's (trans, leading dimension); nullopt for
@@ -290,19 +308,29 @@ std::optional<std::pair<char, int64_t>> sgemm_layout(const Tensor& t) {
   return std::nullopt;
 }
 
-bool sgemm(const Tensor& a, const Tensor& b, const Tensor& out) {
-  if (a.dtype() != kFloat || a.size(0) != 1 || (get_num_threads() != 1 && !omp_in_parallel()))
+bool sgemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool relu, const Tensor& out) {
+  if (a.dtype() != kFloat || a.size(0) != 1 ||
+      (bias.defined() && (bias.dtype() != kFloat || !bias.is_contiguous())))
     return false;
   const int64_t n = a.size(1), k = a.size(2), m = b.size(2);
-  if (std::min({n, k, m}) < kSgemmMinDim) return false;
+  if (n == 0 || k == 0 || m == 0) return false;
+  const bool small = 2.0 * static_cast<double>(n * k * m) < kParallelFlops;
+  const bool large = std::min({n, k, m}) >= kSgemmMinDim &&
+                     (get_num_threads() == 1 || omp_in_parallel());
+  if (!small && !large) return false;
   const auto la = sgemm_layout(a), lb = sgemm_layout(b);
   if (!la || !lb) return false;
   const auto [ta, lda] = *la;
   const auto [tb, ldb] = *lb;
   use_threads(1);
-  return dnnl_sgemm(ta, tb, n, m, k, 1.0f, static_cast<const float*>(a.data_ptr()), lda,
-                    static_cast<const float*>(b.data_ptr()), ldb, 0.0f,
-                    static_cast<float*>(out.data_ptr()), m) == dnnl_success;
+  float* c = static_cast<float*>(out.data_ptr());
+  if (dnnl_sgemm(ta, tb, n, m, k, 1.0f, static_cast<const float*>(a.data_ptr()), lda,
+                 static_cast<const float*>(b.data_ptr()), ldb, 0.0f, c, m) != dnnl_success)
+    return false;
+  bias_relu(c, m, n, m, bias.defined() ? static_cast<const float*>(bias.data_ptr()) : nullptr,
+            relu);
+  count_cpu_gemm_sgemm();
+  return true;
 }
 
 // Note [Rows to threads] (core/parallel.cpp) for products: a float32 product on a team whose
@@ -359,15 +387,7 @@ bool product_by_owned_rows(const Tensor& a, const Tensor& b, const Tensor& bias,
       ok = false;
       return;
     }
-    if (!pbias && !relu) return;
-    const float* bias0 = pbias ? pbias + (by_rows ? 0 : r.begin) : nullptr;
-    for (int64_t i = 0; i < rows; ++i) {
-      float* row = c0 + i * m;
-      for (int64_t j = 0; j < cols; ++j) {
-        const float v = bias0 ? row[j] + bias0[j] : row[j];
-        row[j] = relu && v < 0 ? 0.0f : v;  // relu keeps NaN
-      }
-    }
+    bias_relu(c0, m, rows, cols, pbias ? pbias + (by_rows ? 0 : r.begin) : nullptr, relu);
   });
   if (ok) count_cpu_gemm_owned_rows();
   return ok;
@@ -376,14 +396,14 @@ bool product_by_owned_rows(const Tensor& a, const Tensor& b, const Tensor& bias,
 }  // namespace
 
 bool matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
-  return sgemm(a, b, out) || product_by_owned_rows(a, b, Tensor(), false, out) ||
+  return sgemm(a, b, Tensor(), false, out) || product_by_owned_rows(a, b, Tensor(), false, out) ||
          matmul_bias(a, b, Tensor(), out);
 }
 
 bool linear(const Tensor& x, const Tensor& w, const Tensor& bias, bool relu, const Tensor& out) {
   const Tensor a = x.unsqueeze(0), b = w.t().unsqueeze(0);
   Tensor c = out.unsqueeze(0);
-  if (product_by_owned_rows(a, b, bias, relu, c)) return true;
+  if (sgemm(a, b, bias, relu, c) || product_by_owned_rows(a, b, bias, relu, c)) return true;
   if (!matmul_bias(a, b, bias, c)) return false;
   if (relu) relu_(c);
   return true;
