@@ -1,7 +1,7 @@
-// The MLP training step through nn and optim (issue: nn/optim): nn::Sequential(Linear(784,
-// 256), ReLU, Linear(256, 10)), CrossEntropyLoss, optim::SGD with momentum; zero_grad, forward,
-// backward, step. libtorch's C++ front end doing the same, with the same timing:
-// bench/reference/libtorch_nn.cpp. Figures: bench/README.md.
+// The MLP training step through nn and optim (issue: nn/optim; the step itself: mlp_step.h).
+// libtorch's C++ front end doing the same, with the same timing: bench/reference/libtorch_nn.cpp;
+// both in one process, in alternating blocks: bench/reference/interleaved_nn.cpp. Figures:
+// bench/README.md.
 // Run: build/bench/bench_nn [THREADS...]   (default: 1 and all threads)
 //
 // Timing: reference/block_timing.h, shared with libtorch_nn (the mean over all steps and the
@@ -11,30 +11,13 @@
 #include <thread>
 #include <vector>
 
-#include <xten/nn/modules.h>
-#include <xten/optim/optimizer.h>
-#include <xten/xten.h>
-
+#include "mlp_step.h"
 #include "reference/block_timing.h"
-
-using namespace xten;
 
 namespace {
 
 void mlp_step(int threads) {
-  set_num_threads(threads);
-  manual_seed(0);
-  nn::Sequential model(nn::Linear(784, 256), nn::ReLU(), nn::Linear(256, 10));
-  optim::SGD opt(model->parameters(), optim::SGDOptions(0.01).momentum(0.9));
-  nn::CrossEntropyLoss loss_fn;
-  const Tensor x = randn({64, 784}), target = randint(10, {64});
-  auto step = [&] {
-    opt.zero_grad();
-    Tensor loss = loss_fn(model(x), target);
-    loss.backward();
-    opt.step();
-  };
-  const BlockTimes bt = time_in_blocks(step);
+  const BlockTimes bt = time_in_blocks(xten_mlp_step(threads));
   std::printf("xten nn MLP step, %d threads: mean %.1f us, median of blocks %.1f us\n", threads,
               bt.mean_us, bt.median_us);
 }
