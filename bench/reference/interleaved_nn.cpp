@@ -2,19 +2,18 @@
 // "bench_nn"): the host's speed drifts by 1.3-1.7x between runs a few seconds apart, so two
 // programs run in turns compare different moments; blocks of a few ms each, taken in turns,
 // compare the same ones. For each thread count: both steps built (each library's threads set to
-// that count), 50 steps of warm-up each, then kPairs pairs of blocks, the pair's order alternating;
-// a block is a rest of kRest (each library has an OpenMP runtime of its own, whose idle threads
-// spin for a few ms after its last parallel region: without the rest they took the cores from
-// the other library's first steps, and at 16 threads both ran 1.1-2x slower than alone), then
-// kSettle untimed steps and kSteps timed ones. Prints both libraries' median block and the
-// median, lowest and highest of the pairs' ratios (libtorch's time over xten's: above 1, xten
-// is faster). Build and run: compare_nn_interleaved.sh.
+// that count), 50 steps of warm-up each, then kPairs pairs of blocks, the pair's order
+// alternating; a block is kSettle untimed steps and kSteps timed ones. Prints both libraries'
+// median block and the median, lowest and highest of the pairs' ratios (libtorch's time over
+// xten's: above 1, xten is faster). Build and run: compare_nn_interleaved.sh.
+// In one process both libraries run on one OpenMP runtime: libtorch's own copy of libgomp is
+// loaded, but its symbols bind to the first one loaded, Debian's (through libxten), so libtorch
+// here is not quite the libtorch of libtorch_nn (bench/README.md says what that changed).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <thread>
 #include <vector>
 
 #include "../mlp_step.h"
@@ -24,10 +23,8 @@ std::function<void()> make_libtorch_mlp_step(int threads);  // interleaved_nn_li
 namespace {
 
 constexpr int kWarmup = 50, kPairs = 15, kSettle = 20, kSteps = 100;
-constexpr std::chrono::milliseconds kRest{50};
 
 double block_us(const std::function<void()>& step) {
-  std::this_thread::sleep_for(kRest);
   for (int i = 0; i < kSettle; ++i) step();
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < kSteps; ++i) step();
