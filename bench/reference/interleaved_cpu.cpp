@@ -5,16 +5,14 @@
 // kPairs pairs of blocks, the pair's order alternating, each block one untimed call and the
 // timed ones. Prints both libraries' median rate and the median, lowest and highest of the
 // pairs' ratios (xten's rate over libtorch's: above 1, xten is faster). Both libraries share
-// one OpenMP runtime in one process (interleaved_nn.cpp). Build and run: compare_cpu_interleaved.sh.
+// one OpenMP runtime in one process (interleaved_nn.cpp). Build and run: compare_interleaved.sh cpu.
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 #include <xten/core/parallel.h>
 #include <xten/xten.h>
 
+#include "interleaved.h"
 #include "interleaved_cpu_case.h"
 
 void set_libtorch_threads(int threads);       // interleaved_cpu_libtorch.cpp
@@ -57,58 +55,29 @@ std::vector<CpuCase> xten_cpu_cases() {
   return out;
 }
 
-double seconds(const std::function<void()>& f, int n) {
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < n; ++i) f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / n;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int> threads;
-  for (int i = 1; i < argc; ++i) threads.push_back(std::atoi(argv[i]));
-  if (threads.empty()) threads = {1};
+  const std::vector<int> threads = thread_counts("interleaved_cpu", argc, argv);
+  if (threads.empty()) return 2;
   for (int t : threads) {
-    if (t < 1) {
-      std::fprintf(stderr, "interleaved_cpu: thread counts must be positive, got %d\n", t);
-      return 2;
-    }
     xten::set_num_threads(t);
     set_libtorch_threads(t);
     const std::vector<CpuCase> xs = xten_cpu_cases(), ls = libtorch_cpu_cases();
     for (size_t c = 0; c < xs.size() && c < ls.size(); ++c) {
       const CpuCase &x = xs[c], &l = ls[c];
-      const double first = std::max(seconds(x.call, 1), seconds(l.call, 1));
+      const double first = std::max(seconds_per_call(x.call, 1), seconds_per_call(l.call, 1));
       const int n = std::max(1, static_cast<int>(0.03 / first));
-      std::vector<double> xr, lr, ratios;
-      for (int p = 0; p < kPairs; ++p) {
-        double xt, lt;
-        auto block = [&](const CpuCase& k) {
-          k.call();
-          return seconds(k.call, n);
-        };
-        if (p % 2 == 0) {
-          xt = block(x);
-          lt = block(l);
-        } else {
-          lt = block(l);
-          xt = block(x);
-        }
-        xr.push_back(x.work / xt / 1e9);
-        lr.push_back(l.work / lt / 1e9);
-        ratios.push_back(lt / xt);
-      }
-      std::printf("%-28s %2d threads: xten %7.0f, libtorch %7.0f %s; xten / libtorch per pair: "
-                  "median %.2f, lowest %.2f, highest %.2f\n",
-                  x.name.c_str(), t, median(xr), median(lr), x.bytes ? "GB/s" : "GFLOP/s",
-                  median(ratios), *std::min_element(ratios.begin(), ratios.end()),
-                  *std::max_element(ratios.begin(), ratios.end()));
+      auto block = [n](const CpuCase& k) {
+        k.call();
+        return seconds_per_call(k.call, n);
+      };
+      const Pairs p = run_pairs(kPairs, [&] { return block(x); }, [&] { return block(l); });
+      auto rate = [](const CpuCase& k, double s) { return k.work / s / 1e9; };
+      std::printf("%-28s %2d threads: xten %7.0f, libtorch %7.0f %s; xten / libtorch per pair: ",
+                  x.name.c_str(), t, rate(x, median(p.xten)), rate(l, median(p.libtorch)),
+                  x.bytes ? "GB/s" : "GFLOP/s");
+      print_ratios(p);
     }
   }
 }

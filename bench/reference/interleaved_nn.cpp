@@ -5,18 +5,15 @@
 // that count), 50 steps of warm-up each, then kPairs pairs of blocks, the pair's order
 // alternating; a block is kSettle untimed steps and kSteps timed ones. Prints both libraries'
 // median block and the median, lowest and highest of the pairs' ratios (libtorch's time over
-// xten's: above 1, xten is faster). Build and run: compare_nn_interleaved.sh.
+// xten's: above 1, xten is faster). Build and run: compare_interleaved.sh nn.
 // In one process both libraries run on one OpenMP runtime: libtorch's own copy of libgomp is
 // loaded, but its symbols bind to the first one loaded, Debian's (through libxten), so libtorch
 // here is not quite the libtorch of libtorch_nn (bench/README.md says what that changed).
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <vector>
 
 #include "../mlp_step.h"
+#include "interleaved.h"
 
 std::function<void()> make_libtorch_mlp_step(int threads);  // interleaved_nn_libtorch.cpp
 
@@ -24,53 +21,26 @@ namespace {
 
 constexpr int kWarmup = 50, kPairs = 15, kSettle = 20, kSteps = 100;
 
+// Microseconds per step over a block.
 double block_us(const std::function<void()>& step) {
   for (int i = 0; i < kSettle; ++i) step();
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < kSteps; ++i) step();
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-             .count() /
-         kSteps;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return seconds_per_call(step, kSteps) * 1e6;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int> threads;
-  for (int i = 1; i < argc; ++i) threads.push_back(std::atoi(argv[i]));
-  if (threads.empty()) threads = {1};
+  const std::vector<int> threads = thread_counts("interleaved_nn", argc, argv);
+  if (threads.empty()) return 2;
   for (int t : threads) {
-    if (t < 1) {
-      std::fprintf(stderr, "interleaved_nn: thread counts must be positive, got %d\n", t);
-      return 2;
-    }
     const std::function<void()> xten = xten_mlp_step(t), torch = make_libtorch_mlp_step(t);
     for (int i = 0; i < kWarmup; ++i) xten();
     for (int i = 0; i < kWarmup; ++i) torch();
-    std::vector<double> xs, ls, ratios;
-    for (int p = 0; p < kPairs; ++p) {
-      double x, l;
-      if (p % 2 == 0) {
-        x = block_us(xten);
-        l = block_us(torch);
-      } else {
-        l = block_us(torch);
-        x = block_us(xten);
-      }
-      xs.push_back(x);
-      ls.push_back(l);
-      ratios.push_back(l / x);
-    }
+    const Pairs p = run_pairs(kPairs, [&] { return block_us(xten); }, [&] { return block_us(torch); });
     std::printf(
         "nn MLP step, %d threads, %d pairs of blocks: xten median %.1f us, libtorch median %.1f "
-        "us; libtorch / xten per pair: median %.2f, lowest %.2f, highest %.2f\n",
-        t, kPairs, median(xs), median(ls), median(ratios),
-        *std::min_element(ratios.begin(), ratios.end()),
-        *std::max_element(ratios.begin(), ratios.end()));
+        "us; libtorch / xten per pair: ",
+        t, kPairs, median(p.xten), median(p.libtorch));
+    print_ratios(p);
   }
 }

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# xten against libtorch in one process, alternating blocks: interleaved_nn.cpp (the nn + optim MLP
+# step; it says why) or interleaved_cpu.cpp (bench_cpu's products, convolutions and sum). Builds
+# the program against xten's build (build/, or $XTEN_BUILD_DIR) and Python's torch, then runs it
+# ROUNDS times at each thread count (bench/README.md, "bench_nn" and "bench_cpu").
+# Usage: bench/reference/compare_interleaved.sh nn|cpu [ROUNDS] [THREADS...]   (3; 1 and nproc)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+build="${XTEN_BUILD_DIR:-$here/../../build}"
+what="${1:-}"
+[[ "$what" == nn || "$what" == cpu ]] || { echo "usage: $0 nn|cpu [ROUNDS] [THREADS...]" >&2; exit 2; }
+shift
+rounds="${1:-3}"
+shift || true
+threads=("$@")
+((${#threads[@]})) || threads=(1 "$(nproc)")
+[ -e "$build/lib/libxten.so" ] || { echo "compare_interleaved: $build/lib/libxten.so not built" >&2; exit 2; }
+torch_dir="$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))')"
+exe="$build/bench/interleaved_$what"
+g++ -O2 -std=c++17 -c "$here/interleaved_${what}_libtorch.cpp" -I"$torch_dir/include" \
+  -I"$torch_dir/include/torch/csrc/api/include" -o "$exe.libtorch.o"
+g++ -O2 -std=c++17 "$here/interleaved_$what.cpp" "$exe.libtorch.o" -I"$build/include" \
+  -L"$build/lib" -lxten -lfmt -L"$torch_dir/lib" -ltorch -ltorch_cpu -lc10 \
+  -Wl,-rpath,"$build/lib" -Wl,-rpath,"$torch_dir/lib" -o "$exe"
+for ((r = 1; r <= rounds; ++r)); do "$exe" "${threads[@]}"; done
