@@ -42,6 +42,19 @@ double tol_for(ScalarType t) {
   return t == kBFloat16 ? 2e-2 : 2e-4;
 }
 
+// A NaN at (row, col) of x makes that row of _linear_relu(x, w, bias) NaN, which the relu keeps;
+// the rows after it hold no NaN and nothing negative.
+void expect_nan_row_kept_by_relu(const Tensor& x, const Tensor& w, const Tensor& bias,
+                                 int64_t row, int64_t col) {
+  const Tensor xn = x.clone();
+  xn.select(0, row).select(0, col).fill_(std::numeric_limits<float>::quiet_NaN());
+  const Tensor r = _linear_relu(xn, w, bias);
+  const Tensor after = r.narrow(0, row + 1, r.size(0) - row - 1);
+  EXPECT_TRUE(isnan(r.select(0, row)).all().item<bool>());
+  EXPECT_FALSE(isnan(after).any().item<bool>());
+  EXPECT_TRUE(ge(after, 0).all().item<bool>());
+}
+
 }  // namespace
 
 TEST(CpuGemm, TheChosenPathRuns) {
@@ -173,13 +186,7 @@ TEST(CpuGemm, SmallProductsRunAsOneSgemmEveryLayout) {
       EXPECT_TRUE(allclose(got, c.want().to(kFloat), tol, tol)) << c.name << ", " << threads;
     }
   }
-  // A NaN in a row of a makes that row NaN through the relu; the other rows hold none.
-  const Tensor an = a.clone();
-  an.select(0, 4).select(0, 2).fill_(std::numeric_limits<float>::quiet_NaN());
-  const Tensor r = _linear_relu(an, w, bias);
-  EXPECT_TRUE(isnan(r.select(0, 4)).all().item<bool>());
-  EXPECT_FALSE(isnan(r.narrow(0, 5, 32)).any().item<bool>());
-  EXPECT_TRUE(ge(r.narrow(0, 5, 32), 0).all().item<bool>());
+  expect_nan_row_kept_by_relu(a, w, bias, 4, 2);
   set_num_threads(saved);
 }
 
@@ -317,13 +324,7 @@ TEST(CpuGemm, ProductsCutByOwnedRowsEveryLayout) {
     set_owned_rows(true);
     EXPECT_TRUE(allclose(got, off, 1e-4, 1e-3)) << c.name;
   }
-  // A NaN in a row of x makes that row NaN, and the relu keeps it; the other rows hold none.
-  const Tensor xn = x.clone();
-  xn.select(0, 5).select(0, 7).fill_(std::numeric_limits<float>::quiet_NaN());
-  const Tensor r = _linear_relu(xn, w, bias);
-  EXPECT_TRUE(isnan(r.select(0, 5)).all().item<bool>());
-  EXPECT_FALSE(isnan(r.narrow(0, 6, 34)).any().item<bool>());
-  EXPECT_TRUE(ge(r.narrow(0, 6, 34), 0).all().item<bool>());
+  expect_nan_row_kept_by_relu(x, w, bias, 5, 7);
   // A shared operand over 1 MiB (each thread would pack it whole): oneDNN splits the work.
   const CpuGemmCounts before = cpu_gemm_counts();
   (void)linear(randn({500, 600}), randn({700, 600}), std::nullopt);
