@@ -8,6 +8,19 @@
 #include <chrono>
 #include <vector>
 
+// Seconds per call of `f` over `n` calls.
+template <class F>
+double seconds_per_call(F&& f, int n) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / n;
+}
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 struct BlockTimes {
   double mean_us;
   double median_us;  // of the blocks' means
@@ -20,13 +33,8 @@ BlockTimes time_in_blocks(Step&& step) {
   std::vector<double> blocks;
   double total = 0;
   for (int b = 0; b < kBlocks; ++b) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < kSteps; ++i) step();
-    const double us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    blocks.push_back(us / kSteps);
-    total += us;
+    blocks.push_back(seconds_per_call(step, kSteps) * 1e6);
+    total += blocks.back();
   }
-  std::sort(blocks.begin(), blocks.end());
-  return {total / (kBlocks * kSteps), blocks[blocks.size() / 2]};
+  return {total / kBlocks, median(blocks)};
 }

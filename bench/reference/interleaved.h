@@ -2,23 +2,12 @@
 // What interleaved_nn.cpp and interleaved_cpu.cpp share: xten and libtorch timed in one process,
 // in blocks taken in turns (interleaved_nn.cpp says why). Standard C++ only.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <vector>
 
-// Seconds per call of `f` over `n` calls.
-inline double seconds_per_call(const std::function<void()>& f, int n) {
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < n; ++i) f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / n;
-}
-
-inline double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+#include "block_timing.h"  // seconds_per_call, median
 
 // The thread counts given as arguments (1 without any); empty, after a message, when one is not
 // positive.
