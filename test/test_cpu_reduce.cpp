@@ -45,6 +45,25 @@ TEST(Reduce, Accuracy) {
   EXPECT_EQ(ones({(1 << 24) + 4}).sum().item<double>(), 16777220.0);
   EXPECT_NEAR(full({1000000}, 0.1).sum().item<double>(), 100000.0, 1.0);
   EXPECT_EQ(ones({4096}, kHalf).sum().item<float>(), 4096.0f);  // accumulates in float
+  // A running float sum of 2^20 x 0.1f is off by ~1e-3 relative; pairwise lanes within 1e-6.
+  EXPECT_NEAR(full({1 << 20}, 0.1).sum().item<double>(), 0.1f * 1048576.0, 0.1);
+}
+
+// Lengths around the vector blocks (64 floats or 32 doubles at AVX-512, 2,048-element leaves),
+// each against a float64 sum of the same values: the tail, the leaf and the halving all count.
+TEST(Reduce, SumOfEveryLengthAroundTheBlocksMatchesFloat64) {
+  manual_seed(3);
+  for (ScalarType t : {kFloat, kDouble})
+    for (int64_t n : {1, 15, 63, 64, 65, 127, 2047, 2048, 2049, 4096 + 17, 100003}) {
+      const Tensor x = rand({n}, TensorOptions().dtype(t));
+      const Tensor xd = x.to(kDouble);
+      const double* p = static_cast<const double*>(xd.data_ptr());
+      double ref = 0;
+      for (int64_t i = 0; i < n; ++i) ref += p[i];
+      const double tol = (t == kFloat ? 1e-6 : 1e-14) * ref + 1e-12;
+      EXPECT_NEAR(x.sum().item<double>(), ref, tol) << to_string(t) << " n=" << n;
+      EXPECT_NEAR(x.mean().item<double>(), ref / n, tol / n) << to_string(t) << " n=" << n;
+    }
 }
 
 // A reduction over leading dims of a contiguous input reads it row by row (column sums, the

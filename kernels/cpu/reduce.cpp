@@ -2,11 +2,13 @@
 // all/any, var/std, norm over any set of dims; cumsum and cumprod along one dim.
 //
 // Note [Summation accuracy]
-// Sums use pairwise (cascade) summation over contiguous runs: blocks of kLeaf elements are
-// summed with independent accumulators (8, or Eigen's vector lanes for float and double, so
-// their order follows the CPU capability level), and blocks combine in a binary tree, so the
-// rounding error grows with log(n), not n (float32: the sum of 2^24 ones is exactly 2^24).
-// Half and BFloat16 accumulate in float, integers in int64.
+// Sums use pairwise (cascade) summation over contiguous runs, so the rounding error grows with
+// log(n), not n (float32: the sum of 2^24 ones is exactly 2^24). Float and double runs are
+// summed lane by lane: leaves of 16 x 4 vectors into four vector accumulators, the leaves'
+// vectors combined in a binary tree, and one horizontal sum at the end (each lane is a pairwise
+// sum of its own elements; the lane count, and so the order, follows the CPU capability level).
+// Other dtypes: blocks of kLeaf elements with 8 independent accumulators, combined in a binary
+// tree. Half and BFloat16 accumulate in float, integers in int64.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -30,27 +32,67 @@ namespace {
 
 constexpr int64_t kLeaf = 128;
 
+// Float and double: the lane-wise pairwise sum of Note [Summation accuracy]. A horizontal sum per
+// small leaf (Eigen's sum of 128 elements each) cost a fifth of the bandwidth of one core (16M
+// floats: 2.3-2.4 ms against 1.9-2.0 on the 2-core VM, 2026-11-25; bench/README.md "bench_cpu").
+template <class W>
+struct LaneSum {
+  using P = typename Eigen::internal::packet_traits<W>::type;
+  static constexpr int64_t kLanes = Eigen::internal::unpacket_traits<P>::size;
+  static constexpr int64_t kStep = 4 * kLanes;
+  // A leaf: 16 steps, so each accumulator lane adds 16 elements in a row at every level (1,024
+  // floats at AVX-512, 256 at the baseline's SSE).
+  static constexpr int64_t kVectorLeaf = 16 * kStep;
+
+  // n is a multiple of kStep.
+  static P blocks(const W* p, int64_t n) {
+    using namespace Eigen::internal;
+    if (n <= kVectorLeaf) {
+      P a0 = pset1<P>(W(0)), a1 = a0, a2 = a0, a3 = a0;
+      for (int64_t i = 0; i < n; i += kStep) {
+        a0 = padd(a0, ploadu<P>(p + i));
+        a1 = padd(a1, ploadu<P>(p + i + kLanes));
+        a2 = padd(a2, ploadu<P>(p + i + 2 * kLanes));
+        a3 = padd(a3, ploadu<P>(p + i + 3 * kLanes));
+      }
+      return padd(padd(a0, a1), padd(a2, a3));
+    }
+    // In memory order: the order of a call's arguments is unspecified (GCC took the right half
+    // first, which walked a long run backwards block by block and defeated the hardware
+    // prefetcher: 16M floats in 5.8-7.2 ms instead of 2.2-2.9 on the VM's one core).
+    const int64_t half = (n / 2 + kStep - 1) / kStep * kStep;
+    const P left = blocks(p, half);
+    return padd(left, blocks(p + half, n - half));
+  }
+
+  static W sum(const W* p, int64_t n) {
+    const int64_t m = n / kStep * kStep;
+    W tail = 0;
+    for (int64_t i = m; i < n; ++i) tail += p[i];
+    return m ? Eigen::internal::predux(blocks(p, m)) + tail : tail;
+  }
+};
+
 // Integer sums wrap on overflow (as PyTorch's); W is the type they add in.
 template <class Acc, class T>
 Acc pairwise_sum(const T* p, int64_t n) {
   using W = std::conditional_t<std::is_integral_v<Acc>, uint64_t, Acc>;
-  if (n <= kLeaf) {
-    // Float and double leaves: Eigen's vectorized sum (GCC's vectorization of the loop below is
-    // twice as slow as the baseline build's at -march=x86-64-v4: 5-7 ms vs 2.5-3 ms for 16M floats
-    // on one core, measured 2026-11-24).
-    if constexpr (std::is_same_v<T, W> && std::is_floating_point_v<W>)
-      return Eigen::Map<const Eigen::Array<W, Eigen::Dynamic, 1>>(p, n).sum();
-    W acc[8] = {};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-      for (int k = 0; k < 8; ++k) acc[k] += static_cast<W>(static_cast<Acc>(p[i + k]));
-    W s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    for (; i < n; ++i) s += static_cast<W>(static_cast<Acc>(p[i]));
-    return static_cast<Acc>(s);
+  if constexpr (std::is_same_v<T, W> && std::is_floating_point_v<W>) {
+    return LaneSum<W>::sum(p, n);
+  } else {
+    if (n <= kLeaf) {
+      W acc[8] = {};
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; ++k) acc[k] += static_cast<W>(static_cast<Acc>(p[i + k]));
+      W s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+      for (; i < n; ++i) s += static_cast<W>(static_cast<Acc>(p[i]));
+      return static_cast<Acc>(s);
+    }
+    const int64_t half = (n / 2 + 7) / 8 * 8;
+    const W left = static_cast<W>(pairwise_sum<Acc>(p, half));  // in memory order (LaneSum)
+    return static_cast<Acc>(left + static_cast<W>(pairwise_sum<Acc>(p + half, n - half)));
   }
-  const int64_t half = (n / 2 + 7) / 8 * 8;
-  return static_cast<Acc>(static_cast<W>(pairwise_sum<Acc>(p, half)) +
-                          static_cast<W>(pairwise_sum<Acc>(p + half, n - half)));
 }
 
 template <class T>
