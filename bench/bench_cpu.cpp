@@ -1,8 +1,8 @@
 // The CPU-speed goals (issue "CPU at full speed"): the machine's peak FMA rate, then the list of
-// cpu_cases.h (matrix products, convolution forward and both backwards, the memory-bound ops),
-// then ResNet-18 inference, at a given thread count. bench/reference/libtorch_cpu.cpp prints the
-// same lines through libtorch; run both in one command on one machine (bench/README.md,
-// "bench_cpu"). Run: build/bench/bench_cpu THREADS
+// cpu_cases.h (matrix products, convolution forward and both backwards, the memory-bound ops,
+// ResNet-18 inference), then ResNet-18 under autocast, at a given thread count.
+// bench/reference/libtorch_cpu.cpp prints the same lines through libtorch; run both in one command
+// on one machine (bench/README.md, "bench_cpu"). Run: build/bench/bench_cpu THREADS
 #include <immintrin.h>
 
 #include <chrono>
@@ -65,17 +65,6 @@ void peak_fma(int threads) {
               flops / s / 1e9);
 }
 
-void resnet18_rate(const char* dtname, ScalarType dt) {
-  manual_seed(0);
-  auto net = models::resnet18();
-  net->eval();
-  net->to(dt);
-  const Tensor images = randn({8, 3, 224, 224}).to(dt);
-  InferenceMode im;
-  const double ms = ms_per_call([&] { (void)net->forward(images); }, 5);
-  std::printf("resnet18 %s forward batch 8: %.1f ms (%.0f images/s)\n", dtname, ms, 8e3 / ms);
-}
-
 // The float32 model under CPU autocast bfloat16 (what examples/resnet times).
 void resnet18_autocast_rate() {
   manual_seed(0);
@@ -97,8 +86,6 @@ int main(int argc, char** argv) {
   std::printf("xten, %d threads, %s\n", threads, cpu_backend_summary().c_str());
   peak_fma(threads);
   print_cases(xten_cpu_cases());
-  resnet18_rate("f32", kFloat);
-  resnet18_rate("bf16", kBFloat16);
   resnet18_autocast_rate();
   return 0;
 }

@@ -14,15 +14,18 @@
 struct CpuCase {
   enum Unit { kFlops, kBytes, kMilliseconds };
   std::string name;
-  double work;  // per call, in `unit` (unused for kMilliseconds: the time is the figure)
+  double work;  // per call, in `unit`; for kMilliseconds the images a call takes (0: none)
   Unit unit;
   int calls;  // timed by bench_cpu after calls / 5 + 1 warm-up calls
   std::function<void()> call;
 
-  // The figure for `ms` milliseconds a call: "1234 GFLOP/s", "56 GB/s" or "7.89 ms".
+  // The figure for `ms` milliseconds a call: "1234 GFLOP/s", "56 GB/s", "7.89 ms" or
+  // "41.3 ms (194 images/s)".
   std::string figure(double ms) const {
     char buf[64];
-    if (unit == kMilliseconds)
+    if (unit == kMilliseconds && work > 0)
+      std::snprintf(buf, sizeof buf, "%.1f ms (%.0f images/s)", ms, work * 1e3 / ms);
+    else if (unit == kMilliseconds)
       std::snprintf(buf, sizeof buf, "%.2f ms", ms);
     else
       std::snprintf(buf, sizeof buf, "%.0f %s", work / ms / 1e6,

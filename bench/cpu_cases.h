@@ -1,5 +1,6 @@
 #pragma once
-// bench_cpu's products, convolutions and memory-bound ops through xten, as one list (cpu_case.h):
+// bench_cpu's products, convolutions, memory-bound ops and ResNet-18 inference through xten, as
+// one list (cpu_case.h):
 // bench_cpu times it alone, reference/interleaved_cpu.cpp beside libtorch's list
 // (reference/libtorch_cpu_cases.h, the same cases in the same order).
 #include <string>
@@ -46,5 +47,17 @@ inline std::vector<CpuCase> xten_cpu_cases() {
   const Tensor s = randn({4096, 4096});
   out.push_back(
       {"softmax 4096x4096 f32", 0, CpuCase::kMilliseconds, 10, [s] { (void)softmax(s, 1); }});
+  for (ScalarType dt : {kFloat, kBFloat16}) {
+    manual_seed(0);
+    auto net = models::resnet18();
+    net->eval();
+    net->to(dt);
+    const Tensor images = randn({8, 3, 224, 224}).to(dt);
+    out.push_back({std::string("resnet18 ") + (dt == kFloat ? "f32" : "bf16") + " forward batch 8",
+                   8, CpuCase::kMilliseconds, 5, [net, images] {
+                     InferenceMode im;
+                     (void)net->forward(images);
+                   }});
+  }
   return out;
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # xten against libtorch in one process, alternating blocks: interleaved_nn.cpp (the nn + optim MLP
-# step; it says why) or interleaved_cpu.cpp (bench_cpu's products, convolutions and sum). Builds
-# the program against xten's build (build/, or $XTEN_BUILD_DIR) and Python's torch, then runs it
-# ROUNDS times at each thread count (bench/README.md, "bench_nn" and "bench_cpu").
+# step; it says why) or interleaved_cpu.cpp (bench_cpu's list: products, convolutions, memory-bound
+# ops, ResNet-18). Builds the program against xten's build (build/, or $XTEN_BUILD_DIR) and
+# Python's torch, then runs it ROUNDS times at each thread count (bench/README.md, "bench_nn" and
+# "bench_cpu").
 # Usage: bench/reference/compare_interleaved.sh nn|cpu [ROUNDS] [THREADS...]   (3; 1 and nproc)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
