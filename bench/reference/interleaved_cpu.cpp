@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
       const Pairs p = run_pairs(
           kPairs, [&] { return block(x); }, [&] { return block(l); });
       std::printf(
-          "%-28s %2d threads: xten %s, libtorch %s; xten / libtorch per pair: ", x.name.c_str(), t,
+          "%-30s %2d threads: xten %s, libtorch %s; xten / libtorch per pair: ", x.name.c_str(), t,
           x.figure(median(p.xten) * 1e3).c_str(), l.figure(median(p.libtorch) * 1e3).c_str());
       print_ratios(p);
     }
