@@ -49,12 +49,14 @@ TEST(Reduce, Accuracy) {
   EXPECT_NEAR(full({1 << 20}, 0.1).sum().item<double>(), 0.1f * 1048576.0, 0.1);
 }
 
-// Lengths around the vector blocks (64 floats or 32 doubles at AVX-512, 2,048-element leaves),
-// each against a float64 sum of the same values: the tail, the leaf and the halving all count.
+// Lengths around the vector steps and leaves (at AVX-512: steps of 64 floats or 32 doubles,
+// leaves of 1,024 or 512; at the baseline a quarter of those), each against a float64 sum of the
+// same values: the tail, the leaf and the halving all count.
 TEST(Reduce, SumOfEveryLengthAroundTheBlocksMatchesFloat64) {
   manual_seed(3);
   for (ScalarType t : {kFloat, kDouble})
-    for (int64_t n : {1, 15, 63, 64, 65, 127, 2047, 2048, 2049, 4096 + 17, 100003}) {
+    for (int64_t n : {1, 15, 16, 17, 31, 63, 64, 65, 127, 255, 257, 511, 513, 1023, 1024, 1025,
+                      2049, 4096 + 17, 100003}) {
       const Tensor x = rand({n}, TensorOptions().dtype(t));
       const Tensor xd = x.to(kDouble);
       const double* p = static_cast<const double*>(xd.data_ptr());

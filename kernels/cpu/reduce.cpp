@@ -15,12 +15,12 @@
 #include <tuple>
 #include <vector>
 
-#include <xten/kernels/cpu/capability.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/core/parallel.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
+#include <xten/kernels/cpu/capability.h>
 
 #include <xten/kernels/common/reduce_rows.h>
 
@@ -32,9 +32,10 @@ namespace {
 
 constexpr int64_t kLeaf = 128;
 
-// Float and double: the lane-wise pairwise sum of Note [Summation accuracy]. A horizontal sum per
-// small leaf (Eigen's sum of 128 elements each) cost a fifth of the bandwidth of one core (16M
-// floats: 2.3-2.4 ms against 1.9-2.0 on the 2-core VM, 2026-11-25; bench/README.md "bench_cpu").
+// Float and double: the lane-wise pairwise sum of Note [Summation accuracy]. The leaves before it
+// (Eigen's sum of 128 elements, a horizontal sum each, the halves in an order the compiler chose)
+// took 3.0-8.3 ms for 16M floats on one core of the host, this 2.6-2.8 (bench/README.md, "The
+// one-thread sum").
 template <class W>
 struct LaneSum {
   using P = typename Eigen::internal::packet_traits<W>::type;
