@@ -5,13 +5,56 @@
 
 #include <unsupported/Eigen/SpecialFunctions>
 
-#include <xten/kernels/cpu/capability.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/dispatch/library.h>
+#include <xten/kernels/cpu/capability.h>
 
 #include <xten/kernels/common/op_checks.h>
 #include <xten/kernels/cpu/elementwise.h>
 #include <xten/kernels/cpu/loops.h>
+
+// Note [Packet math behind fast math]: Eigen's packet_traits gate some float packet functions
+// on EIGEN_FAST_MATH, which xten builds with off (CMakeLists.txt says why): at the AVX-512 level
+// x.sqrt() and, at every level, x.tanh() then run one element at a time through the C library
+// (2-core VM, 4M floats, one thread: sqrt 5.8 ms and tanh 69 ms, against 1.3 ms for an add;
+// libtorch's tanh is 30x faster on the host). These functors call the packet functions
+// themselves: psqrt, which with fast math off is the exact vector square root at every level,
+// and for float ptanh, Eigen's rational approximation of tanh (docs/cpu_kernels.md, "Vector
+// math"). Their NaN lanes go through the scalar form (TanhOp::edge).
+namespace {
+struct VecSqrt {
+  template <class S>
+  S operator()(const S& x) const {
+    return std::sqrt(x);
+  }
+  template <class P>
+  P packetOp(const P& x) const {
+    return Eigen::internal::psqrt(x);
+  }
+};
+template <class S>
+struct VecTanh {
+  S operator()(const S& x) const { return std::tanh(x); }
+  template <class P>
+  P packetOp(const P& x) const {
+    return Eigen::internal::ptanh(x);
+  }
+};
+}  // namespace
+namespace Eigen::internal {
+template <>
+struct functor_traits<VecSqrt> {
+  enum { Cost = 20, PacketAccess = 1 };
+};
+template <>
+struct functor_traits<VecTanh<float>> {
+  enum { Cost = 40, PacketAccess = 1 };
+};
+template <>
+struct functor_traits<VecTanh<double>> {  // no packet tanh for double: the C library's
+  enum { Cost = 40, PacketAccess = 0 };
+};
+}  // namespace Eigen::internal
 
 namespace xten::cpu {
 namespace {
@@ -57,15 +100,59 @@ XTEN_UNARY_FUNCTOR(Log2Op, std::log2(x), x.log2())
 XTEN_UNARY_FUNCTOR(Log10Op, std::log10(x), x.log10())
 XTEN_UNARY_FUNCTOR(Log1pOp, std::log1p(x), x.log1p())
 XTEN_UNARY_FUNCTOR(Expm1Op, std::expm1(x), x.expm1())
-XTEN_UNARY_FUNCTOR(SqrtOp, std::sqrt(x), x.sqrt())
+XTEN_UNARY_FUNCTOR(SqrtOp, std::sqrt(x), x.unaryExpr(VecSqrt{}))
 XTEN_UNARY_SCALAR_FUNCTOR(RsqrtOp, M(1) / std::sqrt(x))
 XTEN_UNARY_FUNCTOR(ReciprocalOp, M(1) / x, x.inverse())
 XTEN_UNARY_FUNCTOR(SinOp, std::sin(x), x.sin())
 XTEN_UNARY_FUNCTOR(CosOp, std::cos(x), x.cos())
 XTEN_UNARY_FUNCTOR(TanOp, std::tan(x), x.tan())
-XTEN_UNARY_FUNCTOR(TanhOp, std::tanh(x), x.tanh())
-XTEN_UNARY_SCALAR_FUNCTOR(SigmoidOp, M(1) / (M(1) + std::exp(-x)))
-XTEN_UNARY_SCALAR_FUNCTOR(SiluOp, x / (M(1) + std::exp(-x)))
+struct TanhOp {
+  template <class M>
+  M operator()(M x) const {
+    return std::tanh(x);
+  }
+  template <class A>
+  auto vec(const A& x) const {
+    return x.unaryExpr(VecTanh<typename A::Scalar>{});
+  }
+  template <class M>
+  bool edge(M x) const {
+    return x != x;  // NaN: the packet form clamps its input first
+  }
+};
+// sigmoid and silu through the vector exp of exp(-x); where -x is past the vector exp's clamp
+// (x < -87 in float, -708 in double) the scalar form gives the tiny or zero result, and NaN
+// lanes, which the clamp may turn into numbers, take the scalar form too.
+struct SigmoidOp {
+  template <class M>
+  M operator()(M x) const {
+    return M(1) / (M(1) + std::exp(-x));
+  }
+  template <class A>
+  auto vec(const A& x) const {
+    using S = typename A::Scalar;
+    return (S(1) + (-x).exp()).inverse();
+  }
+  template <class M>
+  bool edge(M x) const {
+    return !(x >= (sizeof(M) == 4 ? M(-87.0) : M(-708.0)));  // and NaN
+  }
+};
+struct SiluOp {
+  template <class M>
+  M operator()(M x) const {
+    return x / (M(1) + std::exp(-x));
+  }
+  template <class A>
+  auto vec(const A& x) const {
+    using S = typename A::Scalar;
+    return x / (S(1) + (-x).exp());
+  }
+  template <class M>
+  bool edge(M x) const {
+    return !(x >= (sizeof(M) == 4 ? M(-87.0) : M(-708.0)));  // and NaN
+  }
+};
 // Scalar: Eigen's vector erf is off by up to 7 ulp (float); the C library's is within 1.
 XTEN_UNARY_SCALAR_FUNCTOR(ErfOp, std::erf(x))
 XTEN_UNARY_FUNCTOR(FloorOp, std::floor(x), x.floor())
@@ -99,11 +186,28 @@ struct GeluErfOp {
     return M(0.5) * x * (M(1) + std::erf(x * M(0.70710678118654752440)));
   }
 };
+// gelu's tanh form, 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), computed as
+// x / (1 + exp(-2u)) (the same function: 1 + tanh(u) = 2 / (1 + exp(-2u))), which does not
+// cancel where tanh(u) is near -1: for x below about -3 the first form's 1 + tanh(u) keeps a few
+// bits in float, and rounds to 0 once tanh(u) rounds to -1. Where -2u is past the vector exp's
+// clamp (x below about -9.4 in float) the scalar form gives the tiny result.
 struct GeluTanhOp {
   template <class M>
+  static M u(M x) {
+    return M(0.79788456080286535588) * (x + M(0.044715) * x * x * x);
+  }
+  template <class M>
   M operator()(M x) const {
-    const M inner = M(0.79788456080286535588) * (x + M(0.044715) * x * x * x);
-    return M(0.5) * x * (M(1) + std::tanh(inner));
+    return x / (M(1) + std::exp(M(-2) * u(x)));
+  }
+  template <class A>
+  auto vec(const A& x) const {
+    using S = typename A::Scalar;
+    return x / (S(1) + (S(-2) * (S(0.79788456080286535588) * (x + S(0.044715) * x * x * x))).exp());
+  }
+  template <class M>
+  bool edge(M x) const {
+    return !(M(-2) * u(x) <= (sizeof(M) == 4 ? M(87.0) : M(708.0)));  // and NaN
   }
 };
 struct IsNanOp {
