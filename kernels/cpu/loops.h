@@ -130,6 +130,19 @@ template <class Op, class M>
 struct has_edge<Op, M, std::void_t<decltype(std::declval<const Op&>().edge(std::declval<M>()))>>
     : std::true_type {};
 
+// Note [Vector math edges]'s recomputation: out[i] = op(in[i]) where op.edge(in[i]). Edges are
+// rare, so a branch-free pass (which the compiler vectorizes) first asks whether the block has
+// any: a compare and branch per element cost about as much as the vector math itself (exp of
+// 4M floats, one core of the host).
+template <class Op, class M, class V>
+inline void fix_edges(const Op& op, const M* in, V* out, int64_t m) {
+  bool any = false;
+  for (int64_t i = 0; i < m; ++i) any |= op.edge(in[i]);
+  if (!any) return;
+  for (int64_t i = 0; i < m; ++i)
+    if (op.edge(in[i])) out[i] = static_cast<V>(op(in[i]));
+}
+
 // n contiguous 16-bit floats (or any T) widened to M, and n values of V stored as R. Half goes
 // through F16C, 8 at a time, where the level has it (avx2, avx512): the same results as the
 // scalar conversions of core/half.h (IEEE round to nearest even, NaN kept and quieted).
@@ -239,14 +252,12 @@ auto make_loop(const Op& op) {
           const M* in0 = reinterpret_cast<const M*>(data[1]);
           if constexpr (N == 1 && has_edge<Op, M>::value) {
             // A block at a time, so that the edge check reads what the vector pass just read
-            // (a second pass over a whole chunk read it from memory again: exp of 4M floats
-            // took ~1.5x an add's time on one core of the host for that alone).
+            // (not the whole chunk again from memory).
             constexpr int64_t kEdgeBlock = 16 * kBlock;
             for (int64_t start = 0; start < n; start += kEdgeBlock) {
               const int64_t m = std::min(kEdgeBlock, n - start);
               EMap<R>(out + start, m) = vec(in0 + start, nullptr, m);
-              for (int64_t i = start; i < start + m; ++i)
-                if (op.edge(in0[i])) out[i] = static_cast<R>(op(in0[i]));
+              fix_edges(op, in0 + start, out + start, m);
             }
           } else {
             EMap<R>(out, n) = vec(in0, reinterpret_cast<const M*>(data[N]), n);
@@ -285,10 +296,7 @@ auto make_loop(const Op& op) {
         const bool direct = std::is_same_v<R, V> && s[0] == sizeof(R) && !has_edge<Op, M>::value;
         V* out = direct ? reinterpret_cast<V*>(q) : res;
         EMap<V>(out, m) = vec(src[0], src[N - 1], m);
-        if constexpr (N == 1 && has_edge<Op, M>::value) {
-          for (int64_t i = 0; i < m; ++i)
-            if (op.edge(src[0][i])) res[i] = static_cast<V>(op(src[0][i]));
-        }
+        if constexpr (N == 1 && has_edge<Op, M>::value) fix_edges(op, src[0], res, m);
         if (!direct && s[0] == sizeof(R)) {
           narrow_n(res, reinterpret_cast<R*>(q), m);
         } else if (!direct) {
