@@ -288,6 +288,21 @@ TEST(Ternary, Clamp) {
   }
   EXPECT_EQ(clamp(ones({2}, kInt), 0.5).dtype(), kFloat);
   EXPECT_TRUE(std::isnan(clamp(tensor({std::nanf("")}), 0, 1).item<float>()));
+  {  // the vectorized loop (1,000 elements): NaN elements stay NaN, a NaN bound makes all NaN
+    Tensor x = arange(1000, kFloat) - 500;
+    x.index_put_({tensor(std::vector<int64_t>{3, 517})}, full({2}, NAN));
+    const Tensor y = clamp(x, -10, 10);
+    EXPECT_TRUE(std::isnan(y.select(0, 3).item<float>()) &&
+                std::isnan(y.select(0, 517).item<float>()));
+    EXPECT_EQ(y.select(0, 0).item<float>(), -10.0f);
+    EXPECT_EQ(y.select(0, 999).item<float>(), 10.0f);
+    EXPECT_EQ(y.select(0, 505).item<float>(), 5.0f);
+    EXPECT_TRUE(isnan(clamp(x, NAN, 1)).all().item<bool>());
+    EXPECT_TRUE(isnan(clamp(x, std::nullopt, NAN)).all().item<bool>());
+    const Tensor i = clamp(arange(1000, kLong) - 500, std::nullopt, 7);
+    EXPECT_EQ(i.min().item<int64_t>(), -500);
+    EXPECT_EQ(i.max().item<int64_t>(), 7);
+  }
   Tensor b = arange(5, kFloat);
   b.clamp_(1, 3);
   EXPECT_EQ(b.sum().item<float>(), 1 + 1 + 2 + 3 + 3.0f);

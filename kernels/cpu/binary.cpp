@@ -442,19 +442,20 @@ Tensor threshold_backward_kernel(const Tensor& grad, const Tensor& self, const S
   });
 }
 
+// Branch-free, so the compiler vectorizes it (the branchy form ran 4M floats in 4.3 ms on the VM,
+// 3.4x an add; 0.2-0.24x libtorch's clamp on the host): a missing bound is -inf / +inf (lowest /
+// max for integers); NaN in x stays (both comparisons are false), a NaN bound makes every result
+// NaN, and lo > hi gives hi everywhere, as PyTorch's.
 template <class M>
 struct ClampOp {
-  bool has_lo, has_hi;
   M lo, hi;
+  bool nan_bound;
   M operator()(M x) const {
-    if constexpr (!std::is_integral_v<M>) {
-      if (x != x) return x;
-      if (has_lo && lo != lo) return lo;
-      if (has_hi && hi != hi) return hi;
-    }
-    if (has_lo && x < lo) x = lo;
-    if (has_hi && x > hi) x = hi;
-    return x;
+    M y = x < lo ? lo : x;
+    y = y > hi ? hi : y;
+    if constexpr (!std::is_integral_v<M>)
+      if (nan_bound) return std::numeric_limits<M>::quiet_NaN();
+    return y;
   }
 };
 
@@ -466,8 +467,12 @@ Tensor clamp_impl(const char* name, const Tensor& out, const Tensor& self,
   return visit_dtype<dtypes::kAllButBool>(name, e.compute(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
-    const ClampOp<M> op{lo.has_value(), hi.has_value(), lo ? clamp_bound<M>(*lo) : M(0),
-                        hi ? clamp_bound<M>(*hi) : M(0)};
+    constexpr bool kFloat = !std::is_integral_v<M>;
+    const M none_lo =
+        kFloat ? -std::numeric_limits<M>::infinity() : std::numeric_limits<M>::lowest();
+    const M none_hi = kFloat ? std::numeric_limits<M>::infinity() : std::numeric_limits<M>::max();
+    const M l = lo ? clamp_bound<M>(*lo) : none_lo, h = hi ? clamp_bound<M>(*hi) : none_hi;
+    const ClampOp<M> op{l, h, kFloat && (l != l || h != h)};
     return e.run(make_loop<T, T>(op));
   });
 }
