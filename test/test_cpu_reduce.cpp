@@ -165,6 +165,38 @@ TEST(Reduce, ProdAmaxAmin) {
   EXPECT_EQ(zeros({0, 3}).amax({1}).sizes(), IntArrayRef({0}));
 }
 
+// amax/amin/max()/min() reduce float and double rows with vector accumulators and cut one long
+// row into a piece per thread (ValueOnly, reduce.cpp): the same values as the indexed path
+// (max(dim), ValueIndex) on rows around the vector step, a NaN anywhere wins, infinities count.
+TEST(Reduce, ValuesOnlyExtremesMatchTheIndexedPath) {
+  manual_seed(32);
+  const int before = get_num_threads();
+  for (int threads : {1, 3}) {
+    set_num_threads(threads);
+    for (ScalarType t : {kFloat, kDouble, kBFloat16, kInt})
+      for (int64_t n : {1, 63, 64, 65, 1000, 100003}) {
+        const Tensor x = random_tensor({3, n}, t, -50, 50);
+        const std::string what = std::string(to_string(t)) + " n=" + std::to_string(n);
+        EXPECT_TRUE(same_bytes(x.amax({1}), std::get<0>(max(x, 1)))) << what;
+        EXPECT_TRUE(same_bytes(x.amin({1}), std::get<0>(min(x, 1)))) << what;
+        EXPECT_TRUE(same_bytes(x.max(), std::get<0>(max(x.reshape({-1}), 0)))) << what;
+      }
+    for (ScalarType t : {kFloat, kDouble}) {
+      Tensor x = random_tensor({100003}, t, -1, 1);
+      x.index_put_({tensor(std::vector<int64_t>{77777})}, full({1}, NAN, t));
+      EXPECT_TRUE(std::isnan(x.max().item<double>())) << to_string(t);
+      EXPECT_TRUE(std::isnan(x.min().item<double>())) << to_string(t);
+      EXPECT_TRUE(std::isnan(x.reshape({1, -1}).amax({1}).item<double>())) << to_string(t);
+      Tensor y = random_tensor({1000}, t, -1, 1);
+      y.index_put_({tensor(std::vector<int64_t>{500})}, full({1}, INFINITY, t));
+      y.index_put_({tensor(std::vector<int64_t>{900})}, full({1}, -INFINITY, t));
+      EXPECT_EQ(y.max().item<double>(), INFINITY);
+      EXPECT_EQ(y.min().item<double>(), -INFINITY);
+    }
+  }
+  set_num_threads(before);
+}
+
 TEST(Reduce, MaxMinWithIndicesAndArg) {
   Tensor a = tensor({3.f, 7.f, 7.f, 1.f, -2.f, 5.f}, IntArrayRef{2, 3});
   auto [values, indices] = a.max(1);
