@@ -78,22 +78,28 @@ namespace {
       return scalar_expr;                            \
     }                                                \
   };
+// A functor whose vector form is wrong on some inputs: edge_expr says which, and the loop
+// recomputes them with the scalar form (Note [Vector math edges] in loops.h). In vec_expr, S is
+// the vector's scalar type.
+#define XTEN_UNARY_EDGE_FUNCTOR(Name, scalar_expr, vec_expr, edge_expr) \
+  struct Name {                                                         \
+    template <class M>                                                  \
+    M operator()(M x) const {                                           \
+      return scalar_expr;                                               \
+    }                                                                   \
+    template <class A>                                                  \
+    auto vec(const A& x) const {                                        \
+      using S [[maybe_unused]] = typename A::Scalar;                    \
+      return vec_expr;                                                  \
+    }                                                                   \
+    template <class M>                                                  \
+    bool edge(M x) const {                                              \
+      return edge_expr;                                                 \
+    }                                                                   \
+  };
 // Eigen's vector exp clamps x below at about -87.3 (float) / -708.4 (double): those inputs
-// underflow to subnormals or 0 in the scalar form (Note [Vector math edges] in loops.h).
-struct ExpOp {
-  template <class M>
-  M operator()(M x) const {
-    return std::exp(x);
-  }
-  template <class A>
-  auto vec(const A& x) const {
-    return x.exp();
-  }
-  template <class M>
-  bool edge(M x) const {
-    return x < (sizeof(M) == 4 ? M(-87.0) : M(-708.0));
-  }
-};
+// underflow to subnormals or 0 in the scalar form.
+XTEN_UNARY_EDGE_FUNCTOR(ExpOp, std::exp(x), x.exp(), x < (sizeof(M) == 4 ? M(-87.0) : M(-708.0)))
 XTEN_UNARY_SCALAR_FUNCTOR(Exp2Op, std::exp2(x))
 XTEN_UNARY_FUNCTOR(LogOp, std::log(x), x.log())
 XTEN_UNARY_FUNCTOR(Log2Op, std::log2(x), x.log2())
@@ -106,53 +112,15 @@ XTEN_UNARY_FUNCTOR(ReciprocalOp, M(1) / x, x.inverse())
 XTEN_UNARY_FUNCTOR(SinOp, std::sin(x), x.sin())
 XTEN_UNARY_FUNCTOR(CosOp, std::cos(x), x.cos())
 XTEN_UNARY_FUNCTOR(TanOp, std::tan(x), x.tan())
-struct TanhOp {
-  template <class M>
-  M operator()(M x) const {
-    return std::tanh(x);
-  }
-  template <class A>
-  auto vec(const A& x) const {
-    return x.unaryExpr(VecTanh<typename A::Scalar>{});
-  }
-  template <class M>
-  bool edge(M x) const {
-    return x != x;  // NaN: the packet form clamps its input first
-  }
-};
+// NaN lanes: the packet tanh clamps its input first.
+XTEN_UNARY_EDGE_FUNCTOR(TanhOp, std::tanh(x), x.unaryExpr(VecTanh<S>{}), x != x)
 // sigmoid and silu through the vector exp of exp(-x); where -x is past the vector exp's clamp
 // (x < -87 in float, -708 in double) the scalar form gives the tiny or zero result, and NaN
-// lanes, which the clamp may turn into numbers, take the scalar form too.
-struct SigmoidOp {
-  template <class M>
-  M operator()(M x) const {
-    return M(1) / (M(1) + std::exp(-x));
-  }
-  template <class A>
-  auto vec(const A& x) const {
-    using S = typename A::Scalar;
-    return (S(1) + (-x).exp()).inverse();
-  }
-  template <class M>
-  bool edge(M x) const {
-    return !(x >= (sizeof(M) == 4 ? M(-87.0) : M(-708.0)));  // and NaN
-  }
-};
-struct SiluOp {
-  template <class M>
-  M operator()(M x) const {
-    return x / (M(1) + std::exp(-x));
-  }
-  template <class A>
-  auto vec(const A& x) const {
-    using S = typename A::Scalar;
-    return x / (S(1) + (-x).exp());
-  }
-  template <class M>
-  bool edge(M x) const {
-    return !(x >= (sizeof(M) == 4 ? M(-87.0) : M(-708.0)));  // and NaN
-  }
-};
+// lanes, which the clamp may turn into numbers, take the scalar form too (`!(x >= c)`).
+XTEN_UNARY_EDGE_FUNCTOR(SigmoidOp, M(1) / (M(1) + std::exp(-x)), (S(1) + (-x).exp()).inverse(),
+                        !(x >= (sizeof(M) == 4 ? M(-87.0) : M(-708.0))))
+XTEN_UNARY_EDGE_FUNCTOR(SiluOp, x / (M(1) + std::exp(-x)), x / (S(1) + (-x).exp()),
+                        !(x >= (sizeof(M) == 4 ? M(-87.0) : M(-708.0))))
 // Scalar: Eigen's vector erf is off by up to 7 ulp (float); the C library's is within 1.
 XTEN_UNARY_SCALAR_FUNCTOR(ErfOp, std::erf(x))
 XTEN_UNARY_FUNCTOR(FloorOp, std::floor(x), x.floor())
@@ -166,6 +134,7 @@ XTEN_UNARY_SCALAR_FUNCTOR(ReluOp, static_cast<M>(x < 0 ? M(0) : x))
 XTEN_UNARY_SCALAR_FUNCTOR(IdentityOp, x)
 #undef XTEN_UNARY_FUNCTOR
 #undef XTEN_UNARY_SCALAR_FUNCTOR
+#undef XTEN_UNARY_EDGE_FUNCTOR
 
 struct SignOp {
   template <class M>
