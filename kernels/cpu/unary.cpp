@@ -59,39 +59,34 @@ struct functor_traits<VecTanh<double>> {  // no packet tanh for double: the C li
 namespace xten::cpu {
 namespace {
 
-// One functor per op: a scalar form over the opmath type and, where Eigen vectorizes it, vec().
-#define XTEN_UNARY_FUNCTOR(Name, scalar_expr, vec_expr) \
-  struct Name {                                         \
-    template <class M>                                  \
-    M operator()(M x) const {                           \
-      return scalar_expr;                               \
-    }                                                   \
-    template <class A>                                  \
-    auto vec(const A& x) const {                        \
-      return vec_expr;                                  \
-    }                                                   \
-  };
+// One functor per op: a scalar form over the opmath type and, where Eigen vectorizes it, vec()
+// (in vec_expr, S is the vector's scalar type); a vector form that is wrong on some inputs also
+// has edge(), and the loop recomputes those with the scalar form (Note [Vector math edges] in
+// loops.h).
+#define XTEN_UNARY_SCALAR_PART(scalar_expr) \
+  template <class M>                        \
+  M operator()(M x) const {                 \
+    return scalar_expr;                     \
+  }
+#define XTEN_UNARY_VEC_PART(vec_expr)              \
+  template <class A>                               \
+  auto vec(const A& x) const {                     \
+    using S [[maybe_unused]] = typename A::Scalar; \
+    return vec_expr;                               \
+  }
 #define XTEN_UNARY_SCALAR_FUNCTOR(Name, scalar_expr) \
   struct Name {                                      \
-    template <class M>                               \
-    M operator()(M x) const {                        \
-      return scalar_expr;                            \
-    }                                                \
+    XTEN_UNARY_SCALAR_PART(scalar_expr)              \
   };
-// A functor whose vector form is wrong on some inputs: edge_expr says which, and the loop
-// recomputes them with the scalar form (Note [Vector math edges] in loops.h). In vec_expr, S is
-// the vector's scalar type.
+#define XTEN_UNARY_FUNCTOR(Name, scalar_expr, vec_expr) \
+  struct Name {                                         \
+    XTEN_UNARY_SCALAR_PART(scalar_expr)                 \
+    XTEN_UNARY_VEC_PART(vec_expr)                       \
+  };
 #define XTEN_UNARY_EDGE_FUNCTOR(Name, scalar_expr, vec_expr, edge_expr) \
   struct Name {                                                         \
-    template <class M>                                                  \
-    M operator()(M x) const {                                           \
-      return scalar_expr;                                               \
-    }                                                                   \
-    template <class A>                                                  \
-    auto vec(const A& x) const {                                        \
-      using S [[maybe_unused]] = typename A::Scalar;                    \
-      return vec_expr;                                                  \
-    }                                                                   \
+    XTEN_UNARY_SCALAR_PART(scalar_expr)                                 \
+    XTEN_UNARY_VEC_PART(vec_expr)                                       \
     template <class M>                                                  \
     bool edge(M x) const {                                              \
       return edge_expr;                                                 \
@@ -135,6 +130,8 @@ XTEN_UNARY_SCALAR_FUNCTOR(IdentityOp, x)
 #undef XTEN_UNARY_FUNCTOR
 #undef XTEN_UNARY_SCALAR_FUNCTOR
 #undef XTEN_UNARY_EDGE_FUNCTOR
+#undef XTEN_UNARY_SCALAR_PART
+#undef XTEN_UNARY_VEC_PART
 
 struct SignOp {
   template <class M>
