@@ -131,9 +131,8 @@ struct has_edge<Op, M, std::void_t<decltype(std::declval<const Op&>().edge(std::
     : std::true_type {};
 
 // Note [Vector math edges]'s recomputation: out[i] = op(in[i]) where op.edge(in[i]). Edges are
-// rare, so a branch-free pass (which the compiler vectorizes) first asks whether the block has
-// any: a compare and branch per element cost about as much as the vector math itself (exp of
-// 4M floats, one core of the host).
+// rare, so a branch-free pass (one the compiler can vectorize) first asks whether the block has
+// any, and only a block that has one is walked element by element.
 template <class Op, class M, class V>
 inline void fix_edges(const Op& op, const M* in, V* out, int64_t m) {
   bool any = false;
