@@ -32,15 +32,30 @@ namespace {
 
 constexpr int64_t kLeaf = 128;
 
+// Float and double runs in steps of four vectors of Eigen's packet type at the level's width,
+// each folded into its own accumulator: the loop LaneSum and LaneExtreme share.
+template <class W>
+struct VectorSteps {
+  using P = typename Eigen::internal::packet_traits<W>::type;
+  static constexpr int64_t kLanes = Eigen::internal::unpacket_traits<P>::size;
+  static constexpr int64_t kStep = 4 * kLanes;
+
+  // a[k] = fold(a[k], the k-th vector of each step) over p[begin, end), a whole number of steps.
+  template <class Fold>
+  static void fold_steps(const W* p, int64_t begin, int64_t end, P (&a)[4], Fold fold) {
+    for (int64_t i = begin; i < end; i += kStep)
+      for (int k = 0; k < 4; ++k) a[k] = fold(a[k], Eigen::internal::ploadu<P>(p + i + k * kLanes));
+  }
+};
+
 // Float and double: the lane-wise pairwise sum of Note [Summation accuracy]. The leaves before it
 // (Eigen's sum of 128 elements, a horizontal sum each, the halves in an order the compiler chose)
 // took 3.0-8.3 ms for 16M floats on one core of the host, this 2.6-2.8 (bench/README.md, "The
 // one-thread sum").
 template <class W>
-struct LaneSum {
-  using P = typename Eigen::internal::packet_traits<W>::type;
-  static constexpr int64_t kLanes = Eigen::internal::unpacket_traits<P>::size;
-  static constexpr int64_t kStep = 4 * kLanes;
+struct LaneSum : VectorSteps<W> {
+  using typename VectorSteps<W>::P;
+  using VectorSteps<W>::kStep;
   // A leaf: 16 steps, so each accumulator lane adds 16 elements in a row at every level (1,024
   // floats at AVX-512, 256 at the baseline's SSE).
   static constexpr int64_t kVectorLeaf = 16 * kStep;
@@ -49,14 +64,10 @@ struct LaneSum {
   static P blocks(const W* p, int64_t n) {
     using namespace Eigen::internal;
     if (n <= kVectorLeaf) {
-      P a0 = pset1<P>(W(0)), a1 = a0, a2 = a0, a3 = a0;
-      for (int64_t i = 0; i < n; i += kStep) {
-        a0 = padd(a0, ploadu<P>(p + i));
-        a1 = padd(a1, ploadu<P>(p + i + kLanes));
-        a2 = padd(a2, ploadu<P>(p + i + 2 * kLanes));
-        a3 = padd(a3, ploadu<P>(p + i + 3 * kLanes));
-      }
-      return padd(padd(a0, a1), padd(a2, a3));
+      const P zero = pset1<P>(W(0));
+      P a[4] = {zero, zero, zero, zero};
+      LaneSum::fold_steps(p, 0, n, a, [](const P& x, const P& y) { return padd(x, y); });
+      return padd(padd(a[0], a[1]), padd(a[2], a[3]));
     }
     // In memory order: the order of a call's arguments is unspecified (GCC took the right half
     // first, which walked a long run backwards block by block and defeated the hardware
@@ -300,21 +311,15 @@ struct ValueIndex {
   }
 };
 
-// Values only (amax, amin, max(), min()): with no index to keep, a float or double row is
-// reduced with vector accumulators (ValueIndex's compare and branch per element ran amax over
-// [2048, 2048] floats at 0.07-0.15x libtorch's speed on the host), other dtypes element by
-// element; a long row is cut into a piece per thread. NaN still wins: a NaN candidate is taken, and
-// nothing replaces a NaN accumulator (both comparisons with it are false). Among equal values only
-// the sign of a zero can tell which one was kept; it may differ from the first one's (as in
-// PyTorch's vectorized kernels).
 // ValueOnly's vector part for float and double: four accumulators of Eigen's NaN-propagating
-// packet max/min (the compiler does not vectorize the scalar form's select) over the first
-// whole steps; returns how many elements it read and leaves its lanes in `lanes`.
+// packet max/min (the compiler does not vectorize the scalar form's select) over the whole steps
+// of a row of at least one step; returns how many elements it read and leaves its lanes in
+// `lanes`.
 template <class W, bool kMax>
-struct LaneExtreme {
-  using P = typename Eigen::internal::packet_traits<W>::type;
-  static constexpr int64_t kLanes = Eigen::internal::unpacket_traits<P>::size;
-  static constexpr int64_t kStep = 4 * kLanes;
+struct LaneExtreme : VectorSteps<W> {
+  using typename VectorSteps<W>::P;
+  using VectorSteps<W>::kLanes;
+  using VectorSteps<W>::kStep;
 
   static P pick(const P& a, const P& b) {
     if constexpr (kMax)
@@ -322,23 +327,24 @@ struct LaneExtreme {
     else
       return Eigen::internal::pmin<Eigen::PropagateNaN>(a, b);
   }
-  // n >= kStep.
   static int64_t run(const W* p, int64_t n, W* lanes) {
     using Eigen::internal::ploadu;
-    P a0 = ploadu<P>(p), a1 = ploadu<P>(p + kLanes), a2 = ploadu<P>(p + 2 * kLanes),
-      a3 = ploadu<P>(p + 3 * kLanes);
-    int64_t i = kStep;
-    for (; i + kStep <= n; i += kStep) {
-      a0 = pick(a0, ploadu<P>(p + i));
-      a1 = pick(a1, ploadu<P>(p + i + kLanes));
-      a2 = pick(a2, ploadu<P>(p + i + 2 * kLanes));
-      a3 = pick(a3, ploadu<P>(p + i + 3 * kLanes));
-    }
-    Eigen::internal::pstoreu(lanes, pick(pick(a0, a1), pick(a2, a3)));
-    return i;
+    P a[4] = {ploadu<P>(p), ploadu<P>(p + kLanes), ploadu<P>(p + 2 * kLanes),
+              ploadu<P>(p + 3 * kLanes)};
+    const int64_t end = n / kStep * kStep;
+    LaneExtreme::fold_steps(p, kStep, end, a, pick);
+    Eigen::internal::pstoreu(lanes, pick(pick(a[0], a[1]), pick(a[2], a[3])));
+    return end;
   }
 };
 
+// Values only (amax, amin, max(), min()): with no index to keep, a float or double row is
+// reduced with vector accumulators (ValueIndex's compare and branch per element ran amax over
+// [2048, 2048] floats at 0.07-0.15x libtorch's speed on the host), other dtypes element by
+// element; a long row is cut into a piece per thread. NaN still wins: a NaN candidate is taken, and
+// nothing replaces a NaN accumulator (both comparisons with it are false). Among equal values only
+// the sign of a zero can tell which one was kept; it may differ from the first one's (as in
+// PyTorch's vectorized kernels).
 template <bool kMax>
 struct ValueOnly {
   template <class M>
