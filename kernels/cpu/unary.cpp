@@ -92,9 +92,12 @@ namespace {
       return edge_expr;                                                 \
     }                                                                   \
   };
-// Eigen's vector exp clamps x below at about -87.3 (float) / -708.4 (double): those inputs
-// underflow to subnormals or 0 in the scalar form.
-XTEN_UNARY_EDGE_FUNCTOR(ExpOp, std::exp(x), x.exp(), x < (sizeof(M) == 4 ? M(-87.0) : M(-708.0)))
+// Eigen's vector exp clamps its argument to +-88.72 (float) / +-709.78 (double): where an op's exp
+// argument is past kExpLimit (a margin inside the clamp), the scalar form is used (exp below
+// -kExpLimit is subnormal or 0, which the clamp would not give).
+template <class M>
+constexpr M kExpLimit = sizeof(M) == 4 ? M(87.0) : M(708.0);
+XTEN_UNARY_EDGE_FUNCTOR(ExpOp, std::exp(x), x.exp(), x < -kExpLimit<M>)
 XTEN_UNARY_SCALAR_FUNCTOR(Exp2Op, std::exp2(x))
 XTEN_UNARY_FUNCTOR(LogOp, std::log(x), x.log())
 XTEN_UNARY_FUNCTOR(Log2Op, std::log2(x), x.log2())
@@ -113,9 +116,9 @@ XTEN_UNARY_EDGE_FUNCTOR(TanhOp, std::tanh(x), x.unaryExpr(VecTanh<S>{}), x != x)
 // (x < -87 in float, -708 in double) the scalar form gives the tiny or zero result, and NaN
 // lanes, which the clamp may turn into numbers, take the scalar form too (`!(x >= c)`).
 XTEN_UNARY_EDGE_FUNCTOR(SigmoidOp, M(1) / (M(1) + std::exp(-x)), (S(1) + (-x).exp()).inverse(),
-                        !(x >= (sizeof(M) == 4 ? M(-87.0) : M(-708.0))))
+                        !(x >= -kExpLimit<M>))
 XTEN_UNARY_EDGE_FUNCTOR(SiluOp, x / (M(1) + std::exp(-x)), x / (S(1) + (-x).exp()),
-                        !(x >= (sizeof(M) == 4 ? M(-87.0) : M(-708.0))))
+                        !(x >= -kExpLimit<M>))
 // Scalar: Eigen's vector erf is off by up to 7 ulp (float); the C library's is within 1.
 XTEN_UNARY_SCALAR_FUNCTOR(ErfOp, std::erf(x))
 XTEN_UNARY_FUNCTOR(FloorOp, std::floor(x), x.floor())
@@ -158,22 +161,23 @@ struct GeluErfOp {
 // bits in float, and rounds to 0 once tanh(u) rounds to -1. Where -2u is past the vector exp's
 // clamp (x below about -9.4 in float) the scalar form gives the tiny result.
 struct GeluTanhOp {
-  template <class M>
-  static M u(M x) {
-    return M(0.79788456080286535588) * (x + M(0.044715) * x * x * x);
+  // u(x) for a scalar (S = M) or an Eigen array of S.
+  template <class S, class X>
+  static auto u(const X& x) {
+    return S(0.79788456080286535588) * (x + S(0.044715) * x * x * x);
   }
   template <class M>
   M operator()(M x) const {
-    return x / (M(1) + std::exp(M(-2) * u(x)));
+    return x / (M(1) + std::exp(M(-2) * u<M>(x)));
   }
   template <class A>
   auto vec(const A& x) const {
     using S = typename A::Scalar;
-    return x / (S(1) + (S(-2) * (S(0.79788456080286535588) * (x + S(0.044715) * x * x * x))).exp());
+    return x / (S(1) + (S(-2) * u<S>(x)).exp());
   }
   template <class M>
   bool edge(M x) const {
-    return !(M(-2) * u(x) <= (sizeof(M) == 4 ? M(87.0) : M(708.0)));  // and NaN
+    return !(M(-2) * u<M>(x) <= kExpLimit<M>);  // and NaN
   }
 };
 struct IsNanOp {
