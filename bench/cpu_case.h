@@ -5,11 +5,12 @@
 // (reference/libtorch_cpu_cases.h), in the same order, and read by bench_cpu / libtorch_cpu
 // (one timed run each) and by the interleaved comparison (reference/interleaved_cpu.cpp).
 // Standard C++ only: both libraries' translation units include it.
-#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "reference/block_timing.h"  // seconds_per_call
 
 struct CpuCase {
   enum Unit { kFlops, kBytes, kMilliseconds };
@@ -38,10 +39,7 @@ struct CpuCase {
 template <class F>
 double ms_per_call(F&& f, int n) {
   for (int i = 0; i < n / 5 + 1; ++i) f();
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < n; ++i) f();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
-         n;
+  return seconds_per_call(f, n) * 1e3;
 }
 
 // bench_cpu's lines for a list: "name: figure" per case.

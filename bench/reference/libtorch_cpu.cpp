@@ -4,7 +4,6 @@
 //   g++ -O2 -std=c++17 libtorch_cpu.cpp -I$T/include -I$T/include/torch/csrc/api/include \
 //       -L$T/lib -ltorch -ltorch_cpu -lc10 -Wl,-rpath,$T/lib -o libtorch_cpu
 // Run: ./libtorch_cpu THREADS
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
