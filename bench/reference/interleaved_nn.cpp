@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
     const std::function<void()> xten = xten_mlp_step(t), torch = make_libtorch_mlp_step(t);
     for (int i = 0; i < kWarmup; ++i) xten();
     for (int i = 0; i < kWarmup; ++i) torch();
-    const Pairs p = run_pairs(kPairs, [&] { return block_us(xten); }, [&] { return block_us(torch); });
+    const Pairs p = run_pairs(
+        kPairs, [&] { return block_us(xten); }, [&] { return block_us(torch); });
     std::printf(
         "nn MLP step, %d threads, %d pairs of blocks: xten median %.1f us, libtorch median %.1f "
         "us; libtorch / xten per pair: ",
