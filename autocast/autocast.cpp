@@ -47,9 +47,15 @@ void check_dtype(ScalarType dtype) {
 // (core/device_interface.h).
 thread_local std::optional<ScalarType> t_dtype[kNumDeviceTypes];
 thread_local int t_nesting = 0;
-// Note [Cast cache]: source TensorImpl -> (source, cast). Holding the source keeps its
-// TensorImpl alive, so an address cannot be reused by another tensor while the entry exists.
-thread_local std::unordered_map<const TensorImpl*, std::pair<Tensor, Tensor>> t_cache;
+// Note [Cast cache] (docs/autocast.md): source TensorImpl -> the source, its cast, and the
+// source's version when the cast was made. Holding the source keeps its TensorImpl alive, so an
+// address cannot be reused by another tensor while the entry exists; an entry whose source was
+// written since (an optimizer step) is stale and is made again.
+struct CachedCast {
+  Tensor source, cast;
+  uint32_t version;
+};
+thread_local std::unordered_map<const TensorImpl*, CachedCast> t_cache;
 
 int slot(DeviceType t) {
   key_of(t);
@@ -117,9 +123,9 @@ Tensor cast(const Tensor& t, ScalarType to, DeviceType d) {
       t_nesting > 0 && t.requires_grad() && t.dtype() == kFloat && to == get_autocast_dtype(d);
   if (!cacheable) return t.to(to);
   auto it = t_cache.find(t.impl());
-  if (it != t_cache.end()) return it->second.second;
+  if (it != t_cache.end() && it->second.version == t._version()) return it->second.cast;
   Tensor c = t.to(to);
-  t_cache.emplace(t.impl(), std::make_pair(t, c));
+  t_cache[t.impl()] = CachedCast{t, c, t._version()};
   return c;
 }
 

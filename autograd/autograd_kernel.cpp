@@ -17,14 +17,20 @@ class FormulaNode final : public Node {
   FormulaNode(const Derivative* d) : d_(d) {}
   std::string name() const override { return d_->node_name; }
   variable_list apply(variable_list&& grads) override;
+  // As in PyTorch, only a node that saved tensors refuses a second backward once they are
+  // freed: one that saved none (a cast, an add) runs again, so a graph that reaches it twice (an
+  // autocast cast reused by two iterations, docs/autocast.md) works.
   void release_saved() override {
-    for (auto& s : saved_) s.reset();
-    for (auto& s : results_) s.reset();
-    released_ = true;
+    for (auto* list : {&saved_, &results_})
+      for (auto& s : *list)
+        if (s.defined()) {
+          s.reset();
+          released_ = true;
+        }
   }
 
   const Derivative* d_;
-  Stack args_;                       // non-tensor arguments (tensor positions hold None)
+  Stack args_;  // non-tensor arguments (tensor positions hold None)
   // (one vector per kind of record, each allocated once: a recorded tiny op is mostly
   // allocations, docs/autograd.md)
   struct ArgSlots {

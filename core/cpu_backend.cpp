@@ -96,8 +96,9 @@ std::string cpu_backend_summary() {
   const CapabilityChoice& c = capability_choice();
   std::string s = fmt::format("{} kernels", to_string(c.chosen));
   if (c.forced) s += fmt::format(" (XTEN_CPU_CAPABILITY; the CPU runs {})", to_string(c.supported));
-  return s + (cpu_gemm() == CpuGemm::OneDnn ? ", oneDNN for GEMM and convolution"
-                                            : ", Eigen for GEMM and convolution");
+  return s + (cpu_gemm() == CpuGemm::OneDnn
+                  ? fmt::format(", oneDNN ({}) for GEMM and convolution", onednn_cpu_isa())
+                  : std::string(", Eigen for GEMM and convolution"));
 }
 
 void set_cpu_gemm(CpuGemm backend) {

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include <xten/core/scalar_type.h>
+
 namespace xten {
 
 enum class CpuGemm { Eigen, OneDnn };
@@ -24,6 +26,16 @@ struct CpuGemmCounts {
   int64_t sgemm = 0;       // of onednn's: float32 products run by one dnnl_sgemm call
 };
 CpuGemmCounts cpu_gemm_counts();
+
+// What oneDNN does on this machine (docs/cpu_kernels.md, "What each machine runs"): the
+// instruction set its JIT kernels use ("sse41", "avx2", "avx512_core", "avx512_core_bf16",
+// "avx512_core_amx", ...), capped by DNNL_MAX_CPU_ISA or by a forced XTEN_CPU_CAPABILITY; and
+// whether it builds a matrix product of `dtype` here (asked once per dtype: oneDNN 2.6 has
+// bfloat16 products from avx512_core up and float16 ones only with AVX512-FP16). Where it does
+// not, that dtype's products and convolutions run on Eigen. Tests ask these instead of assuming
+// the machine.
+std::string onednn_cpu_isa();
+bool onednn_takes(ScalarType dtype);
 void count_cpu_gemm(CpuGemm ran);  // the CPU kernels call this
 void count_cpu_gemm_owned_rows();  // and this for a product cut by owned_rows
 void count_cpu_gemm_sgemm();       // and this for one run by one dnnl_sgemm call
@@ -33,7 +45,9 @@ void count_cpu_gemm_sgemm();       // and this for one run by one dnnl_sgemm cal
 // level is chosen once, when the library loads: the best the CPU (and its operating system)
 // supports, or a lower one that XTEN_CPU_CAPABILITY=default|avx2|avx512 asks for. A value that is
 // not a level, or a level above what the CPU runs, is reported on stderr and the best level is
-// used. Forcing a level also caps oneDNN's instructions at it. docs/cpu_kernels.md.
+// used. Forcing a level also caps oneDNN's instructions at it (default: SSE4.1, avx2: AVX2,
+// avx512: AVX-512 without its bf16/AMX extensions), unless DNNL_MAX_CPU_ISA or
+// ONEDNN_MAX_CPU_ISA sets oneDNN's cap itself. docs/cpu_kernels.md.
 enum class CpuCapability {
   Default,  // x86-64 baseline (SSE2)
   Avx2,     // x86-64-v3: AVX2, FMA, F16C, BMI
@@ -43,8 +57,9 @@ CpuCapability cpu_capability();              // the level whose kernels run
 CpuCapability cpu_capability_supported();    // the best level this CPU runs
 bool cpu_capability_forced();                // chosen by XTEN_CPU_CAPABILITY
 const char* to_string(CpuCapability level);  // "default", "avx2", "avx512"
-// One line for logs and the examples' headers, e.g. "avx512 kernels, oneDNN for GEMM and
-// convolution" or "avx2 kernels (XTEN_CPU_CAPABILITY; the CPU runs avx512), Eigen for GEMM ...".
+// One line for logs and the examples' headers, e.g. "avx512 kernels, oneDNN (avx512_core_amx) for
+// GEMM and convolution" or "avx2 kernels (XTEN_CPU_CAPABILITY; the CPU runs avx512), Eigen for GEMM
+// ...".
 std::string cpu_backend_summary();
 
 }  // namespace xten

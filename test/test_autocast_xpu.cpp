@@ -1,6 +1,7 @@
 // Autocast on XPU: the XPU lists; the ops with XPU kernels under autocast against the same
 // ops on hand-cast inputs; and each policy's casts observed by test kernels registered on the
 // XPU key for composite ops (they record what reaches the backend).
+#include "autocast_loop.h"
 #include "test_util.h"
 #include "xpu_test_env.h"
 
@@ -234,6 +235,22 @@ TEST(AutocastXpu, CastCacheReusesTheSameStorage) {
     EXPECT_EQ(autocast::cache_size(), 1u);  // w only: x requires no grad
   }
   EXPECT_EQ(autocast::cache_size(), 0u);
+}
+
+// Note [Cast cache]: one scope around an XPU float16 loop with GradScaler computes what a scope
+// per step does, bit for bit (test_autocast.cpp has the CPU's bfloat16 loop).
+TEST(AutocastXpu, CastCacheFollowsOptimizerStepsWithGradScaler) {
+  for (bool accumulate : {false, true}) {
+    const auto one = autocast_loop(Device("xpu"), kHalf, true, true, accumulate);
+    const auto per_step = autocast_loop(Device("xpu"), kHalf, false, true, accumulate);
+    for (size_t i = 0; i < one.losses.size(); ++i)
+      EXPECT_TRUE(same_bytes(one.losses[i], per_step.losses[i]))
+          << "step " << i << ": " << one.losses[i].item<float>() << " vs "
+          << per_step.losses[i].item<float>();
+    for (size_t i = 0; i < one.weights.size(); ++i)
+      EXPECT_TRUE(same_bytes(one.weights[i], per_step.weights[i])) << "parameter " << i;
+    EXPECT_NE(one.losses[0].item<float>(), one.losses[1].item<float>());
+  }
 }
 
 TEST(AutocastXpu, BinaryCrossEntropyIsBanned) {

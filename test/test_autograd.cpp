@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "autograd_training.h"
+#include "grad_edges.h"
 #include "op_db.h"
 #include "test_util.h"
 
@@ -577,13 +578,20 @@ TEST(Autograd, ScatterSrcGradientWhenTheIndexIsSmaller) {
   const Tensor index = tensor(std::vector<int64_t>{2, 0, 2});
   const Tensor w = tensor(std::vector<double>{10, 20, 30, 40});
   (scatter_add(zeros({4}, kDouble), 0, index, src) * w).sum().backward();
-  EXPECT_TRUE(testing::same_bytes(src.grad(), tensor(std::vector<double>{30, 10, 30, 0}).to(kDouble)));
+  EXPECT_TRUE(
+      testing::same_bytes(src.grad(), tensor(std::vector<double>{30, 10, 30, 0}).to(kDouble)));
   const Tensor s2 = arange(1, 7, 1, kDouble).view({2, 3}).requires_grad_();
   (scatter(zeros({2, 3}, kDouble), 1, tensor(std::vector<int64_t>{1}).view({1, 1}), s2) * 5)
       .sum()
       .backward();
   EXPECT_TRUE(testing::same_bytes(
       s2.grad(), tensor(std::vector<double>{5, 0, 0, 0, 0, 0}).to(kDouble).view({2, 3})));
+}
+
+// PyTorch's gradients at ties, zeros, bounds, NaN/inf, duplicate indices, padding_idx and
+// ignore_index (test/grad_edges.h; docs/autograd.md, "Conventions at the edges").
+TEST(Autograd, GradientsAtTheEdgesMatchPyTorch) {
+  testing::grad_edges::check_all(Device("cpu"));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // parity suite's tolerances), a graph that crosses devices, and training trajectories that
 // follow the CPU's.
 #include "autograd_training.h"
+#include "grad_edges.h"
 #include "op_db.h"
 #include "test_util.h"
 #include "xpu_test_env.h"
@@ -160,6 +161,11 @@ TEST(AutogradXpu, SmallCnnTrajectoryFollowsTheCpu) {
   for (size_t i = 0; i < cpu.size(); ++i)
     ASSERT_NEAR(xpu[i], cpu[i], 1e-3 * std::max(1.0, std::abs(cpu[i]))) << "step " << i;
   EXPECT_LT(xpu.back(), 0.5 * xpu.front());
+}
+
+// The CPU's reference gradients at the edges, on the XPU (test/grad_edges.h).
+TEST(AutogradXpu, GradientsAtTheEdgesMatchPyTorch) {
+  testing::grad_edges::check_all(Device("xpu"));
 }
 
 }  // namespace

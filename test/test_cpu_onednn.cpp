@@ -3,6 +3,7 @@
 // channels, depthwise, 1x1, large batch, zero-size, transposed and batched operands), in
 // float32 and bfloat16, forward and backward. test_cpu_linalg and test_cpu_conv also run
 // whole on each path (test/CMakeLists.txt).
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -39,13 +40,13 @@ auto on(CpuGemm backend, F&& f) {
 }
 
 double tol_for(ScalarType t) {
-  return t == kBFloat16 ? 2e-2 : 2e-4;
+  return t == kBFloat16 || t == kHalf ? 2e-2 : 2e-4;
 }
 
 // A NaN at (row, col) of x makes that row of _linear_relu(x, w, bias) NaN, which the relu keeps;
 // the rows after it hold no NaN and nothing negative.
-void expect_nan_row_kept_by_relu(const Tensor& x, const Tensor& w, const Tensor& bias,
-                                 int64_t row, int64_t col) {
+void expect_nan_row_kept_by_relu(const Tensor& x, const Tensor& w, const Tensor& bias, int64_t row,
+                                 int64_t col) {
   const Tensor xn = x.clone();
   xn.select(0, row).select(0, col).fill_(std::numeric_limits<float>::quiet_NaN());
   const Tensor r = _linear_relu(xn, w, bias);
@@ -73,6 +74,45 @@ TEST(CpuGemm, TheChosenPathRuns) {
   // oneDNN has no float64: Eigen runs it whatever the choice.
   EXPECT_EQ(ran(CpuGemm::OneDnn, kDouble), std::make_pair(int64_t{0}, int64_t{2}));
   EXPECT_STREQ(to_string(CpuGemm::OneDnn), "onednn");
+}
+
+// What oneDNN takes follows the instruction set it runs at (oneDNN 2.6: float32 everywhere,
+// bfloat16 from avx512_core, float16 only with AVX512-FP16, which 2.6 has no level for), so a
+// machine or an emulated cap (DNNL_MAX_CPU_ISA, XTEN_CPU_CAPABILITY) that should take bfloat16
+// cannot silently lose it; and a dtype it does not take runs on Eigen.
+TEST(CpuGemm, WhatOneDnnTakesFollowsItsIsa) {
+  GemmChoice keep;
+  set_cpu_gemm(CpuGemm::OneDnn);
+  const std::string isa = onednn_cpu_isa();
+  SCOPED_TRACE("oneDNN at " + isa);
+  EXPECT_NE(cpu_backend_summary().find("oneDNN (" + isa + ")"), std::string::npos)
+      << cpu_backend_summary();
+  const bool avx512 = isa.rfind("avx512_core", 0) == 0;
+  EXPECT_TRUE(onednn_takes(kFloat));
+  EXPECT_EQ(onednn_takes(kBFloat16), avx512);
+  EXPECT_FALSE(onednn_takes(kDouble));
+  EXPECT_FALSE(onednn_takes(kInt));
+  // A forced level caps oneDNN too, unless oneDNN's own variable says otherwise.
+  if (cpu_capability_forced() && !std::getenv("DNNL_MAX_CPU_ISA") &&
+      !std::getenv("ONEDNN_MAX_CPU_ISA")) {
+    if (cpu_capability() == CpuCapability::Default) {
+      EXPECT_EQ(isa, "sse41");
+    }
+    if (cpu_capability() == CpuCapability::Avx2) {
+      EXPECT_EQ(isa, "avx2");
+    }
+  }
+  for (ScalarType t : {kFloat, kBFloat16, kHalf}) {
+    const Tensor a = randn({16, 8}).to(t), b = randn({8, 4}).to(t);
+    const CpuGemmCounts before = cpu_gemm_counts();
+    const Tensor y = mm(a, b);
+    const CpuGemmCounts after = cpu_gemm_counts();
+    EXPECT_EQ(after.onednn - before.onednn, onednn_takes(t) ? 1 : 0) << to_string(t);
+    EXPECT_EQ(after.eigen - before.eigen, onednn_takes(t) ? 0 : 1) << to_string(t);
+    EXPECT_TRUE(
+        allclose(y.to(kFloat), mm(a.to(kDouble), b.to(kDouble)).to(kFloat), tol_for(t), tol_for(t)))
+        << to_string(t);
+  }
 }
 
 TEST(CpuGemm, MatmulAgreesWithEigen) {
@@ -117,11 +157,11 @@ TEST(CpuGemm, LargeProductsOnOneThreadEveryLayout) {
   const Tensor a = randn({520, 530}), b = randn({530, 540});
   const std::vector<std::pair<Tensor, Tensor>> cases{
       {a, b},
-      {a.t().contiguous().t(), b},                        // column-major a
-      {a, b.t().contiguous().t()},                        // column-major b
-      {a.t().contiguous().t(), b.t().contiguous().t()},   // both
-      {randn({520, 600}).narrow(1, 0, 530), b},           // rows 600 apart
-      {a, randn({540, 560}).narrow(1, 0, 530).t()},     // columns 560 apart
+      {a.t().contiguous().t(), b},                       // column-major a
+      {a, b.t().contiguous().t()},                       // column-major b
+      {a.t().contiguous().t(), b.t().contiguous().t()},  // both
+      {randn({520, 600}).narrow(1, 0, 530), b},          // rows 600 apart
+      {a, randn({540, 560}).narrow(1, 0, 530).t()},      // columns 560 apart
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto& [x, y] = cases[i];
@@ -130,8 +170,8 @@ TEST(CpuGemm, LargeProductsOnOneThreadEveryLayout) {
     const Tensor got = mm(x, y);
     EXPECT_EQ(cpu_gemm_counts().onednn - before.onednn, 1) << "case " << i;
     EXPECT_EQ(cpu_gemm_counts().sgemm - before.sgemm, 1) << "case " << i;
-    EXPECT_TRUE(allclose(got, want, 1e-4, 1e-3)) << "case " << i << ": " << x.strides() << " @ "
-                                                 << y.strides();
+    EXPECT_TRUE(allclose(got, want, 1e-4, 1e-3))
+        << "case " << i << ": " << x.strides() << " @ " << y.strides();
   }
   set_num_threads(saved);
 }
@@ -159,7 +199,10 @@ TEST(CpuGemm, SmallProductsRunAsOneSgemmEveryLayout) {
        [&] { return mm(dbl(a), dbl(b)); }, 1},
       {"column-major b", [&] { return mm(a, b.t().contiguous().t()); },
        [&] { return mm(dbl(a), dbl(b)); }, 1},
-      {"rows 40 apart", [&] { return mm(randn({37, 40}).narrow(1, 0, 29).copy_(a), b); },
+      {"rows 40 apart",
+       [&] {
+         return mm(randn({37, 40}).narrow(1, 0, 29).copy_(a), b);
+       },
        [&] { return mm(dbl(a), dbl(b)); }, 1},
       {"a vector", [&] { return mv(a, b.select(1, 3)); },
        [&] { return mv(dbl(a), dbl(b).select(1, 3)); }, 1},
@@ -171,10 +214,19 @@ TEST(CpuGemm, SmallProductsRunAsOneSgemmEveryLayout) {
        [&] { return relu(linear(dbl(a), dbl(w), std::nullopt)); }, 1},
       {"bfloat16", [&] { return mm(a.to(kBFloat16), b.to(kBFloat16)).to(kFloat); },
        [&] { return mm(dbl(a.to(kBFloat16)), dbl(b.to(kBFloat16))); }, 0},
-      {"batch of two", [&] { return bmm(stack({a, a}), stack({b, b})); },
-       [&] { return bmm(stack({dbl(a), dbl(a)}), stack({dbl(b), dbl(b)})); }, 0},
+      {"batch of two",
+       [&] {
+         return bmm(stack({a, a}), stack({b, b}));
+       },
+       [&] {
+         return bmm(stack({dbl(a), dbl(a)}), stack({dbl(b), dbl(b)}));
+       },
+       0},
       {"k = 0", [&] { return mm(a.narrow(1, 0, 0), b.narrow(0, 0, 0)); },
-       [&] { return zeros({37, 11}, kDouble); }, 0},
+       [&] {
+         return zeros({37, 11}, kDouble);
+       },
+       0},
   };
   for (int threads : {1, 3}) {
     set_num_threads(threads);
@@ -365,12 +417,12 @@ TEST(CpuThreads, LoopsAndPrimitivesOfEverySizeShareOneTeam) {
   };
   const Tensor big = randn({128, 128}), small = randn({8, 8});
   for (int i = 0; i < 30; ++i) {
-    parallel_for(6, 1, record);           // 6 workers
-    parallel_for(2, 1, record);           // 2 workers
+    parallel_for(6, 1, record);                                // 6 workers
+    parallel_for(2, 1, record);                                // 2 workers
     parallel_for(3 * kParallelGrain, kParallelGrain, record);  // 3 workers
-    (void)mm(big, big);                    // 4 MFLOP: oneDNN on the whole team
-    (void)mm(small, small);                // 1 KFLOP: oneDNN on one thread
-    (void)(big + 1).sum();                 // elementwise and reduction loops
+    (void)mm(big, big);                                        // 4 MFLOP: oneDNN on the whole team
+    (void)mm(small, small);                                    // 1 KFLOP: oneDNN on one thread
+    (void)(big + 1).sum();                                     // elementwise and reduction loops
   }
   EXPECT_LE(ids.size(), 6u) << ids.size() << " threads ran the loops";
   EXPECT_GE(ids.size(), 2u);

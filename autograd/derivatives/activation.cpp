@@ -31,8 +31,18 @@ LIBRARY_IMPL(xten, Autograd, m) {
     const Tensor x = c.input(0);
     const double alpha = c.arg<Scalar>(1).to<double>(), scale = c.arg<Scalar>(2).to<double>(),
                  input_scale = c.arg<Scalar>(3).to<double>();
-    return {where(x > 0, c.grad() * scale,
-                  c.grad() * exp(x * input_scale) * (alpha * scale * input_scale))};
+    // x <= 0 picks the exponential side, so NaN takes the linear one and passes the gradient
+    // (PyTorch's elu_backward).
+    return {where(x <= 0, c.grad() * exp(x * input_scale) * (alpha * scale * input_scale),
+                  c.grad() * scale)};
+  });
+  // hardtanh passes the gradient strictly inside (min, max): 0 at the bounds, unlike clamp, and
+  // NaN passes it (PyTorch's hardtanh_backward). hardtanh is a composite of clamp (kernels/
+  // composite/activation.cpp); this derivative overrides clamp's convention.
+  d.def("hardtanh", [](const GradContext& c) -> variable_list {
+    const Tensor x = c.input(0);
+    const Scalar lo = c.arg<Scalar>(1), hi = c.arg<Scalar>(2);
+    return {where((x <= lo) | (x >= hi), zeros({}, c.grad().dtype(), c.grad().device()), c.grad())};
   });
   // softplus(x) = log(1 + exp(beta x)) / beta, x where beta x > threshold.
   d.def("softplus", [](const GradContext& c) -> variable_list {
@@ -43,8 +53,9 @@ LIBRARY_IMPL(xten, Autograd, m) {
   });
   d.def("hardswish", [](const GradContext& c) -> variable_list {
     const Tensor x = c.input(0);
-    return {where(x < -3, zeros({}, c.grad().dtype(), c.grad().device()),
-                  where(x <= 3, c.grad() * (x / 3 + 0.5), c.grad()))};
+    // PyTorch 2.11's bounds: 0 at x = -3, the identity's 1 at x = 3 and at NaN.
+    return {where(x <= -3, zeros({}, c.grad().dtype(), c.grad().device()),
+                  where(x < 3, c.grad() * (x / 3 + 0.5), c.grad()))};
   });
 }
 

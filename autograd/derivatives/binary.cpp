@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include <xten/autograd/derivatives/common.h>
+#include <xten/core/meta.h>
 
 namespace xten::autograd {
 namespace {
@@ -76,8 +77,10 @@ LIBRARY_IMPL(xten, Autograd, m) {
   d.def("minimum", [](const GradContext& c) { return max_min_grad(c, false); });
   d.def("atan2", [](const GradContext& c) -> variable_list {
     const Tensor a = c.input(0), b = c.input(1);
-    const Tensor denom = a * a + b * b;
-    return {c.grad() * b / denom, c.grad() * -a / denom};
+    // At (0, 0) both gradients are 0, as in PyTorch (1 / (a^2 + b^2) is taken as 0 there).
+    Tensor recip = reciprocal(a * a + b * b);
+    recip = masked_fill(recip, isinf(recip), 0);
+    return {c.grad() * b * recip, c.grad() * -a * recip};
   });
   d.def("hypot", [](const GradContext& c) -> variable_list {
      const Tensor r = c.result();
@@ -97,7 +100,11 @@ LIBRARY_IMPL(xten, Autograd, m) {
    }).inplace("clamp_");
   d.def("lerp.Tensor", [](const GradContext& c) -> variable_list {
     const Tensor w = c.input(2);
-    return {c.needs_grad(0) ? c.grad() * (1 - w) : Tensor(),
+    // A Scalar weight arrives as a wrapped number, which has no device of its own to run `1 - w`
+    // on: take 1 - w in double, as PyTorch's lerp.Scalar does.
+    const Tensor one_minus_w =
+        is_wrapped_number(w) ? scalar_to_tensor(1 - w.item<double>()) : 1 - w;
+    return {c.needs_grad(0) ? c.grad() * one_minus_w : Tensor(),
             c.needs_grad(1) ? c.grad() * w : Tensor(),
             c.needs_grad(2) ? c.grad() * (c.input(1) - c.input(0)) : Tensor()};
   });

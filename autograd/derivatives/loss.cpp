@@ -1,5 +1,8 @@
-// Derivative of nll_loss (kernels/cpu/loss.cpp); the other losses, cross_entropy included, are
-// composites (kernels/composite/loss.cpp) and differentiate through their ops.
+// Derivatives of nll_loss (kernels/cpu/loss.cpp) and binary_cross_entropy; the other losses,
+// cross_entropy included, are composites (kernels/composite/loss.cpp) and differentiate through
+// their ops.
+#include <algorithm>
+
 #include <xten/autograd/derivatives/common.h>
 
 namespace xten::autograd {
@@ -35,6 +38,19 @@ LIBRARY_IMPL(xten, Autograd, m) {
      }
      return {gx, Tensor(), gw};
    }).saves_result();
+  // binary_cross_entropy is a composite whose forward clamps log at -100; differentiated
+  // through its ops it gave NaN at x = 0 and 1 (0 * inf). PyTorch's formulas instead:
+  // dL/dx = g w (x - t) / max(x (1 - x), 1e-12), dL/dt = g w (log(1 - x) - log(x)); the weight
+  // gets none.
+  d.def("binary_cross_entropy", [](const GradContext& c) -> variable_list {
+    const Tensor x = c.input(0), t = c.input(1);
+    Tensor g = c.grad();
+    if (c.arg<std::string>(3) == "mean")
+      g = g / static_cast<double>(std::max<int64_t>(x.numel(), 1));
+    if (c.has_input(2)) g = g * c.input(2);
+    return {c.needs_grad(0) ? g * (x - t) / clamp(x * (1 - x), 1e-12) : Tensor(),
+            c.needs_grad(1) ? g * (log1p(-x) - log(x)) : Tensor(), Tensor()};
+  });
 }
 
 }  // namespace xten::autograd

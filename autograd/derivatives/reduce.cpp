@@ -6,13 +6,17 @@ namespace xten::autograd {
 namespace {
 
 // The gradient of a reduction that picks values (amax, amin, max, min): split evenly among the
-// elements equal to the result.
-Tensor evenly_to_ties(const GradContext& c, IntArrayRef dims, bool keepdim) {
+// elements equal to the result. PyTorch's two conventions for a NaN result: max() and min() of
+// the whole tensor send the gradient to the NaN elements (`nan_takes`), amax and amin compute
+// grad / count * mask, so a slice whose result is NaN (no element equals it) gets NaN gradients.
+Tensor evenly_to_ties(const GradContext& c, IntArrayRef dims, bool keepdim, bool nan_takes) {
   const Tensor x = c.input(0);
   const Tensor r = expand_reduced(c.result(), x.sizes(), dims, keepdim);
-  const Tensor mask = (x == r);
+  Tensor mask = (x == r);
+  if (nan_takes) mask = mask | (isnan(x) & isnan(r));
   const Tensor count = expand_reduced(mask.sum(dims, true), x.sizes(), dims, true);
-  return keep_where(mask, expand_reduced(c.grad(), x.sizes(), dims, keepdim) / count);
+  const Tensor g = expand_reduced(c.grad(), x.sizes(), dims, keepdim) / count;
+  return nan_takes ? keep_where(mask, g) : g * mask;
 }
 
 // The gradient of max.dim/min.dim/sort/topk values: to the elements the indices name.
@@ -91,16 +95,16 @@ LIBRARY_IMPL(xten, Autograd, m) {
     return {prod_grad(c.grad(), c.input(0), c.arg<IntArrayRef>(1), c.arg<bool>(2))};
   });
   d.def("amax", [](const GradContext& c) -> variable_list {
-     return {evenly_to_ties(c, c.arg<IntArrayRef>(1), c.arg<bool>(2))};
+     return {evenly_to_ties(c, c.arg<IntArrayRef>(1), c.arg<bool>(2), false)};
    }).saves_result();
   d.def("amin", [](const GradContext& c) -> variable_list {
-     return {evenly_to_ties(c, c.arg<IntArrayRef>(1), c.arg<bool>(2))};
+     return {evenly_to_ties(c, c.arg<IntArrayRef>(1), c.arg<bool>(2), false)};
    }).saves_result();
   d.def("max", [](const GradContext& c) -> variable_list {
-     return {evenly_to_ties(c, {}, false)};
+     return {evenly_to_ties(c, {}, false, true)};
    }).saves_result();
   d.def("min", [](const GradContext& c) -> variable_list {
-     return {evenly_to_ties(c, {}, false)};
+     return {evenly_to_ties(c, {}, false, true)};
    }).saves_result();
   for (const char* op : {"max.dim", "min.dim"})
     d.def(op,

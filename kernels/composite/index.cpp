@@ -204,7 +204,14 @@ Tensor embedding_kernel(const Tensor& weight, const Tensor& indices, int64_t pad
                "index {} is out of range for the weight's {} rows", lo < 0 ? lo : hi,
                weight.size(0));
   }
-  return index_select(weight, 0, flat).view(shape);
+  Tensor rows = index_select(weight, 0, flat);
+  if (padding_idx >= 0 && weight.requires_grad()) {
+    // The padding row gets no gradient (PyTorch's convention): its picks are the same values
+    // without history. (A negative padding_idx means none, as in PyTorch's aten::embedding.)
+    const Tensor pad = eq(flat, padding_idx).unsqueeze(1);
+    rows = where(pad, rows.detach(), rows);
+  }
+  return rows.view(shape);
 }
 
 Tensor one_hot_kernel(const Tensor& self, int64_t num_classes) {

@@ -74,8 +74,10 @@ Tensor binary_cross_entropy_with_logits_kernel(const Tensor& input, const Tensor
   check_floating("binary_cross_entropy_with_logits", input, target);
   XTEN_CHECK(input.sizes() == target.sizes(), ValueError, "binary_cross_entropy_with_logits",
              "target shape {} must equal input shape {}", target.sizes(), input.sizes());
-  // log(1 + exp(-|x|)) + max(-x, 0) is -log(sigmoid(x)) without overflow.
-  const Tensor log_sig_neg = log1p(exp(-input.abs())) + clamp(-input, 0);
+  // -log(sigmoid(x)) = softplus(-x), which is linear past its threshold (no overflow) and whose
+  // derivative is smooth at 0: the form log(1 + exp(-|x|)) + max(-x, 0) differentiated as
+  // ops gave -1 instead of -0.5 at x = 0 (abs' and clamp's conventions at their kinks).
+  const Tensor log_sig_neg = softplus(-input, 1, 20);
   Tensor l;
   if (pos_weight && pos_weight->defined())
     l = (1 - target) * input + (1 + (*pos_weight - 1) * target) * log_sig_neg;
@@ -148,7 +150,10 @@ Tensor nll_loss_backward_kernel(const Tensor& grad_output, const Tensor& input,
   auto [w, safe] = class_weights("nll_loss_backward", target, input.size(class_dim), weight,
                                  ignore_index, input.dtype());
   Tensor coef = -w.view(target.sizes()) * grad_output;
-  if (reduction == "mean") coef = coef / w.sum();
+  // Ignored targets get 0, also when every target is ignored (0 / 0 for them otherwise), as the
+  // CPU kernel and PyTorch give.
+  if (reduction == "mean")
+    coef = where(target != ignore_index, coef / w.sum(), zeros({}, coef.options()));
   return zeros(input.sizes(), input.options())
       .scatter_add(class_dim, safe.view(target.sizes()).unsqueeze(class_dim),
                    coef.unsqueeze(class_dim));

@@ -9,8 +9,10 @@
 #include <xten/kernels/cpu/onednn.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -34,10 +36,29 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dims = memory::dims;
 
+// A forced XTEN_CPU_CAPABILITY caps oneDNN's instructions too (Note [CPU capability] in
+// core/cpu_backend.h), unless oneDNN's own variable sets the cap. Must run before oneDNN makes
+// its first JIT kernel: engine() and the sgemm path call it first.
+void cap_isa_once() {
+  static const bool capped = [] {
+    if (!cpu_capability_forced() || std::getenv("DNNL_MAX_CPU_ISA") ||
+        std::getenv("ONEDNN_MAX_CPU_ISA"))
+      return false;
+    const dnnl::cpu_isa cap = cpu_capability() == CpuCapability::Avx512 ? dnnl::cpu_isa::avx512_core
+                              : cpu_capability() == CpuCapability::Avx2 ? dnnl::cpu_isa::avx2
+                                                                        : dnnl::cpu_isa::sse41;
+    return dnnl::set_max_cpu_isa(cap) == dnnl::status::success;
+  }();
+  (void)capped;
+}
+
 dnnl::engine& engine() {
   // Never destroyed, like the cache: other threads may still run primitives while the
   // process exits.
-  static auto* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  static auto* e = [] {
+    cap_isa_once();
+    return new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return *e;
 }
 
@@ -315,14 +336,15 @@ bool sgemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool relu, cons
   const int64_t n = a.size(1), k = a.size(2), m = b.size(2);
   if (n == 0 || k == 0 || m == 0) return false;
   const bool small = 2.0 * static_cast<double>(n * k * m) < kParallelFlops;
-  const bool large = std::min({n, k, m}) >= kSgemmMinDim &&
-                     (get_num_threads() == 1 || omp_in_parallel());
+  const bool large =
+      std::min({n, k, m}) >= kSgemmMinDim && (get_num_threads() == 1 || omp_in_parallel());
   if (!small && !large) return false;
   const auto la = sgemm_layout(a), lb = sgemm_layout(b);
   if (!la || !lb) return false;
   const auto [ta, lda] = *la;
   const auto [tb, ldb] = *lb;
   use_threads(1);
+  cap_isa_once();
   float* c = static_cast<float*>(out.data_ptr());
   if (dnnl_sgemm(ta, tb, n, m, k, 1.0f, static_cast<const float*>(a.data_ptr()), lda,
                  static_cast<const float*>(b.data_ptr()), ldb, 0.0f, c, m) != dnnl_success)
@@ -531,3 +553,58 @@ bool conv2d_backward_weight(const Tensor& grad_output, const Tensor& x, const Co
 }
 
 }  // namespace xten::cpu::onednn
+
+namespace xten {
+
+std::string onednn_cpu_isa() {
+  using dnnl::cpu_isa;
+  cpu::onednn::engine();  // applies the cap of a forced XTEN_CPU_CAPABILITY first
+  switch (dnnl::get_effective_cpu_isa()) {
+    case cpu_isa::sse41:
+      return "sse41";
+    case cpu_isa::avx:
+      return "avx";
+    case cpu_isa::avx2:
+      return "avx2";
+    case cpu_isa::avx2_vnni:
+      return "avx2_vnni";
+    case cpu_isa::avx512_mic:
+      return "avx512_mic";
+    case cpu_isa::avx512_mic_4ops:
+      return "avx512_mic_4ops";
+    case cpu_isa::avx512_core:
+      return "avx512_core";
+    case cpu_isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case cpu_isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case cpu_isa::avx512_core_amx:
+      return "avx512_core_amx";
+    case cpu_isa::all:
+      break;
+  }
+  return "none";  // below SSE4.1: reference kernels only
+}
+
+bool onednn_takes(ScalarType dtype) {
+  // Asked once per dtype with a small product, as the kernels ask (a refused primitive).
+  static std::array<std::atomic<int>, static_cast<size_t>(kNumScalarTypes)>
+      answer{};  // 0 unknown, 1 yes, 2 no
+  std::atomic<int>& a = answer[static_cast<size_t>(dtype)];
+  if (a.load() == 0) {
+    const auto dt = cpu::onednn::data_type(dtype);
+    bool ok = dt.has_value();
+    if (ok) {
+      try {
+        const dnnl::memory::desc m({4, 4}, *dt, dnnl::memory::format_tag::ab);
+        dnnl::matmul::primitive_desc(dnnl::matmul::desc(m, m, m), cpu::onednn::engine());
+      } catch (const dnnl::error&) {
+        ok = false;
+      }
+    }
+    a = ok ? 1 : 2;
+  }
+  return a.load() == 1;
+}
+
+}  // namespace xten

@@ -149,9 +149,12 @@ struct SignOp {
       return static_cast<M>((x > 0) - (x < 0));  // sign(NaN) = 0, as PyTorch
   }
 };
+// gelu's exact form, 0.5 x (1 + erf(x / sqrt(2))); NaN at both infinities, as PyTorch gives
+// (docs/xpu_kernels.md, "Accuracy").
 struct GeluErfOp {
   template <class M>
   M operator()(M x) const {
+    if (std::isinf(x)) return std::numeric_limits<M>::quiet_NaN();
     return M(0.5) * x * (M(1) + std::erf(x * M(0.70710678118654752440)));
   }
 };
@@ -263,13 +266,9 @@ XTEN_FLOAT_UNARY(erf, ErfOp)
 #undef XTEN_FLOAT_UNARY
 
 // Same dtype in and out, over the dtype set `Set`.
-#define XTEN_SAME_DTYPE_UNARY(name, Set, Op)     \
-  Tensor name##_kernel(const Tensor& s) {        \
-    return unary<Set>(#name, Tensor(), s, Op{}); \
-  }                                              \
-  Tensor name##__kernel(const Tensor& s) {       \
-    return unary<Set>(#name "_", s, s, Op{});    \
-  }
+#define XTEN_SAME_DTYPE_UNARY(name, Set, Op)                                             \
+  Tensor name##_kernel(const Tensor& s) { return unary<Set>(#name, Tensor(), s, Op{}); } \
+  Tensor name##__kernel(const Tensor& s) { return unary<Set>(#name "_", s, s, Op{}); }
 XTEN_SAME_DTYPE_UNARY(silu, unary_dtypes::kSilu, SiluOp)
 XTEN_SAME_DTYPE_UNARY(abs, unary_dtypes::kAbs, AbsOp)
 XTEN_SAME_DTYPE_UNARY(sign, unary_dtypes::kSign, SignOp)
@@ -295,13 +294,9 @@ Tensor round_impl(const char* name, const Tensor& out, const Tensor& s) {
     return unary<dtypes::kIntegral>(name, out, s, IdentityOp{});
   return unary<unary_dtypes::kRounding>(name, out, s, Op{});
 }
-#define XTEN_ROUNDING_UNARY(name, Op)          \
-  Tensor name##_kernel(const Tensor& s) {      \
-    return round_impl<Op>(#name, Tensor(), s); \
-  }                                            \
-  Tensor name##__kernel(const Tensor& s) {     \
-    return round_impl<Op>(#name "_", s, s);    \
-  }
+#define XTEN_ROUNDING_UNARY(name, Op)                                                  \
+  Tensor name##_kernel(const Tensor& s) { return round_impl<Op>(#name, Tensor(), s); } \
+  Tensor name##__kernel(const Tensor& s) { return round_impl<Op>(#name "_", s, s); }
 XTEN_ROUNDING_UNARY(floor, FloorOp)
 XTEN_ROUNDING_UNARY(ceil, CeilOp)
 XTEN_ROUNDING_UNARY(round, RoundOp)
