@@ -84,6 +84,13 @@ TEST(Activation, NanInNanOut) {
   }
 }
 
+TEST(Activation, InfinitiesGivePyTorchsValues) {
+  for (ScalarType t : float_dtypes()) {
+    check_infinities(t, "cpu", 3);
+    check_infinities(t, "cpu", 20000);
+  }
+}
+
 TEST(Activation, Pointwise) {
   manual_seed(51);
   for (ScalarType t : float_dtypes()) {

@@ -269,4 +269,45 @@ inline void check_nan_propagation(ScalarType t, const char* device, int64_t rows
   }
 }
 
+// Values at -inf and +inf that PyTorch 2.11 gives (test/data/grad_edges.json has them with their
+// gradients): the activations whose forms meet 0 * inf or inf - inf there.
+struct InfCase {
+  const char* op;
+  std::function<Tensor(const Tensor&)> fn;
+  double at_minus_inf, at_plus_inf;  // NaN: NaN expected
+};
+inline std::vector<InfCase> infinity_cases() {
+  using T = const Tensor&;
+  const double inf = INFINITY;
+  return {
+      {"gelu", [](T x) { return gelu(x); }, NAN, NAN},
+      {"gelu tanh", [](T x) { return gelu(x, "tanh"); }, NAN, inf},
+      {"silu", [](T x) { return silu(x); }, NAN, inf},
+      {"tanh", [](T x) { return tanh(x); }, -1, 1},
+      {"sigmoid", [](T x) { return sigmoid(x); }, 0, 1},
+      {"exp", [](T x) { return exp(x); }, 0, inf},
+      {"relu", [](T x) { return relu(x); }, 0, inf},
+      {"hardtanh", [](T x) { return hardtanh(x); }, -1, 1},
+      {"elu", [](T x) { return elu(x); }, -1, inf},
+      {"leaky_relu", [](T x) { return leaky_relu(x, 0.1); }, -inf, inf},
+  };
+}
+// Every case on `n` copies of -inf and +inf of dtype `t` on `device` (n large enough for the
+// vector loops and threads when big).
+inline void check_infinities(ScalarType t, const char* device, int64_t n) {
+  const Tensor x = cat({full({n}, -INFINITY, t), full({n}, INFINITY, t)}).to(device);
+  for (const InfCase& c : infinity_cases()) {
+    const Tensor y = c.fn(x).to(kCPU).to(kDouble);
+    for (int side = 0; side < 2; ++side) {
+      const double want = side ? c.at_plus_inf : c.at_minus_inf;
+      const Tensor part = y.narrow(0, side * n, n);
+      const bool ok =
+          std::isnan(want) ? isnan(part).all().item<bool>() : (part == want).all().item<bool>();
+      EXPECT_TRUE(ok) << c.op << " " << to_string(t) << " on " << device << " at "
+                      << (side ? "+inf" : "-inf") << ": expected " << want << ", got "
+                      << part.narrow(0, 0, 1);
+    }
+  }
+}
+
 }  // namespace xten::testing

@@ -461,6 +461,10 @@ TEST(XpuParity, NanInNanOut) {
   }
 }
 
+TEST(XpuParity, InfinitiesGivePyTorchsValues) {
+  for (ScalarType t : float_dtypes()) check_infinities(t, "xpu", 3);
+}
+
 // log_softmax = (x - max) - log(sum): within float32 rounding of the result, not of the logits.
 TEST(XpuParity, LogSoftmaxOfLargeLogits) {
   for (double scale : {1e3, 1e4}) {
@@ -681,12 +685,16 @@ TEST(XpuParity, ConvolutionAndPoolingMatchTheCpu) {
       {"upsample_bilinear2d",
        {2, 3, 5, 7},
        {},
-       [](T x, T) { return upsample_bilinear2d(x, {9, 4}); },
+       [](T x, T) {
+         return upsample_bilinear2d(x, {9, 4});
+       },
        Tol::kExact},
       {"upsample_bilinear2d align_corners",
        {1, 2, 4, 6},
        {},
-       [](T x, T) { return upsample_bilinear2d(x, {7, 11}, true); },
+       [](T x, T) {
+         return upsample_bilinear2d(x, {7, 11}, true);
+       },
        Tol::kExact},
       {"adaptive_max_pool2d",
        {2, 3, 7, 9},
@@ -1045,9 +1053,11 @@ TEST(XpuParity, SameErrorsOnBothDevices) {
     EXPECT_EQ(cpu_msg, xpu_msg);
   };
   both_xy([](const Tensor& x, const Tensor& y) { return x + y; }, a, b, "not broadcastable");
-  both_xy([](const Tensor& x,
-             const Tensor& y) { return scatter_add(x, 0, zeros({5, 0}, kLong).to(x.device()), y); },
-          zeros({4, 0}), zeros({4, 0}), "index (5, 0) is larger than src (4, 0)");
+  both_xy(
+      [](const Tensor& x, const Tensor& y) {
+        return scatter_add(x, 0, zeros({5, 0}, kLong).to(x.device()), y);
+      },
+      zeros({4, 0}), zeros({4, 0}), "index (5, 0) is larger than src (4, 0)");
   both_xy([](const Tensor& x, const Tensor& y) { return x - y; }, flags, flags,
           "subtraction of bool tensors");
   both_xy([](const Tensor& x, const Tensor&) { return neg(x); }, flags, flags,
@@ -1119,8 +1129,7 @@ TEST(XpuRegistry, EveryOpWithACpuKernelHasAnXpuKernelOrIsListed) {
     if (has("XPU") && not_yet().count(name)) stale.push_back(name);
     // A composite kernel covers the XPU too (nll_loss: a fused CPU kernel, the composite
     // elsewhere), running on the XPU's kernels.
-    if (!has("XPU") && !has("CompositeImplicit") && !not_yet().count(name))
-      missing.push_back(name);
+    if (!has("XPU") && !has("CompositeImplicit") && !not_yet().count(name)) missing.push_back(name);
   }
   EXPECT_TRUE(missing.empty()) << "CPU kernel, no XPU kernel, not listed: "
                                << fmt::format("{}", fmt::join(missing, ", "));
