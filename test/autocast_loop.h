@@ -9,6 +9,8 @@
 
 #include <xten/xten.h>
 
+#include "test_util.h"
+
 namespace xten::testing {
 
 struct AutocastLoopResult {
@@ -45,6 +47,24 @@ inline AutocastLoopResult autocast_loop(Device device, ScalarType dtype, bool on
   }
   for (const Tensor& p : lin->parameters()) r.weights.push_back(p.detach().to("cpu"));
   return r;
+}
+
+// Both loops, with and without gradient accumulation: the same losses and weights, bit for bit,
+// and losses that move (a stale cast would repeat step 0's loss).
+inline void expect_one_scope_computes_a_scope_per_step(Device device, ScalarType dtype,
+                                                       bool scaled) {
+  for (bool accumulate : {false, true}) {
+    SCOPED_TRACE(accumulate ? "two backwards per step" : "one backward per step");
+    const auto one = autocast_loop(device, dtype, true, scaled, accumulate);
+    const auto per_step = autocast_loop(device, dtype, false, scaled, accumulate);
+    for (size_t i = 0; i < one.losses.size(); ++i)
+      EXPECT_TRUE(same_bytes(one.losses[i], per_step.losses[i]))
+          << "step " << i << ": " << one.losses[i].item<float>() << " vs "
+          << per_step.losses[i].item<float>();
+    for (size_t i = 0; i < one.weights.size(); ++i)
+      EXPECT_TRUE(same_bytes(one.weights[i], per_step.weights[i])) << "parameter " << i;
+    EXPECT_NE(one.losses[0].item<float>(), one.losses[1].item<float>());
+  }
 }
 
 }  // namespace xten::testing
