@@ -3,7 +3,7 @@
 // input gradients at ties, zeros, bounds, NaN and infinities, duplicate indices, padding_idx and
 // ignore_index, from test/data/grad_edges.json (made by scripts/gen_grad_edges.py with PyTorch),
 // checked here on any device: test_autograd runs it on the CPU, test_autograd_xpu on the XPU.
-// Each case's op key names a call in kOps below and the same call in the generator's OPS.
+// Each case's op key names a call in ops() below and the same call in the generator's OPS.
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -23,7 +23,16 @@ using json = nlohmann::json;
 using Inputs = std::vector<Tensor>;
 using OpFn = std::function<Tensor(const Inputs&, const json&)>;
 
-inline double decode(const json& v);
+// A number of the file: JSON has no NaN or infinities, so they are the strings "nan", "inf",
+// "-inf".
+inline double decode(const json& v) {
+  if (v.is_string()) {
+    const std::string s = v;
+    return s == "nan" ? NAN : s == "inf" ? INFINITY : -INFINITY;
+  }
+  return v.get<double>();
+}
+
 inline Scalar num(const json& p, const char* key) {
   return Scalar(decode(p.at(key)));
 }
@@ -149,14 +158,6 @@ inline const std::map<std::string, OpFn>& ops() {
        [](const Inputs& x, const json& p) { return masked_fill(x[0], x[1] > 0, num(p, "value")); }},
   };
   return m;
-}
-
-inline double decode(const json& v) {
-  if (v.is_string()) {
-    const std::string s = v;
-    return s == "nan" ? NAN : s == "inf" ? INFINITY : -INFINITY;
-  }
-  return v.get<double>();
 }
 
 // A tensor of the file on `device` (float32 or int64).
