@@ -3,6 +3,7 @@
 #include <xten/amp/grad_scaler.h>
 #include <xten/autocast/autocast.h>
 #include <xten/autograd/autograd.h>
+#include <xten/compile/compile.h>
 #include <xten/core/cpu_backend.h>
 #include <xten/core/device.h>
 #include <xten/core/error.h>

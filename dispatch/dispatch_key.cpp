@@ -10,6 +10,8 @@ const char* to_string(DispatchKey k) {
       return "CPU";
     case DispatchKey::XPU:
       return "XPU";
+    case DispatchKey::Capture:
+      return "Capture";
     case DispatchKey::AutogradCPU:
       return "AutogradCPU";
     case DispatchKey::AutogradXPU:

@@ -7,6 +7,9 @@
 // (tensors' keys | thread-local included) - thread-local excluded - the op's fallthroughs.
 // Modes sit above backends so they run first and redispatch downwards. Autocast sits above
 // autograd (as in PyTorch) so that autograd records the casts and saves post-cast inputs.
+// Capture sits right above the backends, below autograd and autocast, so that what it records
+// is what the backends run: the casts autocast inserted and the primitives composites decompose
+// into (Note [Capture] in compile/capture.cpp).
 #include <cstdint>
 #include <string>
 
@@ -17,6 +20,10 @@ enum class DispatchKey : uint8_t {
   // Backends: the kernels that compute.
   CPU,  // host memory, Eigen kernels (kernels/cpu)
   XPU,  // Intel GPU through Level Zero (kernels/xpu)
+  // Graph capture: records each primitive into the graph being captured, then runs it below
+  // (compile/, docs/compile.md). Never in a tensor's key set: included thread-locally while
+  // xten::compile captures a program.
+  Capture,
   // Autograd: records graph nodes, then redispatches below (autograd/). Only tensors in the
   // graph carry these keys.
   AutogradCPU,

@@ -21,6 +21,8 @@ void bump_version(const IValue& v) {
   if (v.is_tensor()) bump_version(v.get<Tensor>());
   if (v.is_tensor_list()) bump_version(v.get<std::vector<Tensor>>());
 }
+GraphBreakHook g_graph_break_hook = nullptr;
+
 DispatchKeySet stack_keys(const Stack& stack, size_t num_args) {
   DispatchKeySet ks;
   for (size_t i = stack.size() - std::min(num_args, stack.size()); i < stack.size(); ++i) {

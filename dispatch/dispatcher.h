@@ -66,6 +66,23 @@ void bump_written_args(uint64_t mask, const Args&... args) {
   int i = 0;
   ((((mask >> i) & 1) ? bump_version(args) : void(), ++i), ...);
 }
+// Note [Host reads]: item() reads a tensor's value into the host program, and manual_seed()
+// changes generator state outside any op. While a graph is captured (compile/capture.cpp) both
+// are graph breaks: what the program does next depends on (or changes) something the graph
+// cannot replay. The capture installs the hook; item() and manual_seed() call on_graph_break.
+// The other way, a tensor the host fills (tensor(values)) is made with Capture excluded, so the
+// capture sees the filled tensor as data the program read, not an `empty` to replay.
+using GraphBreakHook = void (*)(const char* what);
+extern GraphBreakHook g_graph_break_hook;
+inline void on_graph_break(const char* what) {
+  if (__builtin_expect(g_graph_break_hook != nullptr, 0)) {
+    // (a kernel reading a value while its own node runs is part of that node: Capture is
+    // excluded then)
+    const LocalDispatchKeySet local = local_dispatch_key_set();
+    if (local.included.has(DispatchKey::Capture) && !local.excluded.has(DispatchKey::Capture))
+      g_graph_break_hook(what);
+  }
+}
 }  // namespace detail
 
 template <class Sig>

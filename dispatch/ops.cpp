@@ -156,14 +156,10 @@ Tensor sub(const Tensor& self, const Scalar& other, const Scalar& alpha) {
 Tensor& sub_(Tensor& self, const Scalar& other, const Scalar& alpha) {
   return sub_(self, scalar_to_tensor(other), alpha);
 }
-#define XTEN_SCALAR_OVERLOAD(fn)                       \
-  Tensor fn(const Tensor& self, const Scalar& other) { \
-    return fn(self, scalar_to_tensor(other));          \
-  }
-#define XTEN_SCALAR_INPLACE_OVERLOAD(fn)          \
-  Tensor& fn(Tensor& self, const Scalar& other) { \
-    return fn(self, scalar_to_tensor(other));     \
-  }
+#define XTEN_SCALAR_OVERLOAD(fn) \
+  Tensor fn(const Tensor& self, const Scalar& other) { return fn(self, scalar_to_tensor(other)); }
+#define XTEN_SCALAR_INPLACE_OVERLOAD(fn) \
+  Tensor& fn(Tensor& self, const Scalar& other) { return fn(self, scalar_to_tensor(other)); }
 XTEN_SCALAR_OVERLOAD(mul)
 XTEN_SCALAR_INPLACE_OVERLOAD(mul_)
 XTEN_SCALAR_OVERLOAD(div)
@@ -270,7 +266,13 @@ Tensor tensor(const std::vector<T>& values, std::optional<IntArrayRef> shape,
   const int64_t numel = check_sizes("tensor", sizes);
   XTEN_CHECK(numel == static_cast<int64_t>(values.size()), ValueError, "tensor",
              "shape {} holds {} elements, but {} values were given", sizes, numel, values.size());
-  Tensor out = empty(sizes, scalar_type_of_v<T>, Device(kCPU));
+  Tensor out;
+  {
+    // Filled by the host, not by an op: while a graph is captured, the filled tensor is what the
+    // graph reads, not an `empty` it would replay (Note [Host reads]).
+    const ExcludeDispatchKeyGuard not_captured(DispatchKey::Capture);
+    out = empty(sizes, scalar_type_of_v<T>, Device(kCPU));
+  }
   T* p = out.data_ptr<T>();
   for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];  // vector<bool> has no data()
   ScalarType literal = scalar_type_of_v<T>;
@@ -306,6 +308,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, ScalarType dtype) {
 }
 
 void manual_seed(uint64_t seed) {
+  detail::on_graph_break("manual_seed");  // Note [Host reads]
   manual_seed_all_generators(seed);
 }
 

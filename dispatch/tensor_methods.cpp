@@ -9,6 +9,7 @@ namespace xten {
 
 Scalar Tensor::item() const {
   check_item("item");
+  detail::on_graph_break("item");  // Note [Host reads]
   const Tensor host = is_cpu() ? *this : to(Device(kCPU));  // a device copy synchronizes
   const void* p = host.data_ptr();
   switch (dtype()) {

@@ -1,17 +1,22 @@
-// torchvision's ResNet-18 (models::resnet18, in evaluation mode), run four ways: CPU float32, CPU autocast
-// bfloat16, XPU float32 and XPU autocast float16. Weights are random from a fixed seed and
+// torchvision's ResNet-18 (models::resnet18, in evaluation mode), run four ways: CPU float32, CPU
+// autocast bfloat16, XPU float32 and XPU autocast float16. Weights are random from a fixed seed and
 // the input is a batch of random 224x224 images, so the classes mean nothing; what matters is
 // that every run agrees with CPU float32 within its dtype's tolerance (the program exits with
 // status 1 otherwise) and how long each takes.
 //
 //   resnet [--batch N]      (default 2)
 //          [--profile PATH] record the four timed passes with XPU kernels and memory
+//          [--compile]      also run each way compiled (xten::compile with freeze,
+//                           docs/compile.md): eager and compiled times, the first call's time,
+//                           the graph's node count before and after the passes, and the largest
+//                           difference between the compiled and the eager logits
 //                           (docs/profiler.md), print the ten ops with the most self CPU time
 //                           and with the most self XPU time, and write a Chrome trace to PATH
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -79,19 +84,65 @@ ResNet make_network() {
   return net;
 }
 
+// --compile: each run's forward compiled with freeze (no autograd: NoGradGuard), against the
+// same run eagerly. The compiled logits must match the eager ones within the run's tolerance
+// (float32: 1e-5 of the largest logit; folding batch norm into the convolutions reorders a few
+// roundings).
+bool compare_compiled(const std::vector<Run>& runs, const ResNet& cpu_net, const ResNet& xpu_net,
+                      const Tensor& images, const Tensor& xpu_images) {
+  xten::NoGradGuard no_grad;
+  bool ok = true;
+  std::cout << "\nCompiled (xten::compile, freeze; docs/compile.md):\n";
+  for (const Run& r : runs) {
+    const bool on_xpu = r.device.type() == xten::kXPU;
+    const ResNet& net = on_xpu ? xpu_net : cpu_net;
+    const Tensor& in = on_xpu ? xpu_images : images;
+    auto f = xten::compile([&r, &net](const Tensor& x) { return pass(r, net, x); },
+                           xten::CompileOptions().freeze(true));
+    auto timed = [&](const std::function<Tensor()>& fn) {
+      if (on_xpu) xten::xpu::synchronize();
+      const auto t0 = std::chrono::steady_clock::now();
+      const Tensor out = fn().to(xten::kCPU).to(xten::kFloat);
+      return std::make_pair(
+          out,
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    };
+    const double first = timed([&] { return f(in); }).second;
+    f(in);  // warm
+    pass(r, net, in);
+    const auto [eager_out, eager_ms] = timed([&] { return pass(r, net, in); });
+    const auto [compiled_out, compiled_ms] = timed([&] { return f(in); });
+    const double scale = eager_out.abs().max().item<float>();
+    const double diff = (compiled_out - eager_out).abs().max().item<float>() / scale;
+    const double tolerance = r.autocast ? r.tolerance : 1e-5;
+    const bool pass_ok = std::isfinite(diff) && diff <= tolerance && f.stats().compiled_calls >= 2;
+    ok = ok && pass_ok;
+    const xten::CompileStats& s = f.stats();
+    std::cout << fmt::format(
+        "{:<23} eager {:8.1f} ms  compiled {:8.1f} ms ({:.2f}x)  first call {:7.1f} ms  nodes "
+        "{} -> {} ({} fused)  max diff vs eager {:.2e} {}\n",
+        r.name, eager_ms, compiled_ms, eager_ms / compiled_ms, first, s.nodes_captured,
+        s.nodes_after, s.fused_groups, diff, pass_ok ? "ok" : "FAILED");
+  }
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int64_t batch = 2;
   std::string profile;
+  bool compiled = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--batch" && i + 1 < argc) {
       batch = std::atoll(argv[++i]);
     } else if (arg == "--profile" && i + 1 < argc) {
       profile = argv[++i];
+    } else if (arg == "--compile") {
+      compiled = true;
     } else {
-      std::cerr << "usage: resnet [--batch N] [--profile PATH]\n";
+      std::cerr << "usage: resnet [--batch N] [--profile PATH] [--compile]\n";
       return 2;
     }
   }
@@ -155,6 +206,7 @@ int main(int argc, char** argv) {
           r.tolerance, pass ? "ok" : "FAILED");
     }
     std::cout << "(max diff: largest |logit - CPU float32 logit| over the largest |logit|)\n";
+    if (compiled) ok = compare_compiled(runs, cpu_net, xpu_net, images, xpu_images) && ok;
     if (!profile.empty()) {
       prof.stop();
       const xten::profiler::Averages avg = prof.key_averages();

@@ -50,6 +50,11 @@ template <class T>
 using ECMap = Eigen::Map<const EArray<T>>;
 
 constexpr int64_t kBlock = 256;
+// Note [Aligned blocks]: Eigen computes the elements before the first aligned address of an
+// output with the scalar form of a function and the rest with the vector form, and the two can
+// differ in the last bit (exp, tanh, sigmoid). The block buffers are 64-byte aligned, as the
+// allocators' memory is, so that a value does not depend on where a buffer landed on the stack,
+// and the compiler's fused loops (fused.cpp) get the eager kernels' values bit for bit.
 
 // Conversion between element types with defined results everywhere: a float into an integer
 // type saturates to int64 (NaN -> 0), then wraps to the width (as x86 PyTorch does for
@@ -75,7 +80,7 @@ inline To cast_value(From v) {
 
 // Signed integer arithmetic that wraps (two's complement) instead of overflowing.
 template <class M>
-constexpr bool kWraps = std::is_integral_v<M>&& std::is_signed_v<M> && sizeof(M) >= sizeof(int);
+constexpr bool kWraps = std::is_integral_v<M> && std::is_signed_v<M> && sizeof(M) >= sizeof(int);
 template <class M>
 inline M wrap_add(M a, M b) {
   if constexpr (kWraps<M>)
@@ -267,8 +272,8 @@ auto make_loop(const Op& op) {
       // Blocks of kBlock: an input of type M read in place where contiguous, a broadcast one
       // (stride 0, as a scalar operand) filled once, others gathered and converted; the
       // result written in place where the output is contiguous of the vector's type.
-      M in[N][kBlock];
-      V res[kBlock];
+      alignas(64) M in[N][kBlock];
+      alignas(64) V res[kBlock];  // aligned: Note [Aligned blocks]
       const M* src[N];
       for (int k = 0; k < N; ++k)
         if (s[k + 1] == 0)

@@ -1,0 +1,107 @@
+// Graph mode against eager (issue: Graph mode I; docs/compile.md). The same cases in PyTorch,
+// eager and torch.compile: bench/reference/torch_compile.py; both in one command:
+// bench/reference/compare_compile.sh. Figures: bench/README.md, "bench_compile".
+// Run: build/bench/bench_compile [THREADS...]   (default: 1 and all threads)
+//
+// Cases: the pointwise chain layer_norm(x * sigmoid(x) + b) on x [4096, 1024]; ResNet-18
+// inference at batch 8, 224x224, float32 and under autocast bfloat16 (compiled with freeze).
+// Each prints eager and compiled times (median of 7 blocks), the first call's time (capture and
+// passes included), the graph's node count before and after the passes, and the largest
+// difference between the compiled and the eager result.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include <xten/xten.h>
+
+#include "reference/block_timing.h"
+
+namespace {
+using namespace xten;
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Median over 7 blocks of `per_block` calls, in ms per call.
+double time_ms(const std::function<void()>& f, int per_block) {
+  for (int i = 0; i < 2; ++i) f();
+  std::vector<double> blocks;
+  for (int b = 0; b < 7; ++b) blocks.push_back(seconds_per_call(f, per_block) * 1e3);
+  return median(blocks);
+}
+
+double max_diff(const Tensor& a, const Tensor& b) {
+  return (a.to(kFloat) - b.to(kFloat)).abs().max().item<double>();
+}
+
+template <class Compiled>
+void report(const char* name, int threads, double eager_ms, double first_ms, double compiled_ms,
+            const Compiled& c, double diff) {
+  const CompileStats& s = c.stats();
+  std::printf(
+      "%-28s %2d threads: eager %9.3f ms  compiled %9.3f ms  (%.2fx)  first call %7.1f ms  nodes "
+      "%lld -> %lld (%lld fused groups)  max diff %.3g\n",
+      name, threads, eager_ms, compiled_ms, eager_ms / compiled_ms, first_ms,
+      static_cast<long long>(s.nodes_captured), static_cast<long long>(s.nodes_after),
+      static_cast<long long>(s.fused_groups), diff);
+}
+
+void chain(int threads) {
+  NoGradGuard no_grad;
+  manual_seed(0);
+  const Tensor x = randn({4096, 1024}), b = randn({1024});
+  auto fn = [](const Tensor& x, const Tensor& b) { return layer_norm(x * sigmoid(x) + b, {1024}); };
+  const double eager = time_ms([&] { fn(x, b); }, threads == 1 ? 5 : 20);
+  auto c = compile(fn);
+  const auto t0 = std::chrono::steady_clock::now();
+  c(x, b);
+  const double first = ms_since(t0);
+  const double compiled = time_ms([&] { c(x, b); }, threads == 1 ? 5 : 20);
+  report("layer_norm chain 4096x1024", threads, eager, first, compiled, c,
+         max_diff(c(x, b), fn(x, b)));
+}
+
+void resnet(int threads, bool bf16) {
+  NoGradGuard no_grad;
+  manual_seed(0);
+  auto model = models::resnet18();
+  model->eval();
+  const Tensor x = randn({8, 3, 224, 224});
+  std::function<Tensor(const Tensor&)> fn = [&](const Tensor& in) {
+    if (!bf16) return model(in);
+    autocast::AutocastGuard ac(kCPU, kBFloat16);
+    return model(in);
+  };
+  const int per_block = threads == 1 ? 1 : 3;
+  const double eager = time_ms([&] { fn(x); }, per_block);
+  auto c = compile(fn, CompileOptions().freeze(true));
+  const auto t0 = std::chrono::steady_clock::now();
+  c(x);
+  const double first = ms_since(t0);
+  const double compiled = time_ms([&] { c(x); }, per_block);
+  report(bf16 ? "resnet18 b8 autocast bf16" : "resnet18 b8 float32", threads, eager, first,
+         compiled, c, max_diff(c(x), fn(x)));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> threads;
+  for (int i = 1; i < argc; ++i) threads.push_back(std::atoi(argv[i]));
+  if (threads.empty()) threads = {1, static_cast<int>(std::thread::hardware_concurrency())};
+  std::printf("%s\n", cpu_backend_summary().c_str());
+  for (int t : threads) {
+    if (t < 1) {
+      std::fprintf(stderr, "bench_compile: thread counts must be positive, got %d\n", t);
+      return 2;
+    }
+    set_num_threads(t);
+    chain(t);
+    resnet(t, false);
+    resnet(t, true);
+  }
+}

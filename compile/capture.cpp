@@ -1,0 +1,181 @@
+// Note [Capture]
+// C++ has no bytecode to trace, so a program is captured by running it: the Capture key is added
+// to the thread's included set, and its fallback, which sits right above the backends, sees every
+// op call that reaches them. A call whose backend would run a CompositeImplicit kernel runs that
+// kernel with Capture still on, so the primitives it decomposes into are recorded instead; any
+// other call is recorded (arguments as values or constants, results as new values) and then run
+// below with Capture off, so a kernel's own inner calls are part of its node. Everything above
+// the backends has already happened when a call arrives: autograd recorded its node, autocast
+// inserted its casts (recorded as the ops they are). Tensors the program did not make and was not
+// given (a module's parameters) become captured values, kept by reference. What the program
+// reads back to the host (item()) and ops whose result's shape depends on values (nonzero,
+// masked_select) are graph breaks: recording stops, the program runs on eagerly, and the caller
+// decides (compile.cpp: eager for that signature, or an error with fullgraph).
+#include <xten/compile/capture.h>
+
+#include <unordered_map>
+
+#include <xten/autocast/autocast.h>
+#include <xten/dispatch/library.h>
+
+namespace xten::compiler {
+namespace {
+
+struct Tracer {
+  Graph graph;
+  std::unordered_map<const TensorImpl*, int> value_of;
+  std::vector<Tensor> keep_alive;  // so that no traced TensorImpl's address is reused
+  bool fullgraph = false;
+  std::string break_op;
+};
+thread_local Tracer* t_tracer = nullptr;
+
+void graph_break(Tracer& t, const char* what) {
+  if (!t.break_op.empty()) return;
+  XTEN_CHECK(!t.fullgraph, ValueError, "compile",
+             "graph break at '{}' with fullgraph=true: its result depends on tensor values the "
+             "graph cannot know (docs/compile.md, \"Graph breaks\")",
+             what);
+  t.break_op = what;
+}
+
+void host_effect(const char* what) {
+  if (t_tracer) graph_break(*t_tracer, what);
+}
+
+int value_for(Tracer& t, const Tensor& x) {
+  if (!x.defined()) return -1;
+  auto it = t.value_of.find(x.impl());
+  if (it != t.value_of.end()) return it->second;
+  Value v;
+  v.meta = TensorMeta::of(x);
+  v.tensor = x;
+  if (x.impl()->is_wrapped_number()) {
+    v.kind = ValueKind::Constant;  // a Scalar argument, as the front end wrapped it
+  } else {
+    v.kind = ValueKind::Captured;
+    v.index = static_cast<int>(t.graph.captured.size());
+  }
+  const int id = t.graph.add_value(std::move(v));
+  if (t.graph.values[id].kind == ValueKind::Captured) t.graph.captured.push_back(id);
+  t.value_of[x.impl()] = id;
+  t.keep_alive.push_back(x);
+  return id;
+}
+
+Arg arg_for(Tracer& t, const IValue& v) {
+  if (v.is_tensor()) return Arg::of_value(value_for(t, v.get<Tensor>()));
+  if (v.is_tensor_list()) {
+    Arg a;
+    a.kind = Arg::Kind::ValueList;
+    for (const Tensor& x : v.get<std::vector<Tensor>>()) a.values.push_back(value_for(t, x));
+    return a;
+  }
+  return Arg::of_constant(v);
+}
+
+int define(Tracer& t, const Tensor& x, int node) {
+  if (!x.defined()) return -1;
+  Value v;
+  v.kind = ValueKind::Node;
+  v.meta = TensorMeta::of(x);
+  v.node = node;
+  const int id = t.graph.add_value(std::move(v));
+  t.value_of[x.impl()] = id;  // an in-place op's result is the new value of its tensor
+  t.keep_alive.push_back(x);
+  return id;
+}
+
+bool data_dependent(const OperatorHandle& op) {
+  const std::string& n = op.name();
+  return n == "xten::nonzero" || n == "xten::masked_select";
+}
+
+bool is_view(const OperatorHandle& op) {
+  if (op.entry().written_args() != 0) return false;
+  for (const SchemaArgument& r : op.entry().function_schema().returns())
+    if (r.alias) return true;
+  return false;
+}
+
+void capture_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+  const DispatchKeySet below = ks.remove(DispatchKey::Capture);
+  Tracer* t = t_tracer;
+  const DispatchKeySet backends = DispatchKeySet(DispatchKey::CPU).add(DispatchKey::XPU);
+  // A composite is recorded as the primitives it calls, unless it is a view: views are made from
+  // metadata alone, with no op inside to record, so the view op itself is the node.
+  if (t && t->break_op.empty() && op.entry().runs_composite((below & backends).highest()) &&
+      !is_view(op))
+    return op.redispatch_boxed(below, stack);
+  if (!t || !t->break_op.empty() || data_dependent(op)) {
+    if (t && data_dependent(op)) graph_break(*t, op.entry().error_name());
+    const ExcludeDispatchKeyGuard off(DispatchKey::Capture);
+    return op.redispatch_boxed(below, stack);
+  }
+  const size_t n = static_cast<size_t>(op.entry().num_arguments());
+  const size_t base = stack->size() - n;
+  Node node;
+  node.op = op;
+  for (size_t i = 0; i < n; ++i) node.args.push_back(arg_for(*t, (*stack)[base + i]));
+  {
+    const ExcludeDispatchKeyGuard off(DispatchKey::Capture);
+    op.redispatch_boxed(below, stack);
+  }
+  const int id = static_cast<int>(t->graph.nodes.size());
+  for (size_t i = base; i < stack->size(); ++i) {
+    const IValue& r = (*stack)[i];
+    Result res;
+    if (r.is_tensor()) {
+      res.kind = Result::Kind::Value;
+      res.value = define(*t, r.get<Tensor>(), id);
+    } else if (r.is_tensor_list()) {
+      res.kind = Result::Kind::ValueList;
+      for (const Tensor& x : r.get<std::vector<Tensor>>()) res.values.push_back(define(*t, x, id));
+    } else {
+      res.kind = Result::Kind::Other;
+    }
+    node.results.push_back(std::move(res));
+  }
+  t->graph.nodes.push_back(std::move(node));
+}
+
+}  // namespace
+
+CaptureResult capture(const Program& program, const std::vector<Tensor>& inputs, bool fullgraph) {
+  XTEN_CHECK(t_tracer == nullptr, ValueError, "compile",
+             "a compiled program was called while another one is being captured on this thread");
+  Tracer t;
+  t.fullgraph = fullgraph;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Value v;
+    v.kind = ValueKind::Input;
+    v.index = static_cast<int>(i);
+    if (inputs[i].defined()) v.meta = TensorMeta::of(inputs[i]);
+    const int id = t.graph.add_value(std::move(v));
+    t.graph.inputs.push_back(id);
+    if (inputs[i].defined()) t.value_of[inputs[i].impl()] = id;
+  }
+  // Casts the autocast cache would hand out would be captured tensors made before this run;
+  // without them, the casts are recorded as the ops they are (docs/compile.md, "Autocast").
+  autocast::clear_cache();
+  detail::g_graph_break_hook = &host_effect;
+  CaptureResult r;
+  {
+    t_tracer = &t;
+    struct Reset {
+      ~Reset() { t_tracer = nullptr; }
+    } reset;
+    const IncludeDispatchKeyGuard on(DispatchKey::Capture);
+    r.outputs = program(inputs);
+  }
+  for (const Tensor& x : r.outputs) t.graph.outputs.push_back(value_for(t, x));
+  r.break_op = t.break_op;
+  r.graph = std::move(t.graph);
+  return r;
+}
+
+LIBRARY_IMPL(_, Capture, m) {
+  m.fallback(BoxedKernel(&capture_fallback));
+}
+
+}  // namespace xten::compiler

@@ -1,0 +1,275 @@
+// The compiled-program cache: guards, capture on a miss, the passes, the executor
+// (docs/compile.md, "Guards and recompiles").
+#include <xten/compile/compile.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include <xten/autocast/autocast.h>
+#include <xten/autograd/grad_mode.h>
+#include <xten/compile/capture.h>
+#include <xten/compile/passes.h>
+#include <xten/compile/runtime.h>
+
+namespace xten::compile_detail {
+namespace {
+
+using compiler::Graph;
+using compiler::TensorMeta;
+
+// Everything about a call that changes what its trace would be.
+struct Signature {
+  struct Input {
+    bool defined = false;
+    TensorMeta meta;
+    bool requires_grad = false;
+    bool operator==(const Input& o) const {
+      return defined == o.defined && requires_grad == o.requires_grad &&
+             (!defined || meta == o.meta);
+    }
+  };
+  std::vector<Input> inputs;
+  bool grad_enabled = false;
+  bool autocast[2] = {false, false};
+  ScalarType autocast_dtype[2] = {ScalarType::Undefined, ScalarType::Undefined};
+  int training = -1;  // compile(module): the module's flag
+
+  bool operator==(const Signature& o) const {
+    return inputs == o.inputs && grad_enabled == o.grad_enabled && autocast[0] == o.autocast[0] &&
+           autocast[1] == o.autocast[1] && autocast_dtype[0] == o.autocast_dtype[0] &&
+           autocast_dtype[1] == o.autocast_dtype[1] && training == o.training;
+  }
+  std::string describe() const {
+    std::string s;
+    for (const Input& i : inputs)
+      s += (s.empty() ? "" : ", ") + (i.defined ? i.meta.to_string() : "None");
+    return "(" + s + ")";
+  }
+};
+
+Signature signature_of(const std::vector<Tensor>& inputs, const nn::Module* module) {
+  Signature s;
+  for (const Tensor& t : inputs) {
+    Signature::Input in;
+    in.defined = t.defined();
+    if (t.defined()) {
+      in.meta = TensorMeta::of(t);
+      in.requires_grad = t.requires_grad();
+    }
+    s.inputs.push_back(std::move(in));
+  }
+  s.grad_enabled = GradMode::is_enabled();
+  const DeviceType types[2] = {kCPU, kXPU};
+  for (int d = 0; d < 2; ++d) {
+    s.autocast[d] = autocast::is_autocast_enabled(types[d]);
+    if (s.autocast[d]) s.autocast_dtype[d] = autocast::get_autocast_dtype(types[d]);
+  }
+  if (module) s.training = module->is_training();
+  return s;
+}
+
+struct Entry {
+  Signature sig;
+  std::shared_ptr<Graph> graph;
+  std::unique_ptr<compiler::Executor> executor;
+  std::string eager_reason;  // non-empty: this signature runs eagerly
+  // Guards on the captured tensors: their metadata, and with freeze their versions.
+  std::vector<TensorMeta> captured_meta;
+  std::vector<uint32_t> captured_version;
+
+  bool captured_hold(bool freeze) const {
+    if (!graph) return true;
+    for (size_t i = 0; i < graph->captured.size(); ++i) {
+      const Tensor& t = graph->values[static_cast<size_t>(graph->captured[i])].tensor;
+      if (!(TensorMeta::of(t) == captured_meta[i])) return false;
+      if (freeze && t.impl()->version() != captured_version[i]) return false;
+    }
+    return true;
+  }
+};
+
+bool any_requires_grad(const Graph& g, const std::vector<Tensor>& inputs) {
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  for (int v : g.captured)
+    if (g.values[static_cast<size_t>(v)].tensor.requires_grad()) return true;
+  return false;
+}
+
+std::string debug_dir(const CompileOptions& o) {
+  if (!o.debug_dir_.empty()) return o.debug_dir_;
+  const char* env = std::getenv("XTEN_COMPILE_DEBUG");
+  return env ? env : "";
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  if (!f) {
+    std::fprintf(stderr, "xten: compile: cannot write the debug file %s\n", path.c_str());
+    return;
+  }
+  f << text;
+}
+
+std::string programs_text(const Graph& g) {
+  std::string s;
+  for (size_t gi = 0; gi < g.groups.size(); ++gi) {
+    const compiler::FusedGroup& grp = g.groups[gi];
+    s += fmt::format("group {} {}: shape [{}], inputs", gi, grp.name, fmt::join(grp.shape, ", "));
+    for (size_t k = 0; k < grp.inputs.size(); ++k) s += fmt::format(" r{}=%{}", k, grp.inputs[k]);
+    s += "\n";
+    for (const cpu::FusedInstr& in : grp.program.code) {
+      if (cpu::is_binary(in.op))
+        s += fmt::format("  r{} = {}(r{}, r{}", in.dst, cpu::to_string(in.op), in.a, in.b);
+      else
+        s += fmt::format("  r{} = {}(r{}", in.dst, cpu::to_string(in.op), in.a);
+      if (in.op == cpu::FusedOpcode::AddAlpha) s += fmt::format(", alpha={}", in.s0);
+      if (in.op == cpu::FusedOpcode::Clamp) s += fmt::format(", {}, {}", in.s0, in.s1);
+      s += ")\n";
+    }
+    for (size_t k = 0; k < grp.outputs.size(); ++k)
+      s += fmt::format("  store r{} -> %{}\n", grp.program.outputs[k], grp.outputs[k]);
+  }
+  return s;
+}
+
+}  // namespace
+
+struct CompiledProgram::Impl {
+  CompileOptions options;
+  std::shared_ptr<nn::Module> module;
+  std::vector<std::unique_ptr<Entry>> entries;
+  CompileStats stats;
+  bool warned_limit = false, warned_break = false;
+  std::string last_graph;
+  int compiles = 0;
+
+  std::vector<Tensor> eager(const std::vector<Tensor>& inputs, const Program& program,
+                            const std::string& reason) {
+    ++stats.eager_calls;
+    stats.last_eager_reason = reason;
+    return program(inputs);
+  }
+
+  std::vector<Tensor> compile_and_run(const std::vector<Tensor>& inputs, const Program& program,
+                                      Signature sig) {
+    if (stats.captures > 0) ++stats.recompiles;
+    ++stats.captures;
+    compiler::CaptureResult cap = compiler::capture(program, inputs, options.fullgraph_);
+    auto e = std::make_unique<Entry>();
+    e->sig = std::move(sig);
+    const std::string dir = debug_dir(options);
+    const int n = compiles++;
+    if (!dir.empty())
+      write_file(fmt::format("{}/graph_{}_captured.txt", dir, n), cap.graph.to_string());
+    if (!cap.break_op.empty()) {
+      ++stats.graph_breaks;
+      stats.last_break = cap.break_op;
+      e->eager_reason = fmt::format("graph break at '{}'", cap.break_op);
+      if (!warned_break) {
+        warned_break = true;
+        std::fprintf(stderr,
+                     "xten: compile: graph break at '%s' (a value read back to the host or a "
+                     "shape that depends on values); this input signature runs eagerly "
+                     "(docs/compile.md, \"Graph breaks\")\n",
+                     cap.break_op.c_str());
+      }
+    } else if (GradMode::is_enabled() && any_requires_grad(cap.graph, inputs)) {
+      e->eager_reason =
+          "a tensor requires grad and grad mode is on (compiled training: docs/compile.md)";
+    } else {
+      auto g = std::make_shared<Graph>(std::move(cap.graph));
+      g->verify();
+      stats.nodes_captured = g->live_nodes();
+      if (options.backend_ == "inductor") {
+        compiler::fold_constants(*g, options.freeze_);
+        compiler::eliminate_identity_casts(*g);
+        compiler::fold_batch_norm_into_conv(*g, options.freeze_);
+        compiler::eliminate_common_subexpressions(*g);
+        compiler::eliminate_dead_code(*g);
+        compiler::fuse_pointwise(*g);
+        g->verify();
+      }
+      e->graph = g;
+      for (int v : g->captured) {
+        const Tensor& t = g->values[static_cast<size_t>(v)].tensor;
+        e->captured_meta.push_back(TensorMeta::of(t));
+        e->captured_version.push_back(t.impl()->version());
+      }
+      e->executor = std::make_unique<compiler::Executor>(g, options.mode_ == "reduce-overhead");
+      int64_t after = g->live_nodes();
+      for (const compiler::FusedGroup& grp : g->groups)
+        after -= static_cast<int64_t>(grp.nodes.size()) - 1;
+      stats.nodes_after = after;
+      stats.fused_groups = static_cast<int64_t>(g->groups.size());
+      stats.peak_bytes = e->executor->peak_bytes();
+      last_graph = g->to_string();
+      if (!dir.empty()) {
+        write_file(fmt::format("{}/graph_{}_optimized.txt", dir, n), last_graph);
+        write_file(fmt::format("{}/graph_{}_fused.txt", dir, n), programs_text(*g));
+      }
+    }
+    if (!e->eager_reason.empty()) {
+      ++stats.eager_calls;
+      stats.last_eager_reason = e->eager_reason;
+    }
+    entries.push_back(std::move(e));
+    return cap.outputs;  // the capture ran the program: its results are this call's
+  }
+};
+
+CompiledProgram::CompiledProgram(CompileOptions options, std::shared_ptr<nn::Module> module)
+    : impl_(std::make_unique<Impl>()) {
+  XTEN_CHECK(options.backend_ == "inductor" || options.backend_ == "eager", ValueError, "compile",
+             "backend must be \"inductor\" or \"eager\", but got \"{}\"", options.backend_);
+  XTEN_CHECK(options.mode_ == "default" || options.mode_ == "reduce-overhead", ValueError,
+             "compile", "mode must be \"default\" or \"reduce-overhead\", but got \"{}\"",
+             options.mode_);
+  XTEN_CHECK(options.cache_limit_ >= 1, ValueError, "compile",
+             "cache_limit must be >= 1, but got {}", options.cache_limit_);
+  XTEN_CHECK(!options.dynamic_, NotImplementedError, "compile",
+             "dynamic=true (one graph for many shapes) is not supported yet; with dynamic=false "
+             "each input signature is compiled, up to cache_limit");
+  impl_->options = std::move(options);
+  impl_->module = std::move(module);
+}
+
+CompiledProgram::~CompiledProgram() = default;
+
+std::vector<Tensor> CompiledProgram::call(const std::vector<Tensor>& inputs,
+                                          const Program& program) {
+  Impl& m = *impl_;
+  Signature sig = signature_of(inputs, m.module.get());
+  for (auto& e : m.entries) {
+    if (!(e->sig == sig)) continue;
+    if (!e->captured_hold(m.options.freeze_)) continue;
+    if (!e->eager_reason.empty()) return m.eager(inputs, program, e->eager_reason);
+    ++m.stats.compiled_calls;
+    return e->executor->run(inputs);
+  }
+  if (static_cast<int>(m.entries.size()) >= m.options.cache_limit_) {
+    if (!m.warned_limit) {
+      m.warned_limit = true;
+      std::fprintf(stderr,
+                   "xten: compile: %d graphs compiled for this program (cache_limit); the "
+                   "signature %s runs eagerly, as will others not compiled yet\n",
+                   m.options.cache_limit_, sig.describe().c_str());
+    }
+    return m.eager(inputs, program, "cache limit reached");
+  }
+  // A guard that missed because a captured tensor changed: that entry is stale.
+  for (auto it = m.entries.begin(); it != m.entries.end();)
+    it = ((*it)->sig == sig) ? m.entries.erase(it) : it + 1;
+  return m.compile_and_run(inputs, program, std::move(sig));
+}
+
+const CompileStats& CompiledProgram::stats() const {
+  return impl_->stats;
+}
+
+std::string CompiledProgram::graph_string() const {
+  return impl_->last_graph;
+}
+
+}  // namespace xten::compile_detail

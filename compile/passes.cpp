@@ -1,0 +1,500 @@
+#include <xten/compile/passes.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include <xten/compile/runtime.h>
+
+namespace xten::compiler {
+namespace {
+
+bool returns_alias(const Node& n) {
+  for (const SchemaArgument& r : n.op.entry().function_schema().returns())
+    if (r.alias) return true;
+  return false;
+}
+
+std::vector<int> uses_count(const Graph& g) {
+  std::vector<int> uses(g.values.size(), 0);
+  for (const Node& n : g.nodes)
+    if (!n.dead)
+      for (int v : n.used_values()) ++uses[static_cast<size_t>(v)];
+  for (int v : g.outputs)
+    if (v >= 0) ++uses[static_cast<size_t>(v)];
+  return uses;
+}
+
+void replace_uses(Graph& g, int from, int to) {
+  for (Node& n : g.nodes) {
+    if (n.dead) continue;
+    for (Arg& a : n.args) {
+      if (a.kind == Arg::Kind::Value && a.value == from) a.value = to;
+      if (a.kind == Arg::Kind::ValueList)
+        for (int& v : a.values)
+          if (v == from) v = to;
+    }
+  }
+  for (int& v : g.outputs)
+    if (v == from) v = to;
+}
+
+const Scalar* scalar_arg(const Node& n, size_t i) {
+  const Arg& a = n.args[i];
+  return a.kind == Arg::Kind::Constant && a.constant.is<Scalar>() ? &a.constant.get<Scalar>()
+                                                                  : nullptr;
+}
+
+std::string constant_key(const IValue& v) {
+  if (v.is_none()) return "None";
+  if (v.is<Scalar>()) {
+    const Scalar& s = v.get<Scalar>();
+    return fmt::format("S{}:{}", static_cast<int>(s.type()), s.to_string());
+  }
+  if (v.is<int64_t>()) return "i" + std::to_string(v.get<int64_t>());
+  if (v.is<double>()) return fmt::format("d{}", v.get<double>());
+  if (v.is<bool>()) return v.get<bool>() ? "T" : "F";
+  if (v.is<std::vector<int64_t>>())
+    return fmt::format("[{}]", fmt::join(v.get<std::vector<int64_t>>(), ","));
+  if (v.is<std::string>()) return "s" + v.get<std::string>();
+  if (v.is<ScalarType>()) return "t" + std::to_string(static_cast<int>(v.get<ScalarType>()));
+  if (v.is<Device>()) return "D" + v.get<Device>().str();
+  return "?" + v.type_name();  // a tensor constant: never equal to another (below)
+}
+
+}  // namespace
+
+bool is_random_or_uninitialized(const Node& n) {
+  const std::string name = n.op.entry().display_name();
+  for (const char* r : {"rand", "dropout", "bernoulli", "normal", "multinomial", "empty"})
+    if (name.find(r) != std::string::npos) return true;
+  return false;
+}
+
+std::vector<char> written_values(const Graph& g) {
+  std::vector<char> w(g.values.size(), 0);
+  for (const Node& n : g.nodes) {
+    if (n.dead || !n.writes()) continue;
+    const uint64_t mask = n.op.entry().written_args();
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      if (!((mask >> i) & 1)) continue;
+      const Arg& a = n.args[i];
+      if (a.kind == Arg::Kind::Value && a.value >= 0) w[static_cast<size_t>(a.value)] = 1;
+      if (a.kind == Arg::Kind::ValueList)
+        for (int v : a.values)
+          if (v >= 0) w[static_cast<size_t>(v)] = 1;
+    }
+  }
+  // Back through views (and in-place results): writing a view writes what it views.
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    if (n.dead || !returns_alias(n)) continue;
+    bool hit = false;
+    for (int v : n.defined_values()) hit = hit || w[static_cast<size_t>(v)];
+    if (!hit) continue;
+    for (int v : n.used_values()) w[static_cast<size_t>(v)] = 1;
+  }
+  return w;
+}
+
+int eliminate_dead_code(Graph& g) {
+  std::vector<int> uses = uses_count(g);
+  int removed = 0;
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    Node& n = g.nodes[i];
+    if (n.dead || n.writes() || is_random_or_uninitialized(n)) continue;
+    bool used = false;
+    for (const Result& r : n.results) used = used || r.kind == Result::Kind::Other;
+    for (int v : n.defined_values()) used = used || uses[static_cast<size_t>(v)] > 0;
+    if (used) continue;
+    n.dead = true;
+    ++removed;
+    for (int v : n.used_values()) --uses[static_cast<size_t>(v)];
+  }
+  return removed;
+}
+
+int eliminate_common_subexpressions(Graph& g) {
+  const std::vector<char> written = written_values(g);
+  std::map<std::string, int> seen;  // key -> node
+  int merged = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& n = g.nodes[i];
+    if (n.dead || n.writes() || is_random_or_uninitialized(n)) continue;
+    bool ok = true;
+    for (const Result& r : n.results) ok = ok && r.kind != Result::Kind::Other;
+    for (int v : n.defined_values()) ok = ok && !written[static_cast<size_t>(v)];
+    if (!ok) continue;
+    std::string key = n.op.name();
+    for (const Arg& a : n.args) {
+      if (a.kind == Arg::Kind::Value) {
+        key += fmt::format("|%{}", a.value);
+      } else if (a.kind == Arg::Kind::ValueList) {
+        key += fmt::format("|[{}]", fmt::join(a.values, ","));
+      } else {
+        if (a.constant.is_tensor()) ok = false;
+        key += "|" + constant_key(a.constant);
+      }
+    }
+    if (!ok) continue;
+    auto [it, fresh] = seen.emplace(key, static_cast<int>(i));
+    if (fresh) continue;
+    const Node& first = g.nodes[static_cast<size_t>(it->second)];
+    const std::vector<int> a = first.defined_values(), b = n.defined_values();
+    if (a.size() != b.size()) continue;
+    for (size_t k = 0; k < a.size(); ++k) replace_uses(g, b[k], a[k]);
+    n.dead = true;
+    ++merged;
+  }
+  return merged;
+}
+
+int fold_constants(Graph& g, bool freeze) {
+  const std::vector<char> written = written_values(g);
+  auto constant = [&](int v) {
+    const Value& val = g.values[static_cast<size_t>(v)];
+    if (written[static_cast<size_t>(v)]) return false;
+    return val.kind == ValueKind::Constant || (freeze && val.kind == ValueKind::Captured);
+  };
+  int folded = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& n = g.nodes[i];
+    if (n.dead || n.writes() || is_random_or_uninitialized(n)) continue;
+    bool ok = true;
+    for (int v : n.used_values()) ok = ok && constant(v);
+    for (const Result& r : n.results) ok = ok && r.kind != Result::Kind::Other;
+    for (int v : n.defined_values()) ok = ok && !written[static_cast<size_t>(v)];
+    if (!ok) continue;
+    std::vector<Tensor> env(g.values.size());
+    for (int v : n.used_values())
+      env[static_cast<size_t>(v)] = g.values[static_cast<size_t>(v)].tensor;
+    run_node(n, env);
+    for (int v : n.defined_values()) {
+      Value& val = g.values[static_cast<size_t>(v)];
+      val.kind = ValueKind::Constant;
+      val.node = -1;
+      val.tensor = env[static_cast<size_t>(v)];
+    }
+    n.dead = true;
+    ++folded;
+  }
+  return folded;
+}
+
+int eliminate_identity_casts(Graph& g) {
+  int removed = 0;
+  for (Node& n : g.nodes) {
+    if (n.dead) continue;
+    const std::string name = n.op.entry().display_name();
+    if (name != "to" && name != "contiguous") continue;
+    if (name == "to") {
+      const Arg& copy = n.args[3];
+      if (copy.kind != Arg::Kind::Constant || !copy.constant.is<bool>() ||
+          copy.constant.get<bool>())
+        continue;
+    }
+    const std::vector<int> defs = n.defined_values();
+    if (defs.size() != 1 || n.args[0].kind != Arg::Kind::Value || n.args[0].value < 0) continue;
+    const int in = n.args[0].value;
+    if (!(g.values[static_cast<size_t>(in)].meta == g.values[static_cast<size_t>(defs[0])].meta))
+      continue;
+    // The op returned its input itself: every use of the result is a use of the input.
+    replace_uses(g, defs[0], in);
+    n.dead = true;
+    ++removed;
+  }
+  return removed;
+}
+
+int fold_batch_norm_into_conv(Graph& g, bool freeze) {
+  const std::vector<int> uses = uses_count(g);
+  const std::vector<char> written = written_values(g);
+  auto constant = [&](int v) -> const Tensor* {
+    if (v < 0 || written[static_cast<size_t>(v)]) return nullptr;
+    const Value& val = g.values[static_cast<size_t>(v)];
+    const bool ok = val.kind == ValueKind::Constant || (freeze && val.kind == ValueKind::Captured);
+    return ok ? &val.tensor : nullptr;
+  };
+  // The one live node reading value v (uses[v] == 1), and which argument.
+  std::vector<int> user(g.values.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!g.nodes[i].dead)
+      for (int v : g.nodes[i].used_values()) user[static_cast<size_t>(v)] = static_cast<int>(i);
+  auto per_channel = [](const Tensor* t, int64_t c, int64_t dims) {
+    // [1, C, 1, 1] (or [C, 1, 1]): one value per output channel, broadcast over the rest.
+    if (!t || t->numel() != c || t->dim() > dims || t->dim() < 3) return false;
+    return t->size(-3) == c;
+  };
+  int folded = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& conv = g.nodes[i];
+    const std::string name = conv.op.entry().display_name();
+    if (conv.dead || (name != "conv2d" && name != "conv2d.padding")) continue;
+    const std::vector<int> out = conv.defined_values();
+    if (out.size() != 1 || uses[static_cast<size_t>(out[0])] != 1 ||
+        written[static_cast<size_t>(out[0])])
+      continue;
+    const Tensor* w =
+        conv.args[1].kind == Arg::Kind::Value ? constant(conv.args[1].value) : nullptr;
+    if (!w || w->dtype() != kFloat) continue;
+    const Tensor* b = nullptr;
+    if (conv.args[2].kind == Arg::Kind::Value && conv.args[2].value >= 0) {
+      b = constant(conv.args[2].value);
+      if (!b) continue;
+    }
+    const int mul_id = user[static_cast<size_t>(out[0])];
+    if (mul_id < 0) continue;
+    Node& mul = g.nodes[static_cast<size_t>(mul_id)];
+    if (mul.op.entry().display_name() != "mul.Tensor" || mul.args[0].value != out[0]) continue;
+    const int64_t c = w->size(0), dims = w->dim();
+    const Tensor* scale = constant(mul.args[1].value);
+    const int m = mul.defined_values()[0];
+    if (!per_channel(scale, c, dims) || uses[static_cast<size_t>(m)] != 1 ||
+        written[static_cast<size_t>(m)])
+      continue;
+    const int add_id = user[static_cast<size_t>(m)];
+    if (add_id < 0) continue;
+    Node& add = g.nodes[static_cast<size_t>(add_id)];
+    const Scalar* alpha = add.args.size() == 3 ? scalar_arg(add, 2) : nullptr;
+    if (add.op.entry().display_name() != "add.Tensor" || add.args[0].value != m || !alpha ||
+        alpha->to_double() != 1.0)
+      continue;
+    const Tensor* shift = constant(add.args[1].value);
+    const int a = add.defined_values()[0];
+    if (!per_channel(shift, c, dims) || g.values[static_cast<size_t>(a)].meta.dtype != kFloat)
+      continue;
+    // y = conv(x, W, b) * s + t = conv(x, W * s, b * s + t), s and t per output channel.
+    const Tensor s = scale->reshape({c}), t = shift->reshape({c});
+    std::vector<int64_t> wshape(static_cast<size_t>(dims), 1);
+    wshape[0] = c;
+    Value wv, bv;
+    wv.kind = bv.kind = ValueKind::Constant;
+    wv.tensor = (*w * s.reshape(wshape)).contiguous();
+    bv.tensor = b ? (*b * s + t).contiguous() : t.contiguous();
+    wv.meta = TensorMeta::of(wv.tensor);
+    bv.meta = TensorMeta::of(bv.tensor);
+    conv.args[1] = Arg::of_value(g.add_value(std::move(wv)));
+    conv.args[2] = Arg::of_value(g.add_value(std::move(bv)));
+    replace_uses(g, a, out[0]);
+    mul.dead = add.dead = true;
+    ++folded;
+  }
+  return folded;
+}
+
+// ---- pointwise fusion ------------------------------------------------------------------------
+namespace {
+
+// The instruction a node becomes (its operand registers filled in later), if it can be fused.
+std::optional<cpu::FusedInstr> fused_instr(const Node& n) {
+  using cpu::FusedOpcode;
+  const std::string name = n.op.entry().display_name();
+  cpu::FusedInstr in{};
+  static const std::map<std::string, FusedOpcode> kUnary = {
+      {"neg", FusedOpcode::Neg},
+      {"abs", FusedOpcode::Abs},
+      {"exp", FusedOpcode::Exp},
+      {"log", FusedOpcode::Log},
+      {"log1p", FusedOpcode::Log1p},
+      {"expm1", FusedOpcode::Expm1},
+      {"sqrt", FusedOpcode::Sqrt},
+      {"rsqrt", FusedOpcode::Rsqrt},
+      {"reciprocal", FusedOpcode::Reciprocal},
+      {"sin", FusedOpcode::Sin},
+      {"cos", FusedOpcode::Cos},
+      {"tanh", FusedOpcode::Tanh},
+      {"sigmoid", FusedOpcode::Sigmoid},
+      {"silu", FusedOpcode::Silu},
+      {"relu", FusedOpcode::Relu},
+      {"erf", FusedOpcode::Erf},
+      {"maximum", FusedOpcode::Maximum},
+      {"minimum", FusedOpcode::Minimum},
+      {"mul.Tensor", FusedOpcode::Mul},
+      {"div.Tensor", FusedOpcode::Div},
+  };
+  if (auto it = kUnary.find(name); it != kUnary.end()) {
+    in.op = it->second;
+    return in;
+  }
+  if (name == "add.Tensor" || name == "sub.Tensor") {
+    const Scalar* alpha = scalar_arg(n, 2);
+    if (!alpha) return std::nullopt;
+    const double a = alpha->to_double();
+    const bool sub = name == "sub.Tensor";
+    if (a == 1.0) {
+      in.op = sub ? FusedOpcode::Sub : FusedOpcode::Add;
+    } else {
+      in.op = FusedOpcode::AddAlpha;
+      in.s0 = static_cast<float>(sub ? -a : a);
+    }
+    return in;
+  }
+  if (name == "gelu") {
+    const Arg& a = n.args[1];
+    if (a.kind != Arg::Kind::Constant || !a.constant.is<std::string>()) return std::nullopt;
+    in.op = a.constant.get<std::string>() == "tanh" ? FusedOpcode::GeluTanh : FusedOpcode::GeluErf;
+    return in;
+  }
+  if (name == "clamp") {
+    auto bound = [&](size_t i, float none) -> std::optional<float> {
+      const Arg& a = n.args[i];
+      if (a.kind != Arg::Kind::Constant) return std::nullopt;
+      if (a.constant.is_none()) return none;
+      if (!a.constant.is<Scalar>()) return std::nullopt;
+      return static_cast<float>(a.constant.get<Scalar>().to_double());
+    };
+    const float inf = std::numeric_limits<float>::infinity();
+    const auto lo = bound(1, -inf), hi = bound(2, inf);
+    if (!lo || !hi) return std::nullopt;
+    in.op = FusedOpcode::Clamp;
+    in.s0 = *lo;
+    in.s1 = *hi;
+    return in;
+  }
+  return std::nullopt;
+}
+
+bool contiguous_f32_cpu(const TensorMeta& m) {
+  if (m.dtype != kFloat || m.device.type() != kCPU || m.storage_offset != 0) return false;
+  int64_t expect = 1;
+  for (size_t d = m.sizes.size(); d-- > 0;) {
+    if (m.sizes[d] != 1 && m.strides[d] != expect) return false;
+    expect *= m.sizes[d];
+  }
+  return true;
+}
+
+// Whether the node can join a group of `shape`: its result is a contiguous float32 CPU tensor of
+// that shape, and each tensor argument is float32 (or a 0-d number) broadcastable to it.
+bool fusable_in(const Graph& g, const Node& n, const std::vector<int64_t>& shape) {
+  const std::vector<int> defs = n.defined_values();
+  if (defs.size() != 1 || n.results.size() != 1) return false;
+  const TensorMeta& out = g.values[static_cast<size_t>(defs[0])].meta;
+  if (!contiguous_f32_cpu(out) || out.sizes != shape) return false;
+  for (int v : n.used_values()) {
+    const TensorMeta& m = g.values[static_cast<size_t>(v)].meta;
+    if (m.device.type() != kCPU) return false;
+    if (m.dtype != kFloat && !m.sizes.empty()) return false;
+    if (m.sizes.size() > shape.size()) return false;
+    for (size_t d = 0; d < m.sizes.size(); ++d) {
+      const int64_t s = m.sizes[d], o = shape[shape.size() - m.sizes.size() + d];
+      if (s != 1 && s != o) return false;
+    }
+  }
+  return true;
+}
+
+void build_program(Graph& g, FusedGroup& grp) {
+  std::map<int, int> reg;  // value -> register
+  cpu::FusedProgram& p = grp.program;
+  p = cpu::FusedProgram();
+  std::vector<char> member(g.nodes.size(), 0);
+  for (int i : grp.nodes) member[static_cast<size_t>(i)] = 1;
+  for (int i : grp.nodes)
+    for (int v : g.nodes[static_cast<size_t>(i)].used_values()) {
+      const Value& val = g.values[static_cast<size_t>(v)];
+      const bool inside = val.kind == ValueKind::Node && member[static_cast<size_t>(val.node)];
+      if (!inside && !reg.count(v)) {
+        reg[v] = static_cast<int>(grp.inputs.size());
+        grp.inputs.push_back(v);
+      }
+    }
+  p.num_inputs = static_cast<int>(grp.inputs.size());
+  int next = p.num_inputs;  // one register per instruction: no instruction reads what it writes
+  std::vector<std::string> names;
+  for (int i : grp.nodes) {
+    const Node& n = g.nodes[static_cast<size_t>(i)];
+    cpu::FusedInstr in = *fused_instr(n);
+    in.a = reg.at(n.args[0].value);
+    if (cpu::is_binary(in.op)) in.b = reg.at(n.args[1].value);
+    in.dst = next++;
+    reg[n.defined_values()[0]] = in.dst;
+    p.code.push_back(in);
+    names.push_back(cpu::to_string(in.op));
+  }
+  p.num_registers = next;
+  for (int v : grp.outputs) p.outputs.push_back(reg.at(v));
+  grp.name = "fused";
+  for (size_t k = 0; k < names.size() && k < 6; ++k) grp.name += "_" + names[k];
+  if (names.size() > 6) grp.name += fmt::format("_and_{}_more", names.size() - 6);
+}
+
+}  // namespace
+
+int fuse_pointwise(Graph& g) {
+  struct Open {
+    std::vector<int> nodes;
+    std::vector<int64_t> shape;
+    bool sealed = false;
+  };
+  std::vector<Open> groups;
+  std::vector<int> group_of_value(g.values.size(), -1);  // values defined inside a group
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& n = g.nodes[i];
+    if (n.dead) continue;
+    int joined = -1;
+    if (fused_instr(n) && n.args[0].kind == Arg::Kind::Value && n.args[0].value >= 0 &&
+        (!cpu::is_binary(fused_instr(n)->op) ||
+         (n.args[1].kind == Arg::Kind::Value && n.args[1].value >= 0))) {
+      const std::vector<int64_t>& shape =
+          g.values[static_cast<size_t>(n.defined_values().empty() ? 0 : n.defined_values()[0])]
+              .meta.sizes;
+      if (!n.defined_values().empty() && fusable_in(g, n, shape)) {
+        for (int v : n.used_values()) {
+          const int gi = group_of_value[static_cast<size_t>(v)];
+          if (gi >= 0 && !groups[static_cast<size_t>(gi)].sealed &&
+              groups[static_cast<size_t>(gi)].shape == shape) {
+            joined = gi;
+            break;
+          }
+        }
+        if (joined < 0) {
+          groups.push_back({{}, shape, false});
+          joined = static_cast<int>(groups.size()) - 1;
+        }
+        groups[static_cast<size_t>(joined)].nodes.push_back(static_cast<int>(i));
+        group_of_value[static_cast<size_t>(n.defined_values()[0])] = joined;
+      }
+    }
+    // A node outside a group that reads a group's value makes that group run before it: the
+    // group takes no more nodes. A write may alias anything: every group closes.
+    for (int v : n.used_values()) {
+      const int gi = group_of_value[static_cast<size_t>(v)];
+      if (gi >= 0 && gi != joined) groups[static_cast<size_t>(gi)].sealed = true;
+    }
+    if (n.writes())
+      for (Open& o : groups) o.sealed = true;
+  }
+  // Groups of two or more nodes become fused groups; a single node stays the eager kernel.
+  const std::vector<int> uses_total = uses_count(g);
+  int made = 0;
+  for (Open& o : groups) {
+    if (o.nodes.size() < 2) continue;
+    FusedGroup grp;
+    grp.nodes = o.nodes;
+    grp.shape = o.shape;
+    const int id = static_cast<int>(g.groups.size());
+    std::vector<char> member(g.nodes.size(), 0);
+    for (int i : o.nodes) member[static_cast<size_t>(i)] = 1;
+    // Outputs: results some non-member reads, or the program returns.
+    std::vector<int> inside_uses(g.values.size(), 0);
+    for (int i : o.nodes)
+      for (int v : g.nodes[static_cast<size_t>(i)].used_values())
+        ++inside_uses[static_cast<size_t>(v)];
+    for (int i : o.nodes) {
+      const int v = g.nodes[static_cast<size_t>(i)].defined_values()[0];
+      if (uses_total[static_cast<size_t>(v)] > inside_uses[static_cast<size_t>(v)])
+        grp.outputs.push_back(v);
+    }
+    for (int i : o.nodes) g.nodes[static_cast<size_t>(i)].group = id;
+    build_program(g, grp);
+    g.groups.push_back(std::move(grp));
+    ++made;
+  }
+  return made;
+}
+
+}  // namespace xten::compiler

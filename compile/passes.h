@@ -1,0 +1,32 @@
+#pragma once
+// Graph passes (docs/compile.md, "Passes"). Each keeps value numbers stable (a removed node is
+// marked dead; a folded result becomes a constant value) and leaves a graph that verify() accepts.
+#include <xten/compile/graph.h>
+
+namespace xten::compiler {
+
+// Values some live node writes, directly or through a view of them (closed over the ops whose
+// results alias their arguments).
+std::vector<char> written_values(const Graph& g);
+
+// Removes nodes whose results nothing reads, unless they write or draw random numbers.
+int eliminate_dead_code(Graph& g);
+// Removes `to` and `contiguous` calls that returned their input itself (same dtype, device and
+// layout): their uses read the input.
+int eliminate_identity_casts(Graph& g);
+// Folds batch norm in evaluation mode (after constant folding: a multiply and an add by
+// per-channel constants) into the convolution before it: new constant weight and bias.
+int fold_batch_norm_into_conv(Graph& g, bool freeze);
+// Merges nodes computing the same op of the same arguments (not random, not written later).
+int eliminate_common_subexpressions(Graph& g);
+// Computes at compile time the nodes whose tensor arguments are all constants (with `freeze`,
+// captured tensors no node writes are constants too) and are not random.
+int fold_constants(Graph& g, bool freeze);
+// Groups chains of float32 CPU pointwise ops of one shape into fused groups (Graph::groups)
+// and builds each group's program.
+int fuse_pointwise(Graph& g);
+
+// Whether the op draws from a generator (rand, dropout, ...) or returns uninitialized memory.
+bool is_random_or_uninitialized(const Node& n);
+
+}  // namespace xten::compiler

@@ -1,0 +1,247 @@
+// The runner of fused pointwise programs (fused.h), compiled once per CPU capability level. A
+// block interpreter: the iteration space is cut into blocks of kFusedBlock elements, threads take
+// blocks, and each instruction runs over a whole block with the eager kernels' functors and
+// typed loops, so that the vector code is the eager code and no compiler is needed at run time
+// (docs/compile.md, "CPU code").
+#include <cstring>
+
+#include <xten/core/parallel.h>
+#include <xten/kernels/cpu/capability.h>
+#include <xten/kernels/cpu/fused.h>
+#include <xten/kernels/cpu/loops.h>
+#include <xten/kernels/cpu/unary_functors.h>
+
+namespace xten::cpu {
+namespace {
+
+// 1,024 floats (4 KiB) per register: a program's registers stay in L1/L2 while it runs.
+constexpr int64_t kFusedBlock = 1024;
+
+template <class Op>
+void unary_block(const Op& op, const float* a, float* d, int64_t m) {
+  char* data[2] = {reinterpret_cast<char*>(d), reinterpret_cast<char*>(const_cast<float*>(a))};
+  const int64_t strides[2] = {sizeof(float), sizeof(float)};
+  make_loop<float, float>(op)(data, strides, m);
+}
+
+// The operations of binary.cpp's functors on float, element by element (no FMA contraction at
+// any level: CMakeLists.txt's level flags), so their values are the eager kernels'.
+void binary_block(const FusedInstr& in, const float* a, const float* b, float* d, int64_t m) {
+  switch (in.op) {
+    case FusedOpcode::Add:
+      for (int64_t i = 0; i < m; ++i) d[i] = a[i] + b[i];
+      return;
+    case FusedOpcode::Sub:
+      for (int64_t i = 0; i < m; ++i) d[i] = a[i] - b[i];
+      return;
+    case FusedOpcode::Mul:
+      for (int64_t i = 0; i < m; ++i) d[i] = a[i] * b[i];
+      return;
+    case FusedOpcode::Div:
+      for (int64_t i = 0; i < m; ++i) d[i] = a[i] / b[i];
+      return;
+    case FusedOpcode::AddAlpha: {
+      const float s = in.s0;
+      for (int64_t i = 0; i < m; ++i) d[i] = a[i] + s * b[i];
+      return;
+    }
+    case FusedOpcode::Maximum:
+      for (int64_t i = 0; i < m; ++i) {
+        const float x = a[i], y = b[i];
+        d[i] = x != x ? x : y != y ? y : x > y ? x : y;
+      }
+      return;
+    case FusedOpcode::Minimum:
+      for (int64_t i = 0; i < m; ++i) {
+        const float x = a[i], y = b[i];
+        d[i] = x != x ? x : y != y ? y : x < y ? x : y;
+      }
+      return;
+    default:
+      XTEN_ASSERT(false, "fused: {} is not a binary opcode", to_string(in.op));
+  }
+}
+
+void clamp_block(float lo, float hi, const float* a, float* d, int64_t m) {
+  const bool nan_bound = lo != lo || hi != hi;
+  for (int64_t i = 0; i < m; ++i) {
+    float y = a[i] < lo ? lo : a[i];
+    y = y > hi ? hi : y;
+    d[i] = nan_bound ? std::numeric_limits<float>::quiet_NaN() : y;
+  }
+}
+
+void unary_dispatch(const FusedInstr& in, const float* a, float* d, int64_t m) {
+  switch (in.op) {
+    case FusedOpcode::Neg:
+      return unary_block(NegOp{}, a, d, m);
+    case FusedOpcode::Abs:
+      return unary_block(AbsOp{}, a, d, m);
+    case FusedOpcode::Exp:
+      return unary_block(ExpOp{}, a, d, m);
+    case FusedOpcode::Log:
+      return unary_block(LogOp{}, a, d, m);
+    case FusedOpcode::Log1p:
+      return unary_block(Log1pOp{}, a, d, m);
+    case FusedOpcode::Expm1:
+      return unary_block(Expm1Op{}, a, d, m);
+    case FusedOpcode::Sqrt:
+      return unary_block(SqrtOp{}, a, d, m);
+    case FusedOpcode::Rsqrt:
+      return unary_block(RsqrtOp{}, a, d, m);
+    case FusedOpcode::Reciprocal:
+      return unary_block(ReciprocalOp{}, a, d, m);
+    case FusedOpcode::Sin:
+      return unary_block(SinOp{}, a, d, m);
+    case FusedOpcode::Cos:
+      return unary_block(CosOp{}, a, d, m);
+    case FusedOpcode::Tanh:
+      return unary_block(TanhOp{}, a, d, m);
+    case FusedOpcode::Sigmoid:
+      return unary_block(SigmoidOp{}, a, d, m);
+    case FusedOpcode::Silu:
+      return unary_block(SiluOp{}, a, d, m);
+    case FusedOpcode::Relu:
+      return unary_block(ReluOp{}, a, d, m);
+    case FusedOpcode::Erf:
+      return unary_block(ErfOp{}, a, d, m);
+    case FusedOpcode::GeluErf:
+      return unary_block(GeluErfOp{}, a, d, m);
+    case FusedOpcode::GeluTanh:
+      return unary_block(GeluTanhOp{}, a, d, m);
+    case FusedOpcode::Clamp:
+      return clamp_block(in.s0, in.s1, a, d, m);
+    default:
+      XTEN_ASSERT(false, "fused: {} is not a unary opcode", to_string(in.op));
+  }
+}
+
+// How a block of input k is read: in place (contiguous in the iteration space), one value
+// (every stride 0), or gathered by walking its strides.
+struct InputGeometry {
+  enum Kind { InPlace, Scalar, Gather } kind;
+  const float* base;
+  std::vector<int64_t> strides;  // elements, one per dim of the iteration space
+};
+
+InputGeometry input_geometry(const Tensor& t, IntArrayRef shape) {
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  const int64_t td = t.dim();
+  std::vector<int64_t> st(static_cast<size_t>(nd), 0);
+  for (int64_t d = 0; d < td; ++d) {
+    const int64_t od = nd - td + d;  // broadcasting aligns trailing dims
+    st[od] = t.size(d) == 1 ? 0 : t.stride(d);
+  }
+  bool scalar = true, contiguous = true;
+  int64_t expect = 1;
+  for (int64_t d = nd - 1; d >= 0; --d) {
+    if (shape[d] == 1) continue;
+    scalar = scalar && st[d] == 0;
+    contiguous = contiguous && st[d] == expect;
+    expect *= shape[d];
+  }
+  const float* base = static_cast<const float*>(t.data_ptr());
+  if (scalar) return {InputGeometry::Scalar, base, std::move(st)};
+  return {contiguous ? InputGeometry::InPlace : InputGeometry::Gather, base, std::move(st)};
+}
+
+// Copies elements [start, start + m) of the iteration space of a strided input into `dst`.
+void gather(const InputGeometry& g, IntArrayRef shape, int64_t start, int64_t m, float* dst) {
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  int64_t idx[16];
+  int64_t rem = start, off = 0;
+  for (int64_t d = nd - 1; d >= 0; --d) {
+    idx[d] = rem % shape[d];
+    rem /= shape[d];
+    off += idx[d] * g.strides[d];
+  }
+  const int64_t inner = shape[nd - 1], inner_stride = g.strides[nd - 1];
+  int64_t i = 0;
+  while (i < m) {
+    const int64_t run = std::min(inner - idx[nd - 1], m - i);
+    const float* p = g.base + off;
+    if (inner_stride == 1) {
+      std::memcpy(dst + i, p, static_cast<size_t>(run) * sizeof(float));
+    } else if (inner_stride == 0) {
+      std::fill_n(dst + i, run, *p);
+    } else {
+      for (int64_t j = 0; j < run; ++j) dst[i + j] = p[j * inner_stride];
+    }
+    i += run;
+    off += run * inner_stride;
+    idx[nd - 1] += run;
+    // carry into the outer dims
+    for (int64_t d = nd - 1; d > 0 && idx[d] == shape[d]; --d) {
+      off -= idx[d] * g.strides[d];
+      idx[d] = 0;
+      ++idx[d - 1];
+      off += g.strides[d - 1];
+    }
+  }
+}
+
+void run_fused_level(const FusedProgram& p, IntArrayRef shape, const std::vector<Tensor>& inputs,
+                     const std::vector<Tensor>& outputs) {
+  XTEN_ASSERT(static_cast<int>(inputs.size()) == p.num_inputs,
+              "fused: {} inputs for a program of {}", inputs.size(), p.num_inputs);
+  XTEN_ASSERT(shape.size() <= 16, "fused: {} dims", shape.size());
+  int64_t numel = 1;
+  for (int64_t s : shape) numel *= s;
+  if (numel == 0) return;
+  std::vector<int64_t> one{1};
+  const IntArrayRef space = shape.empty() ? IntArrayRef(one) : shape;
+  std::vector<InputGeometry> geo;
+  geo.reserve(inputs.size());
+  for (const Tensor& t : inputs) geo.push_back(input_geometry(t, space));
+  std::vector<float*> out(outputs.size());
+  for (size_t o = 0; o < outputs.size(); ++o) out[o] = static_cast<float*>(outputs[o].data_ptr());
+  const int64_t blocks = (numel + kFusedBlock - 1) / kFusedBlock;
+  const int64_t cost = static_cast<int64_t>(p.code.size()) + 1;
+  parallel_for(
+      blocks, std::max<int64_t>(1, grain_for(cost * kFusedBlock) / kFusedBlock),
+      [&](int64_t b0, int64_t b1) {
+        // Registers 64-byte aligned, as the eager kernels' outputs are: Eigen peels
+        // unaligned heads with the scalar form, so alignment decides which lanes
+        // take the vector form and the fused values would differ from eager ones.
+        std::vector<float> storage(static_cast<size_t>(p.num_registers) * kFusedBlock + 16);
+        float* regs = storage.data();
+        while (reinterpret_cast<uintptr_t>(regs) % 64 != 0) ++regs;
+        std::vector<const float*> src(static_cast<size_t>(p.num_registers));
+        for (int64_t b = b0; b < b1; ++b) {
+          const int64_t start = b * kFusedBlock;
+          const int64_t m = std::min(kFusedBlock, numel - start);
+          auto reg = [&](int r) { return regs + r * kFusedBlock; };
+          for (int k = 0; k < p.num_inputs; ++k) {
+            const InputGeometry& g = geo[static_cast<size_t>(k)];
+            if (g.kind == InputGeometry::InPlace) {
+              src[k] = g.base + start;
+            } else if (g.kind == InputGeometry::Scalar) {
+              std::fill_n(reg(k), m, *g.base);
+              src[k] = reg(k);
+            } else {
+              gather(g, space, start, m, reg(k));
+              src[k] = reg(k);
+            }
+          }
+          for (const FusedInstr& in : p.code) {
+            float* d = reg(in.dst);
+            if (is_binary(in.op))
+              binary_block(in, src[in.a], src[in.b], d, m);
+            else
+              unary_dispatch(in, src[in.a], d, m);
+            src[in.dst] = d;
+          }
+          for (size_t o = 0; o < out.size(); ++o)
+            std::memcpy(out[o] + start, src[p.outputs[o]], static_cast<size_t>(m) * sizeof(float));
+        }
+      });
+}
+
+}  // namespace
+
+XTEN_CPU_KERNELS(fused, m) {
+  (void)m;
+  detail::set_fused_runner(&run_fused_level);
+}
+
+}  // namespace xten::cpu

@@ -1,0 +1,78 @@
+#pragma once
+// Fused pointwise programs on CPU: the loop that xten::compile's fused groups run (docs/compile.md,
+// "CPU code"). A program is a list of register instructions over float32; the runner walks the
+// group's iteration space in blocks, loads each input's block (in place where contiguous,
+// gathered where broadcast or strided), runs the instructions over the block with the same
+// functors as the eager kernels (so a fused exp is the exp kernel's value, bit for bit), and
+// stores the outputs. No intermediate is written to memory. The runner is compiled once per CPU
+// capability level (fused.cpp, in CMakeLists.txt's XTEN_CPU_DISPATCHED).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <xten/core/tensor.h>
+
+namespace xten::cpu {
+
+// Each opcode is the eager op of the same name, computed in float32.
+enum class FusedOpcode : uint8_t {
+  // binary: dst = a op b
+  Add,
+  Sub,
+  Mul,
+  Div,
+  AddAlpha,  // a + s0 * b (add.Tensor with alpha != 1; sub's alpha is negated)
+  Maximum,
+  Minimum,
+  // unary: dst = op(a)
+  Neg,
+  Abs,
+  Exp,
+  Log,
+  Log1p,
+  Expm1,
+  Sqrt,
+  Rsqrt,
+  Reciprocal,
+  Sin,
+  Cos,
+  Tanh,
+  Sigmoid,
+  Silu,
+  Relu,
+  Erf,
+  GeluErf,
+  GeluTanh,
+  Clamp,  // clamp(a, s0, s1); a NaN bound is absent
+};
+const char* to_string(FusedOpcode op);
+bool is_binary(FusedOpcode op);
+
+struct FusedInstr {
+  FusedOpcode op;
+  int dst = 0, a = 0, b = 0;  // registers
+  float s0 = 0, s1 = 0;       // AddAlpha's alpha, Clamp's bounds
+};
+
+// Registers 0 .. num_inputs-1 hold the inputs; instructions write the others; `outputs` names
+// the registers stored to the outputs.
+struct FusedProgram {
+  int num_inputs = 0;
+  int num_registers = 0;
+  std::vector<FusedInstr> code;
+  std::vector<int> outputs;
+};
+
+// Runs `p` over `shape`: inputs are float32 tensors broadcastable to it (any strides), outputs
+// contiguous float32 tensors of that shape.
+void run_fused(const FusedProgram& p, IntArrayRef shape, const std::vector<Tensor>& inputs,
+               const std::vector<Tensor>& outputs);
+
+namespace detail {
+using FusedRunner = void (*)(const FusedProgram&, IntArrayRef, const std::vector<Tensor>&,
+                             const std::vector<Tensor>&);
+// Set by the chosen capability level's copy of fused.cpp when it registers.
+void set_fused_runner(FusedRunner r);
+}  // namespace detail
+
+}  // namespace xten::cpu
