@@ -98,14 +98,20 @@ bool is_view(const OperatorHandle& op) {
   return false;
 }
 
+// Composites the passes know as a whole (a fused group can end in layer_norm's row epilogue).
+bool kept_whole(const OperatorHandle& op) {
+  return op.name() == "xten::layer_norm";
+}
+
 void capture_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
   const DispatchKeySet below = ks.remove(DispatchKey::Capture);
   Tracer* t = t_tracer;
   const DispatchKeySet backends = DispatchKeySet(DispatchKey::CPU).add(DispatchKey::XPU);
-  // A composite is recorded as the primitives it calls, unless it is a view: views are made from
-  // metadata alone, with no op inside to record, so the view op itself is the node.
+  // A composite is recorded as the primitives it calls, unless it is a view (views are made from
+  // metadata alone, with no op inside to record, so the view op itself is the node) or one the
+  // passes know whole.
   if (t && t->break_op.empty() && op.entry().runs_composite((below & backends).highest()) &&
-      !is_view(op))
+      !is_view(op) && !kept_whole(op))
     return op.redispatch_boxed(below, stack);
   if (!t || !t->break_op.empty() || data_dependent(op)) {
     if (t && data_dependent(op)) graph_break(*t, op.entry().error_name());

@@ -128,8 +128,15 @@ std::string programs_text(const Graph& g) {
       if (in.op == cpu::FusedOpcode::Clamp) s += fmt::format(", {}, {}", in.s0, in.s1);
       s += ")\n";
     }
-    for (size_t k = 0; k < grp.outputs.size(); ++k)
-      s += fmt::format("  store r{} -> %{}\n", grp.program.outputs[k], grp.outputs[k]);
+    size_t k = 0;
+    for (int v : grp.outputs)
+      if (v != grp.norm_output)
+        s += fmt::format("  store r{} -> %{}\n", grp.program.outputs[k++], v);
+    if (grp.norm_node >= 0)
+      s += fmt::format(
+          "  rows: layer_norm(r{}, eps={}, weight {}, bias {}) -> %{}\n", grp.norm_register,
+          grp.norm_eps, grp.norm_weight >= 0 ? fmt::format("%{}", grp.norm_weight) : "None",
+          grp.norm_bias >= 0 ? fmt::format("%{}", grp.norm_bias) : "None", grp.norm_output);
   }
   return s;
 }

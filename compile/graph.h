@@ -78,6 +78,13 @@ struct FusedGroup {
   std::vector<int64_t> shape;
   std::string name;  // "fused_mul_sigmoid_add": what the profiler shows
   cpu::FusedProgram program;
+  // A group may end in layer_norm over the last dim (its last node): its result is written by
+  // the row epilogue, not by the program (cpu::RowNorm).
+  int norm_node = -1;
+  int norm_output = -1;
+  int norm_register = -1;
+  int norm_weight = -1, norm_bias = -1;  // values, or -1
+  double norm_eps = 1e-5;
 };
 
 struct Graph {

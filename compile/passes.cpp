@@ -387,14 +387,47 @@ bool fusable_in(const Graph& g, const Node& n, const std::vector<int64_t>& shape
   return true;
 }
 
+// layer_norm over the last dim of a contiguous float32 CPU tensor, weight and bias absent or
+// contiguous float32 [D]: what a group's row epilogue computes. Its eps, if so.
+std::optional<double> row_norm_eps(const Graph& g, const Node& n) {
+  if (n.op.entry().display_name() != "layer_norm") return std::nullopt;
+  const Arg& in = n.args[0];
+  if (in.kind != Arg::Kind::Value || in.value < 0) return std::nullopt;
+  const TensorMeta& m = g.values[static_cast<size_t>(in.value)].meta;
+  const std::vector<int> defs = n.defined_values();
+  if (defs.size() != 1 || m.sizes.empty() || !contiguous_f32_cpu(m) ||
+      !contiguous_f32_cpu(g.values[static_cast<size_t>(defs[0])].meta))
+    return std::nullopt;
+  const Arg& shape = n.args[1];
+  if (shape.kind != Arg::Kind::Constant || !shape.constant.is<std::vector<int64_t>>() ||
+      shape.constant.get<std::vector<int64_t>>() != std::vector<int64_t>{m.sizes.back()})
+    return std::nullopt;
+  for (size_t i : {size_t{2}, size_t{3}}) {
+    const Arg& a = n.args[i];
+    if (a.kind == Arg::Kind::Constant && a.constant.is_none()) continue;
+    if (a.kind != Arg::Kind::Value) return std::nullopt;
+    if (a.value < 0) continue;
+    const TensorMeta& w = g.values[static_cast<size_t>(a.value)].meta;
+    if (!contiguous_f32_cpu(w) || w.sizes != std::vector<int64_t>{m.sizes.back()})
+      return std::nullopt;
+  }
+  const Arg& eps = n.args[4];
+  if (eps.kind != Arg::Kind::Constant || !eps.constant.is<double>()) return std::nullopt;
+  return eps.constant.get<double>();
+}
+
 void build_program(Graph& g, FusedGroup& grp) {
   std::map<int, int> reg;  // value -> register
   cpu::FusedProgram& p = grp.program;
   p = cpu::FusedProgram();
   std::vector<char> member(g.nodes.size(), 0);
   for (int i : grp.nodes) member[static_cast<size_t>(i)] = 1;
+  auto reads = [&](int i) {  // what a member reads through the program's registers
+    const Node& n = g.nodes[static_cast<size_t>(i)];
+    return i == grp.norm_node ? std::vector<int>{n.args[0].value} : n.used_values();
+  };
   for (int i : grp.nodes)
-    for (int v : g.nodes[static_cast<size_t>(i)].used_values()) {
+    for (int v : reads(i)) {
       const Value& val = g.values[static_cast<size_t>(v)];
       const bool inside = val.kind == ValueKind::Node && member[static_cast<size_t>(val.node)];
       if (!inside && !reg.count(v)) {
@@ -407,6 +440,12 @@ void build_program(Graph& g, FusedGroup& grp) {
   std::vector<std::string> names;
   for (int i : grp.nodes) {
     const Node& n = g.nodes[static_cast<size_t>(i)];
+    if (i == grp.norm_node) {
+      grp.norm_register = reg.at(n.args[0].value);
+      grp.norm_output = n.defined_values()[0];
+      names.push_back("layer_norm");
+      continue;
+    }
     cpu::FusedInstr in = *fused_instr(n);
     in.a = reg.at(n.args[0].value);
     if (cpu::is_binary(in.op)) in.b = reg.at(n.args[1].value);
@@ -416,7 +455,8 @@ void build_program(Graph& g, FusedGroup& grp) {
     names.push_back(cpu::to_string(in.op));
   }
   p.num_registers = next;
-  for (int v : grp.outputs) p.outputs.push_back(reg.at(v));
+  for (int v : grp.outputs)
+    if (v != grp.norm_output) p.outputs.push_back(reg.at(v));
   grp.name = "fused";
   for (size_t k = 0; k < names.size() && k < 6; ++k) grp.name += "_" + names[k];
   if (names.size() > 6) grp.name += fmt::format("_and_{}_more", names.size() - 6);
@@ -429,6 +469,7 @@ int fuse_pointwise(Graph& g) {
     std::vector<int> nodes;
     std::vector<int64_t> shape;
     bool sealed = false;
+    bool norm = false;  // ends in layer_norm's row epilogue
   };
   std::vector<Open> groups;
   std::vector<int> group_of_value(g.values.size(), -1);  // values defined inside a group
@@ -452,12 +493,30 @@ int fuse_pointwise(Graph& g) {
           }
         }
         if (joined < 0) {
-          groups.push_back({{}, shape, false});
+          groups.push_back({{}, shape, false, false});
           joined = static_cast<int>(groups.size()) - 1;
         }
         groups[static_cast<size_t>(joined)].nodes.push_back(static_cast<int>(i));
         group_of_value[static_cast<size_t>(n.defined_values()[0])] = joined;
       }
+    }
+    std::optional<double> eps;
+    if (joined < 0 && (eps = row_norm_eps(g, n))) {
+      const int v = n.args[0].value;
+      const std::vector<int64_t>& shape = g.values[static_cast<size_t>(v)].meta.sizes;
+      const int gi = group_of_value[static_cast<size_t>(v)];
+      if (gi >= 0 && !groups[static_cast<size_t>(gi)].sealed &&
+          groups[static_cast<size_t>(gi)].shape == shape) {
+        joined = gi;
+      } else {
+        groups.push_back({{}, shape, false, false});
+        joined = static_cast<int>(groups.size()) - 1;
+      }
+      Open& o = groups[static_cast<size_t>(joined)];
+      o.nodes.push_back(static_cast<int>(i));
+      o.norm = true;
+      o.sealed = true;  // the row epilogue ends the group
+      group_of_value[static_cast<size_t>(n.defined_values()[0])] = joined;
     }
     // A node outside a group that reads a group's value makes that group run before it: the
     // group takes no more nodes. A write may alias anything: every group closes.
@@ -468,13 +527,21 @@ int fuse_pointwise(Graph& g) {
     if (n.writes())
       for (Open& o : groups) o.sealed = true;
   }
-  // Groups of two or more nodes become fused groups; a single node stays the eager kernel.
+  // Groups of two or more nodes become fused groups; a single node stays the eager kernel
+  // (except layer_norm alone: the row epilogue beats its eager decomposition).
   const std::vector<int> uses_total = uses_count(g);
   int made = 0;
   for (Open& o : groups) {
-    if (o.nodes.size() < 2) continue;
+    if (o.nodes.size() < 2 && !o.norm) continue;
     FusedGroup grp;
     grp.nodes = o.nodes;
+    if (o.norm) {
+      const Node& ln = g.nodes[static_cast<size_t>(o.nodes.back())];
+      grp.norm_node = o.nodes.back();
+      grp.norm_eps = *row_norm_eps(g, ln);
+      grp.norm_weight = ln.args[2].kind == Arg::Kind::Value ? ln.args[2].value : -1;
+      grp.norm_bias = ln.args[3].kind == Arg::Kind::Value ? ln.args[3].value : -1;
+    }
     grp.shape = o.shape;
     const int id = static_cast<int>(g.groups.size());
     std::vector<char> member(g.nodes.size(), 0);

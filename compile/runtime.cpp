@@ -87,8 +87,11 @@ Executor::Executor(std::shared_ptr<const Graph> g, bool keep_buffers)
       Step s;
       s.group = n.group;
       steps_.push_back(s);
-      for (int v : graph.groups[static_cast<size_t>(n.group)].inputs)
+      const FusedGroup& grp = graph.groups[static_cast<size_t>(n.group)];
+      for (int v : grp.inputs)
         last_use[static_cast<size_t>(v)] = static_cast<int>(steps_.size()) - 1;
+      for (int v : {grp.norm_weight, grp.norm_bias})
+        if (v >= 0) last_use[static_cast<size_t>(v)] = static_cast<int>(steps_.size()) - 1;
       continue;
     }
     Step s;
@@ -132,7 +135,17 @@ void Executor::run_group(int group, std::vector<Tensor>& env) {
   }
   std::vector<Tensor> outs;
   outs.reserve(g.outputs.size());
+  cpu::RowNorm norm;
+  if (g.norm_node >= 0) {
+    norm.input_register = g.norm_register;
+    norm.eps = g.norm_eps;
+    if (g.norm_weight >= 0) norm.weight = env[static_cast<size_t>(g.norm_weight)];
+    if (g.norm_bias >= 0) norm.bias = env[static_cast<size_t>(g.norm_bias)];
+    norm.out = empty(g.shape, TensorOptions(kFloat));
+    env[static_cast<size_t>(g.norm_output)] = norm.out;
+  }
   for (int v : g.outputs) {
+    if (v == g.norm_output) continue;
     Tensor& buf = buffers_[static_cast<size_t>(v)];
     if (keep_buffers_ && !is_output_[static_cast<size_t>(v)]) {
       if (!buf.defined()) buf = empty(g.shape, TensorOptions(kFloat));
@@ -141,8 +154,10 @@ void Executor::run_group(int group, std::vector<Tensor>& env) {
       outs.push_back(empty(g.shape, TensorOptions(kFloat)));
     }
   }
-  cpu::run_fused(g.program, g.shape, ins, outs);
-  for (size_t o = 0; o < outs.size(); ++o) env[static_cast<size_t>(g.outputs[o])] = outs[o];
+  cpu::run_fused(g.program, g.shape, ins, outs, g.norm_node >= 0 ? &norm : nullptr);
+  size_t o = 0;
+  for (int v : g.outputs)
+    if (v != g.norm_output) env[static_cast<size_t>(v)] = outs[o++];
 }
 
 std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) {

@@ -63,14 +63,23 @@ struct FusedProgram {
   std::vector<int> outputs;
 };
 
+// A program that ends in layer_norm over the last dim: register `input_register` is normalized
+// row by row into `out` (contiguous float32 of the program's shape); weight and bias, if
+// defined, are contiguous float32 [D].
+struct RowNorm {
+  int input_register = -1;
+  double eps = 1e-5;
+  Tensor weight, bias, out;
+};
+
 // Runs `p` over `shape`: inputs are float32 tensors broadcastable to it (any strides), outputs
-// contiguous float32 tensors of that shape.
+// contiguous float32 tensors of that shape; with `norm`, the row epilogue too.
 void run_fused(const FusedProgram& p, IntArrayRef shape, const std::vector<Tensor>& inputs,
-               const std::vector<Tensor>& outputs);
+               const std::vector<Tensor>& outputs, const RowNorm* norm = nullptr);
 
 namespace detail {
 using FusedRunner = void (*)(const FusedProgram&, IntArrayRef, const std::vector<Tensor>&,
-                             const std::vector<Tensor>&);
+                             const std::vector<Tensor>&, const RowNorm*);
 // Set by the chosen capability level's copy of fused.cpp when it registers.
 void set_fused_runner(FusedRunner r);
 }  // namespace detail

@@ -26,14 +26,22 @@ void detail::set_fused_runner(FusedRunner r) {
 }
 
 void run_fused(const FusedProgram& p, IntArrayRef shape, const std::vector<Tensor>& inputs,
-               const std::vector<Tensor>& outputs) {
+               const std::vector<Tensor>& outputs, const RowNorm* norm) {
   XTEN_ASSERT(g_runner, "fused: no CPU level registered its runner");
   for (const Tensor& t : inputs)
     XTEN_ASSERT(t.dtype() == kFloat && t.is_cpu(), "fused: inputs are float32 CPU tensors");
   for (const Tensor& t : outputs)
     XTEN_ASSERT(t.dtype() == kFloat && t.is_cpu() && t.is_contiguous() && t.sizes() == shape,
                 "fused: outputs are contiguous float32 CPU tensors of the group's shape");
-  g_runner(p, shape, inputs, outputs);
+  if (norm) {
+    XTEN_ASSERT(
+        !shape.empty() && norm->input_register >= 0 && norm->input_register < p.num_registers,
+        "fused: a row norm needs a shape and a register");
+    for (const Tensor* t : {&norm->weight, &norm->bias, &norm->out})
+      XTEN_ASSERT(!t->defined() || (t->dtype() == kFloat && t->is_cpu() && t->is_contiguous()),
+                  "fused: the row norm's tensors are contiguous float32 CPU tensors");
+  }
+  g_runner(p, shape, inputs, outputs, norm);
 }
 
 }  // namespace xten::cpu
