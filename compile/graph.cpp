@@ -138,8 +138,17 @@ std::string Graph::to_string() const {
   for (size_t i = 0; i < captured.size(); ++i)
     s += fmt::format("{} = captured {} : {}\n", value_name(captured[i]), i,
                      values[captured[i]].meta.to_string());
+  std::vector<char> used(values.size(), 0);  // constants no live node reads are not shown
+  for (const Node& n : nodes)
+    if (!n.dead)
+      for (int v : n.used_values()) used[static_cast<size_t>(v)] = 1;
+  for (int v : outputs)
+    if (v >= 0) used[static_cast<size_t>(v)] = 1;
+  for (const FusedGroup& g : groups)
+    for (int v : {g.norm_weight, g.norm_bias})
+      if (v >= 0) used[static_cast<size_t>(v)] = 1;
   for (size_t v = 0; v < values.size(); ++v)
-    if (values[v].kind == ValueKind::Constant)
+    if (values[v].kind == ValueKind::Constant && used[v])
       s += fmt::format("{} = constant : {}\n", value_name(static_cast<int>(v)),
                        values[v].meta.to_string());
   int shown_group = -1;

@@ -239,16 +239,37 @@ int fold_batch_norm_into_conv(Graph& g, bool freeze) {
       continue;
     const Tensor* w =
         conv.args[1].kind == Arg::Kind::Value ? constant(conv.args[1].value) : nullptr;
-    if (!w || w->dtype() != kFloat) continue;
+    const ScalarType dt = w ? w->dtype() : ScalarType::Undefined;
+    if (!w || (dt != kFloat && dt != kBFloat16 && dt != kHalf)) continue;
     const Tensor* b = nullptr;
     if (conv.args[2].kind == Arg::Kind::Value && conv.args[2].value >= 0) {
       b = constant(conv.args[2].value);
       if (!b) continue;
     }
-    const int mul_id = user[static_cast<size_t>(out[0])];
+    // The single node reading value v, if it is a `to` to dtype `to_dt` (a 16-bit convolution's
+    // output goes to float32 for batch norm's arithmetic and back under autocast).
+    auto cast_user = [&](int v, ScalarType to_dt) -> Node* {
+      const int id = user[static_cast<size_t>(v)];
+      if (id < 0 || uses[static_cast<size_t>(v)] != 1) return nullptr;
+      Node& n = g.nodes[static_cast<size_t>(id)];
+      if (n.op.entry().display_name() != "to" || n.args[0].value != v) return nullptr;
+      const std::vector<int> d = n.defined_values();
+      if (d.size() != 1 || written[static_cast<size_t>(d[0])] ||
+          g.values[static_cast<size_t>(d[0])].meta.dtype != to_dt)
+        return nullptr;
+      return &n;
+    };
+    int x = out[0];  // what batch norm's multiply reads
+    Node* widen = nullptr;
+    if (dt != kFloat) {
+      widen = cast_user(x, kFloat);
+      if (!widen) continue;
+      x = widen->defined_values()[0];
+    }
+    const int mul_id = uses[static_cast<size_t>(x)] == 1 ? user[static_cast<size_t>(x)] : -1;
     if (mul_id < 0) continue;
     Node& mul = g.nodes[static_cast<size_t>(mul_id)];
-    if (mul.op.entry().display_name() != "mul.Tensor" || mul.args[0].value != out[0]) continue;
+    if (mul.op.entry().display_name() != "mul.Tensor" || mul.args[0].value != x) continue;
     const int64_t c = w->size(0), dims = w->dim();
     const Tensor* scale = constant(mul.args[1].value);
     const int m = mul.defined_values()[0];
@@ -263,22 +284,32 @@ int fold_batch_norm_into_conv(Graph& g, bool freeze) {
         alpha->to_double() != 1.0)
       continue;
     const Tensor* shift = constant(add.args[1].value);
-    const int a = add.defined_values()[0];
-    if (!per_channel(shift, c, dims) || g.values[static_cast<size_t>(a)].meta.dtype != kFloat)
+    int a = add.defined_values()[0];
+    if (!per_channel(shift, c, dims) || g.values[static_cast<size_t>(a)].meta.dtype != kFloat ||
+        written[static_cast<size_t>(a)])
       continue;
-    // y = conv(x, W, b) * s + t = conv(x, W * s, b * s + t), s and t per output channel.
-    const Tensor s = scale->reshape({c}), t = shift->reshape({c});
+    Node* narrow = nullptr;
+    if (dt != kFloat) {
+      narrow = cast_user(a, dt);
+      if (!narrow) continue;
+      a = narrow->defined_values()[0];
+    }
+    // y = conv(x, W, b) * s + t = conv(x, W * s, b * s + t), s and t per output channel,
+    // computed in float32 and rounded once to the convolution's dtype.
+    const Tensor s = scale->reshape({c}).to(kFloat), t = shift->reshape({c}).to(kFloat);
     std::vector<int64_t> wshape(static_cast<size_t>(dims), 1);
     wshape[0] = c;
     Value wv, bv;
     wv.kind = bv.kind = ValueKind::Constant;
-    wv.tensor = (*w * s.reshape(wshape)).contiguous();
-    bv.tensor = b ? (*b * s + t).contiguous() : t.contiguous();
+    wv.tensor = (w->to(kFloat) * s.reshape(wshape)).to(dt).contiguous();
+    bv.tensor = (b ? b->to(kFloat) * s + t : t).to(dt).contiguous();
     wv.meta = TensorMeta::of(wv.tensor);
     bv.meta = TensorMeta::of(bv.tensor);
     conv.args[1] = Arg::of_value(g.add_value(std::move(wv)));
     conv.args[2] = Arg::of_value(g.add_value(std::move(bv)));
     replace_uses(g, a, out[0]);
+    if (widen) widen->dead = true;
+    if (narrow) narrow->dead = true;
     mul.dead = add.dead = true;
     ++folded;
   }

@@ -380,6 +380,20 @@ TEST(COMPILE_SUITE, FrozenBatchNormFoldsIntoTheConvolution) {
   const std::string g = f.graph_string();
   EXPECT_EQ(g.find("mul.Tensor"), std::string::npos) << g;  // batch norm's scale: in the weight
   EXPECT_EQ(g.find("add.Tensor"), std::string::npos) << g;  // its shift: in the bias
+  // Under autocast the convolution computes in 16 bits and batch norm in float32 between two
+  // casts: the casts fold away too, the weight rounded once to 16 bits.
+  {
+    const ScalarType low = kDev.type() == kCPU ? kBFloat16 : kHalf;
+    autocast::AutocastGuard ac(kDev.type(), low);
+    auto f16 = compile(prog, CompileOptions().freeze(true));
+    f16(x);
+    const Tensor got = f16(x), want = prog(x);
+    EXPECT_EQ(got.dtype(), low);
+    EXPECT_TRUE(allclose(got, want, 2e-2, 2e-2));
+    const std::string g16 = f16.graph_string();
+    EXPECT_EQ(g16.find("mul.Tensor"), std::string::npos) << g16;
+    EXPECT_EQ(g16.find("to("), g16.rfind("to(")) << g16;  // the input's cast alone
+  }
   // Without freeze the statistics are read at run time: nothing folds.
   auto live = compile(prog);
   live(x);
