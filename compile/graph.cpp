@@ -47,16 +47,6 @@ const char* short_name(ScalarType t) {
   }
 }
 
-bool contiguous(const TensorMeta& m) {
-  int64_t expect = 1;
-  for (size_t d = m.sizes.size(); d-- > 0;) {
-    if (m.sizes[d] == 1) continue;
-    if (m.strides[d] != expect) return false;
-    expect *= m.sizes[d];
-  }
-  return true;
-}
-
 std::string ivalue_text(const IValue& v) {
   if (v.is_none()) return "None";
   if (v.is<Scalar>()) return v.get<Scalar>().to_string();
@@ -77,9 +67,19 @@ std::string value_name(int v) {
 }
 }  // namespace
 
+bool TensorMeta::is_contiguous() const {
+  int64_t expect = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expect) return false;
+    expect *= sizes[d];
+  }
+  return true;
+}
+
 std::string TensorMeta::to_string() const {
   std::string s = fmt::format("{}[{}]", short_name(dtype), fmt::join(sizes, ", "));
-  if (!contiguous(*this)) s += fmt::format(" strides [{}]", fmt::join(strides, ", "));
+  if (!is_contiguous()) s += fmt::format(" strides [{}]", fmt::join(strides, ", "));
   if (device.type() != kCPU) s += " " + device.str();
   return s;
 }

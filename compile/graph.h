@@ -20,6 +20,7 @@ struct TensorMeta {
   Device device{kCPU};
   static TensorMeta of(const Tensor& t);
   bool operator==(const TensorMeta& o) const;
+  bool is_contiguous() const;     // row-major strides (size-1 dims aside)
   std::string to_string() const;  // "f32[8, 3, 32, 32]" (+ strides when not contiguous)
 };
 

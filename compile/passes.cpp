@@ -48,6 +48,16 @@ const Scalar* scalar_arg(const Node& n, size_t i) {
                                                                   : nullptr;
 }
 
+// The tensor of value v if the passes may treat it as a constant: a constant, or with freeze a
+// captured tensor, and in either case one no node writes.
+const Tensor* constant_tensor(const Graph& g, const std::vector<char>& written, int v,
+                              bool freeze) {
+  if (v < 0 || written[static_cast<size_t>(v)]) return nullptr;
+  const Value& val = g.values[static_cast<size_t>(v)];
+  const bool ok = val.kind == ValueKind::Constant || (freeze && val.kind == ValueKind::Captured);
+  return ok ? &val.tensor : nullptr;
+}
+
 std::string constant_key(const IValue& v) {
   if (v.is_none()) return "None";
   if (v.is<Scalar>()) {
@@ -154,17 +164,12 @@ int eliminate_common_subexpressions(Graph& g) {
 
 int fold_constants(Graph& g, bool freeze) {
   const std::vector<char> written = written_values(g);
-  auto constant = [&](int v) {
-    const Value& val = g.values[static_cast<size_t>(v)];
-    if (written[static_cast<size_t>(v)]) return false;
-    return val.kind == ValueKind::Constant || (freeze && val.kind == ValueKind::Captured);
-  };
   int folded = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& n = g.nodes[i];
     if (n.dead || n.writes() || is_random_or_uninitialized(n)) continue;
     bool ok = true;
-    for (int v : n.used_values()) ok = ok && constant(v);
+    for (int v : n.used_values()) ok = ok && constant_tensor(g, written, v, freeze);
     for (const Result& r : n.results) ok = ok && r.kind != Result::Kind::Other;
     for (int v : n.defined_values()) ok = ok && !written[static_cast<size_t>(v)];
     if (!ok) continue;
@@ -212,12 +217,7 @@ int eliminate_identity_casts(Graph& g) {
 int fold_batch_norm_into_conv(Graph& g, bool freeze) {
   const std::vector<int> uses = uses_count(g);
   const std::vector<char> written = written_values(g);
-  auto constant = [&](int v) -> const Tensor* {
-    if (v < 0 || written[static_cast<size_t>(v)]) return nullptr;
-    const Value& val = g.values[static_cast<size_t>(v)];
-    const bool ok = val.kind == ValueKind::Constant || (freeze && val.kind == ValueKind::Captured);
-    return ok ? &val.tensor : nullptr;
-  };
+  auto constant = [&](int v) { return constant_tensor(g, written, v, freeze); };
   // The one live node reading value v (uses[v] == 1), and which argument.
   std::vector<int> user(g.values.size(), -1);
   for (size_t i = 0; i < g.nodes.size(); ++i)
@@ -389,13 +389,7 @@ std::optional<cpu::FusedInstr> fused_instr(const Node& n) {
 }
 
 bool contiguous_f32_cpu(const TensorMeta& m) {
-  if (m.dtype != kFloat || m.device.type() != kCPU || m.storage_offset != 0) return false;
-  int64_t expect = 1;
-  for (size_t d = m.sizes.size(); d-- > 0;) {
-    if (m.sizes[d] != 1 && m.strides[d] != expect) return false;
-    expect *= m.sizes[d];
-  }
-  return true;
+  return m.dtype == kFloat && m.device.type() == kCPU && m.storage_offset == 0 && m.is_contiguous();
 }
 
 // Whether the node can join a group of `shape`: its result is a contiguous float32 CPU tensor of
@@ -508,13 +502,13 @@ int fuse_pointwise(Graph& g) {
     Node& n = g.nodes[i];
     if (n.dead) continue;
     int joined = -1;
-    if (fused_instr(n) && n.args[0].kind == Arg::Kind::Value && n.args[0].value >= 0 &&
-        (!cpu::is_binary(fused_instr(n)->op) ||
+    const std::optional<cpu::FusedInstr> instr = fused_instr(n);
+    const std::vector<int> defs = n.defined_values();
+    if (instr && !defs.empty() && n.args[0].kind == Arg::Kind::Value && n.args[0].value >= 0 &&
+        (!cpu::is_binary(instr->op) ||
          (n.args[1].kind == Arg::Kind::Value && n.args[1].value >= 0))) {
-      const std::vector<int64_t>& shape =
-          g.values[static_cast<size_t>(n.defined_values().empty() ? 0 : n.defined_values()[0])]
-              .meta.sizes;
-      if (!n.defined_values().empty() && fusable_in(g, n, shape)) {
+      const std::vector<int64_t>& shape = g.values[static_cast<size_t>(defs[0])].meta.sizes;
+      if (fusable_in(g, n, shape)) {
         for (int v : n.used_values()) {
           const int gi = group_of_value[static_cast<size_t>(v)];
           if (gi >= 0 && !groups[static_cast<size_t>(gi)].sealed &&
@@ -528,11 +522,10 @@ int fuse_pointwise(Graph& g) {
           joined = static_cast<int>(groups.size()) - 1;
         }
         groups[static_cast<size_t>(joined)].nodes.push_back(static_cast<int>(i));
-        group_of_value[static_cast<size_t>(n.defined_values()[0])] = joined;
+        group_of_value[static_cast<size_t>(defs[0])] = joined;
       }
     }
-    std::optional<double> eps;
-    if (joined < 0 && (eps = row_norm_eps(g, n))) {
+    if (joined < 0 && row_norm_eps(g, n)) {
       const int v = n.args[0].value;
       const std::vector<int64_t>& shape = g.values[static_cast<size_t>(v)].meta.sizes;
       const int gi = group_of_value[static_cast<size_t>(v)];
@@ -547,7 +540,7 @@ int fuse_pointwise(Graph& g) {
       o.nodes.push_back(static_cast<int>(i));
       o.norm = true;
       o.sealed = true;  // the row epilogue ends the group
-      group_of_value[static_cast<size_t>(n.defined_values()[0])] = joined;
+      group_of_value[static_cast<size_t>(defs[0])] = joined;
     }
     // A node outside a group that reads a group's value makes that group run before it: the
     // group takes no more nodes. A write may alias anything: every group closes.
@@ -575,8 +568,6 @@ int fuse_pointwise(Graph& g) {
     }
     grp.shape = o.shape;
     const int id = static_cast<int>(g.groups.size());
-    std::vector<char> member(g.nodes.size(), 0);
-    for (int i : o.nodes) member[static_cast<size_t>(i)] = 1;
     // Outputs: results some non-member reads, or the program returns.
     std::vector<int> inside_uses(g.values.size(), 0);
     for (int i : o.nodes)
