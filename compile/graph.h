@@ -71,8 +71,10 @@ struct Node {
   std::vector<int> defined_values() const;
 };
 
-// A group of pointwise nodes the CPU runs as one fused loop (passes.h, fuse_pointwise).
+// A group of pointwise nodes run as one fused loop (passes.h, fuse_pointwise): on CPU by the
+// block interpreter (kernels/cpu/fused.h), on XPU as a generated kernel (xpu_codegen.h).
 struct FusedGroup {
+  Device device{kCPU};       // where every tensor of the group lives (0-d numbers aside)
   std::vector<int> nodes;    // in program order
   std::vector<int> inputs;   // values read from outside the group
   std::vector<int> outputs;  // values used after the group (other nodes, graph outputs)

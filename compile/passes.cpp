@@ -388,20 +388,23 @@ std::optional<cpu::FusedInstr> fused_instr(const Node& n) {
   return std::nullopt;
 }
 
-bool contiguous_f32_cpu(const TensorMeta& m) {
-  return m.dtype == kFloat && m.device.type() == kCPU && m.storage_offset == 0 && m.is_contiguous();
+bool contiguous_f32(const TensorMeta& m) {
+  return m.dtype == kFloat && m.storage_offset == 0 && m.is_contiguous();
 }
 
-// Whether the node can join a group of `shape`: its result is a contiguous float32 CPU tensor of
-// that shape, and each tensor argument is float32 (or a 0-d number) broadcastable to it.
-bool fusable_in(const Graph& g, const Node& n, const std::vector<int64_t>& shape) {
+// Whether the node can join a group of `shape` on `device`: its result is a contiguous float32
+// tensor of that shape there, and each tensor argument is float32 (or a 0-d number, which may
+// also be a CPU number of an XPU op) broadcastable to it, on that device.
+bool fusable_in(const Graph& g, const Node& n, const std::vector<int64_t>& shape,
+                const Device& device) {
   const std::vector<int> defs = n.defined_values();
   if (defs.size() != 1 || n.results.size() != 1) return false;
   const TensorMeta& out = g.values[static_cast<size_t>(defs[0])].meta;
-  if (!contiguous_f32_cpu(out) || out.sizes != shape) return false;
+  if (!contiguous_f32(out) || out.device != device || out.sizes != shape) return false;
   for (int v : n.used_values()) {
     const TensorMeta& m = g.values[static_cast<size_t>(v)].meta;
-    if (m.device.type() != kCPU) return false;
+    if (m.sizes.empty() ? m.device != device && m.device.type() != kCPU : m.device != device)
+      return false;
     if (m.dtype != kFloat && !m.sizes.empty()) return false;
     if (m.sizes.size() > shape.size()) return false;
     for (size_t d = 0; d < m.sizes.size(); ++d) {
@@ -412,17 +415,17 @@ bool fusable_in(const Graph& g, const Node& n, const std::vector<int64_t>& shape
   return true;
 }
 
-// layer_norm over the last dim of a contiguous float32 CPU tensor, weight and bias absent or
-// contiguous float32 [D]: what a group's row epilogue computes. Its eps, if so.
+// layer_norm over the last dim of a contiguous float32 tensor, weight and bias absent or
+// contiguous float32 [D] on its device: what a group's row epilogue computes. Its eps, if so.
 std::optional<double> row_norm_eps(const Graph& g, const Node& n) {
   if (n.op.entry().display_name() != "layer_norm") return std::nullopt;
   const Arg& in = n.args[0];
   if (in.kind != Arg::Kind::Value || in.value < 0) return std::nullopt;
   const TensorMeta& m = g.values[static_cast<size_t>(in.value)].meta;
   const std::vector<int> defs = n.defined_values();
-  if (defs.size() != 1 || m.sizes.empty() || !contiguous_f32_cpu(m) ||
-      !contiguous_f32_cpu(g.values[static_cast<size_t>(defs[0])].meta))
-    return std::nullopt;
+  if (defs.size() != 1 || m.sizes.empty() || !contiguous_f32(m)) return std::nullopt;
+  const TensorMeta& out = g.values[static_cast<size_t>(defs[0])].meta;
+  if (!contiguous_f32(out) || out.device != m.device) return std::nullopt;
   const Arg& shape = n.args[1];
   if (shape.kind != Arg::Kind::Constant || !shape.constant.is<std::vector<int64_t>>() ||
       shape.constant.get<std::vector<int64_t>>() != std::vector<int64_t>{m.sizes.back()})
@@ -433,7 +436,8 @@ std::optional<double> row_norm_eps(const Graph& g, const Node& n) {
     if (a.kind != Arg::Kind::Value) return std::nullopt;
     if (a.value < 0) continue;
     const TensorMeta& w = g.values[static_cast<size_t>(a.value)].meta;
-    if (!contiguous_f32_cpu(w) || w.sizes != std::vector<int64_t>{m.sizes.back()})
+    if (!contiguous_f32(w) || w.device != m.device ||
+        w.sizes != std::vector<int64_t>{m.sizes.back()})
       return std::nullopt;
   }
   const Arg& eps = n.args[4];
@@ -493,11 +497,23 @@ int fuse_pointwise(Graph& g) {
   struct Open {
     std::vector<int> nodes;
     std::vector<int64_t> shape;
+    Device device{kCPU};
     bool sealed = false;
     bool norm = false;  // ends in layer_norm's row epilogue
   };
   std::vector<Open> groups;
   std::vector<int> group_of_value(g.values.size(), -1);  // values defined inside a group
+  // The open group of this shape and device that defined one of `reads`, else a new one.
+  auto join_or_open = [&](const std::vector<int>& reads, const TensorMeta& m) {
+    for (int v : reads) {
+      const int gi = group_of_value[static_cast<size_t>(v)];
+      if (gi < 0) continue;
+      const Open& o = groups[static_cast<size_t>(gi)];
+      if (!o.sealed && o.shape == m.sizes && o.device == m.device) return gi;
+    }
+    groups.push_back({{}, m.sizes, m.device, false, false});
+    return static_cast<int>(groups.size()) - 1;
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& n = g.nodes[i];
     if (n.dead) continue;
@@ -507,35 +523,16 @@ int fuse_pointwise(Graph& g) {
     if (instr && !defs.empty() && n.args[0].kind == Arg::Kind::Value && n.args[0].value >= 0 &&
         (!cpu::is_binary(instr->op) ||
          (n.args[1].kind == Arg::Kind::Value && n.args[1].value >= 0))) {
-      const std::vector<int64_t>& shape = g.values[static_cast<size_t>(defs[0])].meta.sizes;
-      if (fusable_in(g, n, shape)) {
-        for (int v : n.used_values()) {
-          const int gi = group_of_value[static_cast<size_t>(v)];
-          if (gi >= 0 && !groups[static_cast<size_t>(gi)].sealed &&
-              groups[static_cast<size_t>(gi)].shape == shape) {
-            joined = gi;
-            break;
-          }
-        }
-        if (joined < 0) {
-          groups.push_back({{}, shape, false, false});
-          joined = static_cast<int>(groups.size()) - 1;
-        }
+      const TensorMeta& out = g.values[static_cast<size_t>(defs[0])].meta;
+      if (fusable_in(g, n, out.sizes, out.device)) {
+        joined = join_or_open(n.used_values(), out);
         groups[static_cast<size_t>(joined)].nodes.push_back(static_cast<int>(i));
         group_of_value[static_cast<size_t>(defs[0])] = joined;
       }
     }
     if (joined < 0 && row_norm_eps(g, n)) {
       const int v = n.args[0].value;
-      const std::vector<int64_t>& shape = g.values[static_cast<size_t>(v)].meta.sizes;
-      const int gi = group_of_value[static_cast<size_t>(v)];
-      if (gi >= 0 && !groups[static_cast<size_t>(gi)].sealed &&
-          groups[static_cast<size_t>(gi)].shape == shape) {
-        joined = gi;
-      } else {
-        groups.push_back({{}, shape, false, false});
-        joined = static_cast<int>(groups.size()) - 1;
-      }
+      joined = join_or_open({v}, g.values[static_cast<size_t>(v)].meta);
       Open& o = groups[static_cast<size_t>(joined)];
       o.nodes.push_back(static_cast<int>(i));
       o.norm = true;
@@ -567,6 +564,7 @@ int fuse_pointwise(Graph& g) {
       grp.norm_bias = ln.args[3].kind == Arg::Kind::Value ? ln.args[3].value : -1;
     }
     grp.shape = o.shape;
+    grp.device = o.device;
     const int id = static_cast<int>(g.groups.size());
     // Outputs: results some non-member reads, or the program returns.
     std::vector<int> inside_uses(g.values.size(), 0);

@@ -22,8 +22,8 @@ int eliminate_common_subexpressions(Graph& g);
 // Computes at compile time the nodes whose tensor arguments are all constants (with `freeze`,
 // captured tensors no node writes are constants too) and are not random.
 int fold_constants(Graph& g, bool freeze);
-// Groups chains of float32 CPU pointwise ops of one shape into fused groups (Graph::groups)
-// and builds each group's program.
+// Groups chains of float32 pointwise ops of one shape on one device (CPU or an XPU) into fused
+// groups (Graph::groups) and builds each group's program.
 int fuse_pointwise(Graph& g);
 
 // Whether the op draws from a generator (rand, dropout, ...) or returns uninitialized memory.

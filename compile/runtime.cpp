@@ -1,5 +1,7 @@
 #include <xten/compile/runtime.h>
 
+#include <cstdio>
+
 #include <xten/dispatch/ops.h>
 #include <xten/profiler/profiler.h>
 
@@ -121,10 +123,24 @@ Executor::Executor(std::shared_ptr<const Graph> g, bool keep_buffers)
     live += d;
     peak_bytes_ = std::max(peak_bytes_, live);
   }
+  xpu_ = build_xpu_kernels(graph);
+  if (!xpu_.error.empty())
+    std::fprintf(stderr,
+                 "xten: compile: the generated XPU kernels could not be built (%s); their groups "
+                 "run op by op through the eager kernels (docs/compile.md, \"XPU code\")\n",
+                 xpu_.error.c_str());
+}
+
+void Executor::run_members(int group, std::vector<Tensor>& env) {
+  for (int i : graph_->groups[static_cast<size_t>(group)].nodes)
+    run_node(graph_->nodes[static_cast<size_t>(i)], env);
 }
 
 void Executor::run_group(int group, std::vector<Tensor>& env) {
   const FusedGroup& g = graph_->groups[static_cast<size_t>(group)];
+  const bool on_xpu = g.device.type() == kXPU;
+  if (on_xpu && !xpu_.built()) return run_members(group, env);
+  const TensorOptions opts = TensorOptions(kFloat).device(g.device);
   std::optional<profiler::RecordFunction> range;
   if (profiler::detail::recording()) range.emplace(g.name);
   std::vector<Tensor> ins;
@@ -141,20 +157,23 @@ void Executor::run_group(int group, std::vector<Tensor>& env) {
     norm.eps = g.norm_eps;
     if (g.norm_weight >= 0) norm.weight = env[static_cast<size_t>(g.norm_weight)];
     if (g.norm_bias >= 0) norm.bias = env[static_cast<size_t>(g.norm_bias)];
-    norm.out = empty(g.shape, TensorOptions(kFloat));
-    env[static_cast<size_t>(g.norm_output)] = norm.out;
+    norm.out = empty(g.shape, opts);
   }
   for (int v : g.outputs) {
     if (v == g.norm_output) continue;
     Tensor& buf = buffers_[static_cast<size_t>(v)];
     if (keep_buffers_ && !is_output_[static_cast<size_t>(v)]) {
-      if (!buf.defined()) buf = empty(g.shape, TensorOptions(kFloat));
+      if (!buf.defined()) buf = empty(g.shape, opts);
       outs.push_back(buf);
     } else {
-      outs.push_back(empty(g.shape, TensorOptions(kFloat)));
+      outs.push_back(empty(g.shape, opts));
     }
   }
-  cpu::run_fused(g.program, g.shape, ins, outs, g.norm_node >= 0 ? &norm : nullptr);
+  if (!on_xpu)
+    cpu::run_fused(g.program, g.shape, ins, outs, g.norm_node >= 0 ? &norm : nullptr);
+  else if (!run_xpu_group(xpu_, *graph_, group, ins, outs, norm.out, norm.weight, norm.bias))
+    return run_members(group, env);  // an input laid out unlike the capture's (not expected)
+  if (g.norm_node >= 0) env[static_cast<size_t>(g.norm_output)] = norm.out;
   size_t o = 0;
   for (int v : g.outputs)
     if (v != g.norm_output) env[static_cast<size_t>(v)] = outs[o++];

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include <xten/compile/graph.h>
+#include <xten/compile/xpu_codegen.h>
 
 namespace xten::compiler {
 
@@ -20,6 +21,9 @@ class Executor {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
   // The largest total size of the intermediates alive at once, in bytes (from the metadata).
   int64_t peak_bytes() const { return peak_bytes_; }
+  // The generated kernels of the XPU groups (xpu_codegen.h): their source, and whether they
+  // were built (if not, those groups run op by op, and error() says why).
+  const XpuKernels& xpu_kernels() const { return xpu_; }
 
  private:
   struct Step {
@@ -28,6 +32,7 @@ class Executor {
     std::vector<int> release;  // values dead after this step
   };
   void run_group(int group, std::vector<Tensor>& env);
+  void run_members(int group, std::vector<Tensor>& env);  // a group op by op, as captured
 
   std::shared_ptr<const Graph> graph_;
   std::vector<Step> steps_;
@@ -35,6 +40,7 @@ class Executor {
   bool keep_buffers_;
   std::vector<Tensor> buffers_;  // per value, with keep_buffers
   int64_t peak_bytes_ = 0;
+  XpuKernels xpu_;
 };
 
 }  // namespace xten::compiler

@@ -1,12 +1,13 @@
 // xten::compile (docs/compile.md): capture, guards and recompiles, graph breaks, the passes, the
 // fused CPU loops, and compiled programs against eager ones. Built twice: test_compile on CPU,
-// test_compile_xpu (XTEN_COMPILE_XPU) on the XPU, where fused groups are not formed yet and the
-// captured graph runs through the XPU kernels.
+// test_compile_xpu (XTEN_COMPILE_XPU) on the XPU, where fused groups are generated OpenCL C kernels
+// (compile/xpu_codegen.cpp), their SPIR-V cached in the build tree.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -29,14 +30,14 @@ using testing::same_bytes;
 
 #ifdef XTEN_COMPILE_XPU
 #define COMPILE_SUITE CompileXpu
-const bool kEnv = testing::set_xpu_test_env("1G");
+const bool kEnv = testing::set_xpu_test_env("1G") &&
+                  setenv("XTEN_COMPILE_CACHE_DIR", XTEN_TEST_CACHE_DIR "/compile", 0) == 0;
 const Device kDev("xpu");
-constexpr bool kFuses = false;  // fused groups are CPU-only for now (docs/compile.md)
 #else
 #define COMPILE_SUITE Compile
 const Device kDev("cpu");
-constexpr bool kFuses = true;
 #endif
+constexpr bool kFuses = true;
 
 Tensor randn_on(std::vector<int64_t> shape, uint64_t seed) {
   manual_seed(seed);
@@ -219,7 +220,8 @@ TEST(COMPILE_SUITE, EveryOpOfTheDatabaseAloneEqualsEager) {
 
 // Note [Graph fuzzer]: random programs of pointwise ops over broadcast shapes, with reductions,
 // views and casts between them, compiled against eager. XTEN_COMPILE_FUZZ_CASES sets how many
-// (CI: 1,500; by hand: more); a failure prints the seed, and XTEN_COMPILE_FUZZ_SEED=<seed> replays
+// (CI: 1,500 on CPU, 300 on XPU, where each case compiles a kernel module; by hand: more); a
+// failure prints the seed, and XTEN_COMPILE_FUZZ_SEED=<seed> replays
 // that one case.
 struct FuzzProgram {
   uint64_t seed;
@@ -293,7 +295,12 @@ TEST(COMPILE_SUITE, GraphFuzzerCompiledEqualsEager) {
   NoGradGuard no_grad;
   const char* env_cases = std::getenv("XTEN_COMPILE_FUZZ_CASES");
   const char* env_seed = std::getenv("XTEN_COMPILE_FUZZ_SEED");
-  const int cases = env_seed ? 1 : env_cases ? std::atoi(env_cases) : 1500;
+#ifdef XTEN_COMPILE_XPU
+  const int default_cases = 300;  // each compiles a kernel module (~0.25 s on the 2-core VM)
+#else
+  const int default_cases = 1500;
+#endif
+  const int cases = env_seed ? 1 : env_cases ? std::atoi(env_cases) : default_cases;
   const std::vector<std::vector<std::vector<int64_t>>> shapes = {
       {{6, 7}, {7}}, {{2, 3, 4}, {3, 1}}, {{5}, {1}}, {{33, 40}, {33, 1}}, {{1100}, {1100}}};
   int fused = 0;
@@ -492,7 +499,6 @@ TEST(COMPILE_SUITE, DebugDirGetsTheGraphsAndPrograms) {
   std::filesystem::remove_all(dir);
 }
 
-#ifndef XTEN_COMPILE_XPU  // (fused groups are CPU-only so far)
 TEST(COMPILE_SUITE, ProfilerShowsFusedGroupsByName) {
   NoGradGuard no_grad;
   auto f = compile(chain);
@@ -502,10 +508,127 @@ TEST(COMPILE_SUITE, ProfilerShowsFusedGroupsByName) {
   prof.start();
   f(x, b);
   prof.stop();
-  bool seen = false;
+  bool row = false, kernel = false;
   for (const auto& e : prof.key_averages().rows)
-    seen = seen || e.name == "fused_sigmoid_mul_add_layer_norm";
-  EXPECT_TRUE(seen);
+    row = row || e.name == "fused_sigmoid_mul_add_layer_norm";
+  for (const auto& e : prof.device_events())
+    kernel = kernel || (e.kind == "kernel" && e.name == "fused_sigmoid_mul_add_layer_norm");
+  EXPECT_TRUE(row);
+  EXPECT_EQ(kernel, kDev.type() == kXPU);  // the generated kernel, under the group's name
+}
+
+#ifdef XTEN_COMPILE_XPU
+// Sets an environment variable for a scope (and puts back what was there).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// A program no other test compiles (its kernel source is its own), run compiled; returns what
+// the compiler printed on stderr.
+std::string compile_fresh_program(float k, Tensor* got, Tensor* want) {
+  auto prog = [k](const Tensor& x) { return layer_norm(tanh(x) * k + x, {x.size(-1)}); };
+  const Tensor x = randn_on({16, 300}, 5);
+  auto f = compile(prog);
+  ::testing::internal::CaptureStderr();
+  f(x);
+  *got = f(x);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  *want = prog(x);
+  EXPECT_EQ(f.stats().fused_groups, 1);
+  EXPECT_EQ(f.stats().compiled_calls, 1);
+  return err;
+}
+
+TEST(COMPILE_SUITE, BrokenOrMissingCompilerWarnsAndRunsOpByOp) {
+  NoGradGuard no_grad;
+  const auto dir = std::filesystem::temp_directory_path() / "xten_compile_broken_cc";
+  std::filesystem::remove_all(dir);
+  const ScopedEnv cache("XTEN_COMPILE_CACHE_DIR", dir.string());
+  Tensor got, want;
+  {
+    const ScopedEnv cc("XTEN_COMPILE_CLANG", "/bin/false");
+    const std::string err = compile_fresh_program(1.25f, &got, &want);
+    EXPECT_NE(err.find("could not be built (false exited with status 1)"), std::string::npos)
+        << err;
+    EXPECT_TRUE(same_bytes(got, want));  // op by op: the eager kernels themselves
+  }
+  {
+    const ScopedEnv cc("XTEN_COMPILE_CLANG", "/nonexistent/clang-15");
+    const std::string err = compile_fresh_program(1.5f, &got, &want);
+    EXPECT_NE(err.find("cannot run /nonexistent/clang-15"), std::string::npos) << err;
+    EXPECT_TRUE(same_bytes(got, want));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir) && !std::filesystem::is_empty(dir));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(COMPILE_SUITE, KernelCacheIsReusedAndACorruptEntryIsRebuilt) {
+  NoGradGuard no_grad;
+  const auto tmp = std::filesystem::temp_directory_path() / "xten_compile_cache_test";
+  const auto dir = tmp / "cache";
+  std::filesystem::remove_all(tmp);
+  std::filesystem::create_directories(tmp);
+  // The compiler through a script that counts its runs.
+  const auto counter = tmp / "runs.txt", script = tmp / "clang.sh";
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\necho run >> " << counter.string() << "\nexec clang-15 \"$@\"\n";
+  }
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  const ScopedEnv cache("XTEN_COMPILE_CACHE_DIR", dir.string());
+  const ScopedEnv cc("XTEN_COMPILE_CLANG", script.string());
+  auto runs = [&] {
+    std::ifstream f(counter);
+    std::string line;
+    int n = 0;
+    while (std::getline(f, line)) ++n;
+    return n;
+  };
+  Tensor got, want;
+  EXPECT_EQ(compile_fresh_program(1.75f, &got, &want), "");
+  EXPECT_TRUE(allclose(got, want, 1e-5, 1e-5));
+  EXPECT_EQ(runs(), 1);
+  std::vector<std::filesystem::path> entries;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) entries.push_back(e.path());
+  ASSERT_EQ(entries.size(), 1u);
+  const auto size = std::filesystem::file_size(entries[0]);
+  // A second compile of the same program (as a new process would) runs no compiler.
+  EXPECT_EQ(compile_fresh_program(1.75f, &got, &want), "");
+  EXPECT_TRUE(allclose(got, want, 1e-5, 1e-5));
+  EXPECT_EQ(runs(), 1);
+  {
+    // Flip a byte in the middle of the entry: reported, removed, compiled again.
+    std::fstream f(entries[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    const char c = static_cast<char>(f.peek());
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+  const std::string err = compile_fresh_program(1.75f, &got, &want);
+  EXPECT_NE(err.find("is corrupt (checksum mismatch)"), std::string::npos) << err;
+  EXPECT_EQ(err.find("could not be built"), std::string::npos) << err;
+  EXPECT_TRUE(allclose(got, want, 1e-5, 1e-5));
+  EXPECT_EQ(runs(), 2);
+  EXPECT_EQ(std::filesystem::file_size(entries[0]), size);  // written again, whole
+  // A truncated entry likewise.
+  std::filesystem::resize_file(entries[0], size / 3);
+  EXPECT_NE(compile_fresh_program(1.75f, &got, &want).find("is corrupt"), std::string::npos);
+  EXPECT_TRUE(allclose(got, want, 1e-5, 1e-5));
+  EXPECT_EQ(runs(), 3);
+  std::filesystem::remove_all(tmp);
 }
 #endif
 

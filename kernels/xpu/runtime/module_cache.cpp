@@ -2,6 +2,7 @@
 // name. Note [Module cache] in docs/xpu_kernels.md.
 #include <xten/kernels/xpu/runtime/module_cache.h>
 
+#include <mutex>
 #include <unordered_map>
 
 #include <xten/kernels/xpu/runtime/device_state.h>
@@ -13,25 +14,35 @@ struct Blob {
   const unsigned char* data;
   size_t size;
 };
+// Filled at load time by the embedded modules and later by xten::compile's generated ones.
 std::unordered_map<std::string, Blob>& registry() {
   static auto* r = new std::unordered_map<std::string, Blob>;  // never destroyed
   return *r;
+}
+std::mutex& registry_mutex() {
+  static auto* m = new std::mutex;  // never destroyed
+  return *m;
+}
+Blob find_module(const char* op, const std::string& family) {
+  const std::lock_guard<std::mutex> lock(registry_mutex());
+  auto it = registry().find(family);
+  XTEN_CHECK(it != registry().end(), DeviceError, op, "no SPIR-V module '{}'", family);
+  return it->second;
 }
 
 // Division and sqrt correctly rounded on every device (OpenCL allows 2.5 ulp by default).
 constexpr const char* kBuildFlags = "-cl-fp32-correctly-rounded-divide-sqrt";
 
 ze_module_handle_t build_module(DeviceState& s, const char* op, const std::string& family) {
-  auto it = registry().find(family);
-  XTEN_CHECK(it != registry().end(), DeviceError, op, "no embedded SPIR-V module '{}'", family);
+  const Blob blob = find_module(op, family);
   const bool f64 = family.size() > 4 && family.compare(family.size() - 4, 4, "_f64") == 0;
   XTEN_CHECK(!f64 || s.props.has_fp64, TypeError, op,
              "float64 is not supported on xpu:{} ({}): the device reports no fp64 capability",
              s.index, s.props.name);
   ze_module_desc_t desc{ZE_STRUCTURE_TYPE_MODULE_DESC};
   desc.format = ZE_MODULE_FORMAT_IL_SPIRV;
-  desc.inputSize = it->second.size;
-  desc.pInputModule = it->second.data;
+  desc.inputSize = blob.size;
+  desc.pInputModule = blob.data;
   desc.pBuildFlags = kBuildFlags;
   ze_module_handle_t module = nullptr;
   ze_module_build_log_handle_t log = nullptr;
@@ -54,10 +65,12 @@ ze_module_handle_t build_module(DeviceState& s, const char* op, const std::strin
 }  // namespace
 
 bool has_spirv_module(const std::string& family) {
+  const std::lock_guard<std::mutex> lock(registry_mutex());
   return registry().count(family) > 0;
 }
 
 bool register_spirv_module(const char* family, const unsigned char* data, size_t size) {
+  const std::lock_guard<std::mutex> lock(registry_mutex());
   registry()[family] = {data, size};
   return true;
 }
