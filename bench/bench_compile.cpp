@@ -2,6 +2,7 @@
 // eager and torch.compile: bench/reference/torch_compile.py; both in one command:
 // bench/reference/compare_compile.sh. Figures: bench/README.md, "bench_compile".
 // Run: build/bench/bench_compile [THREADS...]   (default: 1 and all threads)
+//      build/bench/bench_compile --xpu              (the chain on the XPU, against XPU eager)
 //
 // Cases: the pointwise chain layer_norm(x * sigmoid(x) + b) on x [4096, 1024]; ResNet-18
 // inference at batch 8, 224x224, float32 and under autocast bfloat16 (compiled with freeze).
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -50,19 +52,26 @@ void report(const char* name, int threads, double eager_ms, double first_ms, dou
       static_cast<long long>(s.fused_groups), diff);
 }
 
-void chain(int threads) {
+// On the XPU each timed call waits for the device (xpu::synchronize).
+void chain(int threads, const Device& dev = Device("cpu")) {
   NoGradGuard no_grad;
   manual_seed(0);
-  const Tensor x = randn({4096, 1024}), b = randn({1024});
+  const Tensor x = randn({4096, 1024}).to(dev), b = randn({1024}).to(dev);
   auto fn = [](const Tensor& x, const Tensor& b) { return layer_norm(x * sigmoid(x) + b, {1024}); };
-  const double eager = time_ms([&] { fn(x, b); }, threads == 1 ? 5 : 20);
+  const bool on_xpu = dev.type() == kXPU;
+  auto done = [&] {
+    if (on_xpu) xpu::synchronize();
+  };
+  const int per_block = on_xpu ? 2 : threads == 1 ? 5 : 20;
+  const double eager = time_ms([&] { fn(x, b); done(); }, per_block);
   auto c = compile(fn);
   const auto t0 = std::chrono::steady_clock::now();
   c(x, b);
+  done();
   const double first = ms_since(t0);
-  const double compiled = time_ms([&] { c(x, b); }, threads == 1 ? 5 : 20);
-  report("layer_norm chain 4096x1024", threads, eager, first, compiled, c,
-         max_diff(c(x, b), fn(x, b)));
+  const double compiled = time_ms([&] { c(x, b); done(); }, per_block);
+  report(on_xpu ? "layer_norm chain 4096x1024 xpu" : "layer_norm chain 4096x1024", threads, eager,
+         first, compiled, c, max_diff(c(x, b), fn(x, b)));
 }
 
 void resnet(int threads, bool bf16) {
@@ -90,6 +99,11 @@ void resnet(int threads, bool bf16) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--xpu") {
+    std::printf("%s\n", xpu::get_device_properties(0).name.c_str());
+    chain(get_num_threads(), Device("xpu"));
+    return 0;
+  }
   std::vector<int> threads;
   for (int i = 1; i < argc; ++i) threads.push_back(std::atoi(argv[i]));
   if (threads.empty()) threads = {1, static_cast<int>(std::thread::hardware_concurrency())};

@@ -215,6 +215,8 @@ struct CompiledProgram::Impl {
       if (!dir.empty()) {
         write_file(fmt::format("{}/graph_{}_optimized.txt", dir, n), last_graph);
         write_file(fmt::format("{}/graph_{}_fused.txt", dir, n), programs_text(*g));
+        const std::string& source = e->executor->xpu_kernels().source;
+        if (!source.empty()) write_file(fmt::format("{}/graph_{}_kernels.cl", dir, n), source);
       }
     }
     if (!e->eager_reason.empty()) {

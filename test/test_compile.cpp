@@ -496,6 +496,13 @@ TEST(COMPILE_SUITE, DebugDirGetsTheGraphsAndPrograms) {
   if (kFuses) {
     EXPECT_NE(read("graph_0_fused.txt").find("= sigmoid(r0)"), std::string::npos);
   }
+  // The generated source, where there is some (the XPU's kernels).
+  const std::string source = read("graph_0_kernels.cl");
+  if (kDev.type() == kXPU)
+    EXPECT_NE(source.find("// fused_sigmoid_mul_add_layer_norm\nKERNEL"), std::string::npos)
+        << source;
+  else
+    EXPECT_EQ(source, "");
   std::filesystem::remove_all(dir);
 }
 
