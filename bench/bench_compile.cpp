@@ -63,13 +63,23 @@ void chain(int threads, const Device& dev = Device("cpu")) {
     if (on_xpu) xpu::synchronize();
   };
   const int per_block = on_xpu ? 2 : threads == 1 ? 5 : 20;
-  const double eager = time_ms([&] { fn(x, b); done(); }, per_block);
+  const double eager = time_ms(
+      [&] {
+        fn(x, b);
+        done();
+      },
+      per_block);
   auto c = compile(fn);
   const auto t0 = std::chrono::steady_clock::now();
   c(x, b);
   done();
   const double first = ms_since(t0);
-  const double compiled = time_ms([&] { c(x, b); done(); }, per_block);
+  const double compiled = time_ms(
+      [&] {
+        c(x, b);
+        done();
+      },
+      per_block);
   report(on_xpu ? "layer_norm chain 4096x1024 xpu" : "layer_norm chain 4096x1024", threads, eager,
          first, compiled, c, max_diff(c(x, b), fn(x, b)));
 }

@@ -9,10 +9,13 @@
 // inserted its casts (recorded as the ops they are). Tensors the program did not make and was not
 // given (a module's parameters) become captured values, kept by reference. What the program
 // reads back to the host (item()) and ops whose result's shape depends on values (nonzero,
-// masked_select) are graph breaks: recording stops, the program runs on eagerly, and the caller
-// decides (compile.cpp: eager for that signature, or an error with fullgraph).
+// masked_select) are graph breaks: the capture notes where it was and which node values the
+// program still holds (they are the values the graph must hand back there), records a
+// data-dependent op as a node of its own, and goes on; with fullgraph a break is an error.
+// segments.cpp splits the graph at the breaks and replays the program on later calls.
 #include <xten/compile/capture.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 #include <xten/autocast/autocast.h>
@@ -24,23 +27,37 @@ namespace {
 struct Tracer {
   Graph graph;
   std::unordered_map<const TensorImpl*, int> value_of;
-  std::vector<Tensor> keep_alive;  // so that no traced TensorImpl's address is reused
+  // Every traced tensor, once (so that no traced TensorImpl's address is reused, and so that a
+  // use count above one means the program holds it).
+  std::unordered_map<const TensorImpl*, Tensor> keep_alive;
   bool fullgraph = false;
-  std::string break_op;
+  std::vector<GraphBreak> breaks;
 };
 thread_local Tracer* t_tracer = nullptr;
+thread_local ReplayHandler* t_replay = nullptr;
 
-void graph_break(Tracer& t, const char* what) {
-  if (!t.break_op.empty()) return;
+void graph_break(Tracer& t, const char* what, bool is_node) {
   XTEN_CHECK(!t.fullgraph, ValueError, "compile",
              "graph break at '{}' with fullgraph=true: its result depends on tensor values the "
              "graph cannot know (docs/compile.md, \"Graph breaks\")",
              what);
-  t.break_op = what;
+  GraphBreak b;
+  b.what = what;
+  b.node = static_cast<int>(t.graph.nodes.size());
+  b.is_node = is_node;
+  for (const auto& [impl, tensor] : t.keep_alive) {
+    auto it = t.value_of.find(impl);
+    if (it == t.value_of.end() || tensor.use_count() <= 1) continue;
+    if (t.graph.values[static_cast<size_t>(it->second)].kind == ValueKind::Node)
+      b.alive.push_back(it->second);
+  }
+  std::sort(b.alive.begin(), b.alive.end());
+  t.breaks.push_back(std::move(b));
 }
 
 void host_effect(const char* what) {
-  if (t_tracer) graph_break(*t_tracer, what);
+  if (t_replay) return t_replay->on_host_read(what);
+  if (t_tracer) graph_break(*t_tracer, what, false);
 }
 
 int value_for(Tracer& t, const Tensor& x) {
@@ -59,7 +76,7 @@ int value_for(Tracer& t, const Tensor& x) {
   const int id = t.graph.add_value(std::move(v));
   if (t.graph.values[id].kind == ValueKind::Captured) t.graph.captured.push_back(id);
   t.value_of[x.impl()] = id;
-  t.keep_alive.push_back(x);
+  t.keep_alive.emplace(x.impl(), x);
   return id;
 }
 
@@ -82,13 +99,8 @@ int define(Tracer& t, const Tensor& x, int node) {
   v.node = node;
   const int id = t.graph.add_value(std::move(v));
   t.value_of[x.impl()] = id;  // an in-place op's result is the new value of its tensor
-  t.keep_alive.push_back(x);
+  t.keep_alive.emplace(x.impl(), x);
   return id;
-}
-
-bool data_dependent(const OperatorHandle& op) {
-  const std::string& n = op.name();
-  return n == "xten::nonzero" || n == "xten::masked_select";
 }
 
 bool is_view(const OperatorHandle& op) {
@@ -104,20 +116,15 @@ bool kept_whole(const OperatorHandle& op) {
 }
 
 void capture_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+  if (t_replay) return t_replay->on_call(op, ks, stack);
   const DispatchKeySet below = ks.remove(DispatchKey::Capture);
   Tracer* t = t_tracer;
-  const DispatchKeySet backends = DispatchKeySet(DispatchKey::CPU).add(DispatchKey::XPU);
-  // A composite is recorded as the primitives it calls, unless it is a view (views are made from
-  // metadata alone, with no op inside to record, so the view op itself is the node) or one the
-  // passes know whole.
-  if (t && t->break_op.empty() && op.entry().runs_composite((below & backends).highest()) &&
-      !is_view(op) && !kept_whole(op))
-    return op.redispatch_boxed(below, stack);
-  if (!t || !t->break_op.empty() || data_dependent(op)) {
-    if (t && data_dependent(op)) graph_break(*t, op.entry().error_name());
+  if (t && records_decomposed(op, below)) return op.redispatch_boxed(below, stack);
+  if (!t) {
     const ExcludeDispatchKeyGuard off(DispatchKey::Capture);
     return op.redispatch_boxed(below, stack);
   }
+  if (is_data_dependent(op)) graph_break(*t, op.entry().error_name(), true);
   const size_t n = static_cast<size_t>(op.entry().num_arguments());
   const size_t base = stack->size() - n;
   Node node;
@@ -147,6 +154,24 @@ void capture_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack)
 
 }  // namespace
 
+bool is_data_dependent(const OperatorHandle& op) {
+  const std::string& n = op.name();
+  return n == "xten::nonzero" || n == "xten::masked_select";
+}
+
+bool records_decomposed(const OperatorHandle& op, DispatchKeySet below) {
+  // A composite is recorded as the primitives it calls, unless it is a view (views are made from
+  // metadata alone, with no op inside to record, so the view op itself is the node) or one the
+  // passes know whole.
+  const DispatchKeySet backends = DispatchKeySet(DispatchKey::CPU).add(DispatchKey::XPU);
+  return op.entry().runs_composite((below & backends).highest()) && !is_view(op) && !kept_whole(op);
+}
+
+void set_replay_handler(ReplayHandler* h) {
+  detail::g_graph_break_hook = &host_effect;
+  t_replay = h;
+}
+
 CaptureResult capture(const Program& program, const std::vector<Tensor>& inputs, bool fullgraph) {
   XTEN_CHECK(t_tracer == nullptr, ValueError, "compile",
              "a compiled program was called while another one is being captured on this thread");
@@ -175,7 +200,8 @@ CaptureResult capture(const Program& program, const std::vector<Tensor>& inputs,
     r.outputs = program(inputs);
   }
   for (const Tensor& x : r.outputs) t.graph.outputs.push_back(value_for(t, x));
-  r.break_op = t.break_op;
+  if (!t.breaks.empty()) r.break_op = t.breaks.front().what;
+  r.breaks = std::move(t.breaks);
   r.graph = std::move(t.graph);
   return r;
 }

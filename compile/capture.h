@@ -11,14 +11,41 @@ namespace xten::compiler {
 
 using Program = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
+// A graph break (Note [Capture]): where the program read a value back to the host or made a
+// tensor whose shape depends on values. The graph is split there (segments.h).
+struct GraphBreak {
+  std::string what;        // "item", "manual_seed", "nonzero"
+  int node = 0;            // the nodes before it: 0 .. node-1
+  bool is_node = false;    // the break is node `node` itself (nonzero, masked_select), run eagerly
+  std::vector<int> alive;  // node values the program still held at the break
+};
+
 struct CaptureResult {
   Graph graph;
   std::vector<Tensor> outputs;  // what the program returned (it ran eagerly while captured)
-  std::string break_op;         // non-empty: the graph broke here ("item", "nonzero")
+  std::vector<GraphBreak> breaks;
+  std::string break_op;  // the first break's op, or empty
 };
 
 // Runs `program(inputs)` eagerly, recording its graph. With `fullgraph`, a graph break raises
-// (ValueError naming the op) instead of being reported in break_op.
+// (ValueError naming the op) instead of being recorded in breaks.
 CaptureResult capture(const Program& program, const std::vector<Tensor>& inputs, bool fullgraph);
+
+// Whether the Capture key's fallback records `op` as the primitives its composite kernel calls
+// (with `below`, the keys under Capture) rather than as one node.
+bool records_decomposed(const OperatorHandle& op, DispatchKeySet below);
+// Whether `op` is a graph break by itself (its result's shape depends on values).
+bool is_data_dependent(const OperatorHandle& op);
+
+// A replay of a captured program (segments.cpp) receives, while installed on this thread, every
+// op call the Capture key sees and every host read, in place of the capture.
+class ReplayHandler {
+ public:
+  virtual ~ReplayHandler() = default;
+  virtual void on_call(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) = 0;
+  virtual void on_host_read(const char* what) = 0;
+};
+// Installs `h` for the current thread (nullptr: none); the Capture key must be included too.
+void set_replay_handler(ReplayHandler* h);
 
 }  // namespace xten::compiler

@@ -11,6 +11,7 @@
 #include <xten/compile/capture.h>
 #include <xten/compile/passes.h>
 #include <xten/compile/runtime.h>
+#include <xten/compile/segments.h>
 
 namespace xten::compile_detail {
 namespace {
@@ -71,14 +72,18 @@ Signature signature_of(const std::vector<Tensor>& inputs, const nn::Module* modu
 
 struct Entry {
   Signature sig;
+  // A graph without breaks and its executor, or the segments of one with breaks.
   std::shared_ptr<Graph> graph;
   std::unique_ptr<compiler::Executor> executor;
+  std::unique_ptr<compiler::SegmentedProgram> segmented;
   std::string eager_reason;  // non-empty: this signature runs eagerly
   // Guards on the captured tensors: their metadata, and with freeze their versions.
   std::vector<TensorMeta> captured_meta;
   std::vector<uint32_t> captured_version;
 
+  const Graph* captured_graph() const { return segmented ? &segmented->captured() : graph.get(); }
   bool captured_hold(bool freeze) const {
+    const Graph* graph = captured_graph();
     if (!graph) return true;
     for (size_t i = 0; i < graph->captured.size(); ++i) {
       const Tensor& t = graph->values[static_cast<size_t>(graph->captured[i])].tensor;
@@ -170,53 +175,76 @@ struct CompiledProgram::Impl {
     const int n = compiles++;
     if (!dir.empty())
       write_file(fmt::format("{}/graph_{}_captured.txt", dir, n), cap.graph.to_string());
-    if (!cap.break_op.empty()) {
+    if (!cap.breaks.empty()) {
       ++stats.graph_breaks;
       stats.last_break = cap.break_op;
-      e->eager_reason = fmt::format("graph break at '{}'", cap.break_op);
       if (!warned_break) {
         warned_break = true;
         std::fprintf(stderr,
                      "xten: compile: graph break at '%s' (a value read back to the host or a "
-                     "shape that depends on values); this input signature runs eagerly "
-                     "(docs/compile.md, \"Graph breaks\")\n",
+                     "shape that depends on values): the graph is split there, and later calls "
+                     "replay the program (docs/compile.md, \"Graph breaks\")\n",
                      cap.break_op.c_str());
       }
-    } else if (GradMode::is_enabled() && any_requires_grad(cap.graph, inputs)) {
+    }
+    if (GradMode::is_enabled() && any_requires_grad(cap.graph, inputs)) {
       e->eager_reason =
           "a tensor requires grad and grad mode is on (compiled training: docs/compile.md)";
     } else {
-      auto g = std::make_shared<Graph>(std::move(cap.graph));
-      g->verify();
-      stats.nodes_captured = g->live_nodes();
-      if (options.backend_ == "inductor") {
-        compiler::fold_constants(*g, options.freeze_);
-        compiler::eliminate_identity_casts(*g);
-        compiler::fold_batch_norm_into_conv(*g, options.freeze_);
-        compiler::eliminate_common_subexpressions(*g);
-        compiler::eliminate_dead_code(*g);
-        compiler::fuse_pointwise(*g);
+      const bool inductor = options.backend_ == "inductor", freeze = options.freeze_;
+      auto optimize = [inductor, freeze](Graph& g) {
+        if (!inductor) return;
+        compiler::fold_constants(g, freeze);
+        compiler::eliminate_identity_casts(g);
+        compiler::fold_batch_norm_into_conv(g, freeze);
+        compiler::eliminate_common_subexpressions(g);
+        compiler::eliminate_dead_code(g);
+        compiler::plan_convolutions(g, freeze);
+        compiler::fuse_pointwise(g);
+        g.verify();
+      };
+      const bool keep_buffers = options.mode_ == "reduce-overhead";
+      stats.nodes_captured = cap.graph.live_nodes();
+      std::vector<std::pair<const Graph*, const compiler::Executor*>> parts;
+      if (cap.breaks.empty()) {
+        auto g = std::make_shared<Graph>(std::move(cap.graph));
         g->verify();
+        optimize(*g);
+        e->graph = g;
+        e->executor = std::make_unique<compiler::Executor>(g, keep_buffers);
+        parts.emplace_back(g.get(), e->executor.get());
+        last_graph = g->to_string();
+      } else {
+        e->segmented = std::make_unique<compiler::SegmentedProgram>(
+            std::move(cap.graph), std::move(cap.breaks), optimize, keep_buffers);
+        for (const compiler::Segment& seg : e->segmented->segments())
+          if (seg.exec) parts.emplace_back(seg.graph.get(), seg.exec.get());
+        last_graph = e->segmented->to_string();
       }
-      e->graph = g;
-      for (int v : g->captured) {
-        const Tensor& t = g->values[static_cast<size_t>(v)].tensor;
+      const Graph& captured = *e->captured_graph();
+      for (int v : captured.captured) {
+        const Tensor& t = captured.values[static_cast<size_t>(v)].tensor;
         e->captured_meta.push_back(TensorMeta::of(t));
         e->captured_version.push_back(t.impl()->version());
       }
-      e->executor = std::make_unique<compiler::Executor>(g, options.mode_ == "reduce-overhead");
-      int64_t after = g->live_nodes();
-      for (const compiler::FusedGroup& grp : g->groups)
-        after -= static_cast<int64_t>(grp.nodes.size()) - 1;
-      stats.nodes_after = after;
-      stats.fused_groups = static_cast<int64_t>(g->groups.size());
-      stats.peak_bytes = e->executor->peak_bytes();
-      last_graph = g->to_string();
+      stats.nodes_after = stats.fused_groups = stats.peak_bytes = 0;
+      std::string programs, kernels;
+      for (const auto& [g, exec] : parts) {
+        int64_t after = g->live_nodes();
+        for (const compiler::FusedGroup& grp : g->groups)
+          after -= static_cast<int64_t>(grp.nodes.size()) - 1;
+        for (const compiler::ConvStep& c : g->convs)
+          after -= static_cast<int64_t>(c.nodes().size()) - 1;
+        stats.nodes_after += after;
+        stats.fused_groups += static_cast<int64_t>(g->groups.size());
+        stats.peak_bytes = std::max(stats.peak_bytes, exec->peak_bytes());
+        programs += programs_text(*g);
+        kernels += exec->xpu_kernels().source;
+      }
       if (!dir.empty()) {
         write_file(fmt::format("{}/graph_{}_optimized.txt", dir, n), last_graph);
-        write_file(fmt::format("{}/graph_{}_fused.txt", dir, n), programs_text(*g));
-        const std::string& source = e->executor->xpu_kernels().source;
-        if (!source.empty()) write_file(fmt::format("{}/graph_{}_kernels.cl", dir, n), source);
+        write_file(fmt::format("{}/graph_{}_fused.txt", dir, n), programs);
+        if (!kernels.empty()) write_file(fmt::format("{}/graph_{}_kernels.cl", dir, n), kernels);
       }
     }
     if (!e->eager_reason.empty()) {
@@ -255,7 +283,12 @@ std::vector<Tensor> CompiledProgram::call(const std::vector<Tensor>& inputs,
     if (!e->captured_hold(m.options.freeze_)) continue;
     if (!e->eager_reason.empty()) return m.eager(inputs, program, e->eager_reason);
     ++m.stats.compiled_calls;
-    return e->executor->run(inputs);
+    if (!e->segmented) return e->executor->run(inputs);
+    std::string left;
+    std::vector<Tensor> out = e->segmented->run(program, inputs, &left);
+    if (!left.empty())
+      m.stats.last_eager_reason = "the call left the captured path and finished eagerly: " + left;
+    return out;
   }
   if (static_cast<int>(m.entries.size()) >= m.options.cache_limit_) {
     if (!m.warned_limit) {

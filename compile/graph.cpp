@@ -97,6 +97,13 @@ Arg Arg::of_constant(IValue c) {
   return a;
 }
 
+std::vector<int> ConvStep::nodes() const {
+  std::vector<int> r;
+  for (int n : {conv, add, relu})
+    if (n >= 0) r.push_back(n);
+  return r;
+}
+
 std::vector<int> Node::used_values() const {
   std::vector<int> r;
   for (const Arg& a : args) {
@@ -151,12 +158,21 @@ std::string Graph::to_string() const {
     if (values[v].kind == ValueKind::Constant && used[v])
       s += fmt::format("{} = constant : {}\n", value_name(static_cast<int>(v)),
                        values[v].meta.to_string());
-  int shown_group = -1;
+  int shown_group = -1, shown_conv = -1;
   for (const Node& n : nodes) {
     if (n.dead) continue;
     if (n.group >= 0 && n.group != shown_group) {
       shown_group = n.group;
       s += fmt::format("# group {}: {}\n", n.group, groups[n.group].name);
+    }
+    if (n.conv_step >= 0 && n.conv_step != shown_conv) {
+      shown_conv = n.conv_step;
+      const ConvStep& c = convs[static_cast<size_t>(n.conv_step)];
+      s += fmt::format(
+          "# conv {}: {}{}{}{}\n", n.conv_step, c.impl->describe(),
+          c.src_step >= 0 ? fmt::format(", input blocked by conv {}", c.src_step) : "",
+          c.other_step >= 0 ? fmt::format(", residual blocked by conv {}", c.other_step) : "",
+          c.blocked_out ? ", output blocked" : "");
     }
     std::vector<std::string> outs, args, metas;
     for (const Result& r : n.results) {
@@ -183,8 +199,9 @@ std::string Graph::to_string() const {
         args.push_back(ivalue_text(a.constant));
       }
     }
-    s += fmt::format("{}{} = {}({}) : {}\n", n.group >= 0 ? "  " : "", fmt::join(outs, ", "),
-                     n.name(), fmt::join(args, ", "), fmt::join(metas, ", "));
+    s +=
+        fmt::format("{}{} = {}({}) : {}\n", n.group >= 0 || n.conv_step >= 0 ? "  " : "",
+                    fmt::join(outs, ", "), n.name(), fmt::join(args, ", "), fmt::join(metas, ", "));
   }
   std::vector<std::string> outs;
   for (int v : outputs) outs.push_back(value_name(v));

@@ -10,6 +10,7 @@
 
 #include <xten/dispatch/dispatcher.h>
 #include <xten/kernels/cpu/fused.h>
+#include <xten/kernels/cpu/onednn.h>
 
 namespace xten::compiler {
 
@@ -60,8 +61,10 @@ struct Node {
   OperatorHandle op;
   std::vector<Arg> args;
   std::vector<Result> results;
-  // Set by fusion: the fused group this node belongs to (-1: none).
+  // Set by fusion: the fused group this node belongs to (-1: none); by plan_convolutions: the
+  // convolution step (-1: none).
   int group = -1;
+  int conv_step = -1;
   bool dead = false;  // removed by a pass (kept so that value numbers stay stable)
   std::string name() const { return op.entry().display_name(); }
   // Whether the op writes one of its arguments (`Tensor(a!)`).
@@ -90,6 +93,18 @@ struct FusedGroup {
   double norm_eps = 1e-5;
 };
 
+// A convolution run as one oneDNN inference primitive (passes.h, plan_convolutions): conv2d with
+// constant weight and bias, then optionally an add of a residual and a relu, on CPU.
+struct ConvStep {
+  int conv = -1, add = -1, relu = -1;  // nodes (the last one's result is the step's)
+  int src = -1, other = -1, out = -1;  // values: the convolution's input, the residual, the result
+  int src_step = -1, other_step = -1;  // the step that made src / other blocked, or -1 (plain)
+  bool blocked_out = false;            // only steps read `out`: it stays in oneDNN's layout
+  std::shared_ptr<const cpu::onednn::InferenceConv> impl;
+  std::string name;                // "fused_conv2d_add_relu": what the profiler shows
+  std::vector<int> nodes() const;  // conv, add, relu that are set, in order
+};
+
 struct Graph {
   std::vector<Value> values;
   std::vector<Node> nodes;
@@ -97,6 +112,7 @@ struct Graph {
   std::vector<int> captured;  // value per captured tensor
   std::vector<int> outputs;   // value per program result (-1: an undefined tensor)
   std::vector<FusedGroup> groups;
+  std::vector<ConvStep> convs;
 
   int add_value(Value v);
   int live_nodes() const;

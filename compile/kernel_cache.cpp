@@ -79,7 +79,8 @@ std::string run_tool(const std::vector<std::string>& argv, const std::string& lo
   if (rc != 0) return fmt::format("cannot run {} ({})", argv[0], std::strerror(rc));
   int status = 0;
   while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return fmt::format("waiting for {} failed ({})", tool, std::strerror(errno));
+    if (errno != EINTR)
+      return fmt::format("waiting for {} failed ({})", tool, std::strerror(errno));
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
   std::ifstream log(log_path);
   std::string text, line;
@@ -128,7 +129,8 @@ void cache_store(const std::string& key, const Bytes& data) {
   {
     std::ofstream f(tmp, std::ios::binary);
     if (!f) return;
-    f.write(reinterpret_cast<const char*>(entry.data()), static_cast<std::streamsize>(entry.size()));
+    f.write(reinterpret_cast<const char*>(entry.data()),
+            static_cast<std::streamsize>(entry.size()));
     if (!f) {
       fs::remove(tmp, ec);
       return;

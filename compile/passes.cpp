@@ -518,7 +518,9 @@ int fuse_pointwise(Graph& g) {
     Node& n = g.nodes[i];
     if (n.dead) continue;
     int joined = -1;
-    const std::optional<cpu::FusedInstr> instr = fused_instr(n);
+    const bool free = n.conv_step < 0;  // not part of a convolution step
+    const std::optional<cpu::FusedInstr> instr =
+        free ? fused_instr(n) : std::optional<cpu::FusedInstr>();
     const std::vector<int> defs = n.defined_values();
     if (instr && !defs.empty() && n.args[0].kind == Arg::Kind::Value && n.args[0].value >= 0 &&
         (!cpu::is_binary(instr->op) ||
@@ -530,7 +532,7 @@ int fuse_pointwise(Graph& g) {
         group_of_value[static_cast<size_t>(defs[0])] = joined;
       }
     }
-    if (joined < 0 && row_norm_eps(g, n)) {
+    if (joined < 0 && free && row_norm_eps(g, n)) {
       const int v = n.args[0].value;
       joined = join_or_open({v}, g.values[static_cast<size_t>(v)].meta);
       Open& o = groups[static_cast<size_t>(joined)];
@@ -582,6 +584,158 @@ int fuse_pointwise(Graph& g) {
     ++made;
   }
   return made;
+}
+
+// ---- convolution steps ------------------------------------------------------------------------
+namespace {
+
+std::optional<std::vector<int64_t>> int_pair(const Arg& a) {
+  if (a.kind != Arg::Kind::Constant || !a.constant.is<std::vector<int64_t>>()) return std::nullopt;
+  std::vector<int64_t> v = a.constant.get<std::vector<int64_t>>();
+  if (v.size() == 1) v.push_back(v[0]);
+  if (v.size() != 2) return std::nullopt;
+  return v;
+}
+
+bool plain_cpu_4d(const TensorMeta& m, ScalarType dt) {
+  return m.device.type() == kCPU && m.dtype == dt && m.sizes.size() == 4 && m.is_contiguous() &&
+         m.storage_offset == 0;
+}
+
+}  // namespace
+
+int plan_convolutions(Graph& g, bool freeze) {
+  const std::vector<char> written = written_values(g);
+  const std::vector<int> uses = uses_count(g);
+  std::vector<int> user(g.values.size(), -1);  // the last live node reading each value
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!g.nodes[i].dead)
+      for (int v : g.nodes[i].used_values()) user[static_cast<size_t>(v)] = static_cast<int>(i);
+  // The one node reading v (and nothing else, not the program's return), if it is named `name`.
+  auto sole_user = [&](int v, const char* name) -> int {
+    if (uses[static_cast<size_t>(v)] != 1 || written[static_cast<size_t>(v)]) return -1;
+    const int u = user[static_cast<size_t>(v)];
+    if (u < 0) return -1;
+    const Node& n = g.nodes[static_cast<size_t>(u)];
+    return n.group < 0 && n.conv_step < 0 && n.op.entry().display_name() == name ? u : -1;
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& conv = g.nodes[i];
+    if (conv.dead || conv.group >= 0 || conv.op.entry().display_name() != "conv2d") continue;
+    const std::vector<int> out = conv.defined_values();
+    if (out.size() != 1 || conv.args[0].kind != Arg::Kind::Value || conv.args[0].value < 0 ||
+        conv.args[1].kind != Arg::Kind::Value)
+      continue;
+    const int x = conv.args[0].value;
+    const TensorMeta& xm = g.values[static_cast<size_t>(x)].meta;
+    const Tensor* w = constant_tensor(g, written, conv.args[1].value, freeze);
+    if (!w || (xm.dtype != kFloat && xm.dtype != kBFloat16) || !plain_cpu_4d(xm, xm.dtype) ||
+        w->dtype() != xm.dtype || w->dim() != 4 ||
+        !plain_cpu_4d(g.values[static_cast<size_t>(out[0])].meta, xm.dtype))
+      continue;
+    const Tensor* b = nullptr;
+    if (conv.args[2].kind == Arg::Kind::Value && conv.args[2].value >= 0) {
+      b = constant_tensor(g, written, conv.args[2].value, freeze);
+      if (!b) continue;
+    }
+    const auto stride = int_pair(conv.args[3]), padding = int_pair(conv.args[4]),
+               dilation = int_pair(conv.args[5]);
+    const Arg& groups = conv.args[6];
+    if (!stride || !padding || !dilation || groups.kind != Arg::Kind::Constant ||
+        !groups.constant.is<int64_t>())
+      continue;
+    ConvStep s;
+    s.conv = static_cast<int>(i);
+    s.src = x;
+    int last = out[0];
+    std::string name = "fused_conv2d";
+    if (const int a = sole_user(last, "add.Tensor"); a >= 0) {
+      const Node& add = g.nodes[static_cast<size_t>(a)];
+      const Scalar* alpha = scalar_arg(add, 2);
+      const int other = add.args[0].value == last ? add.args[1].value : add.args[0].value;
+      if (alpha && alpha->to_double() == 1.0 && other >= 0 && other != last &&
+          add.args[0].kind == Arg::Kind::Value && add.args[1].kind == Arg::Kind::Value &&
+          g.values[static_cast<size_t>(other)].meta.sizes ==
+              g.values[static_cast<size_t>(last)].meta.sizes &&
+          plain_cpu_4d(g.values[static_cast<size_t>(other)].meta, xm.dtype) &&
+          plain_cpu_4d(g.values[static_cast<size_t>(add.defined_values()[0])].meta, xm.dtype)) {
+        s.add = a;
+        s.other = other;
+        last = add.defined_values()[0];
+        name += "_add";
+      }
+    }
+    if (const int r = sole_user(last, "relu"); r >= 0) {
+      s.relu = r;
+      last = g.nodes[static_cast<size_t>(r)].defined_values()[0];
+      name += "_relu";
+    }
+    s.out = last;
+    const std::vector<int64_t>& ys = g.values[static_cast<size_t>(out[0])].meta.sizes;
+    ConvGeometry geo{};
+    geo.n = xm.sizes[0];
+    geo.c = xm.sizes[1];
+    geo.h = xm.sizes[2];
+    geo.w = xm.sizes[3];
+    geo.o = w->size(0);
+    geo.kh = w->size(2);
+    geo.kw = w->size(3);
+    geo.sh = (*stride)[0];
+    geo.sw = (*stride)[1];
+    geo.ph = (*padding)[0];
+    geo.pw = (*padding)[1];
+    geo.dh = (*dilation)[0];
+    geo.dw = (*dilation)[1];
+    geo.groups = groups.constant.get<int64_t>();
+    geo.ho = ys[2];
+    geo.wo = ys[3];
+    geo.unbatched = false;
+    s.impl = cpu::onednn::InferenceConv::make(geo, xm.dtype, *w, b ? *b : Tensor(), s.add >= 0,
+                                              s.relu >= 0);
+    if (!s.impl) continue;
+    s.name = name;
+    const int id = static_cast<int>(g.convs.size());
+    for (int n : s.nodes()) g.nodes[static_cast<size_t>(n)].conv_step = id;
+    g.convs.push_back(std::move(s));
+  }
+  // Layouts: a step's result that only steps read (as their input or residual) stays in oneDNN's
+  // layout (Note [Blocked activations] in docs/compile.md, "Convolutions").
+  std::vector<int> made_by(g.values.size(), -1);
+  for (size_t k = 0; k < g.convs.size(); ++k)
+    made_by[static_cast<size_t>(g.convs[k].out)] = static_cast<int>(k);
+  std::vector<char> plain_use(g.values.size(), 0);
+  for (int v : g.outputs)
+    if (v >= 0) plain_use[static_cast<size_t>(v)] = 1;
+  for (const Node& n : g.nodes) {
+    if (n.dead) continue;
+    for (size_t a = 0; a < n.args.size(); ++a) {
+      const Arg& arg = n.args[a];
+      std::vector<int> vs = arg.kind == Arg::Kind::ValueList ? arg.values : std::vector<int>{};
+      if (arg.kind == Arg::Kind::Value) vs.push_back(arg.value);
+      for (int v : vs) {
+        if (v < 0) continue;
+        bool step_use = false;
+        if (n.conv_step >= 0) {
+          const ConvStep& s = g.convs[static_cast<size_t>(n.conv_step)];
+          const int self = static_cast<int>(&n - g.nodes.data());
+          step_use = (self == s.conv && a == 0 && v == s.src) || (self == s.add && v == s.other) ||
+                     (self != s.conv && v != s.other);  // the step's own intermediates
+        }
+        if (!step_use) plain_use[static_cast<size_t>(v)] = 1;
+      }
+    }
+  }
+  for (ConvStep& s : g.convs)
+    s.blocked_out = !plain_use[static_cast<size_t>(s.out)] && !written[static_cast<size_t>(s.out)];
+  for (ConvStep& s : g.convs) {
+    const int ps = made_by[static_cast<size_t>(s.src)];
+    if (ps >= 0 && g.convs[static_cast<size_t>(ps)].blocked_out) s.src_step = ps;
+    if (s.other >= 0) {
+      const int po = made_by[static_cast<size_t>(s.other)];
+      if (po >= 0 && g.convs[static_cast<size_t>(po)].blocked_out) s.other_step = po;
+    }
+  }
+  return static_cast<int>(g.convs.size());
 }
 
 }  // namespace xten::compiler

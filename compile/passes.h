@@ -22,6 +22,11 @@ int eliminate_common_subexpressions(Graph& g);
 // Computes at compile time the nodes whose tensor arguments are all constants (with `freeze`,
 // captured tensors no node writes are constants too) and are not random.
 int fold_constants(Graph& g, bool freeze);
+// Makes each CPU conv2d (float32 or bfloat16) with constant weight and bias a convolution step
+// (Graph::convs): one oneDNN inference primitive with the weights reordered once, taking the
+// add of a residual and a relu that follow it as post-ops, and keeping its result in oneDNN's
+// layout where only other steps read it. Before fuse_pointwise.
+int plan_convolutions(Graph& g, bool freeze);
 // Groups chains of float32 pointwise ops of one shape on one device (CPU or an XPU) into fused
 // groups (Graph::groups) and builds each group's program.
 int fuse_pointwise(Graph& g);

@@ -84,6 +84,16 @@ Executor::Executor(std::shared_ptr<const Graph> g, bool keep_buffers)
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& n = graph.nodes[i];
     if (n.dead) continue;
+    if (n.conv_step >= 0) {
+      const ConvStep& c = graph.convs[static_cast<size_t>(n.conv_step)];
+      if (c.nodes().back() != static_cast<int>(i)) continue;
+      Step s;
+      s.conv = n.conv_step;
+      steps_.push_back(s);
+      for (int v : {c.src, c.other})
+        if (v >= 0) last_use[static_cast<size_t>(v)] = static_cast<int>(steps_.size()) - 1;
+      continue;
+    }
     if (n.group >= 0) {
       if (last_of_group[static_cast<size_t>(n.group)] != static_cast<int>(i)) continue;
       Step s;
@@ -107,7 +117,9 @@ Executor::Executor(std::shared_ptr<const Graph> g, bool keep_buffers)
   for (size_t si = 0; si < steps_.size(); ++si) {
     const Step& s = steps_[si];
     std::vector<int> defs = s.node >= 0 ? graph.nodes[static_cast<size_t>(s.node)].defined_values()
-                                        : graph.groups[static_cast<size_t>(s.group)].outputs;
+                            : s.conv >= 0
+                                ? std::vector<int>{graph.convs[static_cast<size_t>(s.conv)].out}
+                                : graph.groups[static_cast<size_t>(s.group)].outputs;
     for (int v : defs) made_at[static_cast<size_t>(v)] = static_cast<int>(si);
   }
   int64_t live = 0;
@@ -129,6 +141,19 @@ Executor::Executor(std::shared_ptr<const Graph> g, bool keep_buffers)
                  "xten: compile: the generated XPU kernels could not be built (%s); their groups "
                  "run op by op through the eager kernels (docs/compile.md, \"XPU code\")\n",
                  xpu_.error.c_str());
+}
+
+void Executor::run_conv(int conv, std::vector<Tensor>& env) {
+  const Graph& g = *graph_;
+  const ConvStep& c = g.convs[static_cast<size_t>(conv)];
+  std::optional<profiler::RecordFunction> range;
+  if (profiler::detail::recording()) range.emplace(c.name);
+  auto from = [&](int step) {
+    return step >= 0 ? g.convs[static_cast<size_t>(step)].impl.get() : nullptr;
+  };
+  const Tensor other = c.other >= 0 ? env[static_cast<size_t>(c.other)] : Tensor();
+  env[static_cast<size_t>(c.out)] = c.impl->run(env[static_cast<size_t>(c.src)], from(c.src_step),
+                                                other, from(c.other_step), c.blocked_out);
 }
 
 void Executor::run_members(int group, std::vector<Tensor>& env) {
@@ -191,6 +216,8 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) {
   for (const Step& s : steps_) {
     if (s.node >= 0)
       run_node(g.nodes[static_cast<size_t>(s.node)], env);
+    else if (s.conv >= 0)
+      run_conv(s.conv, env);
     else
       run_group(s.group, env);
     for (int v : s.release) env[static_cast<size_t>(v)] = Tensor();

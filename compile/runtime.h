@@ -28,11 +28,13 @@ class Executor {
  private:
   struct Step {
     int node = -1;             // a node to run, or
-    int group = -1;            // a fused group to run
+    int group = -1;            // a fused group to run, or
+    int conv = -1;             // a convolution step to run
     std::vector<int> release;  // values dead after this step
   };
   void run_group(int group, std::vector<Tensor>& env);
   void run_members(int group, std::vector<Tensor>& env);  // a group op by op, as captured
+  void run_conv(int conv, std::vector<Tensor>& env);
 
   std::shared_ptr<const Graph> graph_;
   std::vector<Step> steps_;

@@ -11,6 +11,7 @@
 
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/tensor.h>
+#include <xten/dispatch/dispatcher.h>
 
 namespace xten {
 namespace {
@@ -156,7 +157,12 @@ class Printer {
 
 std::string Tensor::toString() const {
   if (!defined()) return "tensor(undefined)";
-  const Tensor host = is_cpu() ? *this : to(Device(kCPU));
+  // Printing reads values into the host program: a graph break (Note [Host reads]).
+  detail::on_graph_break("print");
+  const Tensor host = is_cpu() ? *this : [this] {
+    const ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);  // the read, not a graph op
+    return to(Device(kCPU));
+  }();
   std::string s = "tensor(";
   std::vector<std::string> suffix;
   if (host.numel() == 0) {

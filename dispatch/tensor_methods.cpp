@@ -10,7 +10,10 @@ namespace xten {
 Scalar Tensor::item() const {
   check_item("item");
   detail::on_graph_break("item");  // Note [Host reads]
-  const Tensor host = is_cpu() ? *this : to(Device(kCPU));  // a device copy synchronizes
+  const Tensor host = is_cpu() ? *this : [this] {
+    const ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);  // the read, not a graph op
+    return to(Device(kCPU));                                         // a device copy synchronizes
+  }();
   const void* p = host.data_ptr();
   switch (dtype()) {
     case kBool:

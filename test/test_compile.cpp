@@ -155,24 +155,138 @@ TEST(COMPILE_SUITE, ItemIsAGraphBreakAndFullgraphNamesIt) {
   };
   auto f = compile(prog);
   const Tensor x = randn_on({8}, 4);
-  EXPECT_TRUE(same_bytes(f(x), prog(x)));
+  EXPECT_TRUE(same_bytes(f(x), prog(x)));  // captured
+  EXPECT_TRUE(same_bytes(f(x), prog(x)));  // replayed: the same path, compiled segments
+  EXPECT_EQ(f.stats().last_eager_reason, "");
+  // The other branch: the replay leaves the captured path at `x * 3` and finishes eagerly.
   EXPECT_TRUE(same_bytes(f(-x.abs()), prog(-x.abs())));
+  EXPECT_NE(f.stats().last_eager_reason.find("left the captured path"), std::string::npos)
+      << f.stats().last_eager_reason;
   EXPECT_EQ(f.stats().graph_breaks, 1);
   EXPECT_EQ(f.stats().last_break, "item");
-  EXPECT_EQ(f.stats().compiled_calls, 0);
-  EXPECT_EQ(f.stats().eager_calls, 2);
+  EXPECT_EQ(f.stats().captures, 1);
+  EXPECT_EQ(f.stats().compiled_calls, 2);
+  EXPECT_EQ(f.stats().eager_calls, 0);
   auto strict = compile(prog, CompileOptions().fullgraph(true));
   EXPECT_THROW_MSG(strict(x), ValueError, "[compile] graph break at 'item' with fullgraph=true");
 }
 
+// Note [Replay] in compile/segments.cpp: the graph is split at each break; the segments are
+// optimized and fused, and a later call runs the program again against them.
+TEST(COMPILE_SUITE, GraphBreaksSplitTheGraphIntoCompiledSegments) {
+  NoGradGuard no_grad;
+  auto prog = [](const Tensor& x, const Tensor& b) {
+    const Tensor h = layer_norm(x * sigmoid(x) + b, {x.size(-1)});  // segment 0: one fused group
+    const Tensor kept = h * 0.5;                    // held across the break, read after it
+    const double s = h.abs().sum().item<double>();  // the break
+    const Tensor y = tanh(kept) * s - exp(-kept);   // segment 1: s is a constant of the graph
+    return std::make_tuple(y, kept);
+  };
+  auto f = compile(prog);
+  const Tensor x = randn_on({32, 64}, 6), b = randn_on({64}, 7);
+  f(x, b);
+  for (int call = 0; call < 2; ++call) {
+    const auto [y, kept] = f(x, b);
+    const auto [ey, ekept] = prog(x, b);
+    // (y is tanh(kept) * s with s ~ 2e3: kept's float32 rounding, times s)
+    EXPECT_TRUE(allclose(y, ey, 1e-5, 1e-3));
+    EXPECT_TRUE(allclose(kept, ekept, 1e-5, 1e-5));
+  }
+  const CompileStats& st = f.stats();
+  EXPECT_EQ(st.compiled_calls, 2);
+  EXPECT_EQ(st.last_eager_reason, "");
+  EXPECT_GE(st.fused_groups, 2);  // one per segment
+  const std::string g = f.graph_string();
+  EXPECT_NE(g.find("# segment 0"), std::string::npos) << g;
+  EXPECT_NE(g.find("then graph break at 'item'"), std::string::npos) << g;
+  EXPECT_NE(g.find("# segment 1"), std::string::npos) << g;
+  EXPECT_NE(g.find("fused_sigmoid_mul_add_layer_norm"), std::string::npos) << g;
+  // Other values: another item() value, another constant: the second segment's call leaves the
+  // captured path there and finishes eagerly, with the eager results.
+  const Tensor x2 = randn_on({32, 64}, 8);
+  const auto [y2, kept2] = f(x2, b);
+  const auto [ey2, ekept2] = prog(x2, b);
+  EXPECT_TRUE(allclose(y2, ey2, 1e-5, 1e-3));
+  EXPECT_TRUE(allclose(kept2, ekept2, 1e-5, 1e-5));
+  EXPECT_NE(f.stats().last_eager_reason.find("another argument"), std::string::npos)
+      << f.stats().last_eager_reason;
+}
+
+TEST(COMPILE_SUITE, InPlaceWritesAndBreaksKeepTheirOrder) {
+  NoGradGuard no_grad;
+  // An in-place write before the break, a read of the written input after it, a break inside
+  // a loop, and a break that ends the program early on some calls.
+  auto prog = [](Tensor x) {
+    x.mul_(2).add_(1);
+    Tensor acc = x * 0;
+    for (int i = 0; i < 3; ++i) {
+      acc = acc + relu(x - i);
+      if (acc.max().item<double>() > 1e6) return acc;  // never on these inputs
+    }
+    return acc * x;
+  };
+  auto f = compile(prog);
+  const Tensor x0 = randn_on({5, 6}, 9);
+  Tensor a = x0.clone(), b = x0.clone();
+  for (int call = 0; call < 3; ++call) {
+    const Tensor got = f(a), want = prog(b);
+    EXPECT_TRUE(same_bytes(got, want)) << call;
+    EXPECT_TRUE(same_bytes(a, b)) << call;  // the input written once per call
+  }
+  EXPECT_EQ(f.stats().compiled_calls, 2);
+  EXPECT_EQ(f.stats().last_eager_reason, "");
+  // Early return on a large input: fewer ops than captured, finished eagerly.
+  Tensor big = x0.clone() * 1e7, big2 = big.clone();
+  EXPECT_TRUE(same_bytes(f(big), prog(big2)));
+  EXPECT_TRUE(same_bytes(big, big2));
+  EXPECT_NE(f.stats().last_eager_reason.find("left the captured path"), std::string::npos);
+}
+
+TEST(COMPILE_SUITE, PrintingIsAGraphBreakThatSeesTheValues) {
+  NoGradGuard no_grad;
+  std::vector<std::string> printed;
+  auto prog = [&](const Tensor& x) {
+    const Tensor h = exp(x) * 2;
+    std::ostringstream os;
+    os << h.sum(0);  // the replay must print computed values, not a placeholder's
+    printed.push_back(os.str());
+    return h + 1;
+  };
+  auto f = compile(prog);
+  const Tensor x = randn_on({4, 3}, 12);
+  for (int call = 0; call < 3; ++call) EXPECT_TRUE(same_bytes(f(x), prog(x)));
+  ASSERT_EQ(printed.size(), 6u);
+  for (size_t i = 1; i < printed.size(); ++i) EXPECT_EQ(printed[i], printed[0]);
+  EXPECT_EQ(f.stats().last_break, "print");
+  EXPECT_EQ(f.stats().compiled_calls, 2);
+  EXPECT_EQ(f.stats().last_eager_reason, "");
+}
+
 TEST(COMPILE_SUITE, NonzeroIsAGraphBreak) {
   NoGradGuard no_grad;
-  auto prog = [](const Tensor& x) { return nonzero(x > 0); };
+  auto prog = [](const Tensor& x) {
+    const Tensor idx = nonzero(x > 0);  // runs eagerly between the segments
+    return std::make_tuple(idx * 2, exp(x) + 1);
+  };
   auto f = compile(prog);
   const Tensor x = randn_on({16}, 5);
-  EXPECT_TRUE(same_bytes(f(x), prog(x)));
-  EXPECT_TRUE(same_bytes(f(x), prog(x)));
+  for (int call = 0; call < 3; ++call) {
+    const auto [i, e] = f(x);
+    const auto [ei, ee] = prog(x);
+    EXPECT_TRUE(same_bytes(i, ei));
+    EXPECT_TRUE(same_bytes(e, ee));
+  }
+  // Other values: nonzero's result has another shape; the segment after it is compiled for
+  // the captured shape, so the call leaves the path there (eager, right results).
+  const Tensor y = randn_on({16}, 6);
+  const auto [i2, e2] = f(y);
+  const auto [ei2, ee2] = prog(y);
+  EXPECT_TRUE(same_bytes(i2, ei2));
+  EXPECT_TRUE(same_bytes(e2, ee2));
+  EXPECT_NE(f.stats().last_eager_reason.find("'nonzero' gave i64["), std::string::npos)
+      << f.stats().last_eager_reason;
   EXPECT_EQ(f.stats().last_break, "nonzero");
+  EXPECT_EQ(f.stats().compiled_calls, 3);
   auto strict = compile(prog, CompileOptions().fullgraph(true));
   EXPECT_THROW_MSG(strict(x), ValueError, "graph break at 'nonzero'");
 }
@@ -406,6 +520,80 @@ TEST(COMPILE_SUITE, FrozenBatchNormFoldsIntoTheConvolution) {
   live(x);
   EXPECT_TRUE(allclose(live(x), prog(x), 1e-5, 1e-5));
   EXPECT_NE(live.graph_string().find("mul.Tensor"), std::string::npos);
+}
+
+// Convolution steps (docs/compile.md, "Convolutions"): with freeze, each CPU convolution is one
+// oneDNN inference primitive that takes the residual add and relu after it, and activations
+// only convolutions read stay in oneDNN's layout.
+TEST(COMPILE_SUITE, ConvolutionStepsTakeAddAndReluAndKeepTheirLayout) {
+  NoGradGuard no_grad;
+  manual_seed(0);
+  auto model = models::resnet18_small_input(10, 3);
+  model->to(kDev);
+  model->eval();
+  const Tensor x = randn_on({2, 3, 16, 16}, 21);
+  auto f = compile(model, CompileOptions().freeze(true));
+  f(x);
+  EXPECT_TRUE(allclose(f(x), model(x), 1e-4, 1e-5));
+  const std::string g = f.graph_string();
+  // CPU, where oneDNN is the library for convolutions (XTEN_CPU_GEMM=eigen runs none).
+  const bool cpu = kDev.type() == kCPU, steps = cpu && cpu_gemm() == CpuGemm::OneDnn;
+  EXPECT_EQ(g.find("+bias +sum +relu, input blocked by conv") != std::string::npos, steps) << g;
+  EXPECT_EQ(g.find("output blocked") != std::string::npos, steps) << g;
+  // The network's first convolution reads the input as it is; the last one's result goes on
+  // to pooling (NCHW): neither is blocked on that side.
+  EXPECT_EQ(g.find("# conv 0: onednn conv 64x3x3x3 stride 1 pad 1 +bias +relu, output blocked") !=
+                std::string::npos,
+            steps)
+      << g;
+  if (steps) {
+    EXPECT_LT(f.stats().nodes_after, 30);
+  }
+  // A profiler shows the steps by what they took in.
+  profiler::Profiler prof;
+  prof.start();
+  f(x);
+  prof.stop();
+  bool step = false;
+  for (const auto& e : prof.key_averages().rows) step = step || e.name == "fused_conv2d_add_relu";
+  EXPECT_EQ(step, steps);
+  // A convolution whose result the program returns, and one whose input is a strided view.
+  nn::Conv2d conv(nn::Conv2dOptions(3, 4, 3).padding(1));
+  conv->to(kDev);
+  auto prog = [&](const Tensor& in) {
+    const Tensor a = conv(in.transpose(2, 3));
+    return std::make_tuple(relu(a), conv(relu(a).narrow(1, 0, 3)) + a);
+  };
+  auto h = compile(prog, CompileOptions().freeze(true));
+  h(x);
+  const auto [r1, r2] = h(x);
+  const auto [e1, e2] = prog(x);
+  EXPECT_TRUE(allclose(r1, e1, 1e-5, 1e-5));
+  EXPECT_TRUE(allclose(r2, e2, 1e-5, 1e-5));
+  // Without freeze the weights are read at run time: no steps.
+  auto live = compile(model);
+  live(x);
+  EXPECT_EQ(live.graph_string().find("# conv"), std::string::npos);
+  // Under autocast bfloat16 (CPU): the steps run in bfloat16, within the autocast result's
+  // distance from float32.
+  if (cpu) {
+    autocast::AutocastGuard ac(kCPU, kBFloat16);
+    auto b = compile(model, CompileOptions().freeze(true));
+    b(x);
+    const Tensor got = b(x).to(kFloat), want = model(x).to(kFloat);
+    // Where oneDNN takes bfloat16 convolutions (not on every CPU: then eager runs its Eigen
+    // path, and the compiled graph keeps the plain conv2d nodes).
+    const int64_t onednn_before = cpu_gemm_counts().onednn;
+    conv2d(x.to(kBFloat16), randn_on({4, 3, 3, 3}, 22).to(kBFloat16));
+    const bool onednn_bf16 = cpu_gemm_counts().onednn > onednn_before;
+    const Tensor f32 = [&] {
+      autocast::AutocastGuard off(kCPU, kBFloat16, false);
+      return model(x);
+    }();
+    const double own = (want - f32).abs().max().item<double>();
+    EXPECT_LE((got - want).abs().max().item<double>(), 2 * own + 1e-2);
+    EXPECT_EQ(b.graph_string().find("# conv") != std::string::npos, onednn_bf16);
+  }
 }
 
 TEST(COMPILE_SUITE, ParametersAreReadAtRunTimeUnlessFrozen) {

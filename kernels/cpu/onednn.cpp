@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -550,6 +551,156 @@ bool conv2d_backward_weight(const Tensor& grad_output, const Tensor& x, const Co
   if (!e->ok) return false;
   run_conv(*e, x, grad_output, Tensor(), grad_weight);
   return true;
+}
+
+// ---- convolutions of compiled inference graphs ------------------------------------------------
+
+struct InferenceConv::Impl {
+  ConvGeometry g;
+  Step main;
+  memory::desc src, weights_md, dst;  // the primitive's formats
+  memory::desc plain_src, plain_dst;  // contiguous NCHW
+  Tensor weights, bias;               // in the primitive's formats (bias float32)
+  bool sum = false, relu = false;
+  int threads = 1;
+  ScalarType dtype = kFloat;
+  // Reorders between formats, made on first use.
+  mutable std::mutex mu;
+  mutable std::list<std::pair<std::pair<memory::desc, memory::desc>, Step>> reorders;
+
+  const Step& reorder(const memory::desc& from, const memory::desc& to) const {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [key, step] : reorders)
+      if (key.first == from && key.second == to) return step;
+    reorders.emplace_back(std::make_pair(from, to), reorder_step(from, to));
+    return reorders.back().second;
+  }
+  // `t` (plain, or blocked in `from`'s dst format) as memory in the format `want`: in place
+  // where the formats agree, else reordered into `keep`.
+  memory as(const Tensor& t, const InferenceConv::Impl* from, const memory::desc& want,
+            dnnl::stream& s, Tensor& keep) const {
+    const memory::desc& have = from ? from->dst : plain_of(t);
+    memory m(have, engine(), t.data_ptr());
+    if (have == want) return m;
+    memory out = scratch(want, keep);
+    onednn::run(reorder(have, want), s, {{DNNL_ARG_FROM, m}, {DNNL_ARG_TO, out}});
+    return out;
+  }
+  memory::desc plain_of(const Tensor& t) const {
+    return memory::desc(dims(t.sizes().begin(), t.sizes().end()), *data_type(dtype), tag::nchw);
+  }
+};
+
+std::shared_ptr<const InferenceConv> InferenceConv::make(const ConvGeometry& g, ScalarType dtype,
+                                                         const Tensor& weight, const Tensor& bias,
+                                                         bool sum, bool relu) {
+  const auto dt = data_type(dtype);
+  if (!dt || dtype == kHalf || cpu_gemm() != CpuGemm::OneDnn || g.n * g.c * g.h * g.w == 0 ||
+      g.n * g.o * g.ho * g.wo == 0)
+    return nullptr;
+  auto impl = std::make_shared<Impl>();
+  Impl& e = *impl;
+  e.g = g;
+  e.sum = sum;
+  e.relu = relu;
+  e.dtype = dtype;
+  const int64_t cg = g.c / g.groups, og = g.o / g.groups;
+  const double flops =
+      2.0 * static_cast<double>(g.n * g.o * g.ho * g.wo) * static_cast<double>(cg * g.kh * g.kw);
+  e.threads = threads_for(flops);
+  use_threads(e.threads);
+  try {
+    e.plain_src = memory::desc({g.n, g.c, g.h, g.w}, *dt, tag::nchw);
+    e.plain_dst = memory::desc({g.n, g.o, g.ho, g.wo}, *dt, tag::nchw);
+    const memory::desc plain_w = weight_desc(*dt, g.groups, og, cg, g.kh, g.kw, cg * g.kh * g.kw,
+                                             g.kh * g.kw, og * cg * g.kh * g.kw);
+    const memory::desc any_src({g.n, g.c, g.h, g.w}, *dt, tag::any);
+    const memory::desc any_w(plain_w.dims(), *dt, tag::any);
+    const memory::desc any_dst({g.n, g.o, g.ho, g.wo}, *dt, tag::any);
+    const memory::desc bias_md({g.o}, memory::data_type::f32, tag::x);
+    const dims stride{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pad_l{g.ph, g.pw};
+    const dims pad_r{(g.ho - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.h - g.ph,
+                     (g.wo - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
+    using F = dnnl::convolution_forward;
+    const auto prop = dnnl::prop_kind::forward_inference;
+    const F::desc d = bias.defined() ? F::desc(prop, dnnl::algorithm::convolution_direct, any_src,
+                                               any_w, bias_md, any_dst, stride, dil, pad_l, pad_r)
+                                     : F::desc(prop, dnnl::algorithm::convolution_direct, any_src,
+                                               any_w, any_dst, stride, dil, pad_l, pad_r);
+    dnnl::primitive_attr attr = user_scratchpad();
+    dnnl::post_ops ops;
+    if (sum) ops.append_sum(1.0f);
+    if (relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+    const F::primitive_desc pd(d, attr, engine());
+    e.main = step_of<F>(pd);
+    e.src = pd.src_desc();
+    e.weights_md = pd.weights_desc();
+    e.dst = pd.dst_desc();
+    // The weights (and bias) once, in the primitive's format.
+    dnnl::stream s(engine());
+    const Tensor w = weight.to(dtype).contiguous();
+    memory user_w(plain_w, engine(), w.data_ptr());
+    memory packed = scratch(pd.weights_desc(), e.weights);
+    if (pd.weights_desc() == plain_w)
+      std::memcpy(packed.get_data_handle(), w.data_ptr(), plain_w.get_size());
+    else
+      onednn::run(reorder_step(plain_w, pd.weights_desc()), s,
+                  {{DNNL_ARG_FROM, user_w}, {DNNL_ARG_TO, packed}});
+    if (bias.defined()) e.bias = bias.to(kFloat).contiguous().clone();
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+  auto out = std::shared_ptr<InferenceConv>(new InferenceConv());
+  out->impl_ = std::move(impl);
+  return out;
+}
+
+Tensor InferenceConv::run(const Tensor& src, const InferenceConv* src_from, const Tensor& other,
+                          const InferenceConv* other_from, bool blocked_out) const {
+  const Impl& e = *impl_;
+  use_threads(e.threads);
+  dnnl::stream s(engine());
+  Tensor keep_src, keep_dst;
+  const Tensor x = src_from ? src : src.contiguous();
+  memory src_m = e.as(x, src_from ? src_from->impl_.get() : nullptr, e.src, s, keep_src);
+  // The output: blocked, or plain (directly where the primitive writes NCHW itself).
+  const bool direct = !blocked_out && e.dst == e.plain_dst;
+  Tensor result = blocked_out || !direct
+                      ? empty_tensor({static_cast<int64_t>(e.dst.get_size())}, kByte, Device("cpu"))
+                      : empty_tensor({e.g.n, e.g.o, e.g.ho, e.g.wo}, e.dtype, Device("cpu"));
+  memory dst_m(e.dst, engine(), result.data_ptr());
+  if (e.sum) {
+    // The residual operand goes into the output buffer first, in the output's format.
+    const Tensor o = other_from ? other : other.contiguous();
+    const Impl* from = other_from ? other_from->impl_.get() : nullptr;
+    const memory::desc& have = from ? from->dst : e.plain_of(o);
+    memory om(have, engine(), o.data_ptr());
+    if (have == e.dst)
+      std::memcpy(result.data_ptr(), o.data_ptr(), e.dst.get_size());
+    else
+      onednn::run(e.reorder(have, e.dst), s, {{DNNL_ARG_FROM, om}, {DNNL_ARG_TO, dst_m}});
+  }
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, src_m},
+      {DNNL_ARG_WEIGHTS, memory(e.weights_md, engine(), e.weights.data_ptr())},
+      {DNNL_ARG_DST, dst_m}};
+  if (e.bias.defined())
+    args.emplace(DNNL_ARG_BIAS,
+                 memory({{e.g.o}, memory::data_type::f32, tag::x}, engine(), e.bias.data_ptr()));
+  onednn::run(e.main, s, std::move(args));
+  if (blocked_out || direct) return result;
+  Tensor plain = empty_tensor({e.g.n, e.g.o, e.g.ho, e.g.wo}, e.dtype, Device("cpu"));
+  memory pm(e.plain_dst, engine(), plain.data_ptr());
+  onednn::run(e.reorder(e.dst, e.plain_dst), s, {{DNNL_ARG_FROM, dst_m}, {DNNL_ARG_TO, pm}});
+  return plain;
+}
+
+std::string InferenceConv::describe() const {
+  const Impl& e = *impl_;
+  return fmt::format("onednn conv {}x{}x{}x{} stride {} pad {}{}{}{}", e.g.o, e.g.c / e.g.groups,
+                     e.g.kh, e.g.kw, e.g.sh, e.g.ph, e.bias.defined() ? " +bias" : "",
+                     e.sum ? " +sum" : "", e.relu ? " +relu" : "");
 }
 
 }  // namespace xten::cpu::onednn

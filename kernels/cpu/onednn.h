@@ -3,6 +3,7 @@
 // (docs/cpu_kernels.md). Each returns false, computing nothing, where oneDNN does not support the
 // case (a dtype, or an instruction set the machine lacks); the caller then runs its Eigen path.
 // Tensors are CPU tensors of one dtype (float32, bfloat16 or float16), checked by the callers.
+#include <memory>
 #include <optional>
 
 #include <xten/core/tensor.h>
@@ -33,5 +34,32 @@ bool conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& bias, cons
 // the contiguous grad_weight [o, c / groups, kh, kw].
 bool conv2d_backward_weight(const Tensor& grad_output, const Tensor& x, const ConvGeometry& g,
                             const Tensor& grad_weight);
+
+// Convolutions of a compiled inference graph (compile/conv_plan.cpp; docs/compile.md,
+// "Convolutions"): a forward_inference primitive with its weights reordered into oneDNN's
+// format once, the bias, and optionally a residual add (oneDNN's sum post-op: the output buffer
+// holds the other operand first) and relu (an eltwise post-op), in one primitive. Activations
+// may stay in oneDNN's own layout between such convolutions: a *blocked* tensor is a byte
+// tensor holding a value in the dst layout of the InferenceConv that made it.
+class InferenceConv {
+ public:
+  // Null where oneDNN declines. x: float32 or bfloat16 (the weight's dtype too); weight
+  // [o, c / groups, kh, kw] and bias (any float dtype, or undefined) are read now and kept
+  // reordered. Built for the team get_num_threads() gives now (Note [oneDNN threads]).
+  static std::shared_ptr<const InferenceConv> make(const ConvGeometry& g, ScalarType dtype,
+                                                   const Tensor& weight, const Tensor& bias,
+                                                   bool sum, bool relu);
+  // src: a contiguous NCHW tensor, or blocked by `src_from`; other (with sum): likewise by
+  // `other_from`. The result: blocked if `blocked_out`, else a contiguous NCHW tensor.
+  Tensor run(const Tensor& src, const InferenceConv* src_from, const Tensor& other,
+             const InferenceConv* other_from, bool blocked_out) const;
+  // "conv 64x64x3x3 s1 (relu)" and its formats, for the graph dump.
+  std::string describe() const;
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
 
 }  // namespace xten::cpu::onednn
