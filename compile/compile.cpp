@@ -8,6 +8,7 @@
 
 #include <xten/autocast/autocast.h>
 #include <xten/autograd/grad_mode.h>
+#include <xten/core/parallel.h>
 #include <xten/compile/capture.h>
 #include <xten/compile/passes.h>
 #include <xten/compile/runtime.h>
@@ -35,9 +36,12 @@ struct Signature {
   bool autocast[2] = {false, false};
   ScalarType autocast_dtype[2] = {ScalarType::Undefined, ScalarType::Undefined};
   int training = -1;  // compile(module): the module's flag
+  // The thread count: convolution steps' primitives are built for it (Note [oneDNN threads]).
+  int threads = 1;
 
   bool operator==(const Signature& o) const {
-    return inputs == o.inputs && grad_enabled == o.grad_enabled && autocast[0] == o.autocast[0] &&
+    return inputs == o.inputs && grad_enabled == o.grad_enabled && threads == o.threads &&
+           autocast[0] == o.autocast[0] &&
            autocast[1] == o.autocast[1] && autocast_dtype[0] == o.autocast_dtype[0] &&
            autocast_dtype[1] == o.autocast_dtype[1] && training == o.training;
   }
@@ -61,6 +65,7 @@ Signature signature_of(const std::vector<Tensor>& inputs, const nn::Module* modu
     s.inputs.push_back(std::move(in));
   }
   s.grad_enabled = GradMode::is_enabled();
+  s.threads = get_num_threads();
   const DeviceType types[2] = {kCPU, kXPU};
   for (int d = 0; d < 2; ++d) {
     s.autocast[d] = autocast::is_autocast_enabled(types[d]);

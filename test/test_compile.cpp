@@ -133,6 +133,13 @@ TEST(COMPILE_SUITE, NewShapeOrDtypeRecompilesAndCounts) {
   EXPECT_TRUE(same_bytes(f(t), exp(t) * t + 1));
   EXPECT_TRUE(allclose(f(t), exp(t) * t + 1, 1e-6, 0));
   EXPECT_EQ(f.stats().recompiles, 3);
+  // Another thread count (what convolution steps are built for).
+  const int threads = get_num_threads();
+  set_num_threads(threads == 1 ? 2 : 1);
+  const Tensor x = randn_on({4, 3}, 4);
+  EXPECT_TRUE(same_bytes(f(x), exp(x) * x + 1));
+  set_num_threads(threads);
+  EXPECT_EQ(f.stats().recompiles, 4);
 }
 
 TEST(COMPILE_SUITE, PastTheCacheLimitRunsEagerly) {
