@@ -8,11 +8,11 @@
 
 #include <xten/autocast/autocast.h>
 #include <xten/autograd/grad_mode.h>
-#include <xten/core/parallel.h>
 #include <xten/compile/capture.h>
 #include <xten/compile/passes.h>
 #include <xten/compile/runtime.h>
 #include <xten/compile/segments.h>
+#include <xten/core/parallel.h>
 
 namespace xten::compile_detail {
 namespace {
@@ -41,9 +41,9 @@ struct Signature {
 
   bool operator==(const Signature& o) const {
     return inputs == o.inputs && grad_enabled == o.grad_enabled && threads == o.threads &&
-           autocast[0] == o.autocast[0] &&
-           autocast[1] == o.autocast[1] && autocast_dtype[0] == o.autocast_dtype[0] &&
-           autocast_dtype[1] == o.autocast_dtype[1] && training == o.training;
+           autocast[0] == o.autocast[0] && autocast[1] == o.autocast[1] &&
+           autocast_dtype[0] == o.autocast_dtype[0] && autocast_dtype[1] == o.autocast_dtype[1] &&
+           training == o.training;
   }
   std::string describe() const {
     std::string s;
@@ -142,7 +142,10 @@ std::string programs_text(const Graph& g) {
     for (int v : grp.outputs)
       if (v != grp.norm_output)
         s += fmt::format("  store r{} -> %{}\n", grp.program.outputs[k++], v);
-    if (grp.norm_node >= 0)
+    if (grp.norm_node >= 0 && grp.norm_op != cpu::RowOp::LayerNorm)
+      s += fmt::format("  rows: {}(r{}) -> %{}\n", cpu::to_string(grp.norm_op), grp.norm_register,
+                       grp.norm_output);
+    else if (grp.norm_node >= 0)
       s += fmt::format(
           "  rows: layer_norm(r{}, eps={}, weight {}, bias {}) -> %{}\n", grp.norm_register,
           grp.norm_eps, grp.norm_weight >= 0 ? fmt::format("%{}", grp.norm_weight) : "None",

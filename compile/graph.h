@@ -84,8 +84,9 @@ struct FusedGroup {
   std::vector<int64_t> shape;
   std::string name;  // "fused_mul_sigmoid_add": what the profiler shows
   cpu::FusedProgram program;
-  // A group may end in layer_norm over the last dim (its last node): its result is written by
-  // the row epilogue, not by the program (cpu::RowNorm).
+  // A group may end in layer_norm over the last dim, or (CPU) softmax or log_softmax over it (its
+  // last node): its result is written by the row epilogue, not by the program (cpu::RowNorm).
+  cpu::RowOp norm_op = cpu::RowOp::LayerNorm;
   int norm_node = -1;
   int norm_output = -1;
   int norm_register = -1;

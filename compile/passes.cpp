@@ -445,6 +445,37 @@ std::optional<double> row_norm_eps(const Graph& g, const Node& n) {
   return eps.constant.get<double>();
 }
 
+// softmax or log_softmax over the last dim of a contiguous float32 CPU tensor, into float32:
+// the row epilogue computes them as the eager kernel does. Which, if so.
+std::optional<cpu::RowOp> row_softmax(const Graph& g, const Node& n) {
+  const std::string name = n.op.entry().display_name();
+  if (name != "softmax" && name != "log_softmax") return std::nullopt;
+  const Arg& in = n.args[0];
+  if (in.kind != Arg::Kind::Value || in.value < 0) return std::nullopt;
+  const TensorMeta& m = g.values[static_cast<size_t>(in.value)].meta;
+  const std::vector<int> defs = n.defined_values();
+  if (defs.size() != 1 || m.sizes.empty() || !contiguous_f32(m) || m.device.type() != kCPU)
+    return std::nullopt;
+  if (!contiguous_f32(g.values[static_cast<size_t>(defs[0])].meta)) return std::nullopt;
+  const Arg& dim = n.args[1];
+  const int64_t nd = static_cast<int64_t>(m.sizes.size());
+  if (dim.kind != Arg::Kind::Constant || !dim.constant.is<int64_t>() ||
+      (dim.constant.get<int64_t>() != -1 && dim.constant.get<int64_t>() != nd - 1))
+    return std::nullopt;
+  const Arg& dt = n.args[2];
+  if (dt.kind != Arg::Kind::Constant ||
+      !(dt.constant.is_none() ||
+        (dt.constant.is<ScalarType>() && dt.constant.get<ScalarType>() == kFloat)))
+    return std::nullopt;
+  return name == "softmax" ? cpu::RowOp::Softmax : cpu::RowOp::LogSoftmax;
+}
+
+// The row epilogue node `n` makes, if it can end a group.
+std::optional<cpu::RowOp> row_epilogue(const Graph& g, const Node& n) {
+  if (row_norm_eps(g, n)) return cpu::RowOp::LayerNorm;
+  return row_softmax(g, n);
+}
+
 void build_program(Graph& g, FusedGroup& grp) {
   std::map<int, int> reg;  // value -> register
   cpu::FusedProgram& p = grp.program;
@@ -472,7 +503,7 @@ void build_program(Graph& g, FusedGroup& grp) {
     if (i == grp.norm_node) {
       grp.norm_register = reg.at(n.args[0].value);
       grp.norm_output = n.defined_values()[0];
-      names.push_back("layer_norm");
+      names.push_back(cpu::to_string(grp.norm_op));
       continue;
     }
     cpu::FusedInstr in = *fused_instr(n);
@@ -532,7 +563,7 @@ int fuse_pointwise(Graph& g) {
         group_of_value[static_cast<size_t>(defs[0])] = joined;
       }
     }
-    if (joined < 0 && free && row_norm_eps(g, n)) {
+    if (joined < 0 && free && row_epilogue(g, n)) {
       const int v = n.args[0].value;
       joined = join_or_open({v}, g.values[static_cast<size_t>(v)].meta);
       Open& o = groups[static_cast<size_t>(joined)];
@@ -551,19 +582,25 @@ int fuse_pointwise(Graph& g) {
       for (Open& o : groups) o.sealed = true;
   }
   // Groups of two or more nodes become fused groups; a single node stays the eager kernel
-  // (except layer_norm alone: the row epilogue beats its eager decomposition).
+  // (except layer_norm alone: the row epilogue beats its eager decomposition; softmax alone is
+  // its eager kernel).
   const std::vector<int> uses_total = uses_count(g);
   int made = 0;
   for (Open& o : groups) {
-    if (o.nodes.size() < 2 && !o.norm) continue;
+    if (o.nodes.size() < 2 &&
+        !(o.norm && row_norm_eps(g, g.nodes[static_cast<size_t>(o.nodes.back())])))
+      continue;
     FusedGroup grp;
     grp.nodes = o.nodes;
     if (o.norm) {
       const Node& ln = g.nodes[static_cast<size_t>(o.nodes.back())];
       grp.norm_node = o.nodes.back();
-      grp.norm_eps = *row_norm_eps(g, ln);
-      grp.norm_weight = ln.args[2].kind == Arg::Kind::Value ? ln.args[2].value : -1;
-      grp.norm_bias = ln.args[3].kind == Arg::Kind::Value ? ln.args[3].value : -1;
+      grp.norm_op = *row_epilogue(g, ln);
+      if (grp.norm_op == cpu::RowOp::LayerNorm) {
+        grp.norm_eps = *row_norm_eps(g, ln);
+        grp.norm_weight = ln.args[2].kind == Arg::Kind::Value ? ln.args[2].value : -1;
+        grp.norm_bias = ln.args[3].kind == Arg::Kind::Value ? ln.args[3].value : -1;
+      }
     }
     grp.shape = o.shape;
     grp.device = o.device;

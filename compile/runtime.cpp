@@ -178,6 +178,7 @@ void Executor::run_group(int group, std::vector<Tensor>& env) {
   outs.reserve(g.outputs.size());
   cpu::RowNorm norm;
   if (g.norm_node >= 0) {
+    norm.op = g.norm_op;
     norm.input_register = g.norm_register;
     norm.eps = g.norm_eps;
     if (g.norm_weight >= 0) norm.weight = env[static_cast<size_t>(g.norm_weight)];

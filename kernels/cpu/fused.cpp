@@ -232,6 +232,7 @@ void run_rows(const FusedProgram& p, const std::vector<InputGeometry>& geo, IntA
   const int64_t d = space.back();
   int64_t rows = 1;
   for (size_t i = 0; i + 1 < space.size(); ++i) rows *= space[i];
+  const int64_t numel = rows * d;
   const float* w =
       norm.weight.defined() ? static_cast<const float*>(norm.weight.data_ptr()) : nullptr;
   const float* b = norm.bias.defined() ? static_cast<const float*>(norm.bias.data_ptr()) : nullptr;
@@ -239,21 +240,52 @@ void run_rows(const FusedProgram& p, const std::vector<InputGeometry>& geo, IntA
   const int64_t cost = (static_cast<int64_t>(p.code.size()) + 4) * d;
   parallel_for(rows, grain_for(cost), [&](int64_t r0, int64_t r1) {
     Registers regs(p);
-    std::vector<float> row(static_cast<size_t>(d));
+    // Note [Row buffers]: Eigen's reductions and maps start at the first aligned element, so
+    // what they compute depends on where a row starts modulo 64 bytes. The row buffer puts row
+    // r where the eager kernel's input row r would be (a 64-byte-aligned tensor, r * d floats
+    // in), so that softmax and log_softmax here equal the eager kernel bit for bit.
+    constexpr int64_t kLanes = 64 / sizeof(float);
+    std::vector<float> raw(static_cast<size_t>(d + 2 * kLanes));
+    float* const aligned =
+        raw.data() +
+        (kLanes - reinterpret_cast<uintptr_t>(raw.data()) % 64 / sizeof(float)) % kLanes;
+    static const std::vector<float*> no_stores;
     for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t c = 0; c < d; c += kFusedBlock) {
-        const int64_t m = std::min(kFusedBlock, d - c);
-        run_block(p, geo, space, out, r * d + c, m, regs);
-        std::memcpy(row.data() + c, regs.src[norm.input_register],
-                    static_cast<size_t>(m) * sizeof(float));
+      float* const row = aligned + (r * d) % kLanes;
+      // The program runs over a window of whole 64-byte lines around the row, so that each
+      // element takes the vector or scalar form of a function as in the eager kernels, which run
+      // over the whole tensor (Note [Aligned blocks] in loops.h); the row's part is kept.
+      const int64_t begin = r * d, end = begin + d;
+      const int64_t lo = begin / kLanes * kLanes,
+                    hi = std::min(numel, (end + kLanes - 1) / kLanes * kLanes);
+      for (int64_t c = lo; c < hi; c += kFusedBlock) {
+        const int64_t m = std::min(kFusedBlock, hi - c);
+        run_block(p, geo, space, no_stores, c, m, regs);
+        const int64_t from = std::max(c, begin), to = std::min(c + m, end);
+        if (from >= to) continue;
+        const size_t bytes = static_cast<size_t>(to - from) * sizeof(float);
+        std::memcpy(row + (from - begin), regs.src[norm.input_register] + (from - c), bytes);
+        for (size_t o = 0; o < out.size(); ++o)
+          std::memcpy(out[o] + from, regs.src[p.outputs[o]] + (from - c), bytes);
+      }
+      const ECMap<float> x(row, d);
+      EMap<float> yr(y + r * d, d);
+      if (norm.op == RowOp::Softmax) {  // as kernels/cpu/activation.cpp's softmax_impl
+        const float mx = x.maxCoeff();
+        yr = (x - mx).exp();
+        yr /= yr.sum();
+        continue;
+      }
+      if (norm.op == RowOp::LogSoftmax) {
+        const float mx = x.maxCoeff();
+        yr = (x - mx) - std::log((x - mx).exp().sum());
+        continue;
       }
       // Eigen's vectorized sums (several accumulators): a scalar loop's float or double sum is
       // one dependent add per element, 10 ms on 4M floats.
-      const ECMap<float> x(row.data(), d);
       const float mean = x.sum() / static_cast<float>(d);
       const float var = (x - mean).square().sum() / static_cast<float>(d);
       const float rstd = 1.0f / std::sqrt(var + static_cast<float>(norm.eps));
-      EMap<float> yr(y + r * d, d);
       if (w && b)
         yr = (x - mean) * rstd * ECMap<float>(w, d) + ECMap<float>(b, d);
       else if (w)

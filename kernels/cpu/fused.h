@@ -63,10 +63,15 @@ struct FusedProgram {
   std::vector<int> outputs;
 };
 
-// A program that ends in layer_norm over the last dim: register `input_register` is normalized
-// row by row into `out` (contiguous float32 of the program's shape); weight and bias, if
-// defined, are contiguous float32 [D].
+// A program that ends in an op over the last dim: register `input_register` goes row by row
+// into `out` (contiguous float32 of the program's shape) through layer_norm (weight and bias, if
+// defined, contiguous float32 [D]), softmax or log_softmax. softmax and log_softmax compute as
+// the eager kernel does, bit for bit (kernels/cpu/activation.cpp, Note [Row buffers] in
+// fused.cpp).
+enum class RowOp : uint8_t { LayerNorm, Softmax, LogSoftmax };
+const char* to_string(RowOp op);
 struct RowNorm {
+  RowOp op = RowOp::LayerNorm;
   int input_register = -1;
   double eps = 1e-5;
   Tensor weight, bias, out;

@@ -13,6 +13,10 @@ const char* to_string(FusedOpcode op) {
   return names[static_cast<int>(op)];
 }
 
+const char* to_string(RowOp op) {
+  return op == RowOp::Softmax ? "softmax" : op == RowOp::LogSoftmax ? "log_softmax" : "layer_norm";
+}
+
 bool is_binary(FusedOpcode op) {
   return op <= FusedOpcode::Minimum;
 }
