@@ -258,17 +258,22 @@ void run_rows(const FusedProgram& p, const std::vector<InputGeometry>& geo, IntA
       const int64_t begin = r * d, end = begin + d;
       const int64_t lo = begin / kLanes * kLanes,
                     hi = std::min(numel, (end + kLanes - 1) / kLanes * kLanes);
+      const bool whole = lo == begin && hi == end && d <= kFusedBlock;
       for (int64_t c = lo; c < hi; c += kFusedBlock) {
         const int64_t m = std::min(kFusedBlock, hi - c);
         run_block(p, geo, space, no_stores, c, m, regs);
         const int64_t from = std::max(c, begin), to = std::min(c + m, end);
         if (from >= to) continue;
         const size_t bytes = static_cast<size_t>(to - from) * sizeof(float);
-        std::memcpy(row + (from - begin), regs.src[norm.input_register] + (from - c), bytes);
+        if (!whole)
+          std::memcpy(row + (from - begin), regs.src[norm.input_register] + (from - c), bytes);
         for (size_t o = 0; o < out.size(); ++o)
           std::memcpy(out[o] + from, regs.src[p.outputs[o]] + (from - c), bytes);
       }
-      const ECMap<float> x(row, d);
+      // One block that is the row itself (a row of whole 64-byte lines, as the chain's 1,024):
+      // its register is the row buffer, placed as the copy would be.
+      const float* xs = whole ? regs.src[norm.input_register] : row;
+      const ECMap<float> x(xs, d);
       EMap<float> yr(y + r * d, d);
       if (norm.op == RowOp::Softmax) {  // as kernels/cpu/activation.cpp's softmax_impl
         const float mx = x.maxCoeff();
