@@ -285,6 +285,12 @@ CompiledProgram::~CompiledProgram() = default;
 std::vector<Tensor> CompiledProgram::call(const std::vector<Tensor>& inputs,
                                           const Program& program) {
   Impl& m = *impl_;
+  // Called inside another compiled program while that one is captured or replayed: run the
+  // function itself, so that its ops are the outer graph's (a compiled inner graph would run
+  // below the Capture key, and the outer graph would read its results as fixed tensors).
+  const LocalDispatchKeySet local = local_dispatch_key_set();
+  if (local.included.has(DispatchKey::Capture) && !local.excluded.has(DispatchKey::Capture))
+    return program(inputs);
   Signature sig = signature_of(inputs, m.module.get());
   for (auto& e : m.entries) {
     if (!(e->sig == sig)) continue;

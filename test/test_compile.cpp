@@ -323,6 +323,26 @@ TEST(COMPILE_SUITE, NonzeroIsAGraphBreak) {
   EXPECT_THROW_MSG(strict(x), ValueError, "graph break at 'nonzero'");
 }
 
+TEST(COMPILE_SUITE, ACompiledProgramInsideAnotherIsPartOfItsGraph) {
+  NoGradGuard no_grad;
+  auto inner = compile([](const Tensor& x) { return tanh(x) * 2; });
+  auto outer_fn = [&](const Tensor& x) {
+    const Tensor h = inner(x + 1);  // inner is compiled already (below), and called inside
+    const double s = h.sum().item<double>();  // a break: the outer program is replayed too
+    return h * (s > 0 ? 1.0 : -1.0);
+  };
+  const Tensor warm = randn_on({4, 5}, 31);
+  inner(warm);
+  inner(warm);
+  auto outer = compile(outer_fn);
+  for (uint64_t seed = 32; seed < 36; ++seed) {
+    const Tensor x = randn_on({4, 5}, seed);  // new values, the same signature
+    EXPECT_TRUE(same_bytes(outer(x), outer_fn(x))) << seed;
+  }
+  EXPECT_EQ(outer.stats().captures, 1);
+  EXPECT_NE(outer.graph_string().find("tanh("), std::string::npos) << outer.graph_string();
+}
+
 TEST(COMPILE_SUITE, BadOptionsAreErrors) {
   auto id = [](const Tensor& x) { return x; };
   EXPECT_THROW_MSG(compile(id, CompileOptions().backend("triton")), ValueError,
