@@ -268,14 +268,12 @@ class Replay final : public ReplayHandler {
 
   // Why this call is not the next recorded node (empty if it is).
   std::string mismatch(const OperatorHandle& op, const Stack& stack, size_t base) {
-    if (pos_ >= static_cast<int>(c_.nodes.size()) ||
-        (!at_break() && seg_ < p_.breaks_.size() && pos_ > p_.breaks_[seg_].node))
-      return fmt::format("'{}' where the capture had {}", op.entry().display_name(), expected());
-    if (at_break() && !p_.breaks_[seg_].is_node)
+    // (a break that is not a node is a host read: an op there leaves the path too)
+    if (pos_ >= static_cast<int>(c_.nodes.size()) || (at_break() && !p_.breaks_[seg_].is_node) ||
+        &c_.nodes[static_cast<size_t>(pos_)].op.entry() != &op.entry() ||
+        c_.nodes[static_cast<size_t>(pos_)].args.size() != stack.size() - base)
       return fmt::format("'{}' where the capture had {}", op.entry().display_name(), expected());
     const Node& n = c_.nodes[static_cast<size_t>(pos_)];
-    if (&n.op.entry() != &op.entry() || n.args.size() != stack.size() - base)
-      return fmt::format("'{}' where the capture had {}", op.entry().display_name(), expected());
     for (size_t i = 0; i < n.args.size(); ++i) {
       const Arg& a = n.args[i];
       const IValue& s = stack[base + i];

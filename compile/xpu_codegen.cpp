@@ -80,24 +80,19 @@ std::string expression(const cpu::FusedInstr& in) {
       return "-" + a;
     case FusedOpcode::Abs:
       return fmt::format("{0} < 0 ? -{0} : {0}", a);
-    case FusedOpcode::Exp:
-      return "exp(" + a + ")";
+    case FusedOpcode::Exp:  // OpenCL's functions of these names
     case FusedOpcode::Log:
-      return "log(" + a + ")";
     case FusedOpcode::Log1p:
-      return "log1p(" + a + ")";
     case FusedOpcode::Expm1:
-      return "expm1(" + a + ")";
     case FusedOpcode::Sqrt:
-      return "sqrt(" + a + ")";
+    case FusedOpcode::Sin:
+    case FusedOpcode::Cos:
+    case FusedOpcode::Erf:
+      return fmt::format("{}({})", cpu::to_string(in.op), a);
     case FusedOpcode::Rsqrt:
       return "(float)1 / sqrt(" + a + ")";
     case FusedOpcode::Reciprocal:
       return "(float)1 / " + a;
-    case FusedOpcode::Sin:
-      return "sin(" + a + ")";
-    case FusedOpcode::Cos:
-      return "cos(" + a + ")";
     case FusedOpcode::Tanh:
       return fmt::format("fabs({0}) > (float)9.1 ? copysign((float)1, {0}) : tanh({0})", a);
     case FusedOpcode::Sigmoid:
@@ -106,8 +101,6 @@ std::string expression(const cpu::FusedInstr& in) {
       return fmt::format("{0} / ((float)1 + exp(-{0}))", a);
     case FusedOpcode::Relu:
       return fmt::format("{0} < 0 ? (float)0 : {0}", a);
-    case FusedOpcode::Erf:
-      return "erf(" + a + ")";
     case FusedOpcode::GeluErf:
       return fmt::format(
           "isinf({0}) ? (float)NAN : (float)0.5 * {0} * ((float)1 + erf({0} * "
@@ -324,7 +317,6 @@ const unsigned char* keep(Bytes bytes) {
 XpuKernels build_xpu_kernels(const Graph& g) {
   XpuKernels k;
   k.kernel.assign(g.groups.size(), "");
-  std::string body;
   std::vector<size_t> xpu_groups;
   for (size_t gi = 0; gi < g.groups.size(); ++gi)
     if (g.groups[gi].device.type() == kXPU) xpu_groups.push_back(gi);
@@ -339,7 +331,9 @@ XpuKernels build_xpu_kernels(const Graph& g) {
   for (size_t j = 0; j < xpu_groups.size(); ++j) {
     const std::string name = fmt::format("xten_g{}_{}", xpu_groups[j], tag);
     k.kernel[xpu_groups[j]] = name;
-    k.source += "\n" + kernel_source(g, g.groups[xpu_groups[j]], name);
+    std::string text = texts[j];
+    text.replace(text.find("KERNEL @"), 8, "KERNEL " + name);
+    k.source += "\n" + text;
   }
   const std::string key =
       hash_hex(fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}", kCodegenVersion, tool_id(kClang.path()),

@@ -522,12 +522,18 @@ TEST(COMPILE_SUITE, MlpAndSmallCnnEqualEager) {
   EXPECT_EQ(g.stats().recompiles, 1);
 }
 
-TEST(COMPILE_SUITE, ResNet18EqualsEager) {
-  NoGradGuard no_grad;
+// ResNet-18 for small images, seeded, on the test's device, in evaluation mode.
+models::ResNet small_resnet18() {
   manual_seed(0);
   auto model = models::resnet18_small_input(10, 3);
   model->to(kDev);
   model->eval();
+  return model;
+}
+
+TEST(COMPILE_SUITE, ResNet18EqualsEager) {
+  NoGradGuard no_grad;
+  auto model = small_resnet18();
   const Tensor x = randn_on({2, 3, 32, 32}, 13);
   auto f = compile(model, CompileOptions().freeze(true));
   const Tensor eager = model(x);
@@ -579,10 +585,7 @@ TEST(COMPILE_SUITE, FrozenBatchNormFoldsIntoTheConvolution) {
 // only convolutions read stay in oneDNN's layout.
 TEST(COMPILE_SUITE, ConvolutionStepsTakeAddAndReluAndKeepTheirLayout) {
   NoGradGuard no_grad;
-  manual_seed(0);
-  auto model = models::resnet18_small_input(10, 3);
-  model->to(kDev);
-  model->eval();
+  auto model = small_resnet18();
   const Tensor x = randn_on({2, 3, 16, 16}, 21);
   auto f = compile(model, CompileOptions().freeze(true));
   f(x);

@@ -223,6 +223,39 @@ void plan_reorders(Entry& e, const memory::desc& src, const memory::desc& weight
   if (e.dst != e.user_dst) e.dst_out = reorder_step(e.dst, e.user_dst);
 }
 
+// conv2d's weight in oneDNN's order from xten's [o, c / groups, kh, kw] ((g)oihw).
+memory::desc conv2d_weight_desc(const ConvGeometry& g, memory::data_type dt) {
+  const int64_t cg = g.c / g.groups, og = g.o / g.groups;
+  return weight_desc(dt, g.groups, og, cg, g.kh, g.kw, cg * g.kh * g.kw, g.kh * g.kw,
+                     og * cg * g.kh * g.kw);
+}
+
+// The right/bottom padding that gives exactly (ho, wo) (as conv2d's floor division).
+dims conv2d_pad_r(const ConvGeometry& g) {
+  return {(g.ho - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.h - g.ph,
+          (g.wo - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
+}
+
+double conv2d_flops(const ConvGeometry& g) {
+  return 2.0 * static_cast<double>(g.n * g.o * g.ho * g.wo) *
+         static_cast<double>(g.c / g.groups * g.kh * g.kw);
+}
+
+// conv2d forward over the formats oneDNN chooses ("any"), with a float32 bias if `bias`.
+dnnl::convolution_forward::desc conv2d_forward_desc(const ConvGeometry& g, memory::data_type dt,
+                                                    dnnl::prop_kind prop, bool bias) {
+  using F = dnnl::convolution_forward;
+  const memory::desc any_src({g.n, g.c, g.h, g.w}, dt, tag::any);
+  const memory::desc any_w(conv2d_weight_desc(g, dt).dims(), dt, tag::any);
+  const memory::desc any_dst({g.n, g.o, g.ho, g.wo}, dt, tag::any);
+  const dims stride{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pad_l{g.ph, g.pw},
+      pad_r = conv2d_pad_r(g);
+  const auto alg = dnnl::algorithm::convolution_direct;
+  if (!bias) return F::desc(prop, alg, any_src, any_w, any_dst, stride, dil, pad_l, pad_r);
+  const memory::desc bias_md({g.o}, memory::data_type::f32, tag::x);
+  return F::desc(prop, alg, any_src, any_w, bias_md, any_dst, stride, dil, pad_l, pad_r);
+}
+
 // Runs a step with its arguments and a scratchpad of its own.
 void run(const Step& step, dnnl::stream& s, std::unordered_map<int, memory> args) {
   Tensor keep;
@@ -436,34 +469,18 @@ bool conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvGeom
             const Tensor& out) {
   const auto dt = data_type(x.dtype());
   if (!dt || x.numel() == 0 || out.numel() == 0) return false;
-  const int64_t cg = g.c / g.groups, og = g.o / g.groups;
   const std::string key = fmt::format("conv {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
                                       static_cast<int>(x.dtype()), g.n, g.c, g.h, g.w, g.o, g.kh,
                                       g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups) +
                           (bias.defined() ? " bias" : "");
-  const double flops =
-      2.0 * static_cast<double>(g.n * g.o * g.ho * g.wo) * static_cast<double>(cg * g.kh * g.kw);
-  auto e = cache().get(key, flops, [&](Entry& en) {
+  auto e = cache().get(key, conv2d_flops(g), [&](Entry& en) {
     en.user_src = memory::desc({g.n, g.c, g.h, g.w}, *dt, tag::nchw);
-    en.user_weights = weight_desc(*dt, g.groups, og, cg, g.kh, g.kw, cg * g.kh * g.kw, g.kh * g.kw,
-                                  og * cg * g.kh * g.kw);
+    en.user_weights = conv2d_weight_desc(g, *dt);
     en.user_dst = memory::desc({g.n, g.o, g.ho, g.wo}, *dt, tag::nchw);
-    const memory::desc any_src({g.n, g.c, g.h, g.w}, *dt, tag::any);
-    const memory::desc any_w(en.user_weights.dims(), *dt, tag::any);
-    const memory::desc any_dst({g.n, g.o, g.ho, g.wo}, *dt, tag::any);
-    const memory::desc bias_md({g.o}, memory::data_type::f32, tag::x);
-    const dims stride{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pad_l{g.ph, g.pw};
-    // The right/bottom padding that gives exactly (ho, wo) (as the forward's floor division).
-    const dims pad_r{(g.ho - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.h - g.ph,
-                     (g.wo - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
     using F = dnnl::convolution_forward;
-    const F::desc d =
-        bias.defined()
-            ? F::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                      any_src, any_w, bias_md, any_dst, stride, dil, pad_l, pad_r)
-            : F::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                      any_src, any_w, any_dst, stride, dil, pad_l, pad_r);
-    const F::primitive_desc pd(d, user_scratchpad(), engine());
+    const F::primitive_desc pd(
+        conv2d_forward_desc(g, *dt, dnnl::prop_kind::forward_training, bias.defined()),
+        user_scratchpad(), engine());
     en.main = step_of<F>(pd);
     plan_reorders(en, pd.src_desc(), pd.weights_desc(), pd.dst_desc());
   });
@@ -516,32 +533,25 @@ bool conv2d_backward_weight(const Tensor& grad_output, const Tensor& x, const Co
                             const Tensor& grad_weight) {
   const auto dt = data_type(x.dtype());
   if (!dt || x.numel() == 0 || grad_output.numel() == 0) return false;
-  const int64_t cg = g.c / g.groups, og = g.o / g.groups;
   const std::string key = fmt::format("conv_bw {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
                                       static_cast<int>(x.dtype()), g.n, g.c, g.h, g.w, g.o, g.kh,
                                       g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups);
-  const double flops =
-      2.0 * static_cast<double>(g.n * g.o * g.ho * g.wo) * static_cast<double>(cg * g.kh * g.kw);
-  auto e = cache().get(key, flops, [&](Entry& en) {
+  auto e = cache().get(key, conv2d_flops(g), [&](Entry& en) {
     // Roles: src = the input, weights = the output's gradient, dst = the weight's gradient.
     en.user_src = memory::desc({g.n, g.c, g.h, g.w}, *dt, tag::nchw);
     en.user_weights = memory::desc({g.n, g.o, g.ho, g.wo}, *dt, tag::nchw);
-    en.user_dst = weight_desc(*dt, g.groups, og, cg, g.kh, g.kw, cg * g.kh * g.kw, g.kh * g.kw,
-                              og * cg * g.kh * g.kw);
+    en.user_dst = conv2d_weight_desc(g, *dt);
     en.weights_arg = DNNL_ARG_DIFF_DST;
     en.dst_arg = DNNL_ARG_DIFF_WEIGHTS;
     const memory::desc any_src({g.n, g.c, g.h, g.w}, *dt, tag::any);
     const memory::desc any_w(en.user_dst.dims(), *dt, tag::any);
     const memory::desc any_dst({g.n, g.o, g.ho, g.wo}, *dt, tag::any);
-    const dims stride{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pad_l{g.ph, g.pw};
-    const dims pad_r{(g.ho - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.h - g.ph,
-                     (g.wo - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
+    const dims stride{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pad_l{g.ph, g.pw},
+        pad_r = conv2d_pad_r(g);
     using F = dnnl::convolution_forward;
     using B = dnnl::convolution_backward_weights;
     const F::primitive_desc hint(
-        F::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_src,
-                any_w, any_dst, stride, dil, pad_l, pad_r),
-        engine());
+        conv2d_forward_desc(g, *dt, dnnl::prop_kind::forward_training, false), engine());
     const B::primitive_desc pd(B::desc(dnnl::algorithm::convolution_direct, any_src, any_w, any_dst,
                                        stride, dil, pad_l, pad_r),
                                user_scratchpad(), engine(), hint);
@@ -559,7 +569,7 @@ struct InferenceConv::Impl {
   ConvGeometry g;
   Step main;
   memory::desc src, weights_md, dst;  // the primitive's formats
-  memory::desc plain_src, plain_dst;  // contiguous NCHW
+  memory::desc plain_dst;             // contiguous NCHW
   Tensor weights, bias;               // in the primitive's formats (bias float32)
   bool sum = false, relu = false;
   int threads = 1;
@@ -575,15 +585,26 @@ struct InferenceConv::Impl {
     reorders.emplace_back(std::make_pair(from, to), reorder_step(from, to));
     return reorders.back().second;
   }
-  // `t` (plain, or blocked in `from`'s dst format) as memory in the format `want`: in place
-  // where the formats agree, else reordered into `keep`.
+  // `t` (plain, or blocked in `from`'s dst format) as memory.
+  memory of(const Tensor& t, const InferenceConv::Impl* from) const {
+    return memory(from ? from->dst : plain_of(t), engine(), t.data_ptr());
+  }
+  // Writes `in` into `out` in out's format: a copy where the formats agree, else a reorder.
+  void convert(const memory& in, const memory& out, dnnl::stream& s) const {
+    const memory::desc have = in.get_desc(), want = out.get_desc();
+    if (have == want)
+      std::memcpy(out.get_data_handle(), in.get_data_handle(), have.get_size());
+    else
+      onednn::run(reorder(have, want), s, {{DNNL_ARG_FROM, in}, {DNNL_ARG_TO, out}});
+  }
+  // `t` as memory in the format `want`: in place where the formats agree, else converted into
+  // `keep`.
   memory as(const Tensor& t, const InferenceConv::Impl* from, const memory::desc& want,
             dnnl::stream& s, Tensor& keep) const {
-    const memory::desc& have = from ? from->dst : plain_of(t);
-    memory m(have, engine(), t.data_ptr());
-    if (have == want) return m;
+    memory m = of(t, from);
+    if (m.get_desc() == want) return m;
     memory out = scratch(want, keep);
-    onednn::run(reorder(have, want), s, {{DNNL_ARG_FROM, m}, {DNNL_ARG_TO, out}});
+    convert(m, out, s);
     return out;
   }
   memory::desc plain_of(const Tensor& t) const {
@@ -604,29 +625,14 @@ std::shared_ptr<const InferenceConv> InferenceConv::make(const ConvGeometry& g, 
   e.sum = sum;
   e.relu = relu;
   e.dtype = dtype;
-  const int64_t cg = g.c / g.groups, og = g.o / g.groups;
-  const double flops =
-      2.0 * static_cast<double>(g.n * g.o * g.ho * g.wo) * static_cast<double>(cg * g.kh * g.kw);
-  e.threads = threads_for(flops);
+  e.threads = threads_for(conv2d_flops(g));
   use_threads(e.threads);
   try {
-    e.plain_src = memory::desc({g.n, g.c, g.h, g.w}, *dt, tag::nchw);
     e.plain_dst = memory::desc({g.n, g.o, g.ho, g.wo}, *dt, tag::nchw);
-    const memory::desc plain_w = weight_desc(*dt, g.groups, og, cg, g.kh, g.kw, cg * g.kh * g.kw,
-                                             g.kh * g.kw, og * cg * g.kh * g.kw);
-    const memory::desc any_src({g.n, g.c, g.h, g.w}, *dt, tag::any);
-    const memory::desc any_w(plain_w.dims(), *dt, tag::any);
-    const memory::desc any_dst({g.n, g.o, g.ho, g.wo}, *dt, tag::any);
-    const memory::desc bias_md({g.o}, memory::data_type::f32, tag::x);
-    const dims stride{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pad_l{g.ph, g.pw};
-    const dims pad_r{(g.ho - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.h - g.ph,
-                     (g.wo - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
+    const memory::desc plain_w = conv2d_weight_desc(g, *dt);
     using F = dnnl::convolution_forward;
-    const auto prop = dnnl::prop_kind::forward_inference;
-    const F::desc d = bias.defined() ? F::desc(prop, dnnl::algorithm::convolution_direct, any_src,
-                                               any_w, bias_md, any_dst, stride, dil, pad_l, pad_r)
-                                     : F::desc(prop, dnnl::algorithm::convolution_direct, any_src,
-                                               any_w, any_dst, stride, dil, pad_l, pad_r);
+    const F::desc d =
+        conv2d_forward_desc(g, *dt, dnnl::prop_kind::forward_inference, bias.defined());
     dnnl::primitive_attr attr = user_scratchpad();
     dnnl::post_ops ops;
     if (sum) ops.append_sum(1.0f);
@@ -673,13 +679,7 @@ Tensor InferenceConv::run(const Tensor& src, const InferenceConv* src_from, cons
   if (e.sum) {
     // The residual operand goes into the output buffer first, in the output's format.
     const Tensor o = other_from ? other : other.contiguous();
-    const Impl* from = other_from ? other_from->impl_.get() : nullptr;
-    const memory::desc& have = from ? from->dst : e.plain_of(o);
-    memory om(have, engine(), o.data_ptr());
-    if (have == e.dst)
-      std::memcpy(result.data_ptr(), o.data_ptr(), e.dst.get_size());
-    else
-      onednn::run(e.reorder(have, e.dst), s, {{DNNL_ARG_FROM, om}, {DNNL_ARG_TO, dst_m}});
+    e.convert(e.of(o, other_from ? other_from->impl_.get() : nullptr), dst_m, s);
   }
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, src_m},
@@ -691,8 +691,7 @@ Tensor InferenceConv::run(const Tensor& src, const InferenceConv* src_from, cons
   onednn::run(e.main, s, std::move(args));
   if (blocked_out || direct) return result;
   Tensor plain = empty_tensor({e.g.n, e.g.o, e.g.ho, e.g.wo}, e.dtype, Device("cpu"));
-  memory pm(e.plain_dst, engine(), plain.data_ptr());
-  onednn::run(e.reorder(e.dst, e.plain_dst), s, {{DNNL_ARG_FROM, dst_m}, {DNNL_ARG_TO, pm}});
+  e.convert(dst_m, memory(e.plain_dst, engine(), plain.data_ptr()), s);
   return plain;
 }
 
