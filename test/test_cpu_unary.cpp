@@ -121,6 +121,15 @@ TEST(Unary, VectorFormsAtTheEdges) {
       sqrt(at(-0.0f)), [](float y) { return y == 0.0f && std::signbit(y); }, "sqrt(-0)");
   each(
       sqrt(at(inf)), [&](float y) { return y == inf; }, "sqrt(inf)");
+  // exp past the vector form's range (Note [Vector exp]): the scalar form's values; and in
+  // place, where the edge check must read the inputs, not the results (exp(5) = 148 > 88).
+  for (float x : {88.5f, 89.0f, -88.0f, -100.0f, inf, -inf})
+    each(
+        exp(at(x)), [&](float y) { return y == std::exp(x); }, "exp(" + std::to_string(x) + ")");
+  each(exp(at(nan)), is_nan, "exp(NaN)");
+  const Tensor xs = linspace(-3.0, 6.0, 1000);
+  const Tensor in_place = xs.clone().exp_();
+  EXPECT_EQ((in_place != exp(xs)).sum().item<int64_t>(), 0) << "exp_ differs from exp";
   // gelu tanh at x = -5: 1 + tanh(u) is about 9e-8; the value against float64.
   for (double x : {-5.0, -8.0, -9.0, -9.5, -12.0}) {
     const double u = std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x);

@@ -117,11 +117,14 @@ void unary_dispatch(const FusedInstr& in, const float* a, float* d, int64_t m) {
 }
 
 // How a block of input k is read: in place (contiguous in the iteration space), one value
-// (every stride 0), or gathered by walking its strides.
+// (every stride 0), periodic (a contiguous tensor broadcast over leading dims, as a bias row:
+// element i is base[i % period], read in place where a block does not wrap), or gathered by
+// walking its strides.
 struct InputGeometry {
-  enum Kind { InPlace, Scalar, Gather } kind;
+  enum Kind { InPlace, Scalar, Periodic, Gather } kind;
   const float* base;
   std::vector<int64_t> strides;  // elements, one per dim of the iteration space
+  int64_t period = 0;            // Periodic
 };
 
 InputGeometry input_geometry(const Tensor& t, IntArrayRef shape) {
@@ -132,17 +135,25 @@ InputGeometry input_geometry(const Tensor& t, IntArrayRef shape) {
     const int64_t od = nd - td + d;  // broadcasting aligns trailing dims
     st[od] = t.size(d) == 1 ? 0 : t.stride(d);
   }
-  bool scalar = true, contiguous = true;
-  int64_t expect = 1;
+  bool scalar = true, contiguous = true, in_suffix = true, periodic = true;
+  int64_t expect = 1, period = 1;
   for (int64_t d = nd - 1; d >= 0; --d) {
     if (shape[d] == 1) continue;
     scalar = scalar && st[d] == 0;
     contiguous = contiguous && st[d] == expect;
+    if (in_suffix && st[d] == period) {
+      period *= shape[d];
+    } else {
+      in_suffix = false;
+      periodic = periodic && st[d] == 0;
+    }
     expect *= shape[d];
   }
   const float* base = static_cast<const float*>(t.data_ptr());
   if (scalar) return {InputGeometry::Scalar, base, std::move(st)};
-  return {contiguous ? InputGeometry::InPlace : InputGeometry::Gather, base, std::move(st)};
+  if (contiguous) return {InputGeometry::InPlace, base, std::move(st)};
+  if (periodic) return {InputGeometry::Periodic, base, std::move(st), period};
+  return {InputGeometry::Gather, base, std::move(st)};
 }
 
 // Copies elements [start, start + m) of the iteration space of a strided input into `dst`.
@@ -204,6 +215,8 @@ void run_block(const FusedProgram& p, const std::vector<InputGeometry>& geo, Int
     const InputGeometry& g = geo[static_cast<size_t>(k)];
     if (g.kind == InputGeometry::InPlace) {
       r.src[k] = g.base + start;
+    } else if (g.kind == InputGeometry::Periodic && start % g.period + m <= g.period) {
+      r.src[k] = g.base + start % g.period;
     } else if (g.kind == InputGeometry::Scalar) {
       std::fill_n(r.reg(k), m, *g.base);
       r.src[k] = r.reg(k);
@@ -222,6 +235,17 @@ void run_block(const FusedProgram& p, const std::vector<InputGeometry>& geo, Int
   }
   for (size_t o = 0; o < out.size(); ++o)
     std::memcpy(out[o] + start, r.src[p.outputs[o]], static_cast<size_t>(m) * sizeof(float));
+}
+
+// Asks for the lines of row [start, start + d) of the inputs read in place and of the output
+// while the current row computes: the row's program is compute-bound (exp, division) and its
+// store memory-bound, and a row of 4 KiB is too short for the hardware prefetcher to run ahead.
+void prefetch_row(const std::vector<InputGeometry>& geo, float* y, int64_t start, int64_t d) {
+  constexpr int64_t kLine = 64 / sizeof(float);
+  for (const InputGeometry& g : geo)
+    if (g.kind == InputGeometry::InPlace)
+      for (int64_t i = 0; i < d; i += kLine) __builtin_prefetch(g.base + start + i, 0);
+  for (int64_t i = 0; i < d; i += kLine) __builtin_prefetch(y + start + i, 1);
 }
 
 // The row epilogue: each row of the last dim is computed into a row buffer (the program's
@@ -251,6 +275,7 @@ void run_rows(const FusedProgram& p, const std::vector<InputGeometry>& geo, IntA
         (kLanes - reinterpret_cast<uintptr_t>(raw.data()) % 64 / sizeof(float)) % kLanes;
     static const std::vector<float*> no_stores;
     for (int64_t r = r0; r < r1; ++r) {
+      if (r + 1 < r1) prefetch_row(geo, y, (r + 1) * d, d);
       float* const row = aligned + (r * d) % kLanes;
       // The program runs over a window of whole 64-byte lines around the row, so that each
       // element takes the vector or scalar form of a function as in the eager kernels, which run

@@ -18,6 +18,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <Eigen/Core>
 
@@ -135,16 +136,23 @@ template <class Op, class M>
 struct has_edge<Op, M, std::void_t<decltype(std::declval<const Op&>().edge(std::declval<M>()))>>
     : std::true_type {};
 
-// Note [Vector math edges]'s recomputation: out[i] = op(in[i]) where op.edge(in[i]). Edges are
-// rare, so a branch-free pass (one the compiler can vectorize) first asks whether the block has
-// any, and only a block that has one is walked element by element.
-template <class Op, class M, class V>
-inline void fix_edges(const Op& op, const M* in, V* out, int64_t m) {
-  bool any = false;
-  for (int64_t i = 0; i < m; ++i) any |= op.edge(in[i]);
-  if (!any) return;
+// Note [Vector math edges]'s recomputation: out[i] = op(in[i]) where op.edge(in[i]) after
+// `vector_pass` wrote out[0, m). Edges are rare, so a branch-free pass first asks whether the
+// block has any (an integer flag: GCC 12 vectorizes an OR of ints but not of bools, and a scalar
+// test was 40% of sigmoid's time), and only a block that has one is walked element by element.
+// The check comes before the vector pass and keeps the edge inputs, since `out` may be `in`
+// (exp_): read after it, exp's outputs above 88 would look like edges.
+template <class Op, class M, class V, class VectorPass>
+inline void with_edges(const Op& op, const M* in, V* out, int64_t m,
+                       const VectorPass& vector_pass) {
+  unsigned any = 0;
+  for (int64_t i = 0; i < m; ++i) any |= op.edge(in[i]) ? 1u : 0u;
+  if (!any) return vector_pass();
+  std::vector<std::pair<int64_t, M>> edges;
   for (int64_t i = 0; i < m; ++i)
-    if (op.edge(in[i])) out[i] = static_cast<V>(op(in[i]));
+    if (op.edge(in[i])) edges.emplace_back(i, in[i]);
+  vector_pass();
+  for (const auto& [i, x] : edges) out[i] = static_cast<V>(op(x));
 }
 
 // n contiguous 16-bit floats (or any T) widened to M, and n values of V stored as R. Half goes
@@ -260,8 +268,8 @@ auto make_loop(const Op& op) {
             constexpr int64_t kEdgeBlock = 16 * kBlock;
             for (int64_t start = 0; start < n; start += kEdgeBlock) {
               const int64_t m = std::min(kEdgeBlock, n - start);
-              EMap<R>(out + start, m) = vec(in0 + start, nullptr, m);
-              fix_edges(op, in0 + start, out + start, m);
+              with_edges(op, in0 + start, out + start, m,
+                         [&] { EMap<R>(out + start, m) = vec(in0 + start, nullptr, m); });
             }
           } else {
             EMap<R>(out, n) = vec(in0, reinterpret_cast<const M*>(data[N]), n);
@@ -299,8 +307,10 @@ auto make_loop(const Op& op) {
         char* q = data[0] + start * s[0];
         const bool direct = std::is_same_v<R, V> && s[0] == sizeof(R) && !has_edge<Op, M>::value;
         V* out = direct ? reinterpret_cast<V*>(q) : res;
-        EMap<V>(out, m) = vec(src[0], src[N - 1], m);
-        if constexpr (N == 1 && has_edge<Op, M>::value) fix_edges(op, src[0], res, m);
+        if constexpr (N == 1 && has_edge<Op, M>::value)
+          with_edges(op, src[0], out, m, [&] { EMap<V>(out, m) = vec(src[0], src[0], m); });
+        else
+          EMap<V>(out, m) = vec(src[0], src[N - 1], m);
         if (!direct && s[0] == sizeof(R)) {
           narrow_n(res, reinterpret_cast<R*>(q), m);
         } else if (!direct) {

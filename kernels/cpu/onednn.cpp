@@ -241,13 +241,16 @@ double conv2d_flops(const ConvGeometry& g) {
          static_cast<double>(g.c / g.groups * g.kh * g.kw);
 }
 
-// conv2d forward over the formats oneDNN chooses ("any"), with a float32 bias if `bias`.
+// conv2d forward over the formats oneDNN chooses ("any", unless a tag is given), with a float32
+// bias if `bias`.
 dnnl::convolution_forward::desc conv2d_forward_desc(const ConvGeometry& g, memory::data_type dt,
-                                                    dnnl::prop_kind prop, bool bias) {
+                                                    dnnl::prop_kind prop, bool bias,
+                                                    tag src_tag = tag::any,
+                                                    tag dst_tag = tag::any) {
   using F = dnnl::convolution_forward;
-  const memory::desc any_src({g.n, g.c, g.h, g.w}, dt, tag::any);
+  const memory::desc any_src({g.n, g.c, g.h, g.w}, dt, src_tag);
   const memory::desc any_w(conv2d_weight_desc(g, dt).dims(), dt, tag::any);
-  const memory::desc any_dst({g.n, g.o, g.ho, g.wo}, dt, tag::any);
+  const memory::desc any_dst({g.n, g.o, g.ho, g.wo}, dt, dst_tag);
   const dims stride{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pad_l{g.ph, g.pw},
       pad_r = conv2d_pad_r(g);
   const auto alg = dnnl::algorithm::convolution_direct;
@@ -638,7 +641,24 @@ std::shared_ptr<const InferenceConv> InferenceConv::make(const ConvGeometry& g, 
     if (sum) ops.append_sum(1.0f);
     if (relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     attr.set_post_ops(ops);
-    const F::primitive_desc pd(d, attr, engine());
+    F::primitive_desc pd(d, attr, engine());
+    // Note [Blocked over NHWC]: for float32 on AVX-512, oneDNN 2.6 given `any` picks NHWC
+    // (its brgemm kernel); asked for nChw16c it runs its direct kernel, which on the benchmark
+    // host took ResNet-18's convolutions from 188 to 167 ms at one thread and was even at 16
+    // (bench/README.md, "Convolution layouts"). So a float32 step that got NHWC asks again for
+    // the blocked layout (the input left to oneDNN where its channels are not a multiple of 16,
+    // as the first convolution's 3), and keeps NHWC where oneDNN declines.
+    const memory::desc nhwc_dst({g.n, g.o, g.ho, g.wo}, *dt, tag::nhwc);
+    if (dtype == kFloat && pd.dst_desc() == nhwc_dst &&
+        dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core) {
+      try {
+        pd = F::primitive_desc(
+            conv2d_forward_desc(g, *dt, dnnl::prop_kind::forward_inference, bias.defined(),
+                                g.c % 16 ? tag::any : tag::nChw16c, tag::nChw16c),
+            attr, engine());
+      } catch (const dnnl::error&) {
+      }
+    }
     e.main = step_of<F>(pd);
     e.src = pd.src_desc();
     e.weights_md = pd.weights_desc();
