@@ -5,6 +5,7 @@
 // dtypes, as they were passed). Values are in SSA form: an in-place op defines a new value for
 // the tensor it writes. A value knows the metadata the capture saw (sizes, strides, dtype,
 // device), which passes and code generation read.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,14 +95,16 @@ struct FusedGroup {
   double norm_eps = 1e-5;
 };
 
-// A convolution run as one oneDNN inference primitive (passes.h, plan_convolutions): conv2d with
-// constant weight and bias, then optionally an add of a residual and a relu, on CPU.
+// A oneDNN inference step (passes.h, plan_convolutions), on CPU: a convolution run as one
+// primitive (conv2d with constant weight and bias, then optionally an add of a residual and a
+// relu), or a max pooling whose indices nothing reads.
 struct ConvStep {
   int conv = -1, add = -1, relu = -1;  // nodes (the last one's result is the step's)
   int src = -1, other = -1, out = -1;  // values: the convolution's input, the residual, the result
   int src_step = -1, other_step = -1;  // the step that made src / other blocked, or -1 (plain)
   bool blocked_out = false;            // only steps read `out`: it stays in oneDNN's layout
-  std::shared_ptr<const cpu::onednn::InferenceConv> impl;
+  std::optional<ConvGeometry> pool;    // a max pooling step (`conv` is the pooling node)
+  std::shared_ptr<const cpu::onednn::InferenceStep> impl;
   std::string name;                // "fused_conv2d_add_relu": what the profiler shows
   std::vector<int> nodes() const;  // conv, add, relu that are set, in order
 };

@@ -727,12 +727,67 @@ int plan_convolutions(Graph& g, bool freeze) {
     geo.ho = ys[2];
     geo.wo = ys[3];
     geo.unbatched = false;
-    s.impl = cpu::onednn::InferenceConv::make(geo, xm.dtype, *w, b ? *b : Tensor(), s.add >= 0,
+    s.impl = cpu::onednn::InferenceStep::make(geo, xm.dtype, *w, b ? *b : Tensor(), s.add >= 0,
                                               s.relu >= 0);
     if (!s.impl) continue;
     s.name = name;
     const int id = static_cast<int>(g.convs.size());
     for (int n : s.nodes()) g.nodes[static_cast<size_t>(n)].conv_step = id;
+    g.convs.push_back(std::move(s));
+  }
+  // Max pooling whose indices nothing reads (ResNet's stem): a step too, so that its input and
+  // output can stay blocked between the convolutions around it. Checked now with a plain input;
+  // built for its input's layout below.
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& pool = g.nodes[i];
+    if (pool.dead || pool.group >= 0 || pool.conv_step >= 0 ||
+        pool.op.entry().display_name() != "max_pool2d_with_indices")
+      continue;
+    const std::vector<int> out = pool.defined_values();
+    if (out.size() != 2 || uses[static_cast<size_t>(out[1])] != 0 ||
+        written[static_cast<size_t>(out[0])] || pool.args.size() != 6 ||
+        pool.args[0].kind != Arg::Kind::Value || pool.args[0].value < 0)
+      continue;
+    const int x = pool.args[0].value;
+    const TensorMeta& xm = g.values[static_cast<size_t>(x)].meta;
+    const TensorMeta& ym = g.values[static_cast<size_t>(out[0])].meta;
+    const auto kernel = int_pair(pool.args[1]), padding = int_pair(pool.args[3]),
+               dilation = int_pair(pool.args[4]);
+    auto stride = int_pair(pool.args[2]);
+    if (pool.args[2].kind == Arg::Kind::Constant &&
+        pool.args[2].constant.is<std::vector<int64_t>>() &&
+        pool.args[2].constant.get<std::vector<int64_t>>().empty())
+      stride = kernel;  // max_pool2d's default stride is the window
+    const Arg& ceil = pool.args[5];
+    if ((xm.dtype != kFloat && xm.dtype != kBFloat16) || !plain_cpu_4d(xm, xm.dtype) ||
+        !plain_cpu_4d(ym, xm.dtype) || !kernel || !stride || !padding || !dilation ||
+        ceil.kind != Arg::Kind::Constant || !ceil.constant.is<bool>() || ceil.constant.get<bool>())
+      continue;
+    ConvGeometry geo{};
+    geo.n = xm.sizes[0];
+    geo.c = geo.o = xm.sizes[1];
+    geo.h = xm.sizes[2];
+    geo.w = xm.sizes[3];
+    geo.kh = (*kernel)[0];
+    geo.kw = (*kernel)[1];
+    geo.sh = (*stride)[0];
+    geo.sw = (*stride)[1];
+    geo.ph = (*padding)[0];
+    geo.pw = (*padding)[1];
+    geo.dh = (*dilation)[0];
+    geo.dw = (*dilation)[1];
+    geo.groups = 1;
+    geo.ho = ym.sizes[2];
+    geo.wo = ym.sizes[3];
+    ConvStep s;
+    s.conv = static_cast<int>(i);
+    s.src = x;
+    s.out = out[0];
+    s.pool = geo;
+    s.impl = cpu::onednn::InferenceStep::max_pool(geo, xm.dtype, nullptr);
+    if (!s.impl) continue;
+    s.name = "max_pool2d";
+    pool.conv_step = static_cast<int>(g.convs.size());
     g.convs.push_back(std::move(s));
   }
   // Layouts: a step's result that only steps read (as their input or residual) stays in oneDNN's
@@ -771,6 +826,15 @@ int plan_convolutions(Graph& g, bool freeze) {
       const int po = made_by[static_cast<size_t>(s.other)];
       if (po >= 0 && g.convs[static_cast<size_t>(po)].blocked_out) s.other_step = po;
     }
+  }
+  // A pooling reads its input in the layout the step before it writes (in step order: that
+  // step is built); where oneDNN declines that, the plain one stays (the input is reordered).
+  for (ConvStep& s : g.convs) {
+    if (!s.pool || s.src_step < 0) continue;
+    const TensorMeta& xm = g.values[static_cast<size_t>(s.src)].meta;
+    if (auto blocked = cpu::onednn::InferenceStep::max_pool(
+            *s.pool, xm.dtype, g.convs[static_cast<size_t>(s.src_step)].impl.get()))
+      s.impl = std::move(blocked);
   }
   return static_cast<int>(g.convs.size());
 }

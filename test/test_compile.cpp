@@ -651,6 +651,42 @@ TEST(COMPILE_SUITE, ConvolutionStepsTakeAddAndReluAndKeepTheirLayout) {
   }
 }
 
+// A max pooling between convolutions (ResNet's stem) is a step too when nothing reads its
+// indices: it reads the convolution's blocked result and leaves its own blocked for the next.
+TEST(COMPILE_SUITE, MaxPoolingBetweenConvolutionsStaysBlocked) {
+  NoGradGuard no_grad;
+  manual_seed(0);
+  nn::Conv2d stem(nn::Conv2dOptions(3, 16, 3).padding(1)),
+      next(nn::Conv2dOptions(16, 16, 3).padding(1));
+  stem->to(kDev);
+  next->to(kDev);
+  auto prog = [&](const Tensor& x) {
+    const Tensor p = max_pool2d(relu(stem(x)), {3, 3}, {2, 2}, {1, 1});
+    return relu(next(p) + p);
+  };
+  const Tensor x = randn_on({2, 3, 15, 15}, 23);
+  auto f = compile(prog, CompileOptions().freeze(true));
+  f(x);
+  EXPECT_TRUE(allclose(f(x), prog(x), 1e-5, 1e-5));
+  const std::string g = f.graph_string();
+  const bool steps = kDev.type() == kCPU && cpu_gemm() == CpuGemm::OneDnn;
+  EXPECT_EQ(g.find("onednn max_pool 3x3 stride 2 pad 1, input blocked by conv 0, output blocked") !=
+                std::string::npos,
+            steps)
+      << g;
+  // Its indices returned: the pooling stays the op it was.
+  auto with_indices = [&](const Tensor& in) {
+    return max_pool2d_with_indices(relu(stem(in)), {3, 3}, {2, 2}, {1, 1});
+  };
+  auto h = compile(with_indices, CompileOptions().freeze(true));
+  h(x);
+  const auto [v, i] = h(x);
+  const auto [ev, ei] = with_indices(x);
+  EXPECT_TRUE(allclose(v, ev, 1e-5, 1e-5));
+  EXPECT_EQ((i != ei).sum().item<int64_t>(), 0);
+  EXPECT_EQ(h.graph_string().find("onednn max_pool"), std::string::npos) << h.graph_string();
+}
+
 TEST(COMPILE_SUITE, ParametersAreReadAtRunTimeUnlessFrozen) {
   NoGradGuard no_grad;
   manual_seed(0);

@@ -568,8 +568,9 @@ bool conv2d_backward_weight(const Tensor& grad_output, const Tensor& x, const Co
 
 // ---- convolutions of compiled inference graphs ------------------------------------------------
 
-struct InferenceConv::Impl {
+struct InferenceStep::Impl {
   ConvGeometry g;
+  bool pool = false;  // a max pooling (no weights)
   Step main;
   memory::desc src, weights_md, dst;  // the primitive's formats
   memory::desc plain_dst;             // contiguous NCHW
@@ -589,7 +590,7 @@ struct InferenceConv::Impl {
     return reorders.back().second;
   }
   // `t` (plain, or blocked in `from`'s dst format) as memory.
-  memory of(const Tensor& t, const InferenceConv::Impl* from) const {
+  memory of(const Tensor& t, const InferenceStep::Impl* from) const {
     return memory(from ? from->dst : plain_of(t), engine(), t.data_ptr());
   }
   // Writes `in` into `out` in out's format: a copy where the formats agree, else a reorder.
@@ -602,7 +603,7 @@ struct InferenceConv::Impl {
   }
   // `t` as memory in the format `want`: in place where the formats agree, else converted into
   // `keep`.
-  memory as(const Tensor& t, const InferenceConv::Impl* from, const memory::desc& want,
+  memory as(const Tensor& t, const InferenceStep::Impl* from, const memory::desc& want,
             dnnl::stream& s, Tensor& keep) const {
     memory m = of(t, from);
     if (m.get_desc() == want) return m;
@@ -615,7 +616,7 @@ struct InferenceConv::Impl {
   }
 };
 
-std::shared_ptr<const InferenceConv> InferenceConv::make(const ConvGeometry& g, ScalarType dtype,
+std::shared_ptr<const InferenceStep> InferenceStep::make(const ConvGeometry& g, ScalarType dtype,
                                                          const Tensor& weight, const Tensor& bias,
                                                          bool sum, bool relu) {
   const auto dt = data_type(dtype);
@@ -677,13 +678,13 @@ std::shared_ptr<const InferenceConv> InferenceConv::make(const ConvGeometry& g, 
   } catch (const dnnl::error&) {
     return nullptr;
   }
-  auto out = std::shared_ptr<InferenceConv>(new InferenceConv());
+  auto out = std::shared_ptr<InferenceStep>(new InferenceStep());
   out->impl_ = std::move(impl);
   return out;
 }
 
-Tensor InferenceConv::run(const Tensor& src, const InferenceConv* src_from, const Tensor& other,
-                          const InferenceConv* other_from, bool blocked_out) const {
+Tensor InferenceStep::run(const Tensor& src, const InferenceStep* src_from, const Tensor& other,
+                          const InferenceStep* other_from, bool blocked_out) const {
   const Impl& e = *impl_;
   use_threads(e.threads);
   dnnl::stream s(engine());
@@ -701,10 +702,8 @@ Tensor InferenceConv::run(const Tensor& src, const InferenceConv* src_from, cons
     const Tensor o = other_from ? other : other.contiguous();
     e.convert(e.of(o, other_from ? other_from->impl_.get() : nullptr), dst_m, s);
   }
-  std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, src_m},
-      {DNNL_ARG_WEIGHTS, memory(e.weights_md, engine(), e.weights.data_ptr())},
-      {DNNL_ARG_DST, dst_m}};
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src_m}, {DNNL_ARG_DST, dst_m}};
+  if (!e.pool) args.emplace(DNNL_ARG_WEIGHTS, memory(e.weights_md, engine(), e.weights.data_ptr()));
   if (e.bias.defined())
     args.emplace(DNNL_ARG_BIAS,
                  memory({{e.g.o}, memory::data_type::f32, tag::x}, engine(), e.bias.data_ptr()));
@@ -715,8 +714,46 @@ Tensor InferenceConv::run(const Tensor& src, const InferenceConv* src_from, cons
   return plain;
 }
 
-std::string InferenceConv::describe() const {
+std::shared_ptr<const InferenceStep> InferenceStep::max_pool(const ConvGeometry& g,
+                                                             ScalarType dtype,
+                                                             const InferenceStep* src_from) {
+  const auto dt = data_type(dtype);
+  if (!dt || dtype == kHalf || cpu_gemm() != CpuGemm::OneDnn || g.dh != 1 || g.dw != 1 ||
+      g.n * g.c * g.h * g.w == 0 || g.n * g.c * g.ho * g.wo == 0)
+    return nullptr;
+  auto impl = std::make_shared<Impl>();
+  Impl& e = *impl;
+  e.g = g;
+  e.g.o = g.c;
+  e.pool = true;
+  e.dtype = dtype;
+  e.threads = get_num_threads();  // memory-bound: the whole team
+  use_threads(e.threads);
+  try {
+    e.plain_dst = memory::desc({g.n, g.c, g.ho, g.wo}, *dt, tag::nchw);
+    const memory::desc src =
+        src_from ? src_from->impl_->dst : memory::desc({g.n, g.c, g.h, g.w}, *dt, tag::nchw);
+    const memory::desc dst({g.n, g.c, g.ho, g.wo}, *dt, tag::any);
+    using P = dnnl::pooling_forward;
+    const P::primitive_desc pd(
+        P::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, src, dst,
+                {g.sh, g.sw}, {g.kh, g.kw}, {g.ph, g.pw}, conv2d_pad_r(e.g)),
+        user_scratchpad(), engine());
+    e.main = step_of<P>(pd);
+    e.src = pd.src_desc();
+    e.dst = pd.dst_desc();
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+  auto out = std::shared_ptr<InferenceStep>(new InferenceStep());
+  out->impl_ = std::move(impl);
+  return out;
+}
+
+std::string InferenceStep::describe() const {
   const Impl& e = *impl_;
+  if (e.pool)
+    return fmt::format("onednn max_pool {}x{} stride {} pad {}", e.g.kh, e.g.kw, e.g.sh, e.g.ph);
   return fmt::format("onednn conv {}x{}x{}x{} stride {} pad {}{}{}{}", e.g.o, e.g.c / e.g.groups,
                      e.g.kh, e.g.kw, e.g.sh, e.g.ph, e.bias.defined() ? " +bias" : "",
                      e.sum ? " +sum" : "", e.relu ? " +relu" : "");

@@ -35,25 +35,31 @@ bool conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& bias, cons
 bool conv2d_backward_weight(const Tensor& grad_output, const Tensor& x, const ConvGeometry& g,
                             const Tensor& grad_weight);
 
-// Convolutions of a compiled inference graph (compile/conv_plan.cpp; docs/compile.md,
-// "Convolutions"): a forward_inference primitive with its weights reordered into oneDNN's
-// format once, the bias, and optionally a residual add (oneDNN's sum post-op: the output buffer
-// holds the other operand first) and relu (an eltwise post-op), in one primitive. Activations
-// may stay in oneDNN's own layout between such convolutions: a *blocked* tensor is a byte
-// tensor holding a value in the dst layout of the InferenceConv that made it.
-class InferenceConv {
+// The oneDNN steps of a compiled inference graph (compile/passes.cpp, plan_convolutions;
+// docs/compile.md, "Convolutions"): a convolution as a forward_inference primitive with its
+// weights reordered into oneDNN's format once, the bias, and optionally a residual add (oneDNN's
+// sum post-op: the output buffer holds the other operand first) and relu (an eltwise post-op),
+// in one primitive; or a max pooling between such convolutions. Activations may stay in oneDNN's
+// own layout between steps: a *blocked* tensor is a byte tensor holding a value in the dst
+// layout of the InferenceStep that made it.
+class InferenceStep {
  public:
-  // Null where oneDNN declines. x: float32 or bfloat16 (the weight's dtype too); weight
-  // [o, c / groups, kh, kw] and bias (any float dtype, or undefined) are read now and kept
+  // A convolution; null where oneDNN declines. x: float32 or bfloat16 (the weight's dtype too);
+  // weight [o, c / groups, kh, kw] and bias (any float dtype, or undefined) are read now and kept
   // reordered. Built for the team get_num_threads() gives now (Note [oneDNN threads]).
-  static std::shared_ptr<const InferenceConv> make(const ConvGeometry& g, ScalarType dtype,
+  static std::shared_ptr<const InferenceStep> make(const ConvGeometry& g, ScalarType dtype,
                                                    const Tensor& weight, const Tensor& bias,
                                                    bool sum, bool relu);
+  // max_pool2d without indices over g (o = c; kh, kw the window; dilation 1), reading its input
+  // in the layout `src_from` makes (plain NCHW if null); its output keeps that layout. Null
+  // where oneDNN declines.
+  static std::shared_ptr<const InferenceStep> max_pool(const ConvGeometry& g, ScalarType dtype,
+                                                       const InferenceStep* src_from);
   // src: a contiguous NCHW tensor, or blocked by `src_from`; other (with sum): likewise by
   // `other_from`. The result: blocked if `blocked_out`, else a contiguous NCHW tensor.
-  Tensor run(const Tensor& src, const InferenceConv* src_from, const Tensor& other,
-             const InferenceConv* other_from, bool blocked_out) const;
-  // "conv 64x64x3x3 s1 (relu)" and its formats, for the graph dump.
+  Tensor run(const Tensor& src, const InferenceStep* src_from, const Tensor& other,
+             const InferenceStep* other_from, bool blocked_out) const;
+  // "onednn conv 64x64x3x3 stride 1 pad 1 +bias +relu", for the graph dump.
   std::string describe() const;
 
   struct Impl;
