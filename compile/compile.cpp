@@ -207,6 +207,7 @@ struct CompiledProgram::Impl {
         compiler::fold_batch_norm_into_conv(g, freeze);
         compiler::eliminate_common_subexpressions(g);
         compiler::eliminate_dead_code(g);
+        compiler::fuse_linear_relu(g);
         compiler::plan_convolutions(g, freeze);
         compiler::fuse_pointwise(g);
         g.verify();

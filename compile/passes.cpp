@@ -214,6 +214,34 @@ int eliminate_identity_casts(Graph& g) {
   return removed;
 }
 
+int fuse_linear_relu(Graph& g) {
+  static const OperatorHandle linear_relu = Dispatcher::singleton().find("xten::_linear_relu");
+  const std::vector<int> uses = uses_count(g);
+  const std::vector<char> written = written_values(g);
+  std::vector<int> user(g.values.size(), -1);  // the last live node reading each value
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!g.nodes[i].dead)
+      for (int v : g.nodes[i].used_values()) user[static_cast<size_t>(v)] = static_cast<int>(i);
+  int fused = 0;
+  for (Node& lin : g.nodes) {
+    if (lin.dead || lin.name() != "linear") continue;
+    const std::vector<int> out = lin.defined_values();
+    if (out.size() != 1) continue;
+    const size_t v = static_cast<size_t>(out[0]);
+    if (uses[v] != 1 || written[v] || user[v] < 0) continue;
+    Node& relu = g.nodes[static_cast<size_t>(user[v])];
+    const std::vector<int> r = relu.defined_values();
+    if (relu.name() != "relu" || r.size() != 1 || written[static_cast<size_t>(r[0])]) continue;
+    // _linear_relu takes linear's arguments and computes relu(linear(...)), NaN kept as relu
+    // keeps it (kernels/common/linear.h).
+    lin.op = linear_relu;
+    replace_uses(g, r[0], out[0]);
+    relu.dead = true;
+    ++fused;
+  }
+  return fused;
+}
+
 int fold_batch_norm_into_conv(Graph& g, bool freeze) {
   const std::vector<int> uses = uses_count(g);
   const std::vector<char> written = written_values(g);

@@ -17,6 +17,9 @@ int eliminate_identity_casts(Graph& g);
 // Folds batch norm in evaluation mode (after constant folding: a multiply and an add by
 // per-channel constants) into the convolution before it: new constant weight and bias.
 int fold_batch_norm_into_conv(Graph& g, bool freeze);
+// Makes a linear whose result only a relu reads one _linear_relu (on CPU one oneDNN matmul with
+// the bias and relu as post-ops; docs/cpu_kernels.md, "Fused post-ops").
+int fuse_linear_relu(Graph& g);
 // Merges nodes computing the same op of the same arguments (not random, not written later).
 int eliminate_common_subexpressions(Graph& g);
 // Computes at compile time the nodes whose tensor arguments are all constants (with `freeze`,

@@ -687,6 +687,40 @@ TEST(COMPILE_SUITE, MaxPoolingBetweenConvolutionsStaysBlocked) {
   EXPECT_EQ(h.graph_string().find("onednn max_pool"), std::string::npos) << h.graph_string();
 }
 
+// linear then relu becomes one _linear_relu (the bias and relu as the product's post-ops),
+// unless something else reads the linear's result.
+TEST(COMPILE_SUITE, LinearThenReluIsOneOp) {
+  NoGradGuard no_grad;
+  manual_seed(0);
+  nn::Linear a(16, 32), b(32, 8);
+  a->to(kDev);
+  b->to(kDev);
+  auto mlp = [&](const Tensor& x) { return b(relu(a(x))); };
+  const Tensor x = randn_on({5, 16}, 24);
+  auto f = compile(mlp);
+  f(x);
+  EXPECT_TRUE(allclose(f(x), mlp(x), 1e-5, 1e-6));
+  const std::string g = f.graph_string();
+  EXPECT_NE(g.find("_linear_relu("), std::string::npos) << g;
+  EXPECT_EQ(g.find("= relu("), std::string::npos) << g;
+  // A NaN reaching the relu stays NaN, as eager relu keeps it.
+  const Tensor with_nan = x.clone();
+  with_nan.narrow(0, 1, 1).fill_(NAN);
+  EXPECT_EQ(isnan(f(with_nan)).sum().item<int64_t>(), isnan(mlp(with_nan)).sum().item<int64_t>());
+  // The linear's result also returned: two ops.
+  auto both = [&](const Tensor& in) {
+    const Tensor h = a(in);
+    return std::make_tuple(h, relu(h));
+  };
+  auto h = compile(both);
+  h(x);
+  const auto [h1, h2] = h(x);
+  const auto [e1, e2] = both(x);
+  EXPECT_TRUE(allclose(h1, e1, 1e-5, 1e-6));
+  EXPECT_TRUE(allclose(h2, e2, 1e-5, 1e-6));
+  EXPECT_EQ(h.graph_string().find("_linear_relu"), std::string::npos) << h.graph_string();
+}
+
 TEST(COMPILE_SUITE, ParametersAreReadAtRunTimeUnlessFrozen) {
   NoGradGuard no_grad;
   manual_seed(0);
