@@ -498,10 +498,38 @@ std::optional<cpu::RowOp> row_softmax(const Graph& g, const Node& n) {
   return name == "softmax" ? cpu::RowOp::Softmax : cpu::RowOp::LogSoftmax;
 }
 
+// sum or mean over the last dim (alone) of a contiguous float32 CPU tensor of two or more dims,
+// into float32: the row epilogue computes them as the eager kernel does. Which, if so.
+std::optional<cpu::RowOp> row_reduction(const Graph& g, const Node& n) {
+  const std::string name = n.op.entry().display_name();
+  if (name != "sum.dim_IntList" && name != "mean.dim") return std::nullopt;
+  const Arg& in = n.args[0];
+  if (in.kind != Arg::Kind::Value || in.value < 0 || n.args.size() != 4) return std::nullopt;
+  const TensorMeta& m = g.values[static_cast<size_t>(in.value)].meta;
+  const std::vector<int> defs = n.defined_values();
+  if (defs.size() != 1 || m.sizes.size() < 2 || !contiguous_f32(m) || m.device.type() != kCPU)
+    return std::nullopt;
+  if (!contiguous_f32(g.values[static_cast<size_t>(defs[0])].meta)) return std::nullopt;
+  const Arg& dims = n.args[1];
+  const int64_t nd = static_cast<int64_t>(m.sizes.size());
+  if (dims.kind != Arg::Kind::Constant || !dims.constant.is<std::vector<int64_t>>() ||
+      dims.constant.get<std::vector<int64_t>>().size() != 1)
+    return std::nullopt;
+  const int64_t dim = dims.constant.get<std::vector<int64_t>>()[0];
+  if (dim != -1 && dim != nd - 1) return std::nullopt;
+  const Arg& dt = n.args[3];
+  if (dt.kind != Arg::Kind::Constant ||
+      !(dt.constant.is_none() ||
+        (dt.constant.is<ScalarType>() && dt.constant.get<ScalarType>() == kFloat)))
+    return std::nullopt;
+  return name == "sum.dim_IntList" ? cpu::RowOp::Sum : cpu::RowOp::Mean;
+}
+
 // The row epilogue node `n` makes, if it can end a group.
 std::optional<cpu::RowOp> row_epilogue(const Graph& g, const Node& n) {
   if (row_norm_eps(g, n)) return cpu::RowOp::LayerNorm;
-  return row_softmax(g, n);
+  if (auto op = row_softmax(g, n)) return op;
+  return row_reduction(g, n);
 }
 
 void build_program(Graph& g, FusedGroup& grp) {

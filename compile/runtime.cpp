@@ -183,7 +183,7 @@ void Executor::run_group(int group, std::vector<Tensor>& env) {
     norm.eps = g.norm_eps;
     if (g.norm_weight >= 0) norm.weight = env[static_cast<size_t>(g.norm_weight)];
     if (g.norm_bias >= 0) norm.bias = env[static_cast<size_t>(g.norm_bias)];
-    norm.out = empty(g.shape, opts);
+    norm.out = empty(graph_->values[static_cast<size_t>(g.norm_output)].meta.sizes, opts);
   }
   for (int v : g.outputs) {
     if (v == g.norm_output) continue;

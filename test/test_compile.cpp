@@ -122,6 +122,35 @@ TEST(COMPILE_SUITE, SoftmaxAndLogSoftmaxEndAFusedGroupBitForBit) {
   }
 }
 
+// sum and mean over the last dim end a fused group too (CPU): one value per row, the sum
+// kernel's pairwise lanes, so bit for bit; keepdim either way, rows of any length.
+TEST(COMPILE_SUITE, SumAndMeanEndAFusedGroupBitForBit) {
+  NoGradGuard no_grad;
+  const Tensor x = randn_on({37, 1000}, 45), b = randn_on({1000}, 46);
+  auto sq = [&](const Tensor& in) { return (in * in + b).sum({-1}); };
+  auto mean_keep = [&](const Tensor& in) { return sigmoid(in - b).mean({1}, true); };
+  auto f = compile(sq);
+  auto g = compile(mean_keep);
+  for (int call = 0; call < 2; ++call) {
+    EXPECT_TRUE(same_bytes(f(x), sq(x)));
+    EXPECT_TRUE(same_bytes(g(x), mean_keep(x)));
+  }
+  EXPECT_EQ(g(x).sizes(), (std::vector<int64_t>{37, 1}));
+  const Tensor odd = randn_on({5, 3, 77}, 47), ob = randn_on({77}, 48);
+  auto h = compile([&](const Tensor& in) { return (in * ob).sum({2}); });
+  EXPECT_TRUE(same_bytes(h(odd), (odd * ob).sum({2})));
+  if (kDev.type() == kCPU) {  // (on the XPU the reduction stays its eager kernel after the group)
+    EXPECT_EQ(f.stats().fused_groups, 1);
+    EXPECT_EQ(f.stats().nodes_after, 1);
+    EXPECT_NE(f.graph_string().find("fused_mul_add_sum"), std::string::npos) << f.graph_string();
+    EXPECT_NE(g.graph_string().find("fused_sub_sigmoid_mean"), std::string::npos);
+  }
+  // Over another dim, or all of them: the group ends before the reduction.
+  auto cols = compile([&](const Tensor& in) { return (in * in).sum({0}); });
+  EXPECT_TRUE(same_bytes(cols(x), (x * x).sum({0})));
+  EXPECT_EQ(cols.graph_string().find("fused"), std::string::npos);
+}
+
 TEST(COMPILE_SUITE, GraphDumpNamesOpsShapesAndDtypes) {
   NoGradGuard no_grad;
   auto f = compile([](const Tensor& x) { return relu(x.sum(1) * 2); },

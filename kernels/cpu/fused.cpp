@@ -8,6 +8,7 @@
 #include <xten/core/parallel.h>
 #include <xten/kernels/cpu/capability.h>
 #include <xten/kernels/cpu/fused.h>
+#include <xten/kernels/cpu/lane_sum.h>
 #include <xten/kernels/cpu/loops.h>
 #include <xten/kernels/cpu/unary_functors.h>
 
@@ -238,14 +239,16 @@ void run_block(const FusedProgram& p, const std::vector<InputGeometry>& geo, Int
 }
 
 // Asks for the lines of row [start, start + d) of the inputs read in place and of the output
-// while the current row computes: the row's program is compute-bound (exp, division) and its
-// store memory-bound, and a row of 4 KiB is too short for the hardware prefetcher to run ahead.
+// (unless null) while the current row computes: the row's program is compute-bound (exp, division)
+// and its store memory-bound, and a row of 4 KiB is too short for the hardware prefetcher to run
+// ahead.
 void prefetch_row(const std::vector<InputGeometry>& geo, float* y, int64_t start, int64_t d) {
   constexpr int64_t kLine = 64 / sizeof(float);
   for (const InputGeometry& g : geo)
     if (g.kind == InputGeometry::InPlace)
       for (int64_t i = 0; i < d; i += kLine) __builtin_prefetch(g.base + start + i, 0);
-  for (int64_t i = 0; i < d; i += kLine) __builtin_prefetch(y + start + i, 1);
+  if (y)
+    for (int64_t i = 0; i < d; i += kLine) __builtin_prefetch(y + start + i, 1);
 }
 
 // The row epilogue: each row of the last dim is computed into a row buffer (the program's
@@ -261,6 +264,7 @@ void run_rows(const FusedProgram& p, const std::vector<InputGeometry>& geo, IntA
       norm.weight.defined() ? static_cast<const float*>(norm.weight.data_ptr()) : nullptr;
   const float* b = norm.bias.defined() ? static_cast<const float*>(norm.bias.data_ptr()) : nullptr;
   float* y = static_cast<float*>(norm.out.data_ptr());
+  const bool one_per_row = norm.op == RowOp::Sum || norm.op == RowOp::Mean;
   const int64_t cost = (static_cast<int64_t>(p.code.size()) + 4) * d;
   parallel_for(rows, grain_for(cost), [&](int64_t r0, int64_t r1) {
     Registers regs(p);
@@ -275,7 +279,7 @@ void run_rows(const FusedProgram& p, const std::vector<InputGeometry>& geo, IntA
         (kLanes - reinterpret_cast<uintptr_t>(raw.data()) % 64 / sizeof(float)) % kLanes;
     static const std::vector<float*> no_stores;
     for (int64_t r = r0; r < r1; ++r) {
-      if (r + 1 < r1) prefetch_row(geo, y, (r + 1) * d, d);
+      if (r + 1 < r1) prefetch_row(geo, one_per_row ? nullptr : y, (r + 1) * d, d);
       float* const row = aligned + (r * d) % kLanes;
       // The program runs over a window of whole 64-byte lines around the row, so that each
       // element takes the vector or scalar form of a function as in the eager kernels, which run
@@ -298,6 +302,11 @@ void run_rows(const FusedProgram& p, const std::vector<InputGeometry>& geo, IntA
       // One block that is the row itself (a row of whole 64-byte lines, as the chain's 1,024):
       // its register is the row buffer, placed as the copy would be.
       const float* xs = whole ? regs.src[norm.input_register] : row;
+      if (one_per_row) {  // as reduce.cpp's sum_impl
+        const float sum = LaneSum<float>::sum(xs, d);
+        y[r] = norm.op == RowOp::Sum ? sum : sum / static_cast<float>(d);
+        continue;
+      }
       const ECMap<float> x(xs, d);
       EMap<float> yr(y + r * d, d);
       if (norm.op == RowOp::Softmax) {  // as kernels/cpu/activation.cpp's softmax_impl

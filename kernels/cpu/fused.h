@@ -65,10 +65,11 @@ struct FusedProgram {
 
 // A program that ends in an op over the last dim: register `input_register` goes row by row
 // into `out` (contiguous float32 of the program's shape) through layer_norm (weight and bias, if
-// defined, contiguous float32 [D]), softmax or log_softmax. softmax and log_softmax compute as
-// the eager kernel does, bit for bit (kernels/cpu/activation.cpp, Note [Row buffers] in
-// fused.cpp).
-enum class RowOp : uint8_t { LayerNorm, Softmax, LogSoftmax };
+// defined, contiguous float32 [D]), softmax or log_softmax, or into one value per row (`out`:
+// contiguous float32 of one element per row) through sum or mean. softmax, log_softmax, sum and
+// mean compute as the eager kernels do, bit for bit (kernels/cpu/activation.cpp and reduce.cpp,
+// Note [Row buffers] in fused.cpp; a single row the eager sum cuts over threads aside).
+enum class RowOp : uint8_t { LayerNorm, Softmax, LogSoftmax, Sum, Mean };
 const char* to_string(RowOp op);
 struct RowNorm {
   RowOp op = RowOp::LayerNorm;

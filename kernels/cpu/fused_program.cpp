@@ -14,7 +14,19 @@ const char* to_string(FusedOpcode op) {
 }
 
 const char* to_string(RowOp op) {
-  return op == RowOp::Softmax ? "softmax" : op == RowOp::LogSoftmax ? "log_softmax" : "layer_norm";
+  switch (op) {
+    case RowOp::LayerNorm:
+      return "layer_norm";
+    case RowOp::Softmax:
+      return "softmax";
+    case RowOp::LogSoftmax:
+      return "log_softmax";
+    case RowOp::Sum:
+      return "sum";
+    case RowOp::Mean:
+      return "mean";
+  }
+  return "?";
 }
 
 bool is_binary(FusedOpcode op) {
