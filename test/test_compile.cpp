@@ -465,8 +465,8 @@ struct FuzzProgram {
           r = sqrt(a.abs()) + rsqrt(b.abs() + 1);
           break;
         case 11:
-          r = a.dim() > 1 ? a.sum(-1, true) : a.sum();
-          break;  // a reduction
+          r = a.dim() < 2 ? a.sum() : rng() % 2 ? a.sum(-1, true) : a.mean({-1}, true);
+          break;  // a reduction (over the last dim: a group's row epilogue on CPU)
         case 12:
           r = a.dim() > 1 ? a.transpose(0, 1).contiguous().transpose(0, 1) * 1.5 : a * 1.5;
           break;  // views, and a strided operand
