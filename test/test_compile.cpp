@@ -570,6 +570,26 @@ TEST(COMPILE_SUITE, ResNet18EqualsEager) {
   EXPECT_TRUE(allclose(f(x), eager, 1e-4, 1e-5));
 }
 
+#ifndef XTEN_COMPILE_XPU
+// ResNet-50 (bottlenecks, 1x1 convolutions, the 7x7 stem and its max pooling as steps) at a
+// small input, on CPU: the XPU suite runs ResNet-18 (its kernels on PoCL would take minutes).
+TEST(COMPILE_SUITE, ResNet50EqualsEager) {
+  NoGradGuard no_grad;
+  manual_seed(0);
+  auto model = models::resnet50(10);
+  model->eval();
+  const Tensor x = randn_on({1, 3, 64, 64}, 14);
+  auto f = compile(model, CompileOptions().freeze(true));
+  const Tensor eager = model(x);
+  f(x);
+  EXPECT_TRUE(allclose(f(x), eager, 1e-4, 1e-5));
+  if (cpu_gemm() == CpuGemm::OneDnn) {
+    EXPECT_NE(f.graph_string().find("onednn max_pool 3x3 stride 2 pad 1, input blocked by conv 0"),
+              std::string::npos);
+  }
+}
+#endif
+
 TEST(COMPILE_SUITE, FrozenBatchNormFoldsIntoTheConvolution) {
   NoGradGuard no_grad;
   manual_seed(0);
