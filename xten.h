@@ -26,6 +26,7 @@
 #include <xten/models/resnet.h>
 #include <xten/nn/init.h>
 #include <xten/nn/modules.h>
+#include <xten/nn/utils.h>
 #include <xten/optim/lr_scheduler.h>
 #include <xten/optim/optimizer.h>
 #include <xten/profiler/profiler.h>

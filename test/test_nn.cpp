@@ -4,6 +4,7 @@
 
 #include <xten/nn/init.h>
 #include <xten/nn/modules.h>
+#include <xten/nn/utils.h>
 #include <xten/profiler/profiler.h>
 
 using namespace xten;
@@ -358,4 +359,61 @@ TEST(Init, OrthogonalGivesOrthonormalRowsOrColumns) {
   EXPECT_THROW_MSG(nn::init::orthogonal_(ints), TypeError, "expected a floating tensor");
   Tensor none = empty({0, 5});
   EXPECT_NO_THROW(nn::init::orthogonal_(none));
+}
+
+// Gradient clipping (nn/utils.h): the total norm of the per-tensor norms, scaled down to
+// max_norm only when above it, parameters without gradients skipped, bad values rejected.
+TEST(NnUtils, ClipGradNormScalesToTheTotalNorm) {
+  Tensor a = ones({3}).requires_grad_(true), b = ones({2, 2}).requires_grad_(true);
+  Tensor unused = ones({4}).requires_grad_(true);
+  a.grad() = full({3}, 3.0);      // norm sqrt(27)
+  b.grad() = full({2, 2}, -4.0);  // norm 8
+  const double total = std::sqrt(27.0 + 64.0);
+  EXPECT_NEAR(nn::utils::clip_grad_norm_({a, b, unused}, 1.0), total, 1e-5);
+  EXPECT_FALSE(unused.grad().defined());
+  const double scale = 1.0 / (total + 1e-6);
+  EXPECT_TRUE(allclose(a.grad(), full({3}, 3.0 * scale), 1e-6, 1e-7));
+  EXPECT_TRUE(allclose(b.grad(), full({2, 2}, -4.0 * scale), 1e-6, 1e-7));
+  const double now = std::sqrt((a.grad() * a.grad()).sum().item<double>() +
+                               (b.grad() * b.grad()).sum().item<double>());
+  EXPECT_NEAR(now, 1.0, 1e-5);
+  // Below max_norm: untouched, bit for bit.
+  const Tensor before = a.grad().clone();
+  EXPECT_NEAR(nn::utils::clip_grad_norm_(a, 100.0), std::sqrt(27.0) * scale, 1e-5);
+  EXPECT_EQ((a.grad() != before).sum().item<int64_t>(), 0);
+  // inf: the largest absolute value; order 1: the sum of absolute values.
+  b.grad() = tensor({1.0f, -7.0f, 2.0f, 0.5f}).reshape({2, 2});
+  EXPECT_DOUBLE_EQ(nn::utils::clip_grad_norm_(b, 1e9, INFINITY), 7.0);
+  EXPECT_NEAR(nn::utils::clip_grad_norm_(b, 1e9, 1.0), 10.5, 1e-5);
+  // bfloat16 gradients: the norm in float32.
+  Tensor h = ones({1000}, kBFloat16).requires_grad_(true);
+  h.grad() = full({1000}, 0.1, kBFloat16);
+  EXPECT_NEAR(nn::utils::clip_grad_norm_(h, 1e9), std::sqrt(1000.0) * 0.10009765625, 1e-4);
+  // None has a gradient: 0.
+  EXPECT_EQ(nn::utils::clip_grad_norm_({unused}, 1.0), 0.0);
+  // A non-finite total clips nothing, or raises when asked.
+  a.grad() = tensor({1.0f, NAN, 2.0f});
+  EXPECT_TRUE(std::isnan(nn::utils::clip_grad_norm_(a, 1.0)));
+  EXPECT_EQ(a.grad().select(0, 0).item<float>(), 1.0f);
+  a.grad() = tensor({1.0f, INFINITY, 2.0f});
+  EXPECT_THROW_MSG(nn::utils::clip_grad_norm_(a, 1.0, 2.0, true), ValueError,
+                   "total norm of order 2 of 1 gradients is inf");
+  EXPECT_THROW_MSG(nn::utils::clip_grad_norm_(a, 1.0, 0.0), ValueError,
+                   "norm_type must be positive or inf, got 0");
+  EXPECT_THROW_MSG(nn::utils::clip_grad_norm_(a, 1.0, -INFINITY), ValueError,
+                   "norm_type must be positive or inf");
+}
+
+TEST(NnUtils, ClipGradValueClampsEachElement) {
+  Tensor a = ones({4}).requires_grad_(true);
+  a.grad() = tensor({-3.0f, 0.25f, 2.0f, NAN});
+  nn::utils::clip_grad_value_({a}, 1.0);
+  const Tensor g = a.grad();
+  EXPECT_EQ(g.select(0, 0).item<float>(), -1.0f);
+  EXPECT_EQ(g.select(0, 1).item<float>(), 0.25f);
+  EXPECT_EQ(g.select(0, 2).item<float>(), 1.0f);
+  EXPECT_TRUE(std::isnan(g.select(0, 3).item<float>()));
+  EXPECT_THROW_MSG(nn::utils::clip_grad_value_(a, -1.0), ValueError,
+                   "clip_value must be a non-negative number, got -1");
+  EXPECT_THROW_MSG(nn::utils::clip_grad_value_(a, NAN), ValueError, "clip_value");
 }

@@ -6,6 +6,7 @@
 
 #include <xten/amp/grad_scaler.h>
 #include <xten/nn/modules.h>
+#include <xten/nn/utils.h>
 #include <xten/optim/optimizer.h>
 #include <xten/serialize/serialize.h>
 
@@ -100,8 +101,9 @@ TEST(NnXpu, FusedUnscaleAndCheckOnTheXpu) {
   std::map<std::string, int> launches;
   for (const auto& d : p.device_events())
     if (d.kind == "kernel") ++launches[d.name];
-  EXPECT_EQ(launches, (std::map<std::string, int>{
-                          {"amp_unscale_bf16", 1}, {"amp_unscale_f16", 1}, {"amp_unscale_f32", 1}}));
+  EXPECT_EQ(launches,
+            (std::map<std::string, int>{
+                {"amp_unscale_bf16", 1}, {"amp_unscale_f16", 1}, {"amp_unscale_f32", 1}}));
   for (const Tensor& g : grads) EXPECT_EQ(g.to("cpu").to(kDouble).sum().item<double>(), 2500.0);
 }
 
@@ -234,4 +236,21 @@ TEST(NnXpu, OutOfMemoryInTheMiddleOfAForwardLeavesTheDeviceUsable) {
   EXPECT_TRUE(allclose(net(x.to(dev)).to("cpu"), cpu(x), 1e-4, 1e-5));
   // And the CPU side never noticed.
   EXPECT_EQ((ones({4}) * 2).sum().item<float>(), 8.f);
+}
+
+// Gradient clipping with gradients on the XPU and the CPU: the per-device norms meet on the
+// first gradient's device; each gradient is scaled where it lives.
+TEST(NnXpu, ClipGradNormAcrossDevices) {
+  Tensor a = ones({3}, TensorOptions().device("xpu")).requires_grad_(true);
+  Tensor b = ones({4}).requires_grad_(true);
+  a.grad() = full({3}, 3.0, TensorOptions().device("xpu"));
+  b.grad() = full({4}, -4.0);
+  const double total = std::sqrt(27.0 + 64.0);
+  EXPECT_NEAR(nn::utils::clip_grad_norm_({a, b}, 2.0), total, 1e-5);
+  const double scale = 2.0 / (total + 1e-6);
+  EXPECT_EQ(a.grad().device().type(), kXPU);
+  EXPECT_TRUE(allclose(a.grad().to("cpu"), full({3}, 3.0 * scale), 1e-6, 1e-7));
+  EXPECT_TRUE(allclose(b.grad(), full({4}, -4.0 * scale), 1e-6, 1e-7));
+  nn::utils::clip_grad_value_({a}, 0.1);
+  EXPECT_TRUE(allclose(a.grad().to("cpu"), full({3}, 0.1), 1e-6, 1e-7));
 }
