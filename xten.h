@@ -17,6 +17,7 @@
 #include <xten/data/dataloader.h>
 #include <xten/data/random.h>
 #include <xten/data/readers.h>
+#include <xten/data/text.h>
 #include <xten/data/transforms.h>
 #include <xten/dispatch/dispatcher.h>
 #include <xten/dispatch/library.h>

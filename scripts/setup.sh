@@ -11,6 +11,7 @@ PACKAGES=(
   nlohmann-json3-dev            # checkpoints: the safetensors header is JSON
   zlib1g-dev                    # data/: inflates gzip-compressed datasets (IDX files)
   dataset-fashion-mnist         # the training example's data, under /usr/share/datasets
+  fortunes                      # the transformer example's text, under /usr/share/games/fortunes
   libfmt-dev                    # error messages and printing
   libgtest-dev                  # tests (GoogleTest)
   libbenchmark-dev              # bench/ (Google Benchmark)

@@ -132,8 +132,9 @@ TEST(ReadIdx, BadFilesRaiseNamingTheFile) {
   EXPECT_THROW_MSG(data::read_idx(p), ValueError, "'" + p + "' has the unknown IDX type code 0x0a");
   write_file(p, idx(0x08, {2, 3}, "abcde"));
   EXPECT_THROW_MSG(data::read_idx(p), ValueError,
-                   "'" + p + "' has 17 bytes, but an IDX file of shape (2, 3) and dtype Byte has "
-                   "18 (truncated)");
+                   "'" + p +
+                       "' has 17 bytes, but an IDX file of shape (2, 3) and dtype Byte has "
+                       "18 (truncated)");
   write_file(p, idx(0x08, {2}, "abc"));
   EXPECT_THROW_MSG(data::read_idx(p), ValueError, "(trailing data)");
   write_file(p, std::string("\x00\x00\x08\x03", 4) + be32(2));
@@ -165,7 +166,8 @@ TEST(Mnist, ReadsASplitAndChecksIt) {
   write_file(dir + "/t10k-labels-idx1-ubyte", idx(0x08, {4}, "\x01\x02\x03\x04"));
   EXPECT_THROW_MSG(data::mnist(dir, false), ValueError,
                    "has 5 images but '" + dir + "/t10k-labels-idx1-ubyte' has 4 labels");
-  write_file(dir + "/t10k-labels-idx1-ubyte", idx(0x08, {5}, std::string("\x01\x02\x0c\x00\x00", 5)));
+  write_file(dir + "/t10k-labels-idx1-ubyte",
+             idx(0x08, {5}, std::string("\x01\x02\x0c\x00\x00", 5)));
   EXPECT_THROW_MSG(data::mnist(dir, false), ValueError, "label 12 of example 2 is not in [0, 10)");
   std::filesystem::remove(dir + "/t10k-labels-idx1-ubyte");
   EXPECT_THROW_MSG(data::mnist(dir, false), ValueError,
@@ -232,7 +234,8 @@ TEST(Transforms, ToTensorAndNormalize) {
   EXPECT_TRUE(allclose(n.select(0, 1), (f.select(0, 1) - 0.25) / 2.0));
   EXPECT_TRUE(allclose(tf::Normalize({0.5}, {0.5})(f), (f - 0.5) / 0.5));
 
-  EXPECT_THROW_MSG(tf::ToTensor()(f), TypeError, "[ToTensor] expected uint8 pixels, but got dtype Float");
+  EXPECT_THROW_MSG(tf::ToTensor()(f), TypeError,
+                   "[ToTensor] expected uint8 pixels, but got dtype Float");
   EXPECT_THROW_MSG(tf::ToTensor("NCHW"), ValueError, "layout must be \"CHW\" or \"HWC\"");
   EXPECT_THROW_MSG(tf::Normalize({0.5}, {0.0}), ValueError, "std must not contain 0");
   EXPECT_THROW_MSG(tf::Normalize({0.5, 0.5, 0.5}, {1, 1, 1})(f), ValueError,
@@ -315,7 +318,8 @@ bool same_batches(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
 }  // namespace
 
 TEST(DataLoader, BatchesInOrderWithoutShuffle) {
-  data::DataLoader loader(std::make_shared<IndexDataset>(10), data::DataLoaderOptions().batch_size(4));
+  data::DataLoader loader(std::make_shared<IndexDataset>(10),
+                          data::DataLoaderOptions().batch_size(4));
   EXPECT_EQ(loader.size(), 3);
   std::vector<int64_t> sizes, firsts;
   for (data::Batch& b : loader) {
@@ -333,9 +337,9 @@ TEST(DataLoader, BatchesInOrderWithoutShuffle) {
   // An empty dataset gives an empty epoch.
   data::DataLoader empty_loader(std::make_shared<IndexDataset>(0));
   EXPECT_EQ(epoch_batches(empty_loader).size(), 0u);
-  EXPECT_THROW_MSG(data::DataLoader(std::make_shared<IndexDataset>(3),
-                                    data::DataLoaderOptions().batch_size(0)),
-                   ValueError, "batch_size must be >= 1, but got 0");
+  EXPECT_THROW_MSG(
+      data::DataLoader(std::make_shared<IndexDataset>(3), data::DataLoaderOptions().batch_size(0)),
+      ValueError, "batch_size must be >= 1, but got 0");
   EXPECT_THROW_MSG(data::DataLoader(std::make_shared<IndexDataset>(3),
                                     data::DataLoaderOptions().num_workers(-1)),
                    ValueError, "num_workers must be >= 0, but got -1");
@@ -372,8 +376,8 @@ TEST(DataLoader, ASeedFixesTheOrderAndEveryWorkerCountGivesTheSameBatches) {
 
 TEST(DataLoader, WorkersStayWithinThePrefetchWindowAndStopWhenTheLoopBreaks) {
   auto dataset = std::make_shared<IndexDataset>(1000);
-  data::DataLoader loader(dataset,
-                          data::DataLoaderOptions().batch_size(4).num_workers(3).prefetch_factor(2));
+  data::DataLoader loader(
+      dataset, data::DataLoaderOptions().batch_size(4).num_workers(3).prefetch_factor(2));
   const auto start = std::chrono::steady_clock::now();
   int taken = 0;
   for (data::Batch& b : loader) {
@@ -412,10 +416,10 @@ TEST(DataLoader, AnExampleThatThrowsRaisesAtItsBatch) {
 }
 
 TEST(DataLoader, LoadsFashionMnistWithTransformsThroughWorkers) {
-  data::TensorDataset test = data::mnist(
-      data::kFashionMnistDir, false,
-      tf::Compose({tf::RandomCrop(28, 2), tf::RandomHorizontalFlip(), tf::ToTensor(),
-                   tf::Normalize({0.2860}, {0.3530})}));
+  data::TensorDataset test =
+      data::mnist(data::kFashionMnistDir, false,
+                  tf::Compose({tf::RandomCrop(28, 2), tf::RandomHorizontalFlip(), tf::ToTensor(),
+                               tf::Normalize({0.2860}, {0.3530})}));
   data::DataLoader loader(test.slice(0, 300),
                           data::DataLoaderOptions().batch_size(64).shuffle(true).num_workers(2));
   int64_t n = 0;
@@ -425,4 +429,88 @@ TEST(DataLoader, LoadsFashionMnistWithTransformsThroughWorkers) {
     n += b.data.size(0);
   }
   EXPECT_EQ(n, 300);
+}
+
+// ---- text (data/text.h) -----------------------------------------------------------------------
+
+TEST(Text, CorpusIsTheFilesInNameOrderWithoutExcludedOnes) {
+  const std::string dir = temp_dir("corpus");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/sub");
+  write_file(dir + "/b", "second\n");
+  write_file(dir + "/a", "first\n");
+  write_file(dir + "/a.dat", "index");
+  write_file(dir + "/sub/c", "not read");
+  std::filesystem::create_symlink("a", dir + "/a.u8");
+  std::filesystem::create_symlink("b", dir + "/z");  // a link to a file is read
+  EXPECT_EQ(data::read_text_corpus(dir), "first\nsecond\nsecond\n");
+  EXPECT_EQ(data::read_text_corpus(dir, {".dat", ".u8", "z"}), "first\nsecond\n");
+  EXPECT_THROW_MSG(data::read_text_corpus(dir + "/missing"), ValueError, "cannot open the folder");
+  EXPECT_THROW_MSG(data::read_text_corpus(dir + "/sub", {"c"}), ValueError, "no text file");
+}
+
+// The corpus of the transformer example: Debian's fortunes (scripts/setup.sh installs it).
+TEST(Text, FortunesCorpusHasItsKnownSizeAndAlphabet) {
+  const std::string text = data::read_text_corpus(data::kFortunesDir);
+  EXPECT_EQ(text.size(), 2576674u);
+  const auto tok = data::CharTokenizer::from_text(text);
+  EXPECT_EQ(tok.vocab_size(), 113);
+  const Tensor ids = tok.encode(text);
+  EXPECT_EQ(tok.decode(ids.narrow(0, 0, 2000)),
+            tok.decode(tok.encode(tok.decode(ids.narrow(0, 0, 2000)))));
+  EXPECT_EQ(tok.decode(ids), text);
+}
+
+TEST(Text, CharTokenizerRoundTripsUnicodeAndNamesBadInput) {
+  const std::string text = "h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80!";  // héllo € 😀!
+  const auto tok = data::CharTokenizer::from_text(text);
+  EXPECT_EQ(tok.vocab_size(), 8);  // ' ', '!', 'h', 'l', 'o', 'é', '€', '😀'
+  EXPECT_EQ(tok.vocab().front(), U' ');
+  EXPECT_EQ(tok.vocab().back(), U'\U0001F600');
+  const Tensor ids = tok.encode(text);
+  EXPECT_EQ(ids.dtype(), kLong);
+  EXPECT_EQ(ids.numel(), 10);
+  EXPECT_EQ(ids.select(0, 1).item<int64_t>(), 5);  // é
+  EXPECT_EQ(tok.decode(ids), text);
+  // The vocabulary travels as a tensor of code points (a checkpoint's entry).
+  const auto back = data::CharTokenizer::from_tensor(tok.to_tensor());
+  EXPECT_EQ(back.vocab(), tok.vocab());
+  EXPECT_EQ(back.decode(ids), text);
+  EXPECT_THROW_MSG(tok.encode("hx"), ValueError, "character U+0078 (character 1 of the text)");
+  EXPECT_THROW_MSG(tok.encode("h\xc3"), ValueError, "not UTF-8 at byte 1");
+  EXPECT_THROW_MSG(tok.encode("\xc0\xaf"), ValueError, "not UTF-8 at byte 0");  // overlong '/'
+  EXPECT_THROW_MSG(tok.decode(tensor(std::vector<int64_t>{0, 8})), ValueError,
+                   "id 8 at position 1 is outside the vocabulary [0, 8)");
+  EXPECT_THROW_MSG(data::CharTokenizer({U'a', U'b', U'a'}), ValueError,
+                   "U+0061 is in the vocabulary twice");
+}
+
+TEST(Text, SplitAndRandomWindows) {
+  const Tensor tokens = arange(1000, kLong);
+  const auto [train, val] = data::split_tokens(tokens, 0.1);
+  EXPECT_EQ(train.numel(), 900);
+  EXPECT_EQ(val.numel(), 100);
+  EXPECT_EQ(val.select(0, 0).item<int64_t>(), 900);
+  EXPECT_THROW_MSG(data::split_tokens(tokens, 1.0), ValueError, "validation_fraction");
+  data::TextWindows windows(train, 16);
+  manual_seed(3);
+  const auto [x, y] = windows.batch(32);
+  EXPECT_EQ(x.sizes(), (std::vector<int64_t>{32, 16}));
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{32, 16}));
+  // Consecutive tokens (the tokens are their positions), targets one later, within the split.
+  EXPECT_EQ((y - x != 1).sum().item<int64_t>(), 0);
+  EXPECT_EQ((x.narrow(1, 1, 15) - x.narrow(1, 0, 15) != 1).sum().item<int64_t>(), 0);
+  EXPECT_LE(y.max().item<int64_t>(), 899);
+  EXPECT_GE(x.min().item<int64_t>(), 0);
+  // Seeded: the same windows again.
+  manual_seed(3);
+  EXPECT_EQ((windows.batch(32).first != x).sum().item<int64_t>(), 0);
+  // Starts cover the whole range [0, 883] (20,000 seeded draws of 884 starts).
+  const Tensor starts = windows.batch(20000).first.select(1, 0);
+  EXPECT_EQ(starts.max().item<int64_t>(), 900 - 16 - 1);
+  EXPECT_EQ(starts.min().item<int64_t>(), 0);
+  EXPECT_THROW_MSG(data::TextWindows(arange(16, kLong), 16), ValueError,
+                   "16 tokens are too few for windows of 16");
+  EXPECT_THROW_MSG(data::TextWindows(arange(100, kFloat), 4), ValueError, "1-D int64");
+  EXPECT_THROW_MSG(windows.batch(0), ValueError, "batch_size must be positive");
 }
