@@ -18,6 +18,15 @@ bool returns_alias(const Node& n) {
   return false;
 }
 
+// The last live node reading each value (-1: none).
+std::vector<int> last_users(const Graph& g) {
+  std::vector<int> user(g.values.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!g.nodes[i].dead)
+      for (int v : g.nodes[i].used_values()) user[static_cast<size_t>(v)] = static_cast<int>(i);
+  return user;
+}
+
 std::vector<int> uses_count(const Graph& g) {
   std::vector<int> uses(g.values.size(), 0);
   for (const Node& n : g.nodes)
@@ -218,10 +227,7 @@ int fuse_linear_relu(Graph& g) {
   static const OperatorHandle linear_relu = Dispatcher::singleton().find("xten::_linear_relu");
   const std::vector<int> uses = uses_count(g);
   const std::vector<char> written = written_values(g);
-  std::vector<int> user(g.values.size(), -1);  // the last live node reading each value
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!g.nodes[i].dead)
-      for (int v : g.nodes[i].used_values()) user[static_cast<size_t>(v)] = static_cast<int>(i);
+  const std::vector<int> user = last_users(g);
   int fused = 0;
   for (Node& lin : g.nodes) {
     if (lin.dead || lin.name() != "linear") continue;
@@ -247,10 +253,7 @@ int fold_batch_norm_into_conv(Graph& g, bool freeze) {
   const std::vector<char> written = written_values(g);
   auto constant = [&](int v) { return constant_tensor(g, written, v, freeze); };
   // The one live node reading value v (uses[v] == 1), and which argument.
-  std::vector<int> user(g.values.size(), -1);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!g.nodes[i].dead)
-      for (int v : g.nodes[i].used_values()) user[static_cast<size_t>(v)] = static_cast<int>(i);
+  const std::vector<int> user = last_users(g);
   auto per_channel = [](const Tensor* t, int64_t c, int64_t dims) {
     // [1, C, 1, 1] (or [C, 1, 1]): one value per output channel, broadcast over the rest.
     if (!t || t->numel() != c || t->dim() > dims || t->dim() < 3) return false;
@@ -690,6 +693,31 @@ std::optional<std::vector<int64_t>> int_pair(const Arg& a) {
   return v;
 }
 
+// The geometry of a window op (convolution, pooling) from x [n, c, h, w] to y [n, ?, ho, wo];
+// the caller sets the output channels and groups.
+ConvGeometry window_geometry(const TensorMeta& x, const TensorMeta& y,
+                             const std::vector<int64_t>& window, const std::vector<int64_t>& stride,
+                             const std::vector<int64_t>& padding,
+                             const std::vector<int64_t>& dilation) {
+  ConvGeometry geo{};
+  geo.n = x.sizes[0];
+  geo.c = x.sizes[1];
+  geo.h = x.sizes[2];
+  geo.w = x.sizes[3];
+  geo.kh = window[0];
+  geo.kw = window[1];
+  geo.sh = stride[0];
+  geo.sw = stride[1];
+  geo.ph = padding[0];
+  geo.pw = padding[1];
+  geo.dh = dilation[0];
+  geo.dw = dilation[1];
+  geo.ho = y.sizes[2];
+  geo.wo = y.sizes[3];
+  geo.unbatched = false;
+  return geo;
+}
+
 bool plain_cpu_4d(const TensorMeta& m, ScalarType dt) {
   return m.device.type() == kCPU && m.dtype == dt && m.sizes.size() == 4 && m.is_contiguous() &&
          m.storage_offset == 0;
@@ -700,10 +728,7 @@ bool plain_cpu_4d(const TensorMeta& m, ScalarType dt) {
 int plan_convolutions(Graph& g, bool freeze) {
   const std::vector<char> written = written_values(g);
   const std::vector<int> uses = uses_count(g);
-  std::vector<int> user(g.values.size(), -1);  // the last live node reading each value
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!g.nodes[i].dead)
-      for (int v : g.nodes[i].used_values()) user[static_cast<size_t>(v)] = static_cast<int>(i);
+  const std::vector<int> user = last_users(g);
   // The one node reading v (and nothing else, not the program's return), if it is named `name`.
   auto sole_user = [&](int v, const char* name) -> int {
     if (uses[static_cast<size_t>(v)] != 1 || written[static_cast<size_t>(v)]) return -1;
@@ -764,25 +789,10 @@ int plan_convolutions(Graph& g, bool freeze) {
       name += "_relu";
     }
     s.out = last;
-    const std::vector<int64_t>& ys = g.values[static_cast<size_t>(out[0])].meta.sizes;
-    ConvGeometry geo{};
-    geo.n = xm.sizes[0];
-    geo.c = xm.sizes[1];
-    geo.h = xm.sizes[2];
-    geo.w = xm.sizes[3];
+    ConvGeometry geo = window_geometry(xm, g.values[static_cast<size_t>(out[0])].meta,
+                                       {w->size(2), w->size(3)}, *stride, *padding, *dilation);
     geo.o = w->size(0);
-    geo.kh = w->size(2);
-    geo.kw = w->size(3);
-    geo.sh = (*stride)[0];
-    geo.sw = (*stride)[1];
-    geo.ph = (*padding)[0];
-    geo.pw = (*padding)[1];
-    geo.dh = (*dilation)[0];
-    geo.dw = (*dilation)[1];
     geo.groups = groups.constant.get<int64_t>();
-    geo.ho = ys[2];
-    geo.wo = ys[3];
-    geo.unbatched = false;
     s.impl = cpu::onednn::InferenceStep::make(geo, xm.dtype, *w, b ? *b : Tensor(), s.add >= 0,
                                               s.relu >= 0);
     if (!s.impl) continue;
@@ -819,22 +829,9 @@ int plan_convolutions(Graph& g, bool freeze) {
         !plain_cpu_4d(ym, xm.dtype) || !kernel || !stride || !padding || !dilation ||
         ceil.kind != Arg::Kind::Constant || !ceil.constant.is<bool>() || ceil.constant.get<bool>())
       continue;
-    ConvGeometry geo{};
-    geo.n = xm.sizes[0];
-    geo.c = geo.o = xm.sizes[1];
-    geo.h = xm.sizes[2];
-    geo.w = xm.sizes[3];
-    geo.kh = (*kernel)[0];
-    geo.kw = (*kernel)[1];
-    geo.sh = (*stride)[0];
-    geo.sw = (*stride)[1];
-    geo.ph = (*padding)[0];
-    geo.pw = (*padding)[1];
-    geo.dh = (*dilation)[0];
-    geo.dw = (*dilation)[1];
+    ConvGeometry geo = window_geometry(xm, ym, *kernel, *stride, *padding, *dilation);
+    geo.o = geo.c;
     geo.groups = 1;
-    geo.ho = ym.sizes[2];
-    geo.wo = ym.sizes[3];
     ConvStep s;
     s.conv = static_cast<int>(i);
     s.src = x;
