@@ -227,9 +227,13 @@ variable_list FormulaNode::apply(variable_list&& grads) {
              "are freed when you call backward() or autograd::grad(). Specify retain_graph=true "
              "if you need to backward through the graph a second time");
   grads.resize(num_inputs());
-  for (size_t i = 0; i < grads.size(); ++i)
-    if (!grads[i].defined() && outputs_[i].differentiable) grads[i] = outputs_[i].meta.zeros();
-  variable_list out = d_->formula(GradContext(*this, grads));
+  uint64_t flowed = ~uint64_t{0};
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (grads[i].defined()) continue;
+    if (i < 64) flowed &= ~(uint64_t{1} << i);
+    if (outputs_[i].differentiable) grads[i] = outputs_[i].meta.zeros();
+  }
+  variable_list out = d_->formula(GradContext(*this, grads, flowed));
   out.resize(next_edges_.size());
   for (size_t s = 0; s < out.size(); ++s) {
     Tensor& g = out[s];

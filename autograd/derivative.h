@@ -27,9 +27,13 @@ class FormulaNode;
 // the slots are the tensor arguments in schema order.
 class GradContext {
  public:
-  GradContext(const FormulaNode& node, const variable_list& grads) : node_(node), grads_(grads) {}
+  GradContext(const FormulaNode& node, const variable_list& grads, uint64_t flowed = ~uint64_t{0})
+      : node_(node), grads_(grads), flowed_(flowed) {}
   // The gradient of output i (zeros of its shape where none flowed).
   const Tensor& grad(size_t i = 0) const { return grads_[i]; }
+  // Whether a gradient flowed into output i (else grad(i) is zeros made for the formula): lets
+  // a formula skip the terms of outputs that nothing differentiated read.
+  bool grad_flowed(size_t i) const { return i >= 64 || ((flowed_ >> i) & 1); }
   // The saved tensor argument at schema position `arg` (its version checked).
   Tensor input(size_t arg) const;
   // The shape, dtype, device and layout the tensor argument at `arg` had: for formulas that need
@@ -56,6 +60,7 @@ class GradContext {
   const IValue& raw_arg(size_t i) const;
   const FormulaNode& node_;
   const variable_list& grads_;
+  uint64_t flowed_;
 };
 
 using Formula = variable_list (*)(const GradContext&);

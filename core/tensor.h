@@ -306,6 +306,7 @@ class Tensor {
   Tensor nonzero() const;
   std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
   Tensor argsort(int64_t dim = -1, bool descending = false) const;
+  Tensor multinomial(int64_t num_samples, bool replacement = false) const;
   std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true,
                                   bool sorted = true) const;
   Tensor repeat(IntArrayRef repeats) const;

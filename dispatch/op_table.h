@@ -59,6 +59,11 @@
     Tensor,                                                                                        \
     (int64_t low, int64_t high, IntArrayRef size, ScalarType dtype, Device device),                \
     (low, high, size, dtype, device))                                                              \
+  /* sampling from categorical distributions (kernels/composite/sampling.cpp) */                   \
+  X(FN_M, multinomial, multinomial, "multinomial(Tensor self, int num_samples, bool "              \
+    "replacement=False) -> Tensor",                                                                \
+    Tensor, (const Tensor& self, int64_t num_samples, bool replacement),                           \
+    (self, num_samples, replacement))                                                              \
   /* views (kernels/composite/view.cpp) */                                                         \
   X(FN_M, view, view, "view(Tensor(a) self, int[] size) -> Tensor(a)",                             \
     Tensor, (const Tensor& self, IntArrayRef size), (self, size))                                  \
@@ -454,6 +459,44 @@
     "Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",               \
     Tensor, (const Tensor& grad_output, const Tensor& output, int64_t dim, ScalarType input_dtype),\
     (grad_output, output, dim, input_dtype))                                                       \
+  /* attention: the public op chooses a path (Note [Attention paths], kernels/composite/ */        \
+  /* attention.cpp); the flash kernels are kernels/cpu/attention.cpp and spirv/attention.cl; */    \
+  /* the backward has a closed-form composite too, which a backward with create_graph records */   \
+  X(FN, scaled_dot_product_attention, scaled_dot_product_attention,                                \
+    "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "\
+    "float dropout_p=0.0, bool is_causal=False, float? scale=None, bool enable_gqa=False) -> "     \
+    "Tensor",                                                                                      \
+    Tensor,                                                                                        \
+    (const Tensor& query, const Tensor& key, const Tensor& value,                                  \
+     const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal,                     \
+     std::optional<double> scale, bool enable_gqa),                                                \
+    (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa))                       \
+  X(FN, _scaled_dot_product_attention_math, _scaled_dot_product_attention_math,                    \
+    "_scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, Tensor? "          \
+    "attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, bool "          \
+    "enable_gqa=False) -> (Tensor, Tensor)",                                                       \
+    TensorPair,                                                                                    \
+    (const Tensor& query, const Tensor& key, const Tensor& value,                                  \
+     const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal,                     \
+     std::optional<double> scale, bool enable_gqa),                                                \
+    (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa))                       \
+  X(FN, _scaled_dot_product_flash_attention, _scaled_dot_product_flash_attention,                  \
+    "_scaled_dot_product_flash_attention(Tensor query, Tensor key, Tensor value, Tensor? "         \
+    "attn_mask, bool is_causal, float scale) -> (Tensor output, Tensor logsumexp)",                \
+    TensorPair,                                                                                    \
+    (const Tensor& query, const Tensor& key, const Tensor& value,                                  \
+     const std::optional<Tensor>& attn_mask, bool is_causal, double scale),                        \
+    (query, key, value, attn_mask, is_causal, scale))                                              \
+  X(FN, _scaled_dot_product_flash_attention_backward,                                              \
+    _scaled_dot_product_flash_attention_backward,                                                  \
+    "_scaled_dot_product_flash_attention_backward(Tensor grad_out, Tensor query, Tensor key, "     \
+    "Tensor value, Tensor out, Tensor logsumexp, Tensor? attn_mask, bool is_causal, float scale) " \
+    "-> (Tensor, Tensor, Tensor)",                                                                 \
+    TensorTriple,                                                                                  \
+    (const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value,          \
+     const Tensor& out, const Tensor& logsumexp, const std::optional<Tensor>& attn_mask,           \
+     bool is_causal, double scale),                                                                \
+    (grad_out, query, key, value, out, logsumexp, attn_mask, is_causal, scale))                    \
   X(FN, dropout, dropout, "dropout(Tensor input, float p, bool train) -> Tensor",                  \
     Tensor, (const Tensor& input, double p, bool train), (input, p, train))                        \
   X(FN, hardtanh, hardtanh, "hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor",\

@@ -37,6 +37,9 @@ Tensor rand(IntArrayRef size, TensorOptions options = {});
 Tensor randn(IntArrayRef size, TensorOptions options = {});
 Tensor randint(int64_t high, IntArrayRef size, TensorOptions options = kLong);
 Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions options = kLong);
+// num_samples category indices per row of `self` (1-d: one distribution, 2-d: one per row) of
+// non-negative weights, drawn from the generator; without replacement each index at most once.
+Tensor multinomial(const Tensor& self, int64_t num_samples, bool replacement = false);
 // Same shape (and by default dtype and device) as `self`.
 Tensor empty_like(const Tensor& self, std::optional<TensorOptions> options = std::nullopt);
 Tensor zeros_like(const Tensor& self, std::optional<TensorOptions> options = std::nullopt);
@@ -313,6 +316,44 @@ Tensor _log_softmax_backward_data(const Tensor& grad_output, const Tensor& outpu
                                   ScalarType input_dtype);
 // Zeroes elements with probability p and scales the rest by 1/(1-p) when training.
 Tensor dropout(const Tensor& self, double p = 0.5, bool train = true);
+// softmax(query @ key^T * scale + mask) @ value over [..., L, E] queries and [..., S, E] keys,
+// PyTorch's semantics (docs/attention.md): attn_mask boolean (true attends) or additive,
+// broadcast to [..., L, S]; is_causal masks key j > query i; scale defaults to 1/sqrt(E);
+// enable_gqa lets key and value have fewer heads (dim -3) than the query, a divisor of them.
+// The fused flash kernels run where they can, the math path elsewhere (Note [Attention paths]).
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const std::optional<Tensor>& attn_mask = std::nullopt,
+                                    double dropout_p = 0.0, bool is_causal = false,
+                                    std::optional<double> scale = std::nullopt,
+                                    bool enable_gqa = false);
+// The paths scaled_dot_product_attention may take on this thread (torch.nn.attention's
+// sdpa_kernel): by default every path, the flash kernel first.
+enum class SdpBackend { kFlash, kMath };
+class SdpBackendGuard {
+ public:
+  explicit SdpBackendGuard(std::initializer_list<SdpBackend> allowed);
+  ~SdpBackendGuard();
+  SdpBackendGuard(const SdpBackendGuard&) = delete;
+  SdpBackendGuard& operator=(const SdpBackendGuard&) = delete;
+
+ private:
+  unsigned prev_;
+};
+// The math path, written with other ops: (output, attention weights [..., L, S]).
+std::tuple<Tensor, Tensor> _scaled_dot_product_attention_math(
+    const Tensor& query, const Tensor& key, const Tensor& value,
+    const std::optional<Tensor>& attn_mask = std::nullopt, double dropout_p = 0.0,
+    bool is_causal = false, std::optional<double> scale = std::nullopt, bool enable_gqa = false);
+// The fused kernel over [B, H, L, E] queries and [B, Hk, S, E] keys (H a multiple of Hk), no
+// L x S matrix: (output [B, H, L, Ev], logsumexp [B, H, L] in float32, float64 for float64).
+std::tuple<Tensor, Tensor> _scaled_dot_product_flash_attention(
+    const Tensor& query, const Tensor& key, const Tensor& value,
+    const std::optional<Tensor>& attn_mask, bool is_causal, double scale);
+// Its gradients (query, key, value) from the saved output and logsumexp.
+std::tuple<Tensor, Tensor, Tensor> _scaled_dot_product_flash_attention_backward(
+    const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value,
+    const Tensor& out, const Tensor& logsumexp, const std::optional<Tensor>& attn_mask,
+    bool is_causal, double scale);
 Tensor hardtanh(const Tensor& self, const Scalar& min_val = -1, const Scalar& max_val = 1);
 Tensor leaky_relu(const Tensor& self, const Scalar& negative_slope = 0.01);
 Tensor elu(const Tensor& self, const Scalar& alpha = 1, const Scalar& scale = 1,

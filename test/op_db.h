@@ -347,6 +347,38 @@ inline const std::vector<OpInfo>& op_db() {
        {{3, 2, 4}, {2, 4}, {2, 4}},
        [](const V& x) { return layer_norm(x[0], {2, 4}, x[1], x[2]); }},
       {"layer_norm_no_affine", {{4, 6}}, [](const V& x) { return layer_norm(x[0], {6}) * x[0]; }},
+      // attention: the flash kernel (the default path) with masks, causal, grouped-query heads and
+      // a row that attends nothing; the math path where the mask is differentiable or asked for
+      {"sdpa",
+       {{2, 3, 5, 4}, {2, 3, 6, 4}, {2, 3, 6, 3}},
+       [](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2]); }},
+      {"sdpa_causal",
+       {{1, 2, 6, 4}, {1, 2, 4, 4}, {1, 2, 4, 5}},
+       [](const V& x) {
+         return scaled_dot_product_attention(x[0], x[1], x[2], std::nullopt, 0.0, true, 0.7);
+       }},
+      {"sdpa_bool_mask",
+       {{2, 5, 4}, {2, 6, 4}, {2, 6, 4}},
+       [](const V& x) {
+         Tensor m = mask_like(x[0], {5, 6});
+         m.index_put_({idx({2}, x[0])}, zeros({6}, kBool, x[0].device()));  // row 2 attends nothing
+         return scaled_dot_product_attention(x[0], x[1], x[2], m);
+       }},
+      {"sdpa_gqa",
+       {{1, 4, 3, 4}, {1, 2, 5, 4}, {1, 2, 5, 4}},
+       [](const V& x) {
+         return scaled_dot_product_attention(x[0], x[1], x[2], std::nullopt, 0.0, false,
+                                             std::nullopt, true);
+       }},
+      {"sdpa_additive_mask",
+       {{2, 3, 4}, {2, 5, 4}, {2, 5, 4}, {3, 5}},
+       [](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2], x[3]); }},
+      {"sdpa_math",
+       {{2, 3, 4}, {2, 5, 4}, {2, 5, 2}},
+       [](const V& x) {
+         return std::get<0>(_scaled_dot_product_attention_math(
+             x[0], x[1], x[2], std::nullopt, 0.0, true));
+       }},
       {"group_norm",
        {{2, 4, 3}, {4}, {4}},
        [](const V& x) { return group_norm(x[0], 2, x[1], x[2]); }},

@@ -107,6 +107,9 @@ std::vector<Case> cpu_cases() {
        [](V v) { return _linear_relu(v[0], v[1], v[2]); }},
       {"matmul", {r({2, 3, 4}), r({4})}, [](V v) { return matmul(v[0], v[1]); }},
       {"prelu", {r({2, 3, 4}), r({3})}, [](V v) { return prelu(v[0], v[1]); }},
+      {"scaled_dot_product_attention",
+       {r({2, 3, 4}), r({2, 5, 4}), r({2, 5, 4})},
+       [](V v) { return scaled_dot_product_attention(v[0], v[1], v[2]); }},
       // fp32: inputs in bfloat16 so that the cast shows
       {"binary_cross_entropy",
        {rand({6}).to(kBFloat16), rand({6}).to(kBFloat16)},

@@ -60,6 +60,7 @@ TEST(AutocastXpu, ListsFollowPyTorch) {
       {"_linear_relu", CastPolicy::kLowerPrecisionFp},  // xten's Linear -> ReLU, cast as linear
       {"baddbmm", CastPolicy::kLowerPrecisionFp},
       {"bmm", CastPolicy::kLowerPrecisionFp},
+      {"scaled_dot_product_attention", CastPolicy::kLowerPrecisionFp},
       {"exp", CastPolicy::kFp32},
       {"expm1", CastPolicy::kFp32},
       {"log", CastPolicy::kFp32},

@@ -1,0 +1,309 @@
+// Flash attention on CPU, forward and backward (docs/attention.md, "The CPU kernel"): the
+// L x S scores are never held whole. The forward gives each task a tile of queries of one
+// (batch, head) and walks the keys in tiles: scores of the tile by one GEMM, then the online
+// softmax (a running maximum m and sum l per query row; when the maximum grows the row's
+// accumulator is rescaled by exp(m_old - m_new)), the output accumulated by a second GEMM and
+// divided by l at the end, logsumexp = m + log(l) kept for the backward. The backward gives
+// each task one (batch, key/value head), so the key and value gradients of that head have one
+// writer (the query heads of a group run one after the other), and recomputes each tile's
+// probabilities from logsumexp. float16 and bfloat16 are converted to float by tile and
+// multiplied in float; float32 and float64 are read in place where rows are contiguous.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include <xten/core/dtype_dispatch.h>
+#include <xten/core/meta.h>
+#include <xten/core/parallel.h>
+#include <xten/dispatch/library.h>
+#include <xten/dispatch/op_handles.h>
+#include <xten/dispatch/ops.h>
+#include <xten/kernels/cpu/capability.h>
+
+#include <xten/kernels/common/attention.h>
+#include <xten/kernels/cpu/unary_functors.h>
+
+namespace xten::cpu {
+namespace {
+
+// Tile sizes: a tile of queries against a tile of keys, both GEMMs large enough for Eigen's
+// kernels, the score tile (64 x 256 floats, 64 KiB) within L2.
+constexpr int64_t kQueryTile = 64;
+constexpr int64_t kKeyTile = 256;
+
+template <class A>
+using RowMat = Eigen::Matrix<A, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class A>
+using Tile = Eigen::Map<RowMat<A>, 0, Eigen::OuterStride<>>;
+template <class A>
+using CTile = Eigen::Map<const RowMat<A>, 0, Eigen::OuterStride<>>;
+
+// One operand [B, H, rows, cols] by element strides.
+template <class T>
+struct Operand {
+  const T* p;
+  int64_t s[4];
+  explicit Operand(const Tensor& t) : p(static_cast<const T*>(t.data_ptr())) {
+    for (int d = 0; d < 4; ++d) s[d] = t.stride(d);
+  }
+  const T* rows(int64_t b, int64_t h, int64_t r0) const {
+    return p + b * s[0] + h * s[1] + r0 * s[2];
+  }
+};
+
+// Rows [r0, r0 + n) of an operand as an A matrix: in place when T is A and rows are contiguous,
+// else converted (times `mul`) into `buf`. In place, `mul` must be 1.
+template <class T, class A>
+CTile<A> rows_of(const Operand<T>& x, int64_t b, int64_t h, int64_t r0, int64_t n, int64_t cols,
+                 std::vector<A>& buf, A mul = A(1)) {
+  const T* src = x.rows(b, h, r0);
+  if constexpr (std::is_same_v<T, A>) {
+    if (x.s[3] == 1 && mul == A(1)) return CTile<A>(src, n, cols, Eigen::OuterStride<>(x.s[2]));
+  }
+  if (static_cast<int64_t>(buf.size()) < n * cols) buf.resize(n * cols);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      buf[r * cols + c] = static_cast<A>(src[r * x.s[2] + c * x.s[3]]) * mul;
+  return CTile<A>(buf.data(), n, cols, Eigen::OuterStride<>(cols));
+}
+
+// Adds the mask (or the causal -inf above the diagonal) to a score tile of queries [i0, i0 + nq)
+// and keys [j0, j0 + nk) of (b, h).
+template <class T, class A>
+void apply_mask(const AttentionShape& g, const void* mask, bool causal, int64_t b, int64_t h,
+                int64_t i0, int64_t j0, Tile<A>& sc) {
+  constexpr A kNegInf = -std::numeric_limits<A>::infinity();
+  const int64_t nq = sc.rows(), nk = sc.cols();
+  if (causal) {
+    for (int64_t r = 0; r < nq; ++r)
+      for (int64_t c = std::max<int64_t>(0, i0 + r + 1 - j0); c < nk; ++c) sc(r, c) = kNegInf;
+    return;
+  }
+  if (g.mask == AttentionShape::kNone) return;
+  const int64_t* ms = g.mask_strides;
+  const int64_t base = b * ms[0] + h * ms[1];
+  for (int64_t r = 0; r < nq; ++r) {
+    const int64_t row = base + (i0 + r) * ms[2] + j0 * ms[3];
+    if (g.mask == AttentionShape::kBool) {
+      const bool* m = static_cast<const bool*>(mask) + row;
+      for (int64_t c = 0; c < nk; ++c)
+        if (!m[c * ms[3]]) sc(r, c) = kNegInf;
+    } else {
+      const T* m = static_cast<const T*>(mask) + row;
+      for (int64_t c = 0; c < nk; ++c) sc(r, c) += static_cast<A>(m[c * ms[3]]);
+    }
+  }
+}
+
+// exp of a row in place (the vector exp of docs/cpu_kernels.md; -inf gives 0).
+template <class A>
+void exp_row(A* x, int64_t n) {
+  Eigen::Map<Eigen::Array<A, Eigen::Dynamic, 1>> a(x, n);
+  a = a.unaryExpr(VecExp<A>{});
+  // VecExp clamps its argument, so masked entries (-inf) come out tiny, not 0: flush what
+  // lies below the smallest normal number (NaN stays).
+  for (int64_t c = 0; c < n; ++c) x[c] = x[c] < std::numeric_limits<A>::min() ? A(0) : x[c];
+}
+
+template <class T>
+void flash_forward(const AttentionShape& g, const Tensor& query, const Tensor& key,
+                   const Tensor& value, const void* mask, bool causal, double scale,
+                   const Tensor& out, const Tensor& lse) {
+  using A = opmath_t<T>;
+  constexpr A kNegInf = -std::numeric_limits<A>::infinity();
+  const Operand<T> q(query), k(key), v(value);
+  const int64_t E = g.head_dim, Ev = g.value_dim, L = g.q_len, S = g.kv_len;
+  const int64_t q_tiles = (L + kQueryTile - 1) / kQueryTile;
+  T* o = static_cast<T*>(out.data_ptr());
+  const int64_t os[3] = {out.stride(0), out.stride(1), out.stride(2)};
+  A* ls = static_cast<A*>(lse.data_ptr());
+  parallel_for(g.batch * g.heads * q_tiles, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<A> qb, kb, vb, sb(kQueryTile * kKeyTile), acc(kQueryTile * Ev), m(kQueryTile),
+        l(kQueryTile);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t b = t / (g.heads * q_tiles), h = t / q_tiles % g.heads;
+      const int64_t hk = g.kv_head(h), i0 = t % q_tiles * kQueryTile;
+      const int64_t nq = std::min(kQueryTile, L - i0);
+      // The scale goes into the query tile, which is then always a converted copy.
+      if (static_cast<int64_t>(qb.size()) < nq * E) qb.resize(nq * E);
+      const T* qsrc = q.rows(b, h, i0);
+      for (int64_t r = 0; r < nq; ++r)
+        for (int64_t c = 0; c < E; ++c)
+          qb[r * E + c] = static_cast<A>(qsrc[r * q.s[2] + c * q.s[3]]) * static_cast<A>(scale);
+      const CTile<A> qt(qb.data(), nq, E, Eigen::OuterStride<>(E));
+      Tile<A> at(acc.data(), nq, Ev, Eigen::OuterStride<>(Ev));
+      at.setZero();
+      std::fill(m.begin(), m.end(), kNegInf);
+      std::fill(l.begin(), l.end(), A(0));
+      const int64_t kv_end = causal ? std::min(S, i0 + nq) : S;
+      for (int64_t j0 = 0; j0 < kv_end; j0 += kKeyTile) {
+        const int64_t nk = std::min(kKeyTile, kv_end - j0);
+        const CTile<A> kt = rows_of(k, b, hk, j0, nk, E, kb);
+        const CTile<A> vt = rows_of(v, b, hk, j0, nk, Ev, vb);
+        Tile<A> sc(sb.data(), nq, nk, Eigen::OuterStride<>(nk));
+        sc.noalias() = qt * kt.transpose();
+        apply_mask<T, A>(g, mask, causal, b, h, i0, j0, sc);
+        for (int64_t r = 0; r < nq; ++r) {
+          A* row = &sc(r, 0);
+          A mx = kNegInf;
+          for (int64_t c = 0; c < nk; ++c) mx = row[c] > mx ? row[c] : mx;
+          const A m_new = std::max(m[r], mx);
+          if (m_new == kNegInf) {  // nothing attended in this row yet
+            std::fill(row, row + nk, A(0));
+            continue;
+          }
+          for (int64_t c = 0; c < nk; ++c) row[c] -= m_new;
+          exp_row(row, nk);
+          const A alpha = m[r] == kNegInf ? A(0) : std::exp(m[r] - m_new);
+          A sum = 0;
+          for (int64_t c = 0; c < nk; ++c) sum += row[c];
+          l[r] = l[r] * alpha + sum;
+          if (alpha != A(1)) at.row(r) *= alpha;
+          m[r] = m_new;
+        }
+        at.noalias() += sc * vt;
+      }
+      for (int64_t r = 0; r < nq; ++r) {
+        T* orow = o + b * os[0] + h * os[1] + (i0 + r) * os[2];
+        const A inv = l[r] > 0 ? A(1) / l[r] : A(0);  // a row that attends nothing gives 0
+        for (int64_t c = 0; c < Ev; ++c) orow[c] = static_cast<T>(at(r, c) * inv);
+        ls[(b * g.heads + h) * L + i0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : kNegInf;
+      }
+    }
+  });
+}
+
+template <class T>
+void flash_backward(const AttentionShape& g, const Tensor& grad_out, const Tensor& query,
+                    const Tensor& key, const Tensor& value, const Tensor& out, const Tensor& lse,
+                    const void* mask, bool causal, double scale, const Tensor& dq, const Tensor& dk,
+                    const Tensor& dv) {
+  using A = opmath_t<T>;
+  const Operand<T> q(query), k(key), v(value), go(grad_out), o(out);
+  const int64_t E = g.head_dim, Ev = g.value_dim, L = g.q_len, S = g.kv_len;
+  const Tensor lse_c = lse.contiguous();
+  const A* ls = static_cast<const A*>(lse_c.data_ptr());
+  const int64_t group = g.heads / g.kv_heads;
+  const A sc_mul = static_cast<A>(scale);
+  parallel_for(g.batch * g.kv_heads, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<A> qb, gb, kb, vb, sb(kQueryTile * kKeyTile), pb(kQueryTile * kKeyTile),
+        dqb(kQueryTile * E), dkb(S * E), dvb(S * Ev), d(kQueryTile);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t b = t / g.kv_heads, hk = t % g.kv_heads;
+      Tile<A> dk_all(dkb.data(), S, E, Eigen::OuterStride<>(E));
+      Tile<A> dv_all(dvb.data(), S, Ev, Eigen::OuterStride<>(Ev));
+      dk_all.setZero();
+      dv_all.setZero();
+      const CTile<A> k_all = rows_of(k, b, hk, 0, S, E, kb);
+      const CTile<A> v_all = rows_of(v, b, hk, 0, S, Ev, vb);
+      for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
+        for (int64_t i0 = 0; i0 < L; i0 += kQueryTile) {
+          const int64_t nq = std::min(kQueryTile, L - i0);
+          const CTile<A> qt = rows_of(q, b, h, i0, nq, E, qb);
+          const CTile<A> gt = rows_of(go, b, h, i0, nq, Ev, gb);
+          const A* lrow = ls + (b * g.heads + h) * L + i0;
+          // D = rowsum(dO * O), the softmax backward's inner product.
+          for (int64_t r = 0; r < nq; ++r) {
+            const T* orow = o.rows(b, h, i0 + r);
+            A s = 0;
+            for (int64_t c = 0; c < Ev; ++c) s += gt(r, c) * static_cast<A>(orow[c * o.s[3]]);
+            d[r] = s;
+          }
+          Tile<A> dqt(dqb.data(), nq, E, Eigen::OuterStride<>(E));
+          dqt.setZero();
+          const int64_t kv_end = causal ? std::min(S, i0 + nq) : S;
+          for (int64_t j0 = 0; j0 < kv_end; j0 += kKeyTile) {
+            const int64_t nk = std::min(kKeyTile, kv_end - j0);
+            const auto kt = k_all.middleRows(j0, nk);
+            const auto vt = v_all.middleRows(j0, nk);
+            Tile<A> p(sb.data(), nq, nk, Eigen::OuterStride<>(nk));
+            p.noalias() = qt * kt.transpose();
+            p *= sc_mul;
+            apply_mask<T, A>(g, mask, causal, b, h, i0, j0, p);
+            for (int64_t r = 0; r < nq; ++r) {
+              A* row = &p(r, 0);
+              if (lrow[r] == -std::numeric_limits<A>::infinity()) {  // attended nothing
+                std::fill(row, row + nk, A(0));
+                continue;
+              }
+              for (int64_t c = 0; c < nk; ++c) row[c] -= lrow[r];
+              exp_row(row, nk);
+            }
+            dv_all.middleRows(j0, nk).noalias() += p.transpose() * gt;
+            Tile<A> ds(pb.data(), nq, nk, Eigen::OuterStride<>(nk));
+            ds.noalias() = gt * vt.transpose();
+            for (int64_t r = 0; r < nq; ++r)
+              for (int64_t c = 0; c < nk; ++c) ds(r, c) = p(r, c) * (ds(r, c) - d[r]);
+            dqt.noalias() += ds * kt;
+            dk_all.middleRows(j0, nk).noalias() += ds.transpose() * qt;
+          }
+          T* dqp = static_cast<T*>(dq.data_ptr());
+          for (int64_t r = 0; r < nq; ++r) {
+            T* row = dqp + b * dq.stride(0) + h * dq.stride(1) + (i0 + r) * dq.stride(2);
+            for (int64_t c = 0; c < E; ++c) row[c] = static_cast<T>(dqt(r, c) * sc_mul);
+          }
+        }
+      }
+      T* dkp = static_cast<T*>(dk.data_ptr());
+      T* dvp = static_cast<T*>(dv.data_ptr());
+      for (int64_t r = 0; r < S; ++r) {
+        T* krow = dkp + b * dk.stride(0) + hk * dk.stride(1) + r * dk.stride(2);
+        T* vrow = dvp + b * dv.stride(0) + hk * dv.stride(1) + r * dv.stride(2);
+        for (int64_t c = 0; c < E; ++c) krow[c] = static_cast<T>(dk_all(r, c) * sc_mul);
+        for (int64_t c = 0; c < Ev; ++c) vrow[c] = static_cast<T>(dv_all(r, c));
+      }
+    }
+  });
+}
+
+const void* mask_data(const std::optional<Tensor>& m) {
+  return m && m->defined() ? m->data_ptr() : nullptr;
+}
+
+TensorPair flash_attention_kernel(const Tensor& query, const Tensor& key, const Tensor& value,
+                                  const std::optional<Tensor>& attn_mask, bool is_causal,
+                                  double scale) {
+  const char* op = "_scaled_dot_product_flash_attention";
+  const AttentionShape g = flash_attention_meta(op, query, key, value, attn_mask, is_causal);
+  Tensor out =
+      empty_heads_last(g.batch, g.heads, g.q_len, g.value_dim, query.dtype(), query.device());
+  Tensor lse =
+      empty_tensor({g.batch, g.heads, g.q_len}, attention_acc_dtype(query.dtype()), query.device());
+  visit_dtype<dtypes::kFloating>(op, query.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    flash_forward<T>(g, query, key, value, mask_data(attn_mask), is_causal, scale, out, lse);
+  });
+  return {out, lse};
+}
+
+TensorTriple flash_attention_backward_kernel(const Tensor& grad_out, const Tensor& query,
+                                             const Tensor& key, const Tensor& value,
+                                             const Tensor& out, const Tensor& lse,
+                                             const std::optional<Tensor>& attn_mask, bool is_causal,
+                                             double scale) {
+  const char* op = "_scaled_dot_product_flash_attention_backward";
+  const AttentionShape g = flash_attention_backward_meta(op, grad_out, query, key, value, out, lse,
+                                                         attn_mask, is_causal);
+  const ScalarType t = query.dtype();
+  const Device dev = query.device();
+  Tensor dq = empty_heads_last(g.batch, g.heads, g.q_len, g.head_dim, t, dev);
+  Tensor dk = empty_heads_last(g.batch, g.kv_heads, g.kv_len, g.head_dim, t, dev);
+  Tensor dv = empty_heads_last(g.batch, g.kv_heads, g.kv_len, g.value_dim, t, dev);
+  visit_dtype<dtypes::kFloating>(op, t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    flash_backward<T>(g, grad_out, query, key, value, out, lse, mask_data(attn_mask), is_causal,
+                      scale, dq, dk, dv);
+  });
+  return {dq, dk, dv};
+}
+
+}  // namespace
+
+XTEN_CPU_KERNELS(attention, m) {
+  m.impl("_scaled_dot_product_flash_attention", flash_attention_kernel);
+  m.impl("_scaled_dot_product_flash_attention_backward", flash_attention_backward_kernel);
+}
+
+}  // namespace xten::cpu
