@@ -24,9 +24,11 @@
 #include <xten/dispatch/local_dispatch_key_set.h>
 #include <xten/dispatch/ops.h>
 #include <xten/kernels/xpu/runtime/xpu.h>
+#include <xten/models/gpt.h>
 #include <xten/models/resnet.h>
 #include <xten/nn/init.h>
 #include <xten/nn/modules.h>
+#include <xten/nn/transformer.h>
 #include <xten/nn/utils.h>
 #include <xten/optim/lr_scheduler.h>
 #include <xten/optim/optimizer.h>

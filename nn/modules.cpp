@@ -198,7 +198,7 @@ std::string BatchNormImpl::extra_repr() const {
 LayerNormImpl::LayerNormImpl(const LayerNormOptions& o) : Module("LayerNorm"), options(o) {
   if (o.elementwise_affine()) {
     weight = register_parameter("weight", ones(o.normalized_shape()));
-    bias = register_parameter("bias", zeros(o.normalized_shape()));
+    bias = register_parameter("bias", o.bias() ? zeros(o.normalized_shape()) : Tensor());
   }
 }
 
@@ -208,9 +208,10 @@ Tensor LayerNormImpl::forward(const Tensor& input) const {
 }
 
 std::string LayerNormImpl::extra_repr() const {
-  return fmt::format("({}), eps={}, elementwise_affine={}",
+  return fmt::format("({}), eps={}, elementwise_affine={}{}",
                      fmt::join(options.normalized_shape(), ", "), options.eps(),
-                     bool_str(options.elementwise_affine()));
+                     bool_str(options.elementwise_affine()),
+                     options.elementwise_affine() && !options.bias() ? ", bias=false" : "");
 }
 
 GroupNormImpl::GroupNormImpl(int64_t num_groups, int64_t num_channels, double eps, bool affine)

@@ -157,6 +157,7 @@ struct LayerNormOptions {
   XTEN_ARG(std::vector<int64_t>, normalized_shape);
   XTEN_ARG(double, eps) = 1e-5;
   XTEN_ARG(bool, elementwise_affine) = true;
+  XTEN_ARG(bool, bias) = true;  // with elementwise_affine: a bias too (PyTorch 2.1's option)
 };
 class LayerNormImpl : public Module {
  public:
