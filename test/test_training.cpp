@@ -41,9 +41,37 @@ TEST(TrainExample, AResumedRunEndsWithTheStateOfAnUninterruptedOne) {
     model_tensors += a[i].first.rfind("model.", 0) == 0;
     optimizer_tensors += a[i].first.rfind("optimizer.", 0) == 0;
   }
-  EXPECT_EQ(model_tensors, 16);  // SmallCNN: 2 x (conv weight + 5 batch-norm tensors) + 2 x 2 linear
+  EXPECT_EQ(model_tensors,
+            16);  // SmallCNN: 2 x (conv weight + 5 batch-norm tensors) + 2 x 2 linear
   EXPECT_GT(optimizer_tensors, 0);
   EXPECT_EQ(load_metadata(dir + "/resumed.safetensors").at("epochs_done"), "3");
+  std::filesystem::remove_all(dir);
+}
+
+// examples/gpt the same way: model, AdamW state and schedule bit for bit after a resume.
+TEST(GptExample, AResumedRunEndsWithTheStateOfAnUninterruptedOne) {
+  const std::string dir = ::testing::TempDir() + "xten_gpt_resume";
+  std::filesystem::create_directories(dir);
+  auto run_gpt = [](const std::string& args) {
+    const std::string cmd = std::string(XTEN_GPT_EXAMPLE) + " " + args + " > /dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  };
+  const std::string common =
+      "--iters 30 --layers 1 --width 32 --heads 2 --block-size 32 --batch-size 8 "
+      "--eval-every 10 --eval-batches 2 --log-every 5 --sample-tokens 0 --seed 3";
+  run_gpt(common + " --checkpoint " + dir + "/straight.safetensors");
+  run_gpt(common + " --checkpoint " + dir + "/resumed.safetensors --stop-after 13");
+  EXPECT_EQ(load_metadata(dir + "/resumed.safetensors").at("iters_done"), "13");
+  run_gpt(common + " --checkpoint " + dir + "/resumed.safetensors --resume");
+  const NamedTensorList a = load(dir + "/straight.safetensors");
+  const NamedTensorList b = load(dir + "/resumed.safetensors");
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].first, b[i].first);
+    EXPECT_TRUE(allclose(a[i].second.to(kDouble), b[i].second.to(kDouble), 0, 0)) << a[i].first;
+  }
+  EXPECT_EQ(load_metadata(dir + "/resumed.safetensors").at("curve"),
+            load_metadata(dir + "/straight.safetensors").at("curve"));
   std::filesystem::remove_all(dir);
 }
 
@@ -82,7 +110,8 @@ TEST(TrainExample, ProfileOnTheXpuShowsKernelsAndMemory) {
   const std::string out = dir + "/out.txt", trace = dir + "/trace.json";
   const std::string cmd = std::string(XTEN_TRAIN_EXAMPLE) +
                           " --device xpu --batch-size 8 --epochs 1 --limit-batches 21"
-                          " --test-limit 16 --profile " + trace + " > " + out;
+                          " --test-limit 16 --profile " +
+                          trace + " > " + out;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream f(out);
   const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

@@ -97,14 +97,22 @@ void apply_mask(const AttentionShape& g, const void* mask, bool causal, int64_t 
   }
 }
 
-// exp of a row in place (the vector exp of docs/cpu_kernels.md; -inf gives 0).
+// exp of a row in place with the vector exp of docs/cpu_kernels.md, by whole packets from the
+// row's start and the scalar form for the tail: where the split falls depends on the length
+// only, never on the buffer's address, so a run's results do not change with where memory
+// lands (Eigen's own array loops switch forms at the first aligned address).
 template <class A>
 void exp_row(A* x, int64_t n) {
-  Eigen::Map<Eigen::Array<A, Eigen::Dynamic, 1>> a(x, n);
-  a = a.unaryExpr(VecExp<A>{});
+  using namespace Eigen::internal;
+  using P = typename packet_traits<A>::type;
+  constexpr int64_t kWidth = unpacket_traits<P>::size;
+  const VecExp<A> f;
+  int64_t c = 0;
+  for (; c + kWidth <= n; c += kWidth) pstoreu(x + c, f.packetOp(ploadu<P>(x + c)));
+  for (; c < n; ++c) x[c] = f(x[c]);
   // VecExp clamps its argument, so masked entries (-inf) come out tiny, not 0: flush what
   // lies below the smallest normal number (NaN stays).
-  for (int64_t c = 0; c < n; ++c) x[c] = x[c] < std::numeric_limits<A>::min() ? A(0) : x[c];
+  for (c = 0; c < n; ++c) x[c] = x[c] < std::numeric_limits<A>::min() ? A(0) : x[c];
 }
 
 template <class T>
