@@ -28,9 +28,18 @@
 namespace xten::cpu {
 namespace {
 
+// Note [Tile products run alone]
+// Outside an OpenMP region (one thread, or tasks run inline) Eigen would split each tile's
+// product over its own OpenMP team of omp_get_max_threads() threads: on a 16-core host that
+// made the one-thread forward + backward 3x slower (the team's start and barriers per small
+// product). The threads here are the tasks'; each product runs on its task's thread.
+// (linalg.cpp and conv.cpp set Eigen's count before their own products.)
+
 // Tile sizes: a tile of queries against a tile of keys, both GEMMs large enough for Eigen's
-// kernels, the score tile (64 x 256 floats, 64 KiB) within L2.
-constexpr int64_t kQueryTile = 64;
+// kernels, the score tile (128 x 256 floats, 128 KiB) within L2. Measured on the 2-core VM at
+// one thread, length 1,024: 64 x 256 took 76 + 127 ms forward + backward, 128 x 256 54 + 106,
+// 256 x 512 75 + 145 (bench/README.md, "bench_gpt").
+constexpr int64_t kQueryTile = 128;
 constexpr int64_t kKeyTile = 256;
 
 template <class A>
@@ -101,18 +110,34 @@ void apply_mask(const AttentionShape& g, const void* mask, bool causal, int64_t 
 // row's start and the scalar form for the tail: where the split falls depends on the length
 // only, never on the buffer's address, so a run's results do not change with where memory
 // lands (Eigen's own array loops switch forms at the first aligned address).
+// exp(x - shift) of a row in place, with the vector exp of docs/cpu_kernels.md, and its sum:
+// by whole packets from the row's start and the scalar form for the tail, so where the split
+// falls depends on the length only, never on the buffer's address (a run's results do not change
+// with where memory lands; Eigen's array loops switch forms at the first aligned address).
 template <class A>
-void exp_row(A* x, int64_t n) {
+A exp_row(A* x, int64_t n, A shift) {
   using namespace Eigen::internal;
   using P = typename packet_traits<A>::type;
   constexpr int64_t kWidth = unpacket_traits<P>::size;
   const VecExp<A> f;
+  // VecExp clamps its argument, so masked entries (-inf) come out tiny, not 0: what lies below
+  // the smallest normal number is flushed to 0 (NaN stays).
+  const P tiny = pset1<P>(std::numeric_limits<A>::min()), s = pset1<P>(shift);
+  P acc = pset1<P>(A(0));
   int64_t c = 0;
-  for (; c + kWidth <= n; c += kWidth) pstoreu(x + c, f.packetOp(ploadu<P>(x + c)));
-  for (; c < n; ++c) x[c] = f(x[c]);
-  // VecExp clamps its argument, so masked entries (-inf) come out tiny, not 0: flush what
-  // lies below the smallest normal number (NaN stays).
-  for (c = 0; c < n; ++c) x[c] = x[c] < std::numeric_limits<A>::min() ? A(0) : x[c];
+  for (; c + kWidth <= n; c += kWidth) {
+    P e = f.packetOp(psub(ploadu<P>(x + c), s));
+    e = pselect(pcmp_lt(e, tiny), pzero(e), e);
+    pstoreu(x + c, e);
+    acc = padd(acc, e);
+  }
+  A sum = predux(acc);
+  for (; c < n; ++c) {
+    const A e = f(x[c] - shift);
+    x[c] = e < std::numeric_limits<A>::min() ? A(0) : e;
+    sum += x[c];
+  }
+  return sum;
 }
 
 template <class T>
@@ -124,6 +149,7 @@ void flash_forward(const AttentionShape& g, const Tensor& query, const Tensor& k
   const Operand<T> q(query), k(key), v(value);
   const int64_t E = g.head_dim, Ev = g.value_dim, L = g.q_len, S = g.kv_len;
   const int64_t q_tiles = (L + kQueryTile - 1) / kQueryTile;
+  Eigen::setNbThreads(1);  // Note [Tile products run alone]
   T* o = static_cast<T*>(out.data_ptr());
   const int64_t os[3] = {out.stride(0), out.stride(1), out.stride(2)};
   A* ls = static_cast<A*>(lse.data_ptr());
@@ -155,18 +181,13 @@ void flash_forward(const AttentionShape& g, const Tensor& query, const Tensor& k
         apply_mask<T, A>(g, mask, causal, b, h, i0, j0, sc);
         for (int64_t r = 0; r < nq; ++r) {
           A* row = &sc(r, 0);
-          A mx = kNegInf;
-          for (int64_t c = 0; c < nk; ++c) mx = row[c] > mx ? row[c] : mx;
-          const A m_new = std::max(m[r], mx);
+          const A m_new = std::max(m[r], sc.row(r).maxCoeff());
           if (m_new == kNegInf) {  // nothing attended in this row yet
             std::fill(row, row + nk, A(0));
             continue;
           }
-          for (int64_t c = 0; c < nk; ++c) row[c] -= m_new;
-          exp_row(row, nk);
+          const A sum = exp_row(row, nk, m_new);
           const A alpha = m[r] == kNegInf ? A(0) : std::exp(m[r] - m_new);
-          A sum = 0;
-          for (int64_t c = 0; c < nk; ++c) sum += row[c];
           l[r] = l[r] * alpha + sum;
           if (alpha != A(1)) at.row(r) *= alpha;
           m[r] = m_new;
@@ -195,6 +216,7 @@ void flash_backward(const AttentionShape& g, const Tensor& grad_out, const Tenso
   const A* ls = static_cast<const A*>(lse_c.data_ptr());
   const int64_t group = g.heads / g.kv_heads;
   const A sc_mul = static_cast<A>(scale);
+  Eigen::setNbThreads(1);  // Note [Tile products run alone]
   parallel_for(g.batch * g.kv_heads, 1, [&](int64_t t0, int64_t t1) {
     std::vector<A> qb, gb, kb, vb, sb(kQueryTile * kKeyTile), pb(kQueryTile * kKeyTile),
         dqb(kQueryTile * E), dkb(S * E), dvb(S * Ev), d(kQueryTile);
@@ -209,7 +231,8 @@ void flash_backward(const AttentionShape& g, const Tensor& grad_out, const Tenso
       for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
         for (int64_t i0 = 0; i0 < L; i0 += kQueryTile) {
           const int64_t nq = std::min(kQueryTile, L - i0);
-          const CTile<A> qt = rows_of(q, b, h, i0, nq, E, qb);
+          // The scaled queries: S = (scale Q) K^T and dK = dS^T (scale Q) need no scaling pass.
+          const CTile<A> qt = rows_of(q, b, h, i0, nq, E, qb, sc_mul);
           const CTile<A> gt = rows_of(go, b, h, i0, nq, Ev, gb);
           const A* lrow = ls + (b * g.heads + h) * L + i0;
           // D = rowsum(dO * O), the softmax backward's inner product.
@@ -228,7 +251,6 @@ void flash_backward(const AttentionShape& g, const Tensor& grad_out, const Tenso
             const auto vt = v_all.middleRows(j0, nk);
             Tile<A> p(sb.data(), nq, nk, Eigen::OuterStride<>(nk));
             p.noalias() = qt * kt.transpose();
-            p *= sc_mul;
             apply_mask<T, A>(g, mask, causal, b, h, i0, j0, p);
             for (int64_t r = 0; r < nq; ++r) {
               A* row = &p(r, 0);
@@ -236,14 +258,13 @@ void flash_backward(const AttentionShape& g, const Tensor& grad_out, const Tenso
                 std::fill(row, row + nk, A(0));
                 continue;
               }
-              for (int64_t c = 0; c < nk; ++c) row[c] -= lrow[r];
-              exp_row(row, nk);
+              exp_row(row, nk, lrow[r]);
             }
             dv_all.middleRows(j0, nk).noalias() += p.transpose() * gt;
             Tile<A> ds(pb.data(), nq, nk, Eigen::OuterStride<>(nk));
             ds.noalias() = gt * vt.transpose();
             for (int64_t r = 0; r < nq; ++r)
-              for (int64_t c = 0; c < nk; ++c) ds(r, c) = p(r, c) * (ds(r, c) - d[r]);
+              ds.row(r).array() = p.row(r).array() * (ds.row(r).array() - d[r]);
             dqt.noalias() += ds * kt;
             dk_all.middleRows(j0, nk).noalias() += ds.transpose() * qt;
           }
@@ -259,7 +280,7 @@ void flash_backward(const AttentionShape& g, const Tensor& grad_out, const Tenso
       for (int64_t r = 0; r < S; ++r) {
         T* krow = dkp + b * dk.stride(0) + hk * dk.stride(1) + r * dk.stride(2);
         T* vrow = dvp + b * dv.stride(0) + hk * dv.stride(1) + r * dv.stride(2);
-        for (int64_t c = 0; c < E; ++c) krow[c] = static_cast<T>(dk_all(r, c) * sc_mul);
+        for (int64_t c = 0; c < E; ++c) krow[c] = static_cast<T>(dk_all(r, c));
         for (int64_t c = 0; c < Ev; ++c) vrow[c] = static_cast<T>(dv_all(r, c));
       }
     }
