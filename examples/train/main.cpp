@@ -33,7 +33,7 @@ namespace {
 struct Args {
   std::string device = "cpu";
   bool amp = false;
-  std::string model = "small";   // small | resnet18
+  std::string model = "small";    // small | resnet18
   std::string optimizer = "sgd";  // sgd | adamw
   int64_t epochs = 8, batch_size = 64, limit_batches = 0, test_limit = 0, workers = 2;
   double lr = 0.05;
@@ -104,28 +104,50 @@ Args parse(int argc, char** argv) {
         usage_error(flag + " expects an integer >= " + std::to_string(min));
       return static_cast<int64_t>(d);
     };
-    if (flag == "--device") a.device = value();
-    else if (flag == "--amp") a.amp = true;
-    else if (flag == "--model") a.model = value();
-    else if (flag == "--optimizer") a.optimizer = value();
-    else if (flag == "--epochs") a.epochs = count(1);
-    else if (flag == "--batch-size") a.batch_size = count(1);
-    else if (flag == "--lr") a.lr = number();
-    else if (flag == "--limit-batches") a.limit_batches = count(1);
-    else if (flag == "--test-limit") a.test_limit = count(1);
-    else if (flag == "--workers") a.workers = count(0);
-    else if (flag == "--threads") a.threads = static_cast<int>(count(1));
-    else if (flag == "--seed") a.seed = static_cast<uint64_t>(count(0));
-    else if (flag == "--data") a.data_dir = value();
-    else if (flag == "--checkpoint") a.checkpoint = value();
-    else if (flag == "--resume") a.resume = true;
-    else if (flag == "--csv") a.csv = value();
-    else if (flag == "--svg") a.svg = value();
-    else if (flag == "--eval-xpu") a.eval_xpu = true;
-    else if (flag == "--min-accuracy") a.min_accuracy = number();
-    else if (flag == "--compare-steps") a.compare_steps = count(1);
-    else if (flag == "--stop-after") a.stop_after = count(1);
-    else if (flag == "--profile") a.profile = value();
+    if (flag == "--device")
+      a.device = value();
+    else if (flag == "--amp")
+      a.amp = true;
+    else if (flag == "--model")
+      a.model = value();
+    else if (flag == "--optimizer")
+      a.optimizer = value();
+    else if (flag == "--epochs")
+      a.epochs = count(1);
+    else if (flag == "--batch-size")
+      a.batch_size = count(1);
+    else if (flag == "--lr")
+      a.lr = number();
+    else if (flag == "--limit-batches")
+      a.limit_batches = count(1);
+    else if (flag == "--test-limit")
+      a.test_limit = count(1);
+    else if (flag == "--workers")
+      a.workers = count(0);
+    else if (flag == "--threads")
+      a.threads = static_cast<int>(count(1));
+    else if (flag == "--seed")
+      a.seed = static_cast<uint64_t>(count(0));
+    else if (flag == "--data")
+      a.data_dir = value();
+    else if (flag == "--checkpoint")
+      a.checkpoint = value();
+    else if (flag == "--resume")
+      a.resume = true;
+    else if (flag == "--csv")
+      a.csv = value();
+    else if (flag == "--svg")
+      a.svg = value();
+    else if (flag == "--eval-xpu")
+      a.eval_xpu = true;
+    else if (flag == "--min-accuracy")
+      a.min_accuracy = number();
+    else if (flag == "--compare-steps")
+      a.compare_steps = count(1);
+    else if (flag == "--stop-after")
+      a.stop_after = count(1);
+    else if (flag == "--profile")
+      a.profile = value();
     else if (flag == "--help" || flag == "-h") {
       std::printf("%s", kUsage);
       std::exit(0);
@@ -199,8 +221,9 @@ Evaluation evaluate(const Net& net, data::DataLoader& loader, const xten::Device
 // The training state a checkpoint holds: model, optimizer, scheduler, scaler, and in its
 // metadata the finished epochs, the settings that must match on resume, and the curve so far.
 void save_checkpoint(const std::string& path, const Net& net, xten::optim::Optimizer& opt,
-                     xten::optim::LRScheduler& sched, xten::amp::GradScaler& scaler,
-                     const Args& a, int64_t epochs_done, const std::vector<EpochRecord>& curve) {
+                     xten::optim::LRScheduler& sched, xten::amp::GradScaler& scaler, const Args& a,
+                     int64_t epochs_done, const std::vector<EpochRecord>& curve,
+                     const StepCurve& steps) {
   using xten::with_prefix;
   xten::NamedTensorList all = with_prefix("model.", net.module->state_dict());
   for (auto& e : with_prefix("optimizer.", opt.state_dict())) all.push_back(e);
@@ -214,7 +237,8 @@ void save_checkpoint(const std::string& path, const Net& net, xten::optim::Optim
                                {"limit_batches", std::to_string(a.limit_batches)},
                                {"lr", std::to_string(a.lr)},
                                {"seed", std::to_string(a.seed)},
-                               {"curve", to_csv(curve)}};
+                               {"curve", to_csv(curve)},
+                               {"step_curve", steps_to_csv(steps)}};
   // Written beside and renamed over: an interrupted save leaves the last checkpoint intact.
   const std::string tmp = path + ".tmp";
   xten::save(all, tmp, meta);
@@ -223,11 +247,10 @@ void save_checkpoint(const std::string& path, const Net& net, xten::optim::Optim
 
 int64_t load_checkpoint(const std::string& path, const Net& net, xten::optim::Optimizer& opt,
                         xten::optim::LRScheduler& sched, xten::amp::GradScaler& scaler,
-                        const Args& a, std::vector<EpochRecord>& curve) {
+                        const Args& a, std::vector<EpochRecord>& curve, StepCurve& steps) {
   using xten::under_prefix;
   const xten::Metadata meta = xten::load_metadata(path);
-  for (const auto& [key, expected] :
-       std::vector<std::pair<std::string, std::string>>{
+  for (const auto& [key, expected] : std::vector<std::pair<std::string, std::string>>{
            {"model", a.model},
            {"optimizer", a.optimizer},
            {"batch_size", std::to_string(a.batch_size)},
@@ -247,12 +270,19 @@ int64_t load_checkpoint(const std::string& path, const Net& net, xten::optim::Op
   sched.load_state_dict(under_prefix("scheduler.", all));
   scaler.load_state_dict(under_prefix("scaler.", all));
   curve = from_csv(meta.at("curve"));
+  steps = steps_from_csv(meta.at("step_curve"));
   return std::stoll(meta.at("epochs_done"));
 }
 
-void write_curve(const Args& a, const std::vector<EpochRecord>& curve) {
+void write_curve(const Args& a, const std::vector<EpochRecord>& curve, const StepCurve& steps) {
   if (!a.csv.empty()) std::ofstream(a.csv) << to_csv(curve);
-  if (!a.svg.empty()) write_svg(a.svg, curve);
+  if (a.svg.empty()) return;
+  char title[256];
+  std::snprintf(title, sizeof title, "%s on Fashion-MNIST, %s%s, %s lr %g, batch %lld, %lld epochs",
+                a.model == "small" ? "SmallCNN" : "ResNet-18", a.device.c_str(),
+                a.amp ? " autocast" : " float32", a.optimizer.c_str(), a.lr,
+                static_cast<long long>(a.batch_size), static_cast<long long>(a.epochs));
+  write_svg(a.svg, title, curve, steps);
 }
 
 // --compare-steps: one CPU and one XPU copy of the same model take the same batches; their
@@ -321,28 +351,29 @@ int run(const Args& a) {
   if (a.optimizer == "sgd") {
     opt = std::make_unique<xten::optim::SGD>(net.module->parameters(), sgd_options(a));
   } else {
-    opt = std::make_unique<xten::optim::AdamW>(
-        net.module->parameters(), xten::optim::AdamOptions(a.lr).weight_decay(0.05));
+    opt = std::make_unique<xten::optim::AdamW>(net.module->parameters(),
+                                               xten::optim::AdamOptions(a.lr).weight_decay(0.05));
   }
   xten::optim::OneCycleLR sched(*opt, xten::optim::OneCycleLROptions(a.lr, a.epochs * batches));
   xten::amp::GradScaler scaler(xten::amp::GradScalerOptions().enabled(scaled));
 
   std::vector<EpochRecord> curve;
+  StepCurve steps;
   int64_t first_epoch = 0;
   if (a.resume) {
-    first_epoch = load_checkpoint(a.checkpoint, net, *opt, sched, scaler, a, curve);
+    first_epoch = load_checkpoint(a.checkpoint, net, *opt, sched, scaler, a, curve, steps);
     std::printf("resumed from %s after epoch %lld\n", a.checkpoint.c_str(),
                 static_cast<long long>(first_epoch));
   }
   int64_t params = 0;
   for (const Tensor& p : net.module->parameters()) params += p.numel();
-  std::printf("%s (%lld parameters) on %s %s, %s, batch %lld, %lld batches/epoch, %d threads\n",
-              a.model == "small" ? "SmallCNN" : "ResNet-18 (28x28 stem)",
-              static_cast<long long>(params), a.device.c_str(),
-              a.amp ? (device.is_cpu() ? "autocast bfloat16" : "autocast float16 + GradScaler")
-                    : "float32",
-              a.optimizer.c_str(), static_cast<long long>(a.batch_size),
-              static_cast<long long>(batches), xten::get_num_threads());
+  std::printf(
+      "%s (%lld parameters) on %s %s, %s, batch %lld, %lld batches/epoch, %d threads\n",
+      a.model == "small" ? "SmallCNN" : "ResNet-18 (28x28 stem)", static_cast<long long>(params),
+      a.device.c_str(),
+      a.amp ? (device.is_cpu() ? "autocast bfloat16" : "autocast float16 + GradScaler") : "float32",
+      a.optimizer.c_str(), static_cast<long long>(a.batch_size), static_cast<long long>(batches),
+      xten::get_num_threads());
   if (device.is_cpu()) std::printf("CPU: %s\n", xten::cpu_backend_summary().c_str());
 
   for (int64_t epoch = first_epoch; epoch < a.epochs; ++epoch) {
@@ -353,8 +384,9 @@ int run(const Args& a) {
     net.module->train();
     Progress progress("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(a.epochs),
                       batches);
-    double loss_sum = 0;
-    int64_t done = 0, images = 0;
+    double loss_sum = 0, logged_sum = 0;
+    int64_t done = 0, images = 0, logged_n = 0;
+    const int64_t log_every = std::max<int64_t>(1, batches / 20);  // 20 curve points per epoch
     // --profile: steps 11-20 (after the warm-up of the first steps) of the first epoch run.
     const bool profiling = !a.profile.empty() && epoch == first_epoch;
     xten::profiler::Profiler prof(xten::profiler::ProfilerOptions().profile_memory(true));
@@ -364,7 +396,8 @@ int run(const Args& a) {
       const xten::profiler::Averages avg = prof.key_averages();
       std::printf("\nProfile of training steps 11-%lld (docs/profiler.md):\n%s",
                   static_cast<long long>(std::min<int64_t>(done, 20)), avg.table(10).c_str());
-      if (avg.has_device) std::printf("\nby self XPU time:\n%s", avg.table(10, "self_xpu_time_total").c_str());
+      if (avg.has_device)
+        std::printf("\nby self XPU time:\n%s", avg.table(10, "self_xpu_time_total").c_str());
       prof.export_chrome_trace(a.profile);
       std::printf("Chrome trace: %s\n", a.profile.c_str());
     };
@@ -394,8 +427,16 @@ int run(const Args& a) {
         throw xten::ValueError("[train] the loss is " + std::to_string(l) + " at epoch " +
                                std::to_string(epoch + 1) + ", batch " + std::to_string(done + 1));
       loss_sum += l;
+      logged_sum += l;
+      ++logged_n;
       images += y.numel();
       ++done;
+      if (done % log_every == 0 || done == batches) {
+        steps.emplace_back(static_cast<double>(epoch) + static_cast<double>(done) / batches,
+                           logged_sum / logged_n);
+        logged_sum = 0;
+        logged_n = 0;
+      }
       progress.update(done, images, loss_sum / done);
       if (done == 20) report_profile();
       if (done == batches) break;
@@ -404,12 +445,13 @@ int run(const Args& a) {
     report_profile();  // fewer than 20 steps
     const double rate = images / progress.seconds();
     const Evaluation test = evaluate(net, test_loader, device, a.amp);
-    curve.push_back({epoch + 1, loss_sum / done, test.accuracy, sched.get_last_lr()[0], rate});
+    curve.push_back(
+        {epoch + 1, loss_sum / done, test.accuracy, sched.get_last_lr()[0], rate, test.loss});
     std::printf("epoch %lld: train loss %.4f, test loss %.4f, test accuracy %.2f%%, %.0f img/s\n",
                 static_cast<long long>(epoch + 1), loss_sum / done, test.loss, test.accuracy, rate);
     if (!a.checkpoint.empty())
-      save_checkpoint(a.checkpoint, net, *opt, sched, scaler, a, epoch + 1, curve);
-    write_curve(a, curve);
+      save_checkpoint(a.checkpoint, net, *opt, sched, scaler, a, epoch + 1, curve, steps);
+    write_curve(a, curve, steps);
     if (epoch + 1 == a.stop_after) {
       std::printf("stopping after epoch %lld (--stop-after)\n", static_cast<long long>(epoch + 1));
       break;
@@ -434,9 +476,10 @@ int run(const Args& a) {
     reloaded.module->to("xpu");
     const Evaluation x = evaluate(reloaded, test_loader, xten::Device("xpu"), true);
     const double diff = std::abs(x.accuracy - accuracy);
-    std::printf("test accuracy: %s %s %.2f%%, reloaded on XPU autocast float16 %.2f%% "
-                "(difference %.2f points)\n",
-                a.device.c_str(), a.amp ? "autocast" : "float32", accuracy, x.accuracy, diff);
+    std::printf(
+        "test accuracy: %s %s %.2f%%, reloaded on XPU autocast float16 %.2f%% "
+        "(difference %.2f points)\n",
+        a.device.c_str(), a.amp ? "autocast" : "float32", accuracy, x.accuracy, diff);
     if (diff > 0.2) {
       std::printf("FAIL: the accuracies differ by more than 0.2 points\n");
       status = 1;
