@@ -118,7 +118,7 @@ template <class A>
 A exp_row(A* x, int64_t n, A shift) {
   using namespace Eigen::internal;
   using P = typename packet_traits<A>::type;
-  constexpr int64_t kWidth = unpacket_traits<P>::size;
+  constexpr int64_t kWidth = packet_traits<A>::size;
   const VecExp<A> f;
   // VecExp clamps its argument, so masked entries (-inf) come out tiny, not 0: what lies below
   // the smallest normal number is flushed to 0 (NaN stays).
