@@ -119,8 +119,9 @@ TEST(Attention, CausalMasksAndGroupedHeadsMatchTheReference) {
   // An additive mask per head ([H, 1, S]).
   const Tensor a = randn({4, 1, 90}, kDouble);
   const Tensor want_a =
-      reference(q, k, v, 1 / std::sqrt(8.0),
-                [&](int64_t, int64_t h, int64_t, int64_t j) { return value_at(a, {h, 0, j}); });
+      reference(q, k, v, 1 / std::sqrt(8.0), [&](int64_t, int64_t h, int64_t, int64_t j) {
+        return value_at(a, {h, 0, j});
+      });
   EXPECT_LT(max_abs_diff(scaled_dot_product_attention(q, k, v, a, 0.0, false, std::nullopt, true),
                          want_a),
             1e-12);
@@ -252,6 +253,20 @@ TEST(Attention, BadInputsNameTheOpAndTheValues) {
   EXPECT_THROW_MSG(scaled_dot_product_attention(q.to(kLong), k.to(kLong), v.to(kLong)),
                    NotImplementedError,
                    "[scaled_dot_product_attention] not implemented for dtype Long");
+  // Empty forms: no heads, no queries, no keys (every query attends nothing: 0).
+  for (auto [h, l, sl] : {std::tuple<int64_t, int64_t, int64_t>{0, 5, 6}, {2, 0, 6}, {2, 5, 0}}) {
+    const Tensor q = randn({1, h, l, 4}).requires_grad_(),
+                 k = randn({1, h, sl, 4}).requires_grad_(),
+                 v = randn({1, h, sl, 4}).requires_grad_();
+    const Tensor o = scaled_dot_product_attention(q, k, v);
+    EXPECT_EQ(o.sizes(), IntArrayRef({1, h, l, 4}));
+    o.sum().backward();
+    if (sl == 0) {
+      EXPECT_TRUE((o == 0).all().item<bool>());  // nothing attended: 0
+    }
+    EXPECT_EQ(q.grad().sizes(), q.sizes());
+    EXPECT_EQ(k.grad().sizes(), k.sizes());
+  }
   // The kernel's own checks.
   EXPECT_THROW_MSG(_scaled_dot_product_flash_attention(q, k, v, std::nullopt, false, 1.0),
                    ValueError,
@@ -297,7 +312,8 @@ TEST(Attention, LongSequencesNeverAllocateTheScoreMatrix) {
   EXPECT_LT(used, 16 << 20) << "bytes above the start: " << used;
   EXPECT_GT(used, 0);
   // Spot checks: the last query attends to everything; its output is the reference's.
-  const Tensor s = matmul(at(q.detach(), {0, 0, L - 1}), at(k.detach(), {0, 0}).t()) / std::sqrt(8.0);
+  const Tensor s =
+      matmul(at(q.detach(), {0, 0, L - 1}), at(k.detach(), {0, 0}).t()) / std::sqrt(8.0);
   const Tensor want = matmul(softmax(s.to(kDouble), 0), at(v.detach(), {0, 0}).to(kDouble));
   EXPECT_LT(max_abs_diff(at(out.detach(), {0, 0, L - 1}), want), 1e-5);
   EXPECT_TRUE(isfinite(q.grad()).all().item<bool>());

@@ -214,7 +214,6 @@ void flash_backward(const AttentionShape& g, const Tensor& grad_out, const Tenso
   const int64_t E = g.head_dim, Ev = g.value_dim, L = g.q_len, S = g.kv_len;
   const Tensor lse_c = lse.contiguous();
   const A* ls = static_cast<const A*>(lse_c.data_ptr());
-  const int64_t group = g.heads / g.kv_heads;
   const A sc_mul = static_cast<A>(scale);
   Eigen::setNbThreads(1);  // Note [Tile products run alone]
   parallel_for(g.batch * g.kv_heads, 1, [&](int64_t t0, int64_t t1) {
@@ -222,6 +221,7 @@ void flash_backward(const AttentionShape& g, const Tensor& grad_out, const Tenso
         dqb(kQueryTile * E), dkb(S * E), dvb(S * Ev), d(kQueryTile);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t b = t / g.kv_heads, hk = t % g.kv_heads;
+      const int64_t group = g.heads / g.kv_heads;  // a task exists: kv_heads > 0
       Tile<A> dk_all(dkb.data(), S, E, Eigen::OuterStride<>(E));
       Tile<A> dv_all(dvb.data(), S, Ev, Eigen::OuterStride<>(Ev));
       dk_all.setZero();
