@@ -17,15 +17,6 @@ using namespace xten;
 
 namespace {
 
-// Median seconds of `reps` calls after `warmup`.
-template <class F>
-double median_seconds(F&& f, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) f();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) t.push_back(seconds_per_call(f, 1));
-  return median(t);
-}
-
 void attention(int threads) {
   for (int64_t len : {1024, 4096})
     for (ScalarType dt : {kFloat, kBFloat16}) {

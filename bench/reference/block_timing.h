@@ -21,6 +21,16 @@ inline double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Median seconds of `reps` single calls of `f` after `warmup` calls (bench_gpt and libtorch_gpt,
+// whose calls take milliseconds to seconds).
+template <class F>
+double median_seconds(F&& f, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) t.push_back(seconds_per_call(f, 1));
+  return median(t);
+}
+
 struct BlockTimes {
   double mean_us;
   double median_us;  // of the blocks' means

@@ -19,14 +19,6 @@ namespace nn = torch::nn;
 
 namespace {
 
-template <class F>
-double median_seconds(F&& f, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) f();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) t.push_back(seconds_per_call(f, 1));
-  return median(t);
-}
-
 struct BlockImpl : nn::Module {
   BlockImpl(int64_t c, int64_t heads) : heads(heads) {
     ln_1 = register_module("ln_1", nn::LayerNorm(nn::LayerNormOptions({c})));
