@@ -10,6 +10,7 @@ PACKAGES=(
   libdnnl-dev                   # CPU matrix products and convolutions (oneDNN)
   nlohmann-json3-dev            # checkpoints: the safetensors header is JSON
   zlib1g-dev                    # data/: inflates gzip-compressed datasets (IDX files)
+  libgloo-dev                   # distributed/: collectives between processes over TCP (Gloo)
   dataset-fashion-mnist         # the training example's data, under /usr/share/datasets
   fortunes                      # the transformer example's text, under /usr/share/games/fortunes
   libfmt-dev                    # error messages and printing
