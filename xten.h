@@ -23,6 +23,7 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/local_dispatch_key_set.h>
 #include <xten/dispatch/ops.h>
+#include <xten/distributed/ddp.h>
 #include <xten/distributed/distributed.h>
 #include <xten/kernels/xpu/runtime/xpu.h>
 #include <xten/models/gpt.h>

@@ -1,6 +1,7 @@
 #pragma once
 // The autograd API (PyTorch's meaning; docs/autograd.md). Tensor's own methods (backward,
 // grad, requires_grad_, ...) are declared in core/tensor.h.
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -20,5 +21,10 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                          const std::vector<Tensor>& grad_outputs = {},
                          std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
                          bool allow_unused = false);
+
+// Runs `callback` on this thread when the backward pass in progress on it has run every node
+// (PyTorch's Engine.queue_callback; DDP waits for its reductions so). ValueError outside a
+// backward pass. Callbacks queued by a callback run too, in order.
+void queue_callback(std::function<void()> callback);
 
 }  // namespace xten::autograd

@@ -16,6 +16,8 @@ struct AutogradMeta final : AutogradMetaInterface {
   bool retains_grad = false;
   int64_t retain_grad_hook = -1;
   std::vector<std::pair<int64_t, Hook>> leaf_hooks;  // a leaf's hooks, run before accumulation
+  // A leaf's hooks run after accumulation (register_post_accumulate_grad_hook).
+  std::vector<std::pair<int64_t, std::function<void(const Tensor&)>>> post_accumulate_hooks;
   // Note [Views and in-place]: a tensor whose history an in-place op replaced counts up
   // `history_gen`; a view made when its base's count was `base_gen` regenerates its own history
   // from the base's when the counts differ.

@@ -35,6 +35,9 @@ class GraphRoot final : public Node {
   variable_list grads_;
 };
 
+// The callbacks queued during the backward pass running on this thread (null outside one).
+thread_local std::vector<std::function<void()>>* t_callbacks = nullptr;
+
 struct Capture {
   Node* fn;
   uint32_t input_nr;
@@ -94,6 +97,15 @@ variable_list run(const std::vector<Edge>& roots, variable_list root_grads, bool
   ExcludeDispatchKeyGuard no_autocast(
       DispatchKeySet(DispatchKey::AutocastCPU).add(DispatchKey::AutocastXPU));
 
+  std::vector<std::function<void()>> callbacks;
+  struct CallbackScope {
+    std::vector<std::function<void()>>* saved;
+    explicit CallbackScope(std::vector<std::function<void()>>* mine) : saved(t_callbacks) {
+      t_callbacks = mine;
+    }
+    ~CallbackScope() { t_callbacks = saved; }
+  } callback_scope(&callbacks);
+
   bool first = true;
   while (!ready.empty()) {
     std::shared_ptr<Node> fn = ready.top();
@@ -135,6 +147,10 @@ variable_list run(const std::vector<Edge>& roots, variable_list root_grads, bool
       if (--deps[e.fn.get()] == 0) ready.push(e.fn);
     }
   }
+  for (size_t i = 0; i < callbacks.size(); ++i) {
+    auto cb = std::move(callbacks[i]);  // a callback may queue more (and grow the list)
+    cb();
+  }
   return captured;
 }
 
@@ -172,6 +188,12 @@ std::vector<Edge> root_edges(const std::vector<Tensor>& outputs) {
 }
 
 }  // namespace
+
+void queue_callback(std::function<void()> callback) {
+  XTEN_CHECK(t_callbacks != nullptr, ValueError, "queue_callback",
+             "no backward pass is running on this thread");
+  t_callbacks->push_back(std::move(callback));
+}
 
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
               std::optional<bool> retain_graph, bool create_graph) {

@@ -67,7 +67,7 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
   if (grads.empty() || !grads[0].defined()) return {};
   Tensor g = std::move(grads[0]);
   AutogradMeta* m = ensure_meta(variable_);
-  std::lock_guard<std::mutex> lock(m->mutex);
+  std::unique_lock<std::mutex> lock(m->mutex);
   for (const auto& [handle, hook] : m->leaf_hooks) {
     Tensor r = hook(g);
     if (r.defined()) g = std::move(r);
@@ -82,6 +82,11 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
     m->grad = m->grad + g;  // create_graph: the sum is part of the new graph
   } else {
     m->grad.add_(g);
+  }
+  if (!m->post_accumulate_hooks.empty()) {
+    auto hooks = m->post_accumulate_hooks;  // a hook may read grad(): run them unlocked
+    lock.unlock();
+    for (const auto& [handle, hook] : hooks) hook(variable_);
   }
   return {};
 }

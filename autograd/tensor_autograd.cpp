@@ -73,14 +73,28 @@ void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph,
                      retain_graph, create_graph);
 }
 
+namespace {
+std::atomic<int64_t> g_next_leaf_hook{-2};  // leaf hooks: negative handles
+}
+
 int64_t Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
   XTEN_CHECK(requires_grad(), ValueError, "register_hook",
              "cannot register a hook on a tensor that doesn't require gradient");
   AutogradMeta* m = ensure_meta(*this);
   if (m->grad_fn) return m->grad_fn->add_pre_hook(m->output_nr, std::move(hook));
-  static std::atomic<int64_t> next{-2};  // leaf hooks: negative handles
-  const int64_t h = next.fetch_sub(1);
+  const int64_t h = g_next_leaf_hook.fetch_sub(1);
   m->leaf_hooks.emplace_back(h, std::move(hook));
+  return h;
+}
+
+int64_t Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+  XTEN_CHECK(requires_grad() && !autograd::meta_of(*this)->grad_fn, ValueError,
+             "register_post_accumulate_grad_hook",
+             "post accumulate grad hooks cannot be registered on non-leaf tensors (or tensors "
+             "that do not require grad)");
+  AutogradMeta* m = ensure_meta(*this);
+  const int64_t h = g_next_leaf_hook.fetch_sub(1);
+  m->post_accumulate_hooks.emplace_back(h, std::move(hook));
   return h;
 }
 
@@ -88,6 +102,11 @@ void Tensor::remove_hook(int64_t handle) const {
   AutogradMeta* m = meta_of(*this);
   if (!m) return;
   if (m->grad_fn) m->grad_fn->remove_pre_hook(handle);
+  for (auto it = m->post_accumulate_hooks.begin(); it != m->post_accumulate_hooks.end(); ++it)
+    if (it->first == handle) {
+      m->post_accumulate_hooks.erase(it);
+      return;
+    }
   for (auto it = m->leaf_hooks.begin(); it != m->leaf_hooks.end(); ++it)
     if (it->first == handle) {
       m->leaf_hooks.erase(it);

@@ -124,6 +124,10 @@ class Tensor {
   // A function of this tensor's gradient, run when the gradient is computed; it may return a
   // replacement (or an undefined tensor to keep the gradient). Returns a handle for remove_hook.
   int64_t register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  // For a leaf that requires grad: `hook(leaf)` runs after each backward pass has accumulated
+  // into leaf.grad() (PyTorch's register_post_accumulate_grad_hook; DDP starts its reductions
+  // so). Returns a handle for remove_hook.
+  int64_t register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
   void remove_hook(int64_t handle) const;
   // The version counter shared with the views of this tensor (bumped by every in-place op).
   uint32_t _version() const { return impl_->version(); }

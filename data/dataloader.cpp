@@ -23,7 +23,51 @@ int64_t batches_per_epoch(int64_t examples, const DataLoaderOptions& options) {
   const int64_t b = options.batch_size();
   return options.drop_last() ? examples / b : (examples + b - 1) / b;
 }
+
+// A permutation of [0, n) drawn from (seed, epoch).
+std::vector<int64_t> permutation(int64_t n, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  Rng rng(derive_seed(seed, kOrderKey), static_cast<uint64_t>(epoch));
+  for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.integer(0, i + 1)]);
+  return order;
+}
 }  // namespace
+
+DistributedSampler::DistributedSampler(int64_t num_replicas, int64_t rank, bool shuffle,
+                                       uint64_t seed, bool drop_last)
+    : num_replicas_(num_replicas),
+      rank_(rank),
+      shuffle_(shuffle),
+      seed_(seed),
+      drop_last_(drop_last) {
+  XTEN_CHECK(num_replicas >= 1, ValueError, "DistributedSampler",
+             "num_replicas must be at least 1, but got {}", num_replicas);
+  XTEN_CHECK(rank >= 0 && rank < num_replicas, ValueError, "DistributedSampler",
+             "rank must be in [0, {}), but got {}", num_replicas, rank);
+}
+
+int64_t DistributedSampler::num_samples(int64_t n) const {
+  return drop_last_ ? n / num_replicas_ : (n + num_replicas_ - 1) / num_replicas_;
+}
+
+std::vector<int64_t> DistributedSampler::indices(int64_t n, int64_t epoch) const {
+  std::vector<int64_t> order(n);
+  if (shuffle_) {
+    order = permutation(n, seed_, epoch);
+  } else {
+    std::iota(order.begin(), order.end(), 0);
+  }
+  const int64_t per_rank = num_samples(n), total = per_rank * num_replicas_;
+  if (n == 0) return {};
+  if (total > n)
+    for (int64_t i = n; i < total; ++i) order.push_back(order[(i - n) % n]);
+  order.resize(total);
+  std::vector<int64_t> mine;
+  mine.reserve(per_rank);
+  for (int64_t i = rank_; i < total; i += num_replicas_) mine.push_back(order[i]);
+  return mine;
+}
 
 Batch collate(const std::vector<Example>& examples) {
   XTEN_CHECK(!examples.empty(), ValueError, "collate", "no examples to collate");
@@ -39,18 +83,23 @@ Batch collate(const std::vector<Example>& examples) {
 
 // One pass over the dataset: its order, its workers and the batches they have built.
 struct DataLoader::Epoch {
-  Epoch(std::shared_ptr<const Dataset> dataset_, const DataLoaderOptions& options_,
-        int64_t epoch_)
+  Epoch(std::shared_ptr<const Dataset> dataset_, const DataLoaderOptions& options_, int64_t epoch_)
       : dataset(std::move(dataset_)), options(options_), epoch(epoch_) {
     const int64_t n = dataset->size();
-    order.resize(n);
-    std::iota(order.begin(), order.end(), 0);
-    if (options.shuffle()) {
-      Rng rng(derive_seed(options.seed(), kOrderKey), static_cast<uint64_t>(epoch));
-      for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.integer(0, i + 1)]);
+    if (options.sampler()) {
+      order = options.sampler()->indices(n, epoch);
+      for (int64_t i : order)
+        XTEN_CHECK(i >= 0 && i < n, IndexError, "DataLoader",
+                   "the sampler gave index {}, outside the dataset's [0, {})", i, n);
+    } else if (options.shuffle()) {
+      order = permutation(n, options.seed(), epoch);
+    } else {
+      order.resize(n);
+      std::iota(order.begin(), order.end(), 0);
     }
-    num_batches = batches_per_epoch(n, options);
-    for (int64_t w = 0; w < options.num_workers(); ++w) workers.emplace_back([this, w] { work(w); });
+    num_batches = batches_per_epoch(static_cast<int64_t>(order.size()), options);
+    for (int64_t w = 0; w < options.num_workers(); ++w)
+      workers.emplace_back([this, w] { work(w); });
   }
 
   ~Epoch() {
@@ -145,16 +194,25 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
              "num_workers must be >= 0, but got {}", options_.num_workers());
   XTEN_CHECK(options_.prefetch_factor() >= 1, ValueError, "DataLoader",
              "prefetch_factor must be >= 1, but got {}", options_.prefetch_factor());
+  XTEN_CHECK(!(options_.sampler() && options_.shuffle()), ValueError, "DataLoader",
+             "sampler option is mutually exclusive with shuffle");
 }
 
-int64_t DataLoader::size() const { return batches_per_epoch(dataset_->size(), options_); }
+int64_t DataLoader::size() const {
+  const int64_t n = dataset_->size();
+  return batches_per_epoch(
+      options_.sampler() ? static_cast<int64_t>(options_.sampler()->indices(n, 0).size()) : n,
+      options_);
+}
 
 DataLoader::Iterator DataLoader::begin() {
   auto epoch = std::make_shared<Epoch>(dataset_, options_, epoch_++);
   return Iterator(std::move(epoch), 0);
 }
 
-DataLoader::Iterator DataLoader::end() const { return Iterator(nullptr, size()); }
+DataLoader::Iterator DataLoader::end() const {
+  return Iterator(nullptr, size());
+}
 
 DataLoader::Iterator::Iterator(std::shared_ptr<Epoch> epoch, int64_t index)
     : epoch_(std::move(epoch)), index_(index) {

@@ -26,13 +26,45 @@ struct Batch {
   Tensor target;  // their targets stacked: [B, ...]
 };
 
+// Which examples an epoch visits, in order (DataLoaderOptions::sampler).
+class Sampler {
+ public:
+  virtual ~Sampler() = default;
+  // The indices into a dataset of `dataset_size` examples that epoch `epoch` visits.
+  virtual std::vector<int64_t> indices(int64_t dataset_size, int64_t epoch) const = 0;
+};
+
+// One rank's share of the dataset in data-parallel training (torch's DistributedSampler): the
+// epoch's order (a permutation drawn from (seed, epoch) when shuffling, the same on every rank)
+// is padded by repeating its start to a multiple of num_replicas (or, with drop_last, cut to
+// one), and rank r takes every num_replicas-th index from r. Every rank gets the same number of
+// examples, so every rank runs the same number of steps. The DataLoader passes its own epoch:
+// no set_epoch call is needed.
+class DistributedSampler final : public Sampler {
+ public:
+  DistributedSampler(int64_t num_replicas, int64_t rank, bool shuffle = true, uint64_t seed = 0,
+                     bool drop_last = false);
+  std::vector<int64_t> indices(int64_t dataset_size, int64_t epoch) const override;
+  // The examples each rank gets per epoch.
+  int64_t num_samples(int64_t dataset_size) const;
+
+ private:
+  int64_t num_replicas_, rank_;
+  bool shuffle_;
+  uint64_t seed_;
+  bool drop_last_;
+};
+
 struct DataLoaderOptions {
   XTEN_ARG(int64_t, batch_size) = 1;
   XTEN_ARG(bool, shuffle) = false;
-  XTEN_ARG(bool, drop_last) = false;  // drop a last batch smaller than batch_size
-  XTEN_ARG(int64_t, num_workers) = 0;  // 0: batches are built on the loop's thread
+  XTEN_ARG(bool, drop_last) = false;       // drop a last batch smaller than batch_size
+  XTEN_ARG(int64_t, num_workers) = 0;      // 0: batches are built on the loop's thread
   XTEN_ARG(int64_t, prefetch_factor) = 2;  // batches ahead per worker
   XTEN_ARG(uint64_t, seed) = 0;
+  // The examples and order of each epoch (null: all, shuffled when `shuffle`); cannot be
+  // combined with shuffle.
+  XTEN_ARG(std::shared_ptr<const Sampler>, sampler);
 };
 
 // Stacks examples into a batch (data and targets each with torch's default_collate meaning).

@@ -193,7 +193,9 @@ TEST(Transformer, StackedLayersStartEqualAndTrain) {
     if (k.rfind("layers.1.", 0) == 0) {
       const std::string first = "layers.0." + k.substr(9);
       for (const auto& [k0, v0] : state)
-        if (k0 == first) EXPECT_TRUE(allclose(v, v0, 0, 0)) << k;
+        if (k0 == first) {
+          EXPECT_TRUE(allclose(v, v0, 0, 0)) << k;
+        }
     }
   // Learns to copy its input through 3 layers (dropout 0.1 on, training mode).
   optim::Adam opt(enc->parameters(), optim::AdamOptions(1e-2));

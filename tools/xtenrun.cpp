@@ -132,7 +132,8 @@ int main(int argc, char** argv) {
     if (CPU_ISSET(c, &mine)) cores.push_back(c);
   const int per_rank = std::max<int>(1, static_cast<int>(cores.size()) / nproc);
   const bool pin = static_cast<int>(cores.size()) >= nproc && cores.size() % nproc == 0;
-  const bool threads_given = std::getenv("OMP_NUM_THREADS") != nullptr;
+  const char* threads_env = std::getenv("OMP_NUM_THREADS");
+  const bool threads_given = threads_env && *threads_env;
 
   struct sigaction sa {};
   sa.sa_handler = on_signal;
