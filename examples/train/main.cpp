@@ -8,6 +8,7 @@
 //   train --device xpu --amp               # XPU autocast float16 + GradScaler
 //   train --epochs 1 --limit-batches 300 --checkpoint ck.safetensors --eval-xpu
 //   train --epochs 8 --checkpoint ck.safetensors --resume   # continue after an interruption
+//   xtenrun --nproc-per-node 2 train --batch-size 32        # data parallel: 2 ranks, batch 64
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -76,6 +77,10 @@ const char* kUsage = R"(usage: train [options]
                           forward, backward and optimizer.step ranges; XPU kernels and copies;
                           memory), print the ten ops with the most self CPU time (and XPU
                           time, on the XPU) and write a Chrome trace to PATH
+
+Under xtenrun (xtenrun --nproc-per-node N train ...), each of the N ranks trains on its share
+of every epoch with --batch-size images per step (global batch N x --batch-size) and
+DistributedDataParallel averages the gradients; rank 0 prints, evaluates and checkpoints.
 )";
 
 [[noreturn]] void usage_error(const std::string& why) {
@@ -326,18 +331,39 @@ int compare_devices(const Args& a, data::DataLoader& loader) {
 
 int run(const Args& a) {
   if (a.threads > 0) xten::set_num_threads(a.threads);
+  // Under xtenrun (WORLD_SIZE set): one rank of a data-parallel job (docs/distributed.md). Each
+  // rank trains on its share of every epoch with --batch-size images per step, DDP averages
+  // the gradients, and rank 0 alone prints, evaluates and writes the checkpoint.
+  namespace dist = xten::distributed;
+  const bool distributed = std::getenv("WORLD_SIZE") != nullptr;
+  int rank = 0, world = 1;
+  if (distributed) {
+    if (a.compare_steps > 0 || a.eval_xpu || !a.profile.empty())
+      usage_error(
+          "--compare-steps, --eval-xpu and --profile run in one process, not under xtenrun");
+    dist::init_process_group("gloo");
+    rank = dist::get_rank();
+    world = dist::get_world_size();
+    if (rank != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;
+  }
   const xten::Device device(a.device);
   const bool scaled = a.amp && amp_dtype(device) == xten::kHalf;  // float16 needs a GradScaler
 
   data::TensorDataset train_set = data::mnist(a.data_dir, true, fashion_mnist_transform());
   data::TensorDataset test_set = data::mnist(a.data_dir, false, fashion_mnist_transform());
   if (a.test_limit > 0) test_set = test_set.slice(0, std::min(a.test_limit, test_set.size()));
-  data::DataLoader train_loader(train_set, data::DataLoaderOptions()
-                                               .batch_size(a.batch_size)
-                                               .shuffle(true)
-                                               .drop_last(true)
-                                               .seed(a.seed)
-                                               .num_workers(a.workers));
+  // The ranks split each epoch's order (the one a single process would shuffle): at step k
+  // their batches together are the single process's batch k at world x --batch-size.
+  auto loader_options = data::DataLoaderOptions()
+                            .batch_size(a.batch_size)
+                            .drop_last(true)
+                            .seed(a.seed)
+                            .num_workers(a.workers);
+  if (distributed)
+    loader_options.sampler(std::make_shared<data::DistributedSampler>(world, rank, true, a.seed));
+  else
+    loader_options.shuffle(true);
+  data::DataLoader train_loader(train_set, loader_options);
   data::DataLoader test_loader(test_set,
                                data::DataLoaderOptions().batch_size(500).num_workers(a.workers));
   if (a.compare_steps > 0) return compare_devices(a, train_loader);
@@ -356,6 +382,8 @@ int run(const Args& a) {
   }
   xten::optim::OneCycleLR sched(*opt, xten::optim::OneCycleLROptions(a.lr, a.epochs * batches));
   xten::amp::GradScaler scaler(xten::amp::GradScalerOptions().enabled(scaled));
+  std::optional<xten::nn::parallel::DistributedDataParallel> ddp;
+  if (distributed) ddp.emplace(net.module);  // every rank starts from rank 0's weights
 
   std::vector<EpochRecord> curve;
   StepCurve steps;
@@ -375,11 +403,14 @@ int run(const Args& a) {
       a.optimizer.c_str(), static_cast<long long>(a.batch_size), static_cast<long long>(batches),
       xten::get_num_threads());
   if (device.is_cpu()) std::printf("CPU: %s\n", xten::cpu_backend_summary().c_str());
+  if (distributed)
+    std::printf("distributed: %d ranks x batch %lld = global batch %lld (Gloo, DDP)\n", world,
+                static_cast<long long>(a.batch_size), static_cast<long long>(world * a.batch_size));
 
   for (int64_t epoch = first_epoch; epoch < a.epochs; ++epoch) {
     // Dropout draws from the device generators: reseeding per epoch makes a resumed epoch
     // draw what the uninterrupted run drew.
-    xten::manual_seed(xten::data::derive_seed(a.seed, 1000 + epoch));
+    xten::manual_seed(xten::data::derive_seed(a.seed, 1000 + epoch) + rank);
     train_loader.set_epoch(epoch);
     net.module->train();
     Progress progress("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(a.epochs),
@@ -443,15 +474,23 @@ int run(const Args& a) {
     }
     progress.finish();
     report_profile();  // fewer than 20 steps
-    const double rate = images / progress.seconds();
-    const Evaluation test = evaluate(net, test_loader, device, a.amp);
+    double rate = images / progress.seconds();
+    if (distributed) {
+      // The epoch's loss over every rank's batches, and the job's images per second.
+      Tensor sums = xten::tensor(std::vector<double>{loss_sum / done, rate},
+                                 xten::TensorOptions().dtype(xten::kDouble));
+      dist::all_reduce(sums);
+      loss_sum = sums.data_ptr<double>()[0] / world * done;
+      rate = sums.data_ptr<double>()[1];
+    }
+    const Evaluation test = rank == 0 ? evaluate(net, test_loader, device, a.amp) : Evaluation{};
     curve.push_back(
         {epoch + 1, loss_sum / done, test.accuracy, sched.get_last_lr()[0], rate, test.loss});
     std::printf("epoch %lld: train loss %.4f, test loss %.4f, test accuracy %.2f%%, %.0f img/s\n",
                 static_cast<long long>(epoch + 1), loss_sum / done, test.loss, test.accuracy, rate);
-    if (!a.checkpoint.empty())
+    if (!a.checkpoint.empty() && rank == 0)
       save_checkpoint(a.checkpoint, net, *opt, sched, scaler, a, epoch + 1, curve, steps);
-    write_curve(a, curve, steps);
+    if (rank == 0) write_curve(a, curve, steps);
     if (epoch + 1 == a.stop_after) {
       std::printf("stopping after epoch %lld (--stop-after)\n", static_cast<long long>(epoch + 1));
       break;
@@ -464,7 +503,7 @@ int run(const Args& a) {
   }
   const double accuracy = curve.back().test_accuracy;
   int status = 0;
-  if (accuracy < a.min_accuracy) {
+  if (rank == 0 && accuracy < a.min_accuracy) {
     std::printf("FAIL: test accuracy %.2f%% is below --min-accuracy %.2f%%\n", accuracy,
                 a.min_accuracy);
     status = 1;
