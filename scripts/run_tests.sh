@@ -2,7 +2,8 @@
 # Sets everything up (scripts/setup.sh), runs the whole suite, then builds with
 # AddressSanitizer + UndefinedBehaviorSanitizer and runs every test but the examples' and the
 # packaging test under them: core, dispatch, cpu, autocast, autograd, nn, optim, serialize (the
-# checkpoint fuzz test among them), data, fuzz (the op fuzzer), profiler and xpu (driver, runtime,
+# checkpoint fuzz test among them), data, fuzz (the op fuzzer), profiler, distributed (stores,
+# collectives and DDP across processes) and xpu (driver, runtime,
 # kernels, exit and fault tests, the op fuzzer against the XPU). PoCL and LLVM are not
 # instrumented: test/sanitizers/lsan.supp suppresses their own leaks, one by one. ThreadSanitizer
 # is scripts/run_tsan.sh, by hand (docs/testing.md). Ends with CTest's summary line; exits
@@ -28,5 +29,5 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:use_sigaltstack=0 \
   LSAN_OPTIONS="suppressions=$PWD/test/sanitizers/lsan.supp" \
   POCL_CACHE_DIR="$PWD/build/cache/pocl" ZE_OPENCL_CACHE_DIR="$PWD/build/cache/ze_opencl" \
   ctest --test-dir build-asan -j "$jobs" \
-  -L 'core|dispatch|cpu|autocast|autograd|nn|optim|serialize|data|fuzz|profiler|xpu' \
+  -L 'core|dispatch|cpu|autocast|autograd|nn|optim|serialize|data|fuzz|profiler|xpu|distributed' \
   --output-on-failure --timeout 900
