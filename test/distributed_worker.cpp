@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include <xten/xten.h>
@@ -350,6 +351,35 @@ void ddp(const Device& device) {
     auto pm = m->parameters(), pw = whole->parameters();
     for (size_t i = 0; i < pm.size(); ++i)
       CHECK(diff(pm[i].grad(), pw[i].grad()) <= 1e-5, "no_sync: gradient {} differs", i);
+  }
+  // GradScaler + autocast: the scaled gradients are averaged; an inf on rank 0 alone makes
+  // every rank skip the step and back off, and the parameters stay equal across ranks.
+  {
+    manual_seed(13);
+    auto m = mlp();
+    DistributedDataParallel d(m.ptr());
+    optim::SGD opt(m->parameters(), optim::SGDOptions(0.05));
+    amp::GradScaler scaler(amp::GradScalerOptions().init_scale(1024));
+    const ScalarType low = device.is_cpu() ? kBFloat16 : kHalf;
+    for (int step = 0; step < 3; ++step) {
+      opt.zero_grad();
+      Tensor loss;
+      {
+        autocast::AutocastGuard ac(device.type(), low);
+        loss = mse(m->forward(x.narrow(0, rank * 4, 4)), y.narrow(0, rank * 4, 4));
+      }
+      if (step == 1 && rank == 0) loss = loss * std::numeric_limits<float>::infinity();
+      scaler.scale(loss).backward();
+      const bool stepped = scaler.step(opt);
+      scaler.update();
+      CHECK(stepped == (step != 1), "amp step {}: stepped {}", step, stepped);
+      for (auto& p : m->parameters()) {
+        Tensor mine = p.detach().clone(), zeroth = p.detach().clone();
+        dist::broadcast(zeroth, 0);
+        CHECK(diff(mine, zeroth) == 0, "amp step {}: parameters differ across ranks", step);
+      }
+    }
+    CHECK(scaler.get_scale() == 512, "the scale after one skipped step: {}", scaler.get_scale());
   }
   // A parameter that gets no gradient: an error naming it, or zeros with find_unused_parameters.
   {
