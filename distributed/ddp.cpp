@@ -37,19 +37,10 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
              "bucket_cap_mb must be positive, but got {}", options_.bucket_cap_mb());
   group_ = options_.process_group() ? options_.process_group() : dist::default_group();
 
-  // Everyone starts from rank 0's state (also checks that the models agree: a parameter of
-  // another size on some rank raises there and on every other rank).
-  {
-    NoGradGuard no_grad;
-    for (auto& [name, t] : module_->named_parameters()) {
-      Tensor d = t.detach();
-      group_->broadcast(d, 0)->wait();
-    }
-    for (auto& [name, t] : module_->named_buffers()) {
-      Tensor d = t.detach();
-      group_->broadcast(d, 0)->wait();
-    }
-  }
+  // Everyone starts from rank 0's state (also checks that the models agree: a model of another
+  // size on some rank raises there and on every other rank).
+  broadcast_coalesced(module_->parameters());
+  broadcast_coalesced(module_->buffers());
 
   for (auto& [name, t] : module_->named_parameters())
     if (t.requires_grad()) {
@@ -178,11 +169,34 @@ void DistributedDataParallel::finish() {
     b.flat = Tensor();
     b.work.reset();
   }
-  if (options_.broadcast_buffers())
-    for (auto& [name, t] : module_->named_buffers()) {
-      Tensor d = t.detach();
-      group_->broadcast(d, 0)->wait();
+  if (options_.broadcast_buffers()) broadcast_coalesced(module_->buffers());
+}
+
+// Rank 0's values into `tensors` on every rank: one broadcast per dtype and device of all of
+// them concatenated (ResNet-18's 60 batch-norm buffers one by one cost 120 collectives a step).
+void DistributedDataParallel::broadcast_coalesced(const std::vector<Tensor>& tensors) {
+  NoGradGuard no_grad;
+  std::vector<bool> done(tensors.size(), false);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (done[i]) continue;
+    std::vector<size_t> same;
+    for (size_t j = i; j < tensors.size(); ++j)
+      if (!done[j] && tensors[j].dtype() == tensors[i].dtype() &&
+          tensors[j].device() == tensors[i].device()) {
+        same.push_back(j);
+        done[j] = true;
+      }
+    std::vector<Tensor> parts;
+    for (size_t j : same) parts.push_back(tensors[j].detach().reshape({-1}));
+    Tensor flat = cat(parts);
+    group_->broadcast(flat, 0)->wait();
+    int64_t offset = 0;
+    for (size_t j : same) {
+      Tensor t = tensors[j].detach();
+      t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
     }
+  }
 }
 
 }  // namespace xten::nn::parallel

@@ -77,6 +77,7 @@ class DistributedDataParallel {
   void on_gradient(size_t param);
   void launch_ready();
   void finish();
+  void broadcast_coalesced(const std::vector<Tensor>& tensors);
 
   std::shared_ptr<Module> module_;
   DistributedDataParallelOptions options_;
