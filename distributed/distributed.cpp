@@ -5,6 +5,7 @@
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -164,6 +165,12 @@ void init_process_group(const InitOptions& options) {
   } else {
     need_rank();
   }
+  // Gloo writes to its sockets without MSG_NOSIGNAL: a peer that died would kill this process
+  // with SIGPIPE instead of failing the collective. Ignored unless the program handles it
+  // itself (Python ignores it for PyTorch the same way).
+  struct sigaction old {};
+  if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL)
+    ::signal(SIGPIPE, SIG_IGN);
   if (!env("GLOO_SOCKET_IFNAME").empty())
     address = interface_address(env("GLOO_SOCKET_IFNAME"));
   else if (address.empty())

@@ -425,14 +425,15 @@ void ddp(const Device& device) {
 void fault(bool kill_self) {
   const int rank = dist::get_rank(), size = dist::get_world_size();
   Tensor t = ones({1000});
-  dist::all_reduce(t);
-  if (rank == size - 1) {
-    std::fprintf(stderr, "rank %d: leaving the job now\n", rank);
-    if (kill_self) raise(SIGKILL);
-    std::_Exit(3);
-  }
   const auto start = std::chrono::steady_clock::now();
   try {
+    // The leaving rank may be gone before the others have finished this first collective.
+    dist::all_reduce(t);
+    if (rank == size - 1) {
+      std::fprintf(stderr, "rank %d: leaving the job now\n", rank);
+      if (kill_self) raise(SIGKILL);
+      std::_Exit(3);
+    }
     for (int step = 0; step < 100; ++step) dist::all_reduce(t);
   } catch (const dist::DistributedError& e) {
     const double s =
