@@ -196,6 +196,8 @@ struct ProcessGroup::Impl {
   std::condition_variable cv;
   std::deque<std::pair<WorkPtr, std::function<void()>>> queue;
   bool stopping = false;
+  bool busy = false;  // an operation is running
+  std::condition_variable idle;
   std::thread thread;
 
   void loop() {
@@ -207,6 +209,7 @@ struct ProcessGroup::Impl {
         if (queue.empty()) return;
         item = std::move(queue.front());
         queue.pop_front();
+        busy = true;
       }
       std::exception_ptr error;
       try {
@@ -215,6 +218,11 @@ struct ProcessGroup::Impl {
         error = std::current_exception();
       }
       item.first->mark_done(error);
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        busy = false;
+      }
+      idle.notify_all();
     }
   }
 };
@@ -253,13 +261,22 @@ ProcessGroup::ProcessGroup(std::shared_ptr<Store> store, int rank, int size, Mil
   impl_->thread = std::thread([impl = impl_.get()] { impl->loop(); });
 }
 
+// Operations still queued run first. One that cannot finish (a peer alive but not taking part)
+// would hold the destructor, and so the program's exit, until the group's timeout: after a few
+// seconds the thread is left to itself, with the state it uses (leaked on purpose).
 ProcessGroup::~ProcessGroup() {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->stopping = true;
-  }
+  std::unique_lock<std::mutex> lock(impl_->mutex);
+  impl_->stopping = true;
   impl_->cv.notify_all();
-  impl_->thread.join();
+  const bool drained = impl_->idle.wait_for(lock, std::chrono::seconds(5),
+                                            [&] { return !impl_->busy && impl_->queue.empty(); });
+  lock.unlock();
+  if (drained) {
+    impl_->thread.join();
+  } else {
+    impl_->thread.detach();
+    (void)impl_.release();
+  }
 }
 
 void ProcessGroup::check_rank(const char* op, const char* what, int r) const {

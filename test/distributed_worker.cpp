@@ -5,6 +5,7 @@
 //   exit         the last rank exits in the middle of the job; the others must raise
 //   kill         the last rank kills itself with SIGKILL in the middle of the job; the same
 //   mismatch     the ranks all-reduce tensors of different sizes; every rank must raise
+//   abandon      rank 0 leaves with a collective rank 1 never joins; leaving must not hang
 // Prints "rank R: ok" and exits 0 when every check held; the first failed check prints what
 // differed and exits 1.
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include <xten/xten.h>
 
@@ -444,6 +446,22 @@ void fault(bool kill_self) {
   CHECK(false, "the collectives went on without the last rank");
 }
 
+// Rank 0 leaves with an all_reduce that rank 1 never joins: destroy_process_group must not
+// wait for the group's timeout (20 s here). Rank 1 stays until well after.
+void abandon() {
+  if (dist::get_rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::seconds(12));
+    return;
+  }
+  Tensor t = ones({10});
+  auto work = dist::all_reduce(t, dist::ReduceOp::SUM, nullptr, true);
+  const auto start = std::chrono::steady_clock::now();
+  dist::destroy_process_group();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("rank 0: destroyed with an operation pending in %.1f s\n", s);
+  CHECK(s < 10, "destroy_process_group took {} s", s);
+}
+
 void mismatch() {
   const int rank = dist::get_rank();
   Tensor t = ones({1000 + 24 * rank});
@@ -476,6 +494,8 @@ int main(int argc, char** argv) {
       fault(mode == "kill");
     } else if (mode == "mismatch") {
       mismatch();
+    } else if (mode == "abandon") {
+      abandon();
     } else {
       std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
       return 2;

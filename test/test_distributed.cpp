@@ -319,6 +319,12 @@ TEST(Faults, MismatchedSizesRaiseOnEveryRank) {
   EXPECT_EQ(count_of(r.output, "the ranks disagree"), 3) << r.output;
 }
 
+TEST(Faults, LeavingWithAPendingCollectiveDoesNotWaitForTheTimeout) {
+  auto r = run(launch(2, "abandon"));
+  EXPECT_TRUE(r.exited_0()) << r.output;
+  EXPECT_NE(r.output.find("destroyed with an operation pending"), std::string::npos) << r.output;
+}
+
 // Started without the launcher, so that the survivors are not stopped by it: each must raise
 // DistributedError well within the group's timeout (20 s in the worker).
 void survivors_raise(const std::string& mode) {
