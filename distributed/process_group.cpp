@@ -185,6 +185,38 @@ std::string shape_of(const Tensor& t) {
   return fmt::format("{}", t.sizes());
 }
 
+// `host` (contiguous, on the CPU) becomes op over the ranks' values in place (AVG: the sum
+// divided by the group's size). all_reduce and reduce_scatter_tensor run this.
+void gloo_allreduce(const std::shared_ptr<gloo::Context>& ctx, uint32_t tag, const Tensor& host,
+                    ReduceOp op) {
+  const size_t n = host.numel();
+  if (n == 0) return;
+  visit_all("all_reduce", host.dtype(), [&](auto t) {
+    using T = typename decltype(t)::type;
+    gloo::AllreduceOptions opts(ctx);
+    opts.setOutput(static_cast<T*>(host.data_ptr()), n);
+    opts.setReduceFunction(reduce_function<T>(op));
+    opts.setTag(tag);
+    gloo::allreduce(opts);
+  });
+  if (op == ReduceOp::AVG) divide(host.dtype(), host.data_ptr(), n, ctx->size);
+}
+
+// `out` holds the ranks' `in` one after the other. all_gather and all_gather_into_tensor run
+// this.
+void gloo_allgather(const std::shared_ptr<gloo::Context>& ctx, uint32_t tag, const Tensor& in,
+                    const Tensor& out) {
+  if (in.numel() == 0) return;
+  visit_all("all_gather", in.dtype(), [&](auto t) {
+    using T = typename decltype(t)::type;
+    gloo::AllgatherOptions opts(ctx);
+    opts.setInput(static_cast<T*>(in.data_ptr()), in.numel());
+    opts.setOutput(static_cast<T*>(out.data_ptr()), out.numel());
+    opts.setTag(tag);
+    gloo::allgather(opts);
+  });
+}
+
 }  // namespace
 
 // ---- the group -----------------------------------------------------------------------------
@@ -389,22 +421,9 @@ WorkPtr ProcessGroup::allreduce(Tensor& tensor, ReduceOp op) {
   Tensor host = host_buffer(tensor, true);
   auto ctx = impl_->context;
   const ScalarType dtype = tensor.dtype();
-  const int size = size_;
   return enqueue(
       name, detail::header(0, dtype, host.numel(), -1, op),
-      [=](uint32_t tag) {
-        const size_t n = host.numel();
-        if (n == 0) return;
-        visit_all("all_reduce", dtype, [&](auto t) {
-          using T = typename decltype(t)::type;
-          gloo::AllreduceOptions opts(ctx);
-          opts.setOutput(static_cast<T*>(host.data_ptr()), n);
-          opts.setReduceFunction(reduce_function<T>(op));
-          opts.setTag(tag);
-          gloo::allreduce(opts);
-        });
-        if (op == ReduceOp::AVG) divide(dtype, host.data_ptr(), n, size);
-      },
+      [=](uint32_t tag) { gloo_allreduce(ctx, tag, host, op); },
       [tensor, host]() mutable { write_back(tensor, host); });
 }
 
@@ -478,17 +497,7 @@ WorkPtr ProcessGroup::allgather_into_tensor(Tensor& output, const Tensor& input)
   const ScalarType dtype = input.dtype();
   return enqueue(
       name, detail::header(3, dtype, in.numel()),
-      [=](uint32_t tag) {
-        if (in.numel() == 0) return;
-        visit_all(name, dtype, [&](auto t) {
-          using T = typename decltype(t)::type;
-          gloo::AllgatherOptions opts(ctx);
-          opts.setInput(static_cast<T*>(in.data_ptr()), in.numel());
-          opts.setOutput(static_cast<T*>(out.data_ptr()), out.numel());
-          opts.setTag(tag);
-          gloo::allgather(opts);
-        });
-      },
+      [=](uint32_t tag) { gloo_allgather(ctx, tag, in, out); },
       [output, out]() mutable { write_back(output, out); });
 }
 
@@ -511,17 +520,7 @@ WorkPtr ProcessGroup::allgather(std::vector<Tensor>& outputs, const Tensor& inpu
   const ScalarType dtype = input.dtype();
   return enqueue(
       name, detail::header(3, dtype, in.numel()),
-      [=](uint32_t tag) {
-        if (in.numel() == 0) return;
-        visit_all(name, dtype, [&](auto t) {
-          using T = typename decltype(t)::type;
-          gloo::AllgatherOptions opts(ctx);
-          opts.setInput(static_cast<T*>(in.data_ptr()), in.numel());
-          opts.setOutput(static_cast<T*>(all.data_ptr()), all.numel());
-          opts.setTag(tag);
-          gloo::allgather(opts);
-        });
-      },
+      [=](uint32_t tag) { gloo_allgather(ctx, tag, in, all); },
       [outputs, all]() mutable {
         NoGradGuard no_grad;
         for (size_t r = 0; r < outputs.size(); ++r) outputs[r].detach().copy_(all.select(0, r));
@@ -541,23 +540,10 @@ WorkPtr ProcessGroup::reduce_scatter_tensor(Tensor& output, const Tensor& input,
   Tensor all = input.detach().to(Device(kCPU), true).contiguous();
   auto ctx = impl_->context;
   const ScalarType dtype = input.dtype();
-  const int size = size_;
   const int64_t chunk = output.numel(), offset = chunk * rank_;
   return enqueue(
       name, detail::header(4, dtype, all.numel(), -1, op),
-      [=](uint32_t tag) {
-        const size_t n = all.numel();
-        if (n == 0) return;
-        visit_all(name, dtype, [&](auto t) {
-          using T = typename decltype(t)::type;
-          gloo::AllreduceOptions opts(ctx);
-          opts.setOutput(static_cast<T*>(all.data_ptr()), n);
-          opts.setReduceFunction(reduce_function<T>(op));
-          opts.setTag(tag);
-          gloo::allreduce(opts);
-        });
-        if (op == ReduceOp::AVG) divide(dtype, all.data_ptr(), n, size);
-      },
+      [=](uint32_t tag) { gloo_allreduce(ctx, tag, all, op); },
       [output, all, chunk, offset]() mutable {
         NoGradGuard no_grad;
         output.detach().copy_(all.reshape({-1}).narrow(0, offset, chunk).view(output.sizes()));
