@@ -449,6 +449,12 @@
     "self, Scalar threshold) -> Tensor",                                                           \
     Tensor, (const Tensor& grad_output, const Tensor& self, const Scalar& threshold),              \
     (grad_output, self, threshold))                                                                \
+  /* gelu's backward: grad_output * gelu'(self) (kernels/cpu/unary.cpp; composite in */           \
+  /* kernels/composite/activation.cpp, which the XPU and a backward with create_graph run) */     \
+  X(FN, gelu_backward, gelu_backward, "gelu_backward(Tensor grad_output, Tensor self, *, str "     \
+    "approximate='none') -> Tensor",                                                               \
+    Tensor, (const Tensor& grad_output, const Tensor& self, const std::string& approximate),       \
+    (grad_output, self, approximate))                                                              \
   /* the backward of softmax and log_softmax (kernels/cpu/activation.cpp; composites in */        \
   /* kernels/composite/activation.cpp, which a backward with create_graph records) */              \
   X(FN, _softmax_backward_data, _softmax_backward_data, "_softmax_backward_data(Tensor "            \

@@ -310,6 +310,9 @@ Tensor log_softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dt
 // CPU and XPU; with create_graph, autograd differentiates their composites (docs/autograd.md).
 // relu's backward: grad_output where self > threshold, 0 elsewhere (a NaN in self passes it).
 Tensor threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold);
+// gelu's backward: grad_output * d/dx gelu(self), exact ('none') or the tanh form's.
+Tensor gelu_backward(const Tensor& grad_output, const Tensor& self,
+                     const std::string& approximate = "none");
 Tensor _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,
                               ScalarType input_dtype);
 Tensor _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,
@@ -554,9 +557,9 @@ void _fused_sgd_(const std::vector<Tensor>& self, const std::vector<Tensor>& gra
 // parameter's step count (already incremented); max_exp_avg_sqs is empty unless amsgrad.
 void _fused_adam_(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
                   const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
-                  const std::vector<Tensor>& max_exp_avg_sqs, const Tensor& state_steps,
-                  double lr, double beta1, double beta2, double weight_decay, double eps,
-                  bool amsgrad, bool maximize, bool decoupled);
+                  const std::vector<Tensor>& max_exp_avg_sqs, const Tensor& state_steps, double lr,
+                  double beta1, double beta2, double weight_decay, double eps, bool amsgrad,
+                  bool maximize, bool decoupled);
 // The fused RMSprop step (xten's; PyTorch has only its foreach form): grad_avgs when centered,
 // momentum_buffer_list when momentum > 0, each empty otherwise.
 void _fused_rmsprop_(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,

@@ -148,6 +148,10 @@ inline const std::vector<OpInfo>& op_db() {
       {"round", {{3, 4}}, [](const V& x) { return round(x[0] * 3) + x[0]; }},
       {"gelu", {{3, 4}}, [](const V& x) { return gelu(x[0]); }},
       {"gelu_tanh", {{3, 4}}, [](const V& x) { return gelu(x[0], "tanh"); }},
+      {"gelu_backward", {{3, 4}, {3, 4}}, [](const V& x) { return gelu_backward(x[0], x[1]); }},
+      {"gelu_backward_tanh",
+       {{3, 4}, {3, 4}},
+       [](const V& x) { return gelu_backward(x[0], x[1], "tanh"); }},
       {"nan_to_num", {{3, 4}}, [](const V& x) { return nan_to_num(x[0]); }},
       // activations
       {"softmax", {{3, 5}}, [](const V& x) { return softmax(x[0], 1) * x[0]; }},

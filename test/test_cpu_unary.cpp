@@ -1,5 +1,6 @@
 // Unary ops on CPU against double-precision references, every supported dtype and layout.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "test_util.h"
@@ -139,6 +140,90 @@ TEST(Unary, VectorFormsAtTheEdges) {
         [&](float y) { return std::abs(y - ref) <= 1e-5 * std::abs(ref) + 1e-44; },
         "gelu tanh(" + std::to_string(x) + ")");
   }
+}
+
+// The vector erf (Note [Vector erf]) against a double erf within its documented 1 ulp, on every
+// 61st float of [0, 4.5] and their negatives (each range and both boundaries), and at the edges.
+// docs/cpu_kernels.md gives the worst cases over every float, per capability level.
+TEST(Unary, ErfWithinOneUlp) {
+  std::vector<float> xs;
+  for (uint32_t b = 0;; b += 1021) {
+    float x;
+    std::memcpy(&x, &b, sizeof x);
+    if (x > 4.5f) break;
+    xs.push_back(x);
+    xs.push_back(-x);
+  }
+  for (float x : {0.75f, 1.25f, std::nextafter(0.75f, 0.0f), std::nextafter(1.25f, 2.0f), 4.0f})
+    xs.push_back(x);
+  const Tensor in = from_blob(xs.data(), {static_cast<int64_t>(xs.size())}, kFloat).clone();
+  const Tensor out = erf(in);
+  const float* y = out.data_ptr<float>();
+  double worst = 0;
+  float worst_x = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double ref = std::erf(static_cast<double>(xs[i]));
+    const double ulp = std::exp2(std::floor(std::log2(std::max(std::abs(ref), 1.2e-38))) - 23);
+    const double e = std::abs(y[i] - ref) / ulp;
+    if (e > worst) worst = e, worst_x = xs[i];
+  }
+  EXPECT_LE(worst, 1.0) << "at x = " << worst_x;
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor edges = erf(full({64}, inf));
+  EXPECT_TRUE(edges.eq(1).all().item<bool>());
+  EXPECT_TRUE(erf(full({64}, -inf)).eq(-1).all().item<bool>());
+  EXPECT_TRUE(erf(full({64}, NAN)).isnan().all().item<bool>());
+  const Tensor neg_zero = erf(full({64}, -0.0f));
+  EXPECT_TRUE(std::signbit(neg_zero.data_ptr<float>()[5]));
+  EXPECT_NEAR(erf(full({64}, 1e-30f)).data_ptr<float>()[3], 1.1283791671e-30, 1.2e-37);
+}
+
+// gelu_backward (one kernel) against the derivative in double, both forms, every float dtype and
+// layout; at the edges: NaN and the infinities give NaN, as the formula written with ops does,
+// and far past exp's range phi is 0.
+TEST(Unary, GeluBackward) {
+  manual_seed(21);
+  for (const char* form : {"none", "tanh"}) {
+    for (ScalarType t : float_dtypes()) {
+      const Tensor g = random_tensor({300, 70}, t, -2, 2), x = random_tensor({300, 70}, t, -6, 6);
+      for (bool strided : {false, true}) {
+        const Tensor gg = strided ? non_contiguous(g) : g, xx = strided ? non_contiguous(x) : x;
+        const Tensor got = gelu_backward(gg, xx, form);
+        ASSERT_EQ(got.dtype(), t);
+        expect_elements(
+            got,
+            [&](auto& i) {
+              const double a = value_at(xx, i), d = value_at(gg, i);
+              if (std::string(form) == "tanh") {
+                const double k = std::sqrt(2 / M_PI), u = k * (a + 0.044715 * a * a * a);
+                const double th = std::tanh(u);
+                return d *
+                       (0.5 * (1 + th) + 0.5 * a * (1 - th * th) * k * (1 + 3 * 0.044715 * a * a));
+              }
+              return d * (0.5 * (1 + std::erf(a / std::sqrt(2.0))) +
+                          a * std::exp(-0.5 * a * a) / std::sqrt(2 * M_PI));
+            },
+            std::string("gelu_backward ") + form + " " + to_string(t) + (strided ? " strided" : ""),
+            4.0);
+      }
+    }
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float x : {inf, -inf, NAN})
+    EXPECT_TRUE(gelu_backward(ones({64}), full({64}, x)).isnan().all().item<bool>()) << x;
+  EXPECT_TRUE(gelu_backward(ones({64}), full({64}, 20.0f)).eq(1).all().item<bool>());
+  EXPECT_TRUE(gelu_backward(ones({64}), full({64}, -20.0f)).eq(0).all().item<bool>());
+  // The same values as the formula written with ops (the composite, which the XPU runs).
+  const Tensor x = linspace(-8, 8, 4001), g = rand({4001});
+  const Tensor composite =
+      g * ((erf(x / std::sqrt(2.0)) + 1) * 0.5 + x * exp(x * x * -0.5) / std::sqrt(2 * M_PI));
+  EXPECT_LE((gelu_backward(g, x) - composite).abs().max().item<float>(), 2e-6f);
+  EXPECT_THROW_MSG(gelu_backward(ones({2}), ones({3})), ValueError,
+                   "[gelu_backward] grad_output and self must have one shape, but got (2) and (3)");
+  EXPECT_THROW_MSG(gelu_backward(ones({2}), ones({2}), "fast"), ValueError,
+                   "[gelu_backward] approximate must be 'none' or 'tanh', but got 'fast'");
+  EXPECT_THROW_MSG(gelu_backward(ones({2}, kInt), ones({2}, kInt)), NotImplementedError,
+                   "[gelu_backward] not implemented for dtype Int");
 }
 
 TEST(Unary, IntegersPromoteToFloat) {

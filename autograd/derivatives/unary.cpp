@@ -15,21 +15,6 @@ Tensor zero_grad(const GradContext& c) {
   return zeros_like(c.grad());
 }
 
-// d/dx gelu(x), exact (erf) or with the tanh approximation.
-Tensor gelu_grad(const Tensor& g, const Tensor& x, const std::string& approximate) {
-  if (approximate == "tanh") {
-    const double beta = std::sqrt(2.0 / kPi), kappa = 0.044715;
-    const Tensor inner_tanh = tanh((x + x * x * x * kappa) * beta);
-    const Tensor left = x * 0.5, right = inner_tanh + 1;
-    const Tensor d_right =
-        left * (1 - inner_tanh * inner_tanh) * ((x * x * (3 * kappa) + 1) * beta);
-    return g * (right * 0.5 + d_right);
-  }
-  const Tensor cdf = (erf(x * (1 / std::sqrt(2.0))) + 1) * 0.5;
-  const Tensor pdf = exp(x * x * -0.5) * (1 / std::sqrt(2 * kPi));
-  return g * (cdf + x * pdf);
-}
-
 }  // namespace
 
 LIBRARY_IMPL(xten, Autograd, m) {
@@ -141,7 +126,7 @@ LIBRARY_IMPL(xten, Autograd, m) {
         .saves_only({});
   }
   d.def("gelu", [](const GradContext& c) -> variable_list {
-    return {gelu_grad(c.grad(), c.input(0), c.arg<std::string>(1))};
+    return {gelu_backward(c.grad(), c.input(0), c.arg<std::string>(1))};
   });
   d.def("nan_to_num", [](const GradContext& c) -> variable_list {
     return {keep_where(isfinite(c.input(0)), c.grad())};

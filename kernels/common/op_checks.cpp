@@ -258,9 +258,20 @@ void check_int_pow_exponent(const char* name, ScalarType t, const Tensor& exp) {
                exp.item<int64_t>());
 }
 
-void check_gelu_approximate(const std::string& approximate) {
-  XTEN_CHECK(approximate == "none" || approximate == "tanh", ValueError, "gelu",
+void check_gelu_approximate(const std::string& approximate, const char* op) {
+  XTEN_CHECK(approximate == "none" || approximate == "tanh", ValueError, op,
              "approximate must be 'none' or 'tanh', but got '{}'", approximate);
+}
+
+void check_gelu_backward(const Tensor& grad, const Tensor& self, const std::string& approximate) {
+  check_gelu_approximate(approximate, "gelu_backward");
+  XTEN_CHECK(grad.sizes() == self.sizes(), ValueError, "gelu_backward",
+             "grad_output and self must have one shape, but got {} and {}", grad.sizes(),
+             self.sizes());
+  check_same_dtype("gelu_backward", grad, self, "grad_output", "self");
+  check_same_device("gelu_backward", {&grad, &self});
+  XTEN_CHECK(is_floating_type(grad.dtype()), NotImplementedError, "gelu_backward",
+             "not implemented for dtype {}", to_string(grad.dtype()));
 }
 
 void check_var_dtype(const char* op, const Tensor& self) {

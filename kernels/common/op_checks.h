@@ -161,7 +161,9 @@ void check_scatter_add_dtype(const Tensor& self);
 void check_masked_select_mask(const Tensor& mask);
 void check_topk_k(const char* op, int64_t k, int64_t n, int64_t d);
 // gelu's approximate: none or tanh.
-void check_gelu_approximate(const std::string& approximate);
+void check_gelu_approximate(const std::string& approximate, const char* op = "gelu");
+// gelu_backward's operands: one shape, dtype and device, a floating dtype, a known form.
+void check_gelu_backward(const Tensor& grad, const Tensor& self, const std::string& approximate);
 
 // The multi-tensor ops (kernels/cpu/optim.cpp, kernels/xpu/ops/optim.cpp): every tensor of
 // `list` (named `what` in messages) defined, on `device`, floating and contiguous.

@@ -1,4 +1,6 @@
 // Activations written with other ops (valid on every backend).
+#include <cmath>
+
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
@@ -54,6 +56,23 @@ Tensor threshold_backward_kernel(const Tensor& grad, const Tensor& self, const S
   return where(self <= threshold, zeros({}, grad.options()), grad);
 }
 
+// gelu's derivative written with ops (the exact form: Phi(x) + x phi(x)).
+Tensor gelu_backward_kernel(const Tensor& g, const Tensor& x, const std::string& approximate) {
+  check_gelu_backward(g, x, approximate);
+  constexpr double kPi = 3.141592653589793238463;
+  if (approximate == "tanh") {
+    const double beta = std::sqrt(2.0 / kPi), kappa = 0.044715;
+    const Tensor inner_tanh = tanh((x + x * x * x * kappa) * beta);
+    const Tensor left = x * 0.5, right = inner_tanh + 1;
+    const Tensor d_right =
+        left * (1 - inner_tanh * inner_tanh) * ((x * x * (3 * kappa) + 1) * beta);
+    return g * (right * 0.5 + d_right);
+  }
+  const Tensor cdf = (erf(x * (1 / std::sqrt(2.0))) + 1) * 0.5;
+  const Tensor pdf = exp(x * x * -0.5) * (1 / std::sqrt(2 * kPi));
+  return g * (cdf + x * pdf);
+}
+
 Tensor log_softmax_backward_data_kernel(const Tensor& g, const Tensor& y, int64_t dim,
                                         ScalarType input_dtype) {
   const int64_t d = softmax_backward_meta("_log_softmax_backward_data", g, y, dim, input_dtype);
@@ -66,6 +85,7 @@ LIBRARY_IMPL(xten, CompositeImplicit, m) {
   m.impl("_softmax_backward_data", softmax_backward_data_kernel);
   m.impl("_log_softmax_backward_data", log_softmax_backward_data_kernel);
   m.impl("threshold_backward", threshold_backward_kernel);
+  m.impl("gelu_backward", gelu_backward_kernel);
   m.impl("hardtanh", hardtanh_kernel);
   m.impl("prelu", prelu_kernel);
   m.impl("dropout", dropout_kernel);

@@ -117,6 +117,21 @@ Tensor gelu_kernel(const Tensor& s, const std::string& approximate) {
   return unary<unary_dtypes::kGelu>("gelu", Tensor(), s, GeluErfOp{});
 }
 
+// gelu's backward in one pass (the formula written with ops took nine, an erf and an exp among
+// them), computed in opmath; the vector forms are unary_functors.h's.
+Tensor gelu_backward_kernel(const Tensor& grad, const Tensor& self,
+                            const std::string& approximate) {
+  check_gelu_backward(grad, self, approximate);
+  Elementwise e("gelu_backward", Tensor(), {grad, self});
+  e.compute_dtype(grad.dtype());
+  e.prepare();
+  return visit_dtype<unary_dtypes::kGelu>("gelu_backward", e.compute(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (approximate == "tanh") return e.run(make_loop<T, T, T>(GeluTanhBackwardOp{}));
+    return e.run(make_loop<T, T, T>(GeluErfBackwardOp{}));
+  });
+}
+
 template <class M>
 struct NanToNumOp {
   M nan, posinf, neginf;
@@ -205,6 +220,7 @@ XTEN_CPU_KERNELS(unary, m) {
   m.impl("isinf", isinf_kernel);
   m.impl("isfinite", isfinite_kernel);
   m.impl("gelu", gelu_kernel);
+  m.impl("gelu_backward", gelu_backward_kernel);
   m.impl("nan_to_num", nan_to_num_kernel);
 }
 

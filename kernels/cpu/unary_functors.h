@@ -71,6 +71,132 @@ struct VecExp {
     }
   }
 };
+// Note [Vector erf]: float erf without the C library (which computes one element at a time and
+// made gelu's exact form 10-20x slower than libtorch's), within its 1-ulp bound. Three ranges of
+// |x|, each computed for every lane and then selected (no branches); the polynomials were fitted
+// for this file by iterated weighted least squares on Chebyshev points against a 40-digit erf:
+// - below 0.75: erf(x) = x + x q(x^2), q(s) = P(s) - 1, P of degree 7 (relative error of
+//   x P(x^2) 4e-13). The last step is a multiply-add of x and q onto x (fused where the level
+//   has FMA), so q's own rounding counts little (|q| < 0.08). Up to 1.25 this form reached 1.45
+//   ulp: there q's rounding is a larger share of the result.
+// - 0.75 to 1.25: erf(|x|) = erf(1) + R(|x| - 1), erf(1) rounded to float and R of degree 7
+//   (absolute error 5e-10); |R| < 0.14 keeps its rounding small against the result's ulp.
+// - above 1.25: erf(|x|) = 1 - exp(-x^2) Q(|x|), Q = erfc(x) exp(x^2) of degree 10 in
+//   (|x| - 2.625) / 1.375 (relative error 4e-8; Q is smooth and does not cancel). x^2's rounding
+//   error is put back to first order (exp(-h - l) = exp(-h)(1 - l), l from an FMA). |x| is
+//   clamped at 4, past which erf is 1 in float; so infinities give +-1.
+// NaN fails both range compares, takes the first range and stays NaN. Double keeps the C
+// library's erf. Worst errors over every float in [0, 4.5] and their negatives, measured against
+// a double erf: docs/cpu_kernels.md, "Vector math"; test_cpu_unary's ErfWithinOneUlp samples them.
+template <class S>
+struct VecErf {
+  S operator()(const S& x) const { return std::erf(x); }
+  template <class P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    static_assert(std::is_same_v<S, float>, "VecErf's vector form is float only");
+    const P one = pset1<P>(1.0f);
+    const P ax = pabs(x);
+    // |x| < 0.75
+    const P s = pmul(x, x);
+    P q = pset1<P>(-1.1660109352e-05f);
+    q = pmadd(q, s, pset1<P>(1.1768573795e-04f));
+    q = pmadd(q, s, pset1<P>(-8.5349041017e-04f));
+    q = pmadd(q, s, pset1<P>(5.2236259680e-03f));
+    q = pmadd(q, s, pset1<P>(-2.6866120314e-02f));
+    q = pmadd(q, s, pset1<P>(1.1283791316e-01f));
+    q = pmadd(q, s, pset1<P>(-3.7612638894e-01f));
+    q = pmadd(q, s, pset1<P>(1.2837916709e-01f));  // 2 / sqrt(pi) - 1
+    const P small = pmadd(x, q, x);
+    // 0.75 <= |x| <= 1.25
+    const P t = psub(ax, one);
+    P m = pset1<P>(1.4861887134e-02f);
+    m = pmadd(m, t, pset1<P>(4.0289550192e-03f));
+    m = pmadd(m, t, pset1<P>(-6.9169073416e-02f));
+    m = pmadd(m, t, pset1<P>(6.9207172066e-02f));
+    m = pmadd(m, t, pset1<P>(1.3836885308e-01f));
+    m = pmadd(m, t, pset1<P>(-4.1510777823e-01f));
+    m = pmadd(m, t, pset1<P>(4.1510749919e-01f));
+    m = pmadd(m, t, pset1<P>(1.4057339686e-08f));
+    const P mid = padd(pset1<P>(0.842700779438f), m);  // erf(1) in float, then R
+    // |x| > 1.25
+    const P a = pmin(ax, pset1<P>(4.0f));
+    const P u = pmul(psub(a, pset1<P>(2.625f)), pset1<P>(1.0f / 1.375f));
+    P r = pset1<P>(2.4865212789e-05f);
+    r = pmadd(r, u, pset1<P>(-7.4801943615e-05f));
+    r = pmadd(r, u, pset1<P>(1.4642736517e-04f));
+    r = pmadd(r, u, pset1<P>(-3.9649527115e-04f));
+    r = pmadd(r, u, pset1<P>(1.1226884821e-03f));
+    r = pmadd(r, u, pset1<P>(-2.9244456432e-03f));
+    r = pmadd(r, u, pset1<P>(7.3426868523e-03f));
+    r = pmadd(r, u, pset1<P>(-1.7870319408e-02f));
+    r = pmadd(r, u, pset1<P>(4.1886958902e-02f));
+    r = pmadd(r, u, pset1<P>(-9.4145657270e-02f));
+    r = pmadd(r, u, pset1<P>(2.0188755571e-01f));
+    const P h = pmul(a, a);
+    const P l = pmadd(a, a, pnegate(h));  // 0 where pmadd is not fused
+    const P e = pmul(VecExp<float>{}.packetOp(pnegate(h)), psub(one, l));
+    const P big = psub(one, pmul(e, r));
+    const P wide = pselect(pcmp_lt(pset1<P>(1.25f), ax), big, mid);
+    const P signed_wide = pselect(pcmp_lt(x, pzero(x)), pnegate(wide), wide);
+    return pselect(pcmp_le(pset1<P>(0.75f), ax), signed_wide, small);
+  }
+};
+// gelu's derivatives, times the incoming gradient g (gelu_backward). The exact form's is
+// Phi(x) + x phi(x): 0.5 (1 + erf(x / sqrt(2))) + x exp(-x^2 / 2) / sqrt(2 pi). In the vector
+// form exp's argument stays above -87 (Note [Vector exp]) and phi is 0 below it, where the
+// scalar exp underflows to 0 as well (|x| > 13.2); NaN stays NaN and an infinite x gives NaN
+// (x times phi's 0), as the formula written with ops does.
+template <class S>
+struct VecGeluErfGrad {
+  static constexpr S kRsqrt2 = S(0.70710678118654752440), kRsqrt2Pi = S(0.39894228040143267794);
+  S operator()(const S& g, const S& x) const {
+    const S cdf = S(0.5) * (S(1) + std::erf(x * kRsqrt2));
+    return g * (cdf + x * (std::exp(S(-0.5) * x * x) * kRsqrt2Pi));
+  }
+  template <class P>
+  P packetOp(const P& g, const P& x) const {
+    using namespace Eigen::internal;
+    const P half = pset1<P>(S(0.5));
+    const P cdf =
+        pmul(half, padd(pset1<P>(S(1)), VecErf<S>{}.packetOp(pmul(x, pset1<P>(kRsqrt2)))));
+    const P h = pmul(pmul(half, x), x);
+    const P limit = pset1<P>(S(87));
+    const P e = VecExp<S>{}.packetOp(pnegate(pmin(h, limit)));
+    const P pdf = pselect(pcmp_lt(limit, h), pzero(x), pmul(e, pset1<P>(kRsqrt2Pi)));
+    return pmul(g, padd(cdf, pmul(x, pdf)));
+  }
+};
+// gelu's tanh-form derivative times g (GeluTanhBackwardOp says how). Where -2u is past the
+// vector exp's range (x below about -9.4 in float) s is 0 and so is the derivative; the
+// infinities give NaN, as the formula written with ops does.
+template <class S>
+struct VecGeluTanhGrad {
+  static constexpr S kK = S(0.79788456080286535588), kC = S(0.044715);
+  S operator()(const S& g, const S& x) const {
+    if (std::isinf(x)) return std::numeric_limits<S>::quiet_NaN();
+    const S x2 = x * x, u = kK * (x + kC * x2 * x), du = kK * (S(1) + S(3) * kC * x2);
+    const S e = std::exp(S(-2) * u);
+    if (std::isinf(e)) return g * S(0);
+    const S s = S(1) / (S(1) + e);
+    return g * (s * (S(1) + S(2) * x * du * e * s));
+  }
+  template <class P>
+  P packetOp(const P& g, const P& x) const {
+    using namespace Eigen::internal;
+    const P one = pset1<P>(S(1)), x2 = pmul(x, x);
+    const P u = pmul(pset1<P>(kK), pmadd(pmul(pset1<P>(kC), x2), x, x));
+    const P du = pmul(pset1<P>(kK), pmadd(pset1<P>(S(3) * kC), x2, one));
+    const P h = pmul(pset1<P>(S(-2)), u), limit = pset1<P>(S(87));
+    const P e = VecExp<S>{}.packetOp(pmin(h, limit));
+    const P s = pdiv(one, padd(one, e));
+    P r = pmul(s, pmadd(pmul(pmul(pset1<P>(S(2)), x), pmul(du, e)), s, one));
+    r = pselect(pcmp_lt(limit, h), pzero(x), r);
+    const P inf = pset1<P>(std::numeric_limits<S>::infinity());
+    r = pselect(pcmp_eq(pabs(x), inf), pset1<P>(std::numeric_limits<S>::quiet_NaN()), r);
+    return pmul(g, r);
+  }
+};
 }  // namespace
 namespace Eigen::internal {
 template <>
@@ -80,6 +206,22 @@ struct functor_traits<VecExp<float>> {
 template <>
 struct functor_traits<VecExp<double>> {
   enum { Cost = 25, PacketAccess = packet_traits<double>::HasExp };
+};
+template <>
+struct functor_traits<VecErf<float>> {
+  enum { Cost = 40, PacketAccess = 1 };
+};
+template <>
+struct functor_traits<VecErf<double>> {  // no packet erf for double: the C library's
+  enum { Cost = 40, PacketAccess = 0 };
+};
+template <class S>
+struct functor_traits<VecGeluErfGrad<S>> {
+  enum { Cost = 60, PacketAccess = std::is_same_v<S, float> };
+};
+template <class S>
+struct functor_traits<VecGeluTanhGrad<S>> {
+  enum { Cost = 40, PacketAccess = std::is_same_v<S, float> };
 };
 template <>
 struct functor_traits<VecSqrt> {
@@ -165,8 +307,8 @@ XTEN_UNARY_EDGE_FUNCTOR(SigmoidOp, M(1) / (M(1) + std::exp(-x)),
                         (S(1) + (-x).unaryExpr(VecExp<S>{})).inverse(), !(x >= -kExpLimit<M>))
 XTEN_UNARY_EDGE_FUNCTOR(SiluOp, x / (M(1) + std::exp(-x)), x / (S(1) + (-x).unaryExpr(VecExp<S>{})),
                         !(x >= -kExpLimit<M>))
-// Scalar: Eigen's vector erf is off by up to 7 ulp (float); the C library's is within 1.
-XTEN_UNARY_SCALAR_FUNCTOR(ErfOp, std::erf(x))
+// Vector: VecErf (Note [Vector erf]); Eigen's own is off by up to 7 ulp (float).
+XTEN_UNARY_FUNCTOR(ErfOp, std::erf(x), x.unaryExpr(VecErf<S>{}))
 XTEN_UNARY_FUNCTOR(FloorOp, std::floor(x), x.floor())
 XTEN_UNARY_FUNCTOR(CeilOp, std::ceil(x), x.ceil())
 XTEN_UNARY_FUNCTOR(RoundOp, std::nearbyint(x), x.rint())  // half to even
@@ -196,12 +338,21 @@ struct SignOp {
   }
 };
 // gelu's exact form, 0.5 x (1 + erf(x / sqrt(2))); NaN at both infinities, as PyTorch gives
-// (docs/xpu_kernels.md, "Accuracy").
+// (docs/xpu_kernels.md, "Accuracy"): the vector form sends infinities and NaN to the scalar one.
 struct GeluErfOp {
   template <class M>
   M operator()(M x) const {
     if (std::isinf(x)) return std::numeric_limits<M>::quiet_NaN();
     return M(0.5) * x * (M(1) + std::erf(x * M(0.70710678118654752440)));
+  }
+  template <class A>
+  auto vec(const A& x) const {
+    using S = typename A::Scalar;
+    return S(0.5) * x * (S(1) + (x * S(0.70710678118654752440)).unaryExpr(VecErf<S>{}));
+  }
+  template <class M>
+  bool edge(M x) const {
+    return !(x - x == M(0));  // infinite or NaN
   }
 };
 // gelu's tanh form, 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), computed as
@@ -227,6 +378,30 @@ struct GeluTanhOp {
   template <class M>
   bool edge(M x) const {
     return !(M(-2) * u<M>(x) <= kExpLimit<M>);  // and NaN
+  }
+};
+struct GeluErfBackwardOp {
+  template <class M>
+  M operator()(M g, M x) const {
+    return VecGeluErfGrad<M>{}(g, x);
+  }
+  template <class A, class B>
+  auto vec(const A& g, const B& x) const {
+    return g.binaryExpr(x, VecGeluErfGrad<typename A::Scalar>{});
+  }
+};
+// The tanh form's: 0.5 (1 + t) + 0.5 x (1 - t^2) u'(x), t = tanh(u(x)), u as GeluTanhOp's.
+// With s = 1 / (1 + e), e = exp(-2u): 1 + t = 2 s and 1 - t^2 = 4 s e s, so the derivative is
+// s (1 + 2 x u' e s), which does not cancel where t is near -1 (x below about -3), as the form
+// with t does (its 1 + t is 0 in float from x = -5 on). VecGeluTanhGrad computes it.
+struct GeluTanhBackwardOp {
+  template <class M>
+  M operator()(M g, M x) const {
+    return VecGeluTanhGrad<M>{}(g, x);
+  }
+  template <class A, class B>
+  auto vec(const A& g, const B& x) const {
+    return g.binaryExpr(x, VecGeluTanhGrad<typename A::Scalar>{});
   }
 };
 struct IsNanOp {
