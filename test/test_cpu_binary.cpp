@@ -197,6 +197,26 @@ TEST(Binary, PowMaxMinAtan2) {
   EXPECT_THROW_MSG(maximum(ones({2}), ones({3})), ValueError, "[maximum] shapes (2) and (3)");
 }
 
+// pow(x, 2) takes the multiply (kernels/cpu/binary.cpp): the same values as pow's, bit for bit
+// (one rounding either way), in place too, and an integer base still promotes to float.
+TEST(Binary, PowOfTwoIsTheSquare) {
+  manual_seed(5);
+  for (ScalarType t : float_dtypes()) {
+    const Tensor x = random_tensor({300, 70}, t, -40, 40);
+    const Tensor want = x.to(kDouble).mul(x.to(kDouble)).to(t);
+    EXPECT_TRUE(pow(x, 2).eq(want).all().item<bool>()) << to_string(t);
+    EXPECT_TRUE(pow(non_contiguous(x), 2).eq(non_contiguous(want)).all().item<bool>());
+    Tensor y = x.clone();
+    pow_(y, 2);
+    EXPECT_TRUE(y.eq(want).all().item<bool>()) << to_string(t) << " in place";
+  }
+  const Tensor i = arange(-5, 5);
+  EXPECT_EQ(pow(i, 2.0).dtype(), kFloat);
+  EXPECT_TRUE(pow(i, 2.0).eq((i * i).to(kFloat)).all().item<bool>());
+  EXPECT_EQ(pow(i, 2).dtype(), kLong);
+  EXPECT_TRUE(pow(full({64}, NAN), 2).isnan().all().item<bool>());
+}
+
 TEST(Binary, ComparisonsAndLogical) {
   manual_seed(13);
   for (ScalarType t : all_dtypes()) {

@@ -364,6 +364,10 @@ Tensor fmod_kernel(const Tensor& a, const Tensor& b) {
 
 Tensor pow_impl(const char* name, const Tensor& out, const Tensor& base, const Tensor& exp) {
   const ScalarType t = pow_meta(name, base, exp);
+  // pow(x, 2) is x * x, rounded once either way: the vectorized multiply instead of the C
+  // library's pow element by element (50x slower than libtorch's, which squares too).
+  if (is_wrapped_number(exp) && is_floating_type(t) && exp.item<double>() == 2.0)
+    return binary<dtypes::kAllButBool, false>(name, out, base, base, t, fixed(MulOp{}));
   return binary<dtypes::kAllButBool, false>(name, out, base, exp, t, fixed(PowOp{}));
 }
 Tensor pow_kernel(const Tensor& a, const Tensor& b) {

@@ -1,0 +1,78 @@
+// The op sweep (../sweep_cases.h) through xten and libtorch in one process, in alternating
+// blocks (interleaved_nn.cpp says why), at each thread count given: per case, one call of each
+// to warm up and size the blocks (about 20 ms of calls, at least one), then kPairs pairs of
+// blocks, the pair's order alternating. Prints, per thread count, a table sorted worst first:
+// xten's and libtorch's median ms per call and the median of the pairs' ratios (libtorch's time
+// over xten's: above 1, xten is faster), then the geometric mean of the ratios and the cases
+// below 0.9. XTEN_SWEEP_ONLY=text runs only the cases whose name contains it, and
+// XTEN_SWEEP_SKIP=text skips those. Build and run: compare_interleaved.sh sweep [ROUNDS]
+// [THREADS...].
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <xten/core/parallel.h>
+
+#include "../sweep_xten.h"
+#include "interleaved.h"
+
+void set_libtorch_threads(int threads);         // interleaved_sweep_libtorch.cpp
+std::vector<SweepCase> libtorch_sweep_cases();  // the same cases, same order
+
+constexpr int kPairs = 5;
+
+int main(int argc, char** argv) {
+  const std::vector<int> threads = thread_counts("interleaved_sweep", argc, argv);
+  if (threads.empty()) return 2;
+  for (int t : threads) {
+    xten::set_num_threads(t);
+    set_libtorch_threads(t);
+    const std::vector<SweepCase> xs = xten_sweep_cases(), ls = libtorch_sweep_cases();
+    if (xs.size() != ls.size()) {
+      std::fprintf(stderr, "interleaved_sweep: %zu xten cases, %zu libtorch cases\n", xs.size(),
+                   ls.size());
+      return 2;
+    }
+    struct Row {
+      std::string name;
+      double xten_ms, libtorch_ms, ratio;
+    };
+    std::vector<Row> rows;
+    for (size_t c = 0; c < xs.size(); ++c) {
+      const SweepCase &x = xs[c], &l = ls[c];
+      const char* only = std::getenv("XTEN_SWEEP_ONLY");
+      const char* skip = std::getenv("XTEN_SWEEP_SKIP");
+      if ((only && x.name.find(only) == std::string::npos) ||
+          (skip && *skip && x.name.find(skip) != std::string::npos))
+        continue;
+      std::fprintf(stderr, "%s, %d threads\n", x.name.c_str(), t);  // progress; the table follows
+      const double first = std::max(seconds_per_call(x.call, 1), seconds_per_call(l.call, 1));
+      const int n = std::max(1, static_cast<int>(0.02 / first));
+      auto block = [n](const SweepCase& k) {
+        k.call();
+        return seconds_per_call(k.call, n);
+      };
+      const Pairs p = run_pairs(
+          kPairs, [&] { return block(x); }, [&] { return block(l); });
+      rows.push_back({x.name, median(p.xten) * 1e3, median(p.libtorch) * 1e3, median(p.ratios)});
+    }
+    std::sort(rows.begin(), rows.end(),
+              [](const Row& a, const Row& b) { return a.ratio < b.ratio; });
+    std::printf("\n%d threads: %zu cases, worst first (ratio: libtorch's time / xten's)\n", t,
+                rows.size());
+    std::printf("| case | xten ms | libtorch ms | ratio |\n| --- | --- | --- | --- |\n");
+    double log_sum = 0;
+    int below = 0;
+    for (const Row& r : rows) {
+      std::printf("| %s | %.3f | %.3f | %.2f |\n", r.name.c_str(), r.xten_ms, r.libtorch_ms,
+                  r.ratio);
+      log_sum += std::log(r.ratio);
+      below += r.ratio < 0.9;
+    }
+    std::printf("%d threads: geometric mean %.2f, %d of %zu cases below 0.9\n", t,
+                std::exp(log_sum / rows.size()), below, rows.size());
+    std::fflush(stdout);
+  }
+}
