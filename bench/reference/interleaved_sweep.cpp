@@ -26,6 +26,8 @@ constexpr int kPairs = 5;
 int main(int argc, char** argv) {
   const std::vector<int> threads = thread_counts("interleaved_sweep", argc, argv);
   if (threads.empty()) return 2;
+  const char* only = std::getenv("XTEN_SWEEP_ONLY");
+  const char* skip = std::getenv("XTEN_SWEEP_SKIP");
   for (int t : threads) {
     xten::set_num_threads(t);
     set_libtorch_threads(t);
@@ -42,8 +44,6 @@ int main(int argc, char** argv) {
     std::vector<Row> rows;
     for (size_t c = 0; c < xs.size(); ++c) {
       const SweepCase &x = xs[c], &l = ls[c];
-      const char* only = std::getenv("XTEN_SWEEP_ONLY");
-      const char* skip = std::getenv("XTEN_SWEEP_SKIP");
       if ((only && x.name.find(only) == std::string::npos) ||
           (skip && *skip && x.name.find(skip) != std::string::npos))
         continue;

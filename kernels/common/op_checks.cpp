@@ -56,14 +56,22 @@ void check_nll_loss_grad(const Tensor& grad_output, const Tensor& input, const T
   check_same_device("nll_loss_backward", {&grad_output, &input});
 }
 
-void check_threshold_backward(const Tensor& grad, const Tensor& self) {
-  XTEN_CHECK(grad.sizes() == self.sizes(), ValueError, "threshold_backward",
+namespace {
+// A pointwise backward's operands (threshold_backward, gelu_backward): one shape, dtype and
+// device, and a floating dtype.
+void check_pointwise_backward(const char* op, const Tensor& grad, const Tensor& self) {
+  XTEN_CHECK(grad.sizes() == self.sizes(), ValueError, op,
              "grad_output and self must have one shape, but got {} and {}", grad.sizes(),
              self.sizes());
-  check_same_dtype("threshold_backward", grad, self, "grad_output", "self");
-  check_same_device("threshold_backward", {&grad, &self});
-  XTEN_CHECK(is_floating_type(grad.dtype()), NotImplementedError, "threshold_backward",
+  check_same_dtype(op, grad, self, "grad_output", "self");
+  check_same_device(op, {&grad, &self});
+  XTEN_CHECK(is_floating_type(grad.dtype()), NotImplementedError, op,
              "not implemented for dtype {}", to_string(grad.dtype()));
+}
+}  // namespace
+
+void check_threshold_backward(const Tensor& grad, const Tensor& self) {
+  check_pointwise_backward("threshold_backward", grad, self);
 }
 
 void check_mm(const Tensor& a, const Tensor& b) {
@@ -265,13 +273,7 @@ void check_gelu_approximate(const std::string& approximate, const char* op) {
 
 void check_gelu_backward(const Tensor& grad, const Tensor& self, const std::string& approximate) {
   check_gelu_approximate(approximate, "gelu_backward");
-  XTEN_CHECK(grad.sizes() == self.sizes(), ValueError, "gelu_backward",
-             "grad_output and self must have one shape, but got {} and {}", grad.sizes(),
-             self.sizes());
-  check_same_dtype("gelu_backward", grad, self, "grad_output", "self");
-  check_same_device("gelu_backward", {&grad, &self});
-  XTEN_CHECK(is_floating_type(grad.dtype()), NotImplementedError, "gelu_backward",
-             "not implemented for dtype {}", to_string(grad.dtype()));
+  check_pointwise_backward("gelu_backward", grad, self);
 }
 
 void check_var_dtype(const char* op, const Tensor& self) {
