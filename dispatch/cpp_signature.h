@@ -63,17 +63,28 @@ template <class T>
 SchemaType arg_schema_type() {
   return schema_type_of<std::decay_t<T>>::value();
 }
+// The vectors are filled out of line (dispatch/function_schema.cpp) from arrays: a kernel file
+// compiled once per CPU level (Note [CPU capability] in core/cpu_backend.h) that registers a
+// kernel instantiates this code, and an std::vector constructor it instantiated could be the
+// one copy the linker keeps for the whole library, with AVX-512 instructions in it
+// (cpu_levels_isolated found one).
+std::vector<SchemaType> schema_types(const SchemaType* types, size_t n);
+template <class... Ts>
+std::vector<SchemaType> schema_types_of() {
+  const SchemaType types[] = {SchemaType{}, arg_schema_type<Ts>()...};  // never empty
+  return schema_types(types + 1, sizeof...(Ts));
+}
 template <class R>
 struct return_schema_types {
-  static std::vector<SchemaType> get() { return {arg_schema_type<R>()}; }
+  static std::vector<SchemaType> get() { return schema_types_of<R>(); }
 };
 template <>
 struct return_schema_types<void> {
-  static std::vector<SchemaType> get() { return {}; }
+  static std::vector<SchemaType> get() { return schema_types_of<>(); }
 };
 template <class... Rs>
 struct return_schema_types<std::tuple<Rs...>> {
-  static std::vector<SchemaType> get() { return {arg_schema_type<Rs>()...}; }
+  static std::vector<SchemaType> get() { return schema_types_of<Rs...>(); }
 };
 
 template <class Sig>
@@ -81,8 +92,7 @@ struct cpp_signature_maker;
 template <class Ret, class... Args>
 struct cpp_signature_maker<Ret(Args...)> {
   static CppSignature make() {
-    return CppSignature{&typeid(Ret(Args...)),
-                        {arg_schema_type<Args>()...},
+    return CppSignature{&typeid(Ret(Args...)), schema_types_of<Args...>(),
                         return_schema_types<std::decay_t<Ret>>::get()};
   }
 };

@@ -215,6 +215,10 @@ bool FunctionSchema::is_mutable() const {
   return false;
 }
 
+std::vector<SchemaType> detail::schema_types(const SchemaType* types, size_t n) {
+  return std::vector<SchemaType>(types, types + n);
+}
+
 std::string CppSignature::mismatch(const FunctionSchema& schema) const {
   const auto& args = schema.arguments();
   if (arguments.size() != args.size())

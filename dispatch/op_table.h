@@ -455,6 +455,16 @@
     "approximate='none') -> Tensor",                                                               \
     Tensor, (const Tensor& grad_output, const Tensor& self, const std::string& approximate),       \
     (grad_output, self, approximate))                                                              \
+  /* the backward of sigmoid and tanh from their output y: grad_output * y (1 - y) and */         \
+  /* grad_output * (1 - y^2); silu's from its input: grad_output * s (1 + x (1 - s)), */          \
+  /* s = sigmoid(x) (kernels/cpu/unary.cpp; composites in kernels/composite/activation.cpp, */   \
+  /* which the XPU and a backward with create_graph run) */                                        \
+  X(FN, sigmoid_backward, sigmoid_backward, "sigmoid_backward(Tensor grad_output, Tensor output) " \
+    "-> Tensor", Tensor, (const Tensor& grad_output, const Tensor& output), (grad_output, output))  \
+  X(FN, tanh_backward, tanh_backward, "tanh_backward(Tensor grad_output, Tensor output) -> "        \
+    "Tensor", Tensor, (const Tensor& grad_output, const Tensor& output), (grad_output, output))     \
+  X(FN, silu_backward, silu_backward, "silu_backward(Tensor grad_output, Tensor self) -> Tensor",   \
+    Tensor, (const Tensor& grad_output, const Tensor& self), (grad_output, self))                  \
   /* the backward of softmax and log_softmax (kernels/cpu/activation.cpp; composites in */        \
   /* kernels/composite/activation.cpp, which a backward with create_graph records) */              \
   X(FN, _softmax_backward_data, _softmax_backward_data, "_softmax_backward_data(Tensor "            \

@@ -313,6 +313,12 @@ Tensor threshold_backward(const Tensor& grad_output, const Tensor& self, const S
 // gelu's backward: grad_output * d/dx gelu(self), exact ('none') or the tanh form's.
 Tensor gelu_backward(const Tensor& grad_output, const Tensor& self,
                      const std::string& approximate = "none");
+// sigmoid's and tanh's backward from their output y: grad_output * y * (1 - y) and
+// grad_output * (1 - y * y); silu's from its input x: grad_output * s * (1 + x * (1 - s)) with
+// s = sigmoid(x).
+Tensor sigmoid_backward(const Tensor& grad_output, const Tensor& output);
+Tensor tanh_backward(const Tensor& grad_output, const Tensor& output);
+Tensor silu_backward(const Tensor& grad_output, const Tensor& self);
 Tensor _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,
                               ScalarType input_dtype);
 Tensor _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,

@@ -557,6 +557,31 @@ TEST(AutogradTraining, SmallCnnLossFalls) {
   EXPECT_LT(losses.back(), 0.5 * losses.front()) << losses.front() << " -> " << losses.back();
 }
 
+// avg_pool2d's gradient where the windows tile the input (kernel == stride, no padding: one
+// copy instead of a transposed convolution), with leftover rows and columns and ceil_mode's cut
+// windows, against the gradient of the same average written with ops (sum over a view).
+TEST(Autograd, AvgPoolGradientOfTilingWindows) {
+  manual_seed(57);
+  for (bool ceil : {false, true}) {
+    for (const auto& hw : std::vector<std::pair<int64_t, int64_t>>{{8, 6}, {9, 7}}) {
+      const Tensor x = randn({2, 3, hw.first, hw.second}, kDouble).requires_grad_(true);
+      const Tensor g = randn(avg_pool2d(x.detach(), {2}, {}, {0}, ceil).sizes(), kDouble);
+      const Tensor dx = autograd::grad({avg_pool2d(x, {2}, {}, {0}, ceil)}, {x}, {g})[0];
+      // Reference: each input element gets g / (its window's element count) of its window.
+      const Tensor want = zeros_like(x.detach());
+      for (int64_t oy = 0; oy < g.size(2); ++oy)
+        for (int64_t ox = 0; ox < g.size(3); ++ox) {
+          const int64_t y1 = std::min(2 * oy + 2, hw.first), x1 = std::min(2 * ox + 2, hw.second);
+          const Tensor cell = g.narrow(2, oy, 1).narrow(3, ox, 1) /
+                              static_cast<double>((y1 - 2 * oy) * (x1 - 2 * ox));
+          Tensor win = want.narrow(2, 2 * oy, y1 - 2 * oy).narrow(3, 2 * ox, x1 - 2 * ox);
+          win.copy_(cell.expand(win.sizes()));
+        }
+      EXPECT_TRUE(allclose(dx, want, 1e-14, 1e-14)) << "ceil " << ceil << " " << hw.first;
+    }
+  }
+}
+
 // Found by the op fuzzer (seed 73999): avg_pool2d's derivative read kernel_size, stride and
 // padding as two values each; the op also takes one value for both dims and empty lists.
 TEST(Autograd, AvgPoolGradientTakesTheShortLists) {

@@ -257,23 +257,24 @@ TEST(Upsample, BilinearMatchesHandWorkedValues) {
         EXPECT_DOUBLE_EQ(up.select(2, i).select(2, j).item<double>(), row[j] + rows[i]) << i << j;
     // align_corners=true, 2 -> 3: the corners stay, the middle is the mean.
     Tensor ac = upsample_bilinear2d(x, {3, 3}, true).to(kDouble);
-    EXPECT_TRUE(allclose(ac, tensor({1.0, 1.5, 2.0, 2.0, 2.5, 3.0, 3.0, 3.5, 4.0})
-                                 .reshape({1, 1, 3, 3}),
-                         0, 0));
+    EXPECT_TRUE(allclose(
+        ac, tensor({1.0, 1.5, 2.0, 2.0, 2.5, 3.0, 3.0, 3.5, 4.0}).reshape({1, 1, 3, 3}), 0, 0));
     // Down to 1x1 without align_corners reads the center of the 2x2 cell.
     EXPECT_DOUBLE_EQ(upsample_bilinear2d(x, {1, 1}).to(kDouble).item<double>(), 2.5);
   }
   // A non-contiguous input and a non-square output.
   manual_seed(3);
   Tensor x = randn({2, 3, 5, 4}).transpose(2, 3);
-  EXPECT_TRUE(allclose(upsample_bilinear2d(x, {7, 3}), upsample_bilinear2d(x.contiguous(), {7, 3})));
+  EXPECT_TRUE(
+      allclose(upsample_bilinear2d(x, {7, 3}), upsample_bilinear2d(x.contiguous(), {7, 3})));
   // The same size with align_corners is the identity.
   EXPECT_TRUE(allclose(upsample_bilinear2d(x, {4, 5}, true), x, 0, 1e-6));
 }
 
 TEST(Upsample, BadArgumentsRaise) {
-  EXPECT_THROW_MSG(upsample_bilinear2d(ones({3, 4, 4}), {8, 8}), ValueError,
-                   "[upsample_bilinear2d] expected a 4-D input [N, C, H, W], but got shape (3, 4, 4)");
+  EXPECT_THROW_MSG(
+      upsample_bilinear2d(ones({3, 4, 4}), {8, 8}), ValueError,
+      "[upsample_bilinear2d] expected a 4-D input [N, C, H, W], but got shape (3, 4, 4)");
   EXPECT_THROW_MSG(upsample_bilinear2d(ones({1, 3, 4, 4}), {8, 0}), ValueError,
                    "output_size must be 2 positive values, but got (8, 0)");
   EXPECT_THROW_MSG(upsample_bilinear2d(ones({1, 3, 0, 4}), {8, 8}), ValueError,
@@ -301,6 +302,15 @@ TEST(Pool, Adaptive) {
   expect_elements(
       m, [&](auto& i) { return window(i, false); }, "adaptive_max_pool2d");
   EXPECT_EQ(adaptive_avg_pool2d(x, {1}).sizes(), IntArrayRef({2, 3, 1, 1}));
+  // Windows of whole rows (summed as one run): global pooling and bands of rows, float and double.
+  for (ScalarType t : {kFloat, kDouble}) {
+    const Tensor big = random_tensor({2, 3, 21, 19}, t);
+    EXPECT_TRUE(
+        allclose(adaptive_avg_pool2d(big, {1}), big.to(kDouble).mean({2, 3}, true), 1e-6, 1e-6));
+    EXPECT_TRUE(allclose(adaptive_avg_pool2d(big, {3, 1}),
+                         big.to(kDouble).view({2, 3, 3, 7, 19}).mean({3, 4}).unsqueeze(3), 1e-6,
+                         1e-6));
+  }
   EXPECT_THROW_MSG(adaptive_avg_pool2d(x, {0, 2}), ValueError,
                    "output_size must be 2 positive values, but got (0, 2)");
 }

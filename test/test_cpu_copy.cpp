@@ -57,6 +57,78 @@ TEST(Copy, CastsAreDefinedEverywhere) {
   EXPECT_EQ(full({1}, 65536.0).to(kHalf).isinf().item<bool>(), true);
 }
 
+// The vector casts of Note [Vector 16-bit casts] (kernels/cpu/copy.cpp) give core/half.h's
+// scalar conversions bit for bit: float -> float16 and -> bfloat16 over every 251st float bit
+// pattern (both signs, subnormals, ties, overflow, NaN payloads) and float16 -> float over every
+// half pattern (a signaling NaN quieted or not). This program runs at every CPU level, so each
+// level's path is compared.
+TEST(Copy, SixteenBitCastsMatchTheScalarConversions) {
+  std::vector<float> fs;
+  for (uint64_t b = 0; b <= 0xffffffffu; b += 251) {
+    const uint32_t u = static_cast<uint32_t>(b);
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    fs.push_back(f);
+  }
+  for (float f : {65504.0f, 65520.0f, 65519.99f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 5.96e-8f,
+                  std::numeric_limits<float>::infinity(), -0.0f})
+    fs.push_back(f);
+  const Tensor in = from_blob(fs.data(), {static_cast<int64_t>(fs.size())}, kFloat).clone();
+  const Tensor h = in.to(kHalf), b = in.to(kBFloat16);
+  const uint16_t* hp = static_cast<const uint16_t*>(h.data_ptr());
+  const uint16_t* bp = static_cast<const uint16_t*>(b.data_ptr());
+  int bad_h = 0, bad_b = 0;
+  for (size_t i = 0; i < fs.size(); ++i) {
+    if (hp[i] != detail::float_to_half_bits(fs[i]) && bad_h++ < 5)
+      ADD_FAILURE() << "float16 of " << fs[i] << ": " << hp[i];
+    if (bp[i] != detail::float_to_bfloat16_bits(fs[i]) && bad_b++ < 5)
+      ADD_FAILURE() << "bfloat16 of " << fs[i] << ": " << bp[i];
+  }
+  std::vector<uint16_t> hs(65536);
+  for (size_t i = 0; i < hs.size(); ++i) hs[i] = static_cast<uint16_t>(i);
+  const Tensor back = from_blob(hs.data(), {65536}, kHalf).clone().to(kFloat);
+  const float* fp = back.data_ptr<float>();
+  int bad_f = 0;
+  for (size_t i = 0; i < hs.size(); ++i) {
+    // A signaling NaN may come back quieted (F16C quiets, as IEEE conversions do); its sign and
+    // payload stay.
+    const float want = detail::half_bits_to_float(hs[i]);
+    uint32_t w, g;
+    std::memcpy(&w, &want, sizeof w);
+    std::memcpy(&g, fp + i, sizeof g);
+    if (std::isnan(want)) w |= 0x400000u, g |= 0x400000u;
+    if (w != g && bad_f++ < 5)
+      ADD_FAILURE() << "float of half " << hs[i] << ": " << fp[i] << " vs " << want;
+  }
+}
+
+// Copies whose last two dims are transposed go by tiles (Note [Tiled transposing copy]): a
+// transposed matrix with edges that are not whole tiles, NCHW -> NHWC (dims merged first), a
+// batch of transposed matrices with a gap between them, every element size; against the
+// element-wise engine's copy (a contiguous copy of the same values read one by one).
+TEST(Copy, TransposingCopiesByTiles) {
+  manual_seed(5);
+  auto check = [](const Tensor& src, const std::string& what) {
+    const Tensor got = src.contiguous();
+    ASSERT_TRUE(got.is_contiguous());
+    expect_elements(
+        got, [&](auto& i) { return value_at(src, i); }, what, 0.0);
+  };
+  for (ScalarType t : {kFloat, kBFloat16, kDouble, kByte, kInt}) {
+    check(random_tensor({67, 130}, t).t(), std::string("transposed ") + to_string(t));
+    check(random_tensor({2, 5, 9, 7}, t).permute({0, 2, 3, 1}),
+          std::string("nchw->nhwc ") + to_string(t));
+  }
+  const Tensor wide = random_tensor({3, 40, 50}, kFloat);
+  check(wide.narrow(2, 3, 40).transpose(1, 2), "batch of transposed matrices");
+  // Into a non-contiguous destination, and across dtypes: the engine's copy, same values.
+  Tensor dst = zeros({130, 134}).narrow(1, 2, 67);
+  const Tensor src = random_tensor({67, 130}, kFloat);
+  dst.copy_(src.t());
+  EXPECT_TRUE(allclose(dst, src.t(), 0, 0));
+  EXPECT_TRUE(allclose(src.t().to(kDouble), src.to(kDouble).t(), 0, 0));
+}
+
 TEST(Copy, ToShortCircuitsAndCopies) {
   Tensor a = ones({2});
   EXPECT_TRUE(a.to(kFloat).is_same(a));

@@ -88,6 +88,75 @@ TEST(Index, IndexSelectGatherScatter) {
                    "index (1-D) must have as many dims as self (2-D)");
 }
 
+// An index that repeats one line along dim d (stride 0 elsewhere: the gradient of index_select
+// and embedding) scatters whole rows (scatter_rows in kernels/cpu/index.cpp): the same values
+// bit for bit as the element path on the index made contiguous, on 1 and 4 threads, every dim,
+// adding and assigning, float, bfloat16 and int64.
+TEST(Index, ScatterOfARepeatedLineMovesWholeRows) {
+  manual_seed(18);
+  const int threads = get_num_threads();
+  for (ScalarType t : {kFloat, kBFloat16, kLong})
+    for (int64_t d = 0; d < 3; ++d) {
+      SCOPED_TRACE(::testing::Message() << to_string(t) << " dim " << d);
+      const DimVector shape{6, 5, 4};
+      DimVector line_shape{1, 1, 1}, idx_shape(shape);
+      line_shape[d] = idx_shape[d] = 9;  // more picks than rows: duplicates
+      const Tensor line = randint(0, shape[d], line_shape);
+      const Tensor index = line.expand(idx_shape);
+      const Tensor self = random_tensor(shape, t, -3, 3), src = random_tensor(idx_shape, t, -3, 3);
+      for (bool add : {true, false}) {
+        auto run = [&](const Tensor& i) {
+          return add ? scatter_add(self, d, i, src) : scatter(self, d, i, src);
+        };
+        const Tensor want = run(index.contiguous());
+        for (int n : {1, 4}) {
+          set_num_threads(n);
+          const Tensor got = run(index);
+          set_num_threads(threads);
+          EXPECT_TRUE(same_bytes(got, want)) << "add " << add << " threads " << n;
+        }
+      }
+    }
+  // Range errors name the line's bad value, as the element path does.
+  EXPECT_THROW_MSG(scatter_add(zeros({3, 2}), 0,
+                               tensor(std::vector<int64_t>{0, 3}, IntArrayRef{2, 1}).expand({2, 2}),
+                               ones({2, 2})),
+                   IndexError, "[scatter_add] index 3 is out of range for dim 0 of size 3");
+  // embedding's weight gradient: rows picked twice get both gradients.
+  const Tensor w = randn({50, 16}).requires_grad_(true);
+  const Tensor idx = tensor(std::vector<int64_t>{3, 7, 3, 49, 0, 3}, IntArrayRef{2, 3});
+  const Tensor g = randn({2, 3, 16});
+  (embedding(w, idx) * g).sum().backward();
+  const Tensor gf = g.reshape({6, 16});
+  EXPECT_TRUE(allclose(w.grad().select(0, 3), gf.select(0, 0) + gf.select(0, 2) + gf.select(0, 5),
+                       1e-6, 1e-6));
+  EXPECT_TRUE(allclose(w.grad().select(0, 49), gf.select(0, 3), 0, 0));
+  EXPECT_EQ(w.grad().select(0, 1).abs().sum().item<float>(), 0.f);
+}
+
+// gather along every dim of contiguous and transposed inputs, against element-wise picks.
+TEST(Index, GatherAlongEveryDimOfStridedInputs) {
+  manual_seed(19);
+  for (bool transposed : {false, true})
+    for (int64_t d = 0; d < 3; ++d) {
+      const Tensor base = randn({7, 8, 9});
+      const Tensor self = transposed ? base.transpose(0, 2) : base;
+      DimVector idx_shape(self.sizes());
+      idx_shape[d] = 11;
+      idx_shape[(d + 1) % 3] -= 2;  // smaller than self in another dim
+      const Tensor index = randint(0, self.size(d), idx_shape);
+      const Tensor got = gather(self, d, index);
+      expect_elements(
+          got,
+          [&](const std::vector<int64_t>& i) {
+            std::vector<int64_t> at = i;
+            at[d] = static_cast<int64_t>(value_at(index, i));
+            return value_at(self, at);
+          },
+          "gather", 0.0);
+    }
+}
+
 TEST(Index, CatStackAndShapes) {
   Tensor a = arange(6).reshape({2, 3}), b = arange(3).reshape({1, 3}).to(kInt);
   Tensor c = cat({a, b}, 0);

@@ -107,3 +107,60 @@ TEST(Norm, LayerNormAndGroupNorm) {
   EXPECT_THROW_MSG(layer_norm(ones({2, 5}, kInt), {5}), NotImplementedError,
                    "[layer_norm] not implemented for dtype Int");
 }
+
+// The CPU kernels of layer_norm and group_norm (Note [Normalization forward]) against the
+// definition written with ops in double: rows around the vector widths, contiguous and strided
+// inputs (channels last for group_norm), with and without weight and bias, every float dtype.
+TEST(Norm, LayerNormAndGroupNormKernelsMatchTheDefinition) {
+  manual_seed(82);
+  auto tol = [](ScalarType t) { return t == kDouble ? 1e-12 : t == kFloat ? 2e-5 : 2e-2; };
+  auto affine = [](Tensor y, const std::optional<Tensor>& w, const std::optional<Tensor>& b,
+                   IntArrayRef shape) {
+    if (w) y = y * w->to(kDouble).view(shape);
+    if (b) y = y + b->to(kDouble).view(shape);
+    return y;
+  };
+  for (ScalarType t : float_dtypes()) {
+    for (int64_t n : {1, 7, 33, 768}) {
+      // An offset of 5: the variance is computed around the mean, not as E[x^2] - E[x]^2.
+      const Tensor x = random_tensor({5, n}, t, 4, 6);
+      const Tensor xd = x.to(kDouble);
+      const Tensor xhat = (xd - xd.mean({1}, true)) / (xd.var({1}, 0, true) + 1e-5).sqrt();
+      for (int with = 0; with < 4; ++with) {
+        const std::optional<Tensor> w =
+            with & 1 ? std::optional<Tensor>(random_tensor({n}, t)) : std::nullopt;
+        const std::optional<Tensor> b =
+            with & 2 ? std::optional<Tensor>(random_tensor({n}, t)) : std::nullopt;
+        const Tensor want = affine(xhat, w, b, {n});
+        for (bool strided : {false, true}) {
+          const Tensor in = strided ? non_contiguous(x) : x;
+          const Tensor got = layer_norm(in, {n}, w, b, 1e-5);
+          ASSERT_EQ(got.dtype(), t);
+          EXPECT_TRUE(allclose(got.to(kDouble), want, tol(t), tol(t)))
+              << to_string(t) << " n=" << n << " with=" << with << " strided=" << strided;
+        }
+      }
+    }
+    const Tensor g = random_tensor({3, 6, 5, 7}, t, -2, 3);
+    const Tensor gd = g.to(kDouble).reshape({3, 3, -1});
+    const Tensor ghat =
+        ((gd - gd.mean({2}, true)) / (gd.var({2}, 0, true) + 1e-5).sqrt()).view({3, 6, 5, 7});
+    const Tensor gw = random_tensor({6}, t), gb = random_tensor({6}, t);
+    const Tensor want = affine(ghat, gw, gb, {1, 6, 1, 1});
+    for (bool channels_last : {false, true}) {
+      const Tensor in =
+          channels_last ? g.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}) : g;
+      EXPECT_TRUE(allclose(group_norm(in, 3, gw, gb).to(kDouble), want, tol(t), tol(t)))
+          << to_string(t) << " channels_last=" << channels_last;
+    }
+    EXPECT_TRUE(allclose(group_norm(g, 3).to(kDouble), ghat, tol(t), tol(t))) << to_string(t);
+  }
+  // Constant rows normalize to exactly 0; empty inputs give empty outputs.
+  EXPECT_TRUE(layer_norm(full({2, 9}, 3.0), {9}).eq(0).all().item<bool>());
+  EXPECT_EQ(layer_norm(empty({0, 4}), {4}).sizes(), IntArrayRef({0, 4}));
+  EXPECT_EQ(group_norm(empty({0, 4, 3}), 2).sizes(), IntArrayRef({0, 4, 3}));
+  EXPECT_THROW_MSG(layer_norm(ones({2, 5}), {5}, ones({4})), ValueError,
+                   "[layer_norm] weight must have shape (5), but got (4)");
+  EXPECT_THROW_MSG(group_norm(ones({2, 4, 3}), 2, std::nullopt, ones({3})), ValueError,
+                   "[group_norm] bias must have shape (4), but got (3)");
+}

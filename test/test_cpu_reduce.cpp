@@ -91,6 +91,68 @@ TEST(Reduce, SumOverLeadingDimsMatchesTheRowPathAndStaysPairwise) {
   EXPECT_TRUE(allclose(full({1, 4}, 2.5).sum({0}), full({4}, 2.5), 0, 0));
 }
 
+// A dense input that is not contiguous (transposed, channels last) is summed on its memory-order
+// view: reduced dims that lead in memory take the column path, trailing ones the row path, no
+// transposing copy. The values are the contiguous copy's, the shape self's.
+TEST(Reduce, SumOfPermutedInputsFollowsTheirMemoryOrder) {
+  manual_seed(32);
+  const std::vector<std::vector<int64_t>> perms = {{1, 0, 2, 3}, {0, 2, 3, 1}, {3, 2, 1, 0}};
+  const std::vector<std::vector<int64_t>> dimss = {{0}, {1}, {3}, {0, 1}, {2, 3}, {1, 2, 3}, {}};
+  for (ScalarType t : {kFloat, kDouble, kBFloat16}) {
+    const Tensor a = random_tensor({6, 35, 7, 9}, t, -4, 4);
+    const double tol = t == kFloat ? 1e-5 : t == kDouble ? 1e-12 : 3e-2;
+    for (const auto& perm : perms) {
+      const Tensor p = a.permute(perm);
+      ASSERT_FALSE(p.is_contiguous());
+      const Tensor ref = p.contiguous().to(kDouble);
+      for (const auto& dims : dimss)
+        for (bool keepdim : {false, true}) {
+          const Tensor got = p.sum(dims, keepdim), want = ref.sum(dims, keepdim);
+          ASSERT_EQ(got.sizes(), want.sizes())
+              << fmt::format("{} {}", IntArrayRef(perm), IntArrayRef(dims));
+          EXPECT_TRUE(allclose(got, want, tol, tol))
+              << to_string(t)
+              << fmt::format(" perm {} dims {}", IntArrayRef(perm), IntArrayRef(dims));
+          EXPECT_TRUE(allclose(p.mean(dims, keepdim), ref.mean(dims, keepdim), tol, tol))
+              << to_string(t)
+              << fmt::format(" mean perm {} dims {}", IntArrayRef(perm), IntArrayRef(dims));
+        }
+    }
+  }
+  // The rows of a transposed matrix: its columns in memory.
+  const Tensor m = random_tensor({300, 513}, kFloat, -1, 1).t();
+  EXPECT_TRUE(allclose(m.sum({1}), m.contiguous().to(kDouble).sum({1}), 1e-5, 1e-5));
+  EXPECT_TRUE(allclose(m.sum({0}), m.contiguous().to(kDouble).sum({0}), 1e-5, 1e-5));
+}
+
+// norm's p = 1 and p = 2 over float and double rows of every length around the vector blocks,
+// contiguous and transposed, against sums in double.
+TEST(Reduce, NormOfLongRowsMatchesFloat64) {
+  manual_seed(33);
+  for (ScalarType t : {kFloat, kDouble})
+    for (int64_t n : {1, 17, 64, 1000, 4096 + 5, 100003}) {
+      const Tensor x = random_tensor({3, n}, t, -2, 2);
+      const Tensor xd = x.to(kDouble).contiguous();
+      const double* p = static_cast<const double*>(xd.data_ptr());
+      for (int64_t r = 0; r < 3; ++r) {
+        double s1 = 0, s2 = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          s1 += std::abs(p[r * n + i]);
+          s2 += p[r * n + i] * p[r * n + i];
+        }
+        const double tol = t == kFloat ? 2e-6 : 1e-13;
+        EXPECT_NEAR(x.norm(1, {1}).select(0, r).item<double>(), s1, tol * s1) << n;
+        EXPECT_NEAR(x.norm(2, {1}).select(0, r).item<double>(), std::sqrt(s2), tol * std::sqrt(s2))
+            << n;
+        EXPECT_NEAR(x.t().norm(2, {0}).select(0, r).item<double>(), std::sqrt(s2),
+                    tol * std::sqrt(s2))
+            << n;
+      }
+    }
+  EXPECT_TRUE(std::isnan(tensor({1.f, NAN, 2.f}).norm().item<float>()));
+  EXPECT_EQ(full({1000}, INFINITY).norm(1).item<float>(), INFINITY);
+}
+
 TEST(Reduce, DtypesEmptyAndErrors) {
   EXPECT_EQ(ones({3}, kBool).sum().item<int64_t>(), 3);
   EXPECT_EQ(ones({3}, kInt).sum(kDouble).dtype(), kDouble);
@@ -224,6 +286,40 @@ TEST(Reduce, MaxMinWithIndicesAndArg) {
   EXPECT_THROW_MSG(a.max(2), IndexError, "[max] dim 2 is out of range");
   EXPECT_THROW_MSG(zeros({0}).argmax(), ValueError,
                    "[argmax] cannot reduce over a zero-size dimension");
+}
+
+// max/min with indices over float and double rows longer than a vector step (the extreme with
+// vector accumulators, then a search): the first of equal extremes, the first NaN, a zero's
+// sign from the first zero, against a scalar scan.
+TEST(Reduce, ExtremesWithIndicesOfLongRows) {
+  manual_seed(34);
+  for (ScalarType t : {kFloat, kDouble}) {
+    Tensor x = randint(0, 20, {7, 301}).to(t);  // many ties
+    x.select(0, 1).select(0, 200).fill_(NAN);
+    x.select(0, 1).select(0, 250).fill_(NAN);
+    x.select(0, 2).fill_(0.0);
+    x.select(0, 2).select(0, 0).fill_(-0.0);
+    x.select(0, 3).select(0, 300).fill_(100.0);
+    const auto [mx, imx] = x.max(1);
+    const auto [mn, imn] = x.min(1);
+    for (int64_t r = 0; r < 7; ++r) {
+      int64_t at_max = 0, at_min = 0;
+      for (int64_t i = 1; i < 301; ++i) {
+        const double v = x.select(0, r).select(0, i).item<double>();
+        const double bmax = x.select(0, r).select(0, at_max).item<double>();
+        const double bmin = x.select(0, r).select(0, at_min).item<double>();
+        if (!std::isnan(bmax) && (std::isnan(v) || v > bmax)) at_max = i;
+        if (!std::isnan(bmin) && (std::isnan(v) || v < bmin)) at_min = i;
+      }
+      EXPECT_EQ(imx.select(0, r).item<int64_t>(), at_max) << to_string(t) << " row " << r;
+      EXPECT_EQ(imn.select(0, r).item<int64_t>(), at_min) << to_string(t) << " row " << r;
+      EXPECT_EQ(x.argmax(1).select(0, r).item<int64_t>(), at_max);
+    }
+    EXPECT_TRUE(std::isnan(mx.select(0, 1).item<double>()));
+    EXPECT_EQ(imx.select(0, 1).item<int64_t>(), 200);
+    EXPECT_TRUE(std::signbit(mx.select(0, 2).item<double>()));  // the first zero is -0.0
+    EXPECT_EQ(mx.select(0, 3).item<double>(), 100.0);
+  }
 }
 
 TEST(Reduce, AllAny) {

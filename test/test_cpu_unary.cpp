@@ -81,6 +81,22 @@ TEST(Unary, FloatFunctions) {
 // long enough for the vector loop: NaN stays NaN (the packet forms clamp their inputs), the
 // infinities and -0.0 give what the scalar forms give, and where the vector exp would clamp, the
 // tiny results are the scalar form's. gelu's tanh form keeps its accuracy where tanh(u) is near -1.
+// abs clears the sign of floats' zeros and NaN (as PyTorch's), on the vector and scalar paths and
+// through bfloat16 and float16; integers wrap as before.
+TEST(Unary, AbsOfSignedZerosAndNaN) {
+  for (ScalarType t : float_dtypes()) {
+    for (int64_t n : {3, 100}) {  // a short tail and a vectorized run
+      const Tensor x = full({n}, -0.0, t);
+      const Tensor y = abs(non_contiguous(x)), z = abs(x);
+      EXPECT_FALSE(std::signbit(y.to(kDouble).select(0, n - 1).item<double>())) << to_string(t);
+      EXPECT_FALSE(std::signbit(z.to(kDouble).select(0, 0).item<double>())) << to_string(t);
+      EXPECT_TRUE(abs(full({n}, -NAN, t)).isnan().all().item<bool>());
+      EXPECT_EQ(abs(full({n}, -2.5, t)).to(kDouble).sum().item<double>(), 2.5 * n);
+    }
+  }
+  EXPECT_EQ(abs(full({4}, -128, kChar)).select(0, 0).item<int64_t>(), -128);
+}
+
 TEST(Unary, VectorFormsAtTheEdges) {
   const float inf = std::numeric_limits<float>::infinity(), nan = NAN;
   auto each = [](const Tensor& out, const std::function<bool(float)>& ok, const std::string& what) {
@@ -176,6 +192,101 @@ TEST(Unary, ErfWithinOneUlp) {
   const Tensor neg_zero = erf(full({64}, -0.0f));
   EXPECT_TRUE(std::signbit(neg_zero.data_ptr<float>()[5]));
   EXPECT_NEAR(erf(full({64}, 1e-30f)).data_ptr<float>()[3], 1.1283791671e-30, 1.2e-37);
+}
+
+// sin and cos (float: Eigen's packet forms, docs/cpu_kernels.md "Vector math") within their
+// documented 2 ulp: every 4099th float of the whole range and its negative, against double.
+TEST(Unary, SinCosWithinTwoUlp) {
+  std::vector<float> xs;
+  for (uint32_t b = 0; b < 0x7f800000u; b += 4099) {
+    float x;
+    std::memcpy(&x, &b, sizeof x);
+    xs.push_back(x);
+    xs.push_back(-x);
+  }
+  for (float x : {3.14159265f, 1.5707963f, 1e4f, 1e8f, 3e38f}) xs.push_back(x);
+  const Tensor in = from_blob(xs.data(), {static_cast<int64_t>(xs.size())}, kFloat).clone();
+  for (bool is_cos : {false, true}) {
+    const Tensor out = is_cos ? cos(in) : sin(in);
+    const float* y = out.data_ptr<float>();
+    double worst = 0;
+    float worst_x = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double x = xs[i], ref = is_cos ? std::cos(x) : std::sin(x);
+      const double ulp = std::exp2(std::floor(std::log2(std::max(std::abs(ref), 1.2e-38))) - 23);
+      const double e = std::abs(y[i] - ref) / ulp;
+      if (e > worst) worst = e, worst_x = xs[i];
+    }
+    EXPECT_LE(worst, 2.0) << (is_cos ? "cos" : "sin") << " at x = " << worst_x;
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float x : {inf, -inf, NAN}) {
+    EXPECT_TRUE(sin(full({64}, x)).isnan().all().item<bool>()) << x;
+    EXPECT_TRUE(cos(full({64}, x)).isnan().all().item<bool>()) << x;
+  }
+  EXPECT_TRUE(std::signbit(sin(full({64}, -0.0f)).data_ptr<float>()[7]));
+  EXPECT_EQ(cos(full({64}, -0.0f)).data_ptr<float>()[7], 1.0f);
+}
+
+// sigmoid_backward, tanh_backward and silu_backward (one kernel each) against the derivatives in
+// double, every float dtype, contiguous and strided; silu's far negative range and NaN (the
+// scalar lanes of VecSiluGrad) against the composite's values; the errors.
+TEST(Unary, SigmoidTanhSiluBackward) {
+  manual_seed(22);
+  for (ScalarType t : float_dtypes()) {
+    const Tensor g = random_tensor({300, 70}, t, -2, 2), x = random_tensor({300, 70}, t, -6, 6);
+    const Tensor ys = sigmoid(x), yt = tanh(x);
+    for (bool strided : {false, true}) {
+      auto nc = [&](const Tensor& a) { return strided ? non_contiguous(a) : a; };
+      const Tensor gs = sigmoid_backward(nc(g), nc(ys)), gt = tanh_backward(nc(g), nc(yt));
+      const Tensor gsi = silu_backward(nc(g), nc(x));
+      ASSERT_EQ(gs.dtype(), t);
+      ASSERT_EQ(gsi.dtype(), t);
+      expect_elements(
+          gs,
+          [&](auto& i) {
+            const double y = value_at(ys, i);
+            return value_at(g, i) * y * (1 - y);
+          },
+          std::string("sigmoid_backward ") + to_string(t), 4.0);
+      expect_elements(
+          gt,
+          [&](auto& i) {
+            const double y = value_at(yt, i);
+            return value_at(g, i) * (1 - y * y);
+          },
+          std::string("tanh_backward ") + to_string(t), 4.0);
+      expect_elements(
+          gsi,
+          [&](auto& i) {
+            const double v = value_at(x, i), sg = 1 / (1 + std::exp(-v));
+            return value_at(g, i) * sg * (1 + v * (1 - sg));
+          },
+          std::string("silu_backward ") + to_string(t), 4.0);
+    }
+  }
+  // Past the vector exp's range (x < -87) s is tiny but s (1 + x (1 - s)) is a normal number
+  // down to -88.7, where exp(-x) overflows and both forms give 0: the composite's value, bit for
+  // bit (with g = 1 both multiply the same factors in float).
+  std::vector<float> xs;
+  for (float v : {-86.5f, -87.5f, -90.0f, -95.0f, -100.0f, -104.0f, -110.0f, NAN, INFINITY,
+                  -INFINITY, 0.0f, -0.0f, 3.0f, 88.0f, 100.0f})
+    for (int k = 0; k < 5; ++k) xs.push_back(v);
+  const Tensor xe = from_blob(xs.data(), {static_cast<int64_t>(xs.size())}, kFloat).clone();
+  const Tensor se = sigmoid(xe), want = se * (xe * (1 - se) + 1);
+  const Tensor got = silu_backward(ones_like(xe), xe);
+  for (int64_t i = 0; i < xe.numel(); ++i) {
+    const float a = got.data_ptr<float>()[i], b = want.data_ptr<float>()[i];
+    EXPECT_TRUE(a == b || (std::isnan(a) && std::isnan(b)))
+        << "x = " << xs[i] << ": " << a << " vs " << b;
+  }
+  EXPECT_LT(got.data_ptr<float>()[5], -1e-37f);  // x = -87.5: about -1.1e-36, not flushed to 0
+  EXPECT_THROW_MSG(sigmoid_backward(ones({2}), ones({3})), ValueError,
+                   "[sigmoid_backward] grad_output and output must have one shape, but got (2) "
+                   "and (3)");
+  EXPECT_THROW_MSG(tanh_backward(ones({2}), ones({2}, kDouble)), TypeError, "tanh_backward");
+  EXPECT_THROW_MSG(silu_backward(ones({2}, kInt), ones({2}, kInt)), NotImplementedError,
+                   "[silu_backward] not implemented for dtype Int");
 }
 
 // gelu_backward (one kernel) against the derivative in double, both forms, every float dtype and

@@ -675,13 +675,14 @@ TEST(XpuParity, ConvolutionAndPoolingMatchTheCpu) {
          return adaptive_avg_pool2d(x, {3, 4});
        },
        Tol::kExact},
+      // The CPU sums windows of whole rows lane by lane (kernels/cpu/pool.cpp): another order.
       {"adaptive_avg_pool2d 1x1",
        {2, 5, 7, 7},
        {},
        [](T x, T) {
          return adaptive_avg_pool2d(x, {1, 1});
        },
-       Tol::kExact},
+       Tol::kReduce},
       {"upsample_bilinear2d",
        {2, 3, 5, 7},
        {},

@@ -89,17 +89,13 @@ LIBRARY_IMPL(xten, Autograd, m) {
       .inplace("tan_")
       .saves_only({});
   d.def("tanh",
-        [](const GradContext& c) -> variable_list {
-          const Tensor r = c.result();
-          return {c.grad() * (1 - r * r)};
-        })
+        [](const GradContext& c) -> variable_list { return {tanh_backward(c.grad(), c.result())}; })
       .saves_result()
       .inplace("tanh_")
       .saves_only({});
   d.def("sigmoid",
         [](const GradContext& c) -> variable_list {
-          const Tensor r = c.result();
-          return {c.grad() * r * (1 - r)};
+          return {sigmoid_backward(c.grad(), c.result())};
         })
       .saves_result()
       .inplace("sigmoid_")
@@ -113,8 +109,7 @@ LIBRARY_IMPL(xten, Autograd, m) {
       .inplace("relu_")
       .saves_only({});
   d.def("silu", [](const GradContext& c) -> variable_list {
-     const Tensor x = c.input(0), s = sigmoid(x);
-     return {c.grad() * s * (x * (1 - s) + 1)};
+     return {silu_backward(c.grad(), c.input(0))};
    }).inplace("silu_");
   d.def("erf", [](const GradContext& c) -> variable_list {
      const Tensor x = c.input(0);

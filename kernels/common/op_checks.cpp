@@ -56,19 +56,16 @@ void check_nll_loss_grad(const Tensor& grad_output, const Tensor& input, const T
   check_same_device("nll_loss_backward", {&grad_output, &input});
 }
 
-namespace {
-// A pointwise backward's operands (threshold_backward, gelu_backward): one shape, dtype and
-// device, and a floating dtype.
-void check_pointwise_backward(const char* op, const Tensor& grad, const Tensor& self) {
-  XTEN_CHECK(grad.sizes() == self.sizes(), ValueError, op,
-             "grad_output and self must have one shape, but got {} and {}", grad.sizes(),
-             self.sizes());
-  check_same_dtype(op, grad, self, "grad_output", "self");
-  check_same_device(op, {&grad, &self});
+void check_pointwise_backward(const char* op, const Tensor& grad, const Tensor& other,
+                              const char* other_name) {
+  XTEN_CHECK(grad.sizes() == other.sizes(), ValueError, op,
+             "grad_output and {} must have one shape, but got {} and {}", other_name, grad.sizes(),
+             other.sizes());
+  check_same_dtype(op, grad, other, "grad_output", other_name);
+  check_same_device(op, {&grad, &other});
   XTEN_CHECK(is_floating_type(grad.dtype()), NotImplementedError, op,
              "not implemented for dtype {}", to_string(grad.dtype()));
 }
-}  // namespace
 
 void check_threshold_backward(const Tensor& grad, const Tensor& self) {
   check_pointwise_backward("threshold_backward", grad, self);
@@ -168,18 +165,64 @@ void check_norm_param(const char* op, const char* what, const std::optional<Tens
   XTEN_CHECK(t->device() == input.device(), DeviceError, op, "{} is on {} but the input on {}",
              what, t->device().str(), input.device().str());
 }
+// layer_norm's view of its input: rows of the elements normalized_shape covers, which must be
+// the input's last dims.
+NormMeta normalized_rows(const char* op, const Tensor& input, IntArrayRef normalized_shape) {
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  XTEN_CHECK(
+      k >= 1 && k <= input.dim() && input.sizes().slice(input.dim() - k, k) == normalized_shape,
+      ValueError, op, "normalized_shape {} must match the last dims of the input's shape {}",
+      normalized_shape, input.sizes());
+  NormMeta m;
+  m.channels = 1;
+  m.inner = 1;
+  for (int64_t s : normalized_shape) m.inner *= s;
+  m.outer = m.inner == 0 ? 0 : input.numel() / m.inner;
+  return m;
+}
 
 }  // namespace
 
-NormBackwardMeta batch_norm_backward_meta(const Tensor& grad_output, const Tensor& input,
-                                          const std::optional<Tensor>& weight,
-                                          const std::optional<Tensor>& running_mean,
-                                          const std::optional<Tensor>& running_var, bool training) {
+NormMeta layer_norm_meta(const Tensor& input, IntArrayRef normalized_shape,
+                         const std::optional<Tensor>& weight, const std::optional<Tensor>& bias) {
+  const char* op = "layer_norm";
+  const NormMeta m = normalized_rows(op, input, normalized_shape);
+  XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, op,
+             "not implemented for dtype {}", to_string(input.dtype()));
+  check_norm_param(op, "weight", weight, input, normalized_shape);
+  check_norm_param(op, "bias", bias, input, normalized_shape);
+  return m;
+}
+
+NormMeta group_norm_meta(const Tensor& input, int64_t groups, const std::optional<Tensor>& weight,
+                         const std::optional<Tensor>& bias) {
+  const char* op = "group_norm";
+  XTEN_CHECK(input.dim() >= 2, ValueError, op,
+             "expected an input of at least 2 dims (N, C, ...), but got shape {}", input.sizes());
+  XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, op,
+             "not implemented for dtype {}", to_string(input.dtype()));
+  const int64_t n = input.size(0), c = input.size(1);
+  XTEN_CHECK(groups > 0 && c % groups == 0, ValueError, op,
+             "the number of channels ({}) must be divisible by num_groups ({})", c, groups);
+  const IntArrayRef channels(c);
+  check_norm_param(op, "weight", weight, input, channels);
+  check_norm_param(op, "bias", bias, input, channels);
+  NormMeta m;
+  m.outer = n;
+  m.channels = groups;
+  m.inner = n * c == 0 ? 0 : input.numel() / (n * groups);
+  return m;
+}
+
+NormMeta batch_norm_backward_meta(const Tensor& grad_output, const Tensor& input,
+                                  const std::optional<Tensor>& weight,
+                                  const std::optional<Tensor>& running_mean,
+                                  const std::optional<Tensor>& running_var, bool training) {
   const char* op = "batch_norm_backward";
   XTEN_CHECK(input.dim() >= 2, ValueError, op,
              "expected an input of at least 2 dims (N, C, ...), but got shape {}", input.sizes());
   check_norm_input(op, grad_output, input);
-  NormBackwardMeta m;
+  NormMeta m;
   m.outer = input.size(0);
   m.channels = input.size(1);
   m.inner = m.outer * m.channels == 0 ? 0 : input.numel() / (m.outer * m.channels);
@@ -194,22 +237,13 @@ NormBackwardMeta batch_norm_backward_meta(const Tensor& grad_output, const Tenso
   return m;
 }
 
-NormBackwardMeta layer_norm_backward_meta(const Tensor& grad_output, const Tensor& input,
-                                          IntArrayRef normalized_shape,
-                                          const std::optional<Tensor>& weight) {
+NormMeta layer_norm_backward_meta(const Tensor& grad_output, const Tensor& input,
+                                  IntArrayRef normalized_shape,
+                                  const std::optional<Tensor>& weight) {
   const char* op = "layer_norm_backward";
-  const int64_t k = static_cast<int64_t>(normalized_shape.size());
-  XTEN_CHECK(
-      k >= 1 && k <= input.dim() && input.sizes().slice(input.dim() - k, k) == normalized_shape,
-      ValueError, op, "normalized_shape {} must match the last dims of the input's shape {}",
-      normalized_shape, input.sizes());
+  const NormMeta m = normalized_rows(op, input, normalized_shape);
   check_norm_input(op, grad_output, input);
   check_norm_param(op, "weight", weight, input, normalized_shape);
-  NormBackwardMeta m;
-  m.channels = 1;
-  m.inner = 1;
-  for (int64_t s : normalized_shape) m.inner *= s;
-  m.outer = m.inner == 0 ? 0 : input.numel() / m.inner;
   return m;
 }
 

@@ -51,27 +51,36 @@ void check_softplus_beta(const Scalar& beta);
 int64_t softmax_backward_meta(const char* op, const Tensor& grad_output, const Tensor& output,
                               int64_t dim, ScalarType input_dtype);
 
-// The backward of batch_norm and layer_norm sees the input as [outer, channels, inner] with one
-// set of statistics per channel: batch_norm [N, C, H*W...], layer_norm [rows, 1, normalized
-// elements]. The checks: a floating input of at least 2 dims (batch_norm) or ending in
-// normalized_shape (layer_norm), grad_output of its shape, weight (and running statistics) of
-// the statistics' shape on the input's device, running statistics given in evaluation.
-struct NormBackwardMeta {
+// A normalization sees its input as [outer, channels, inner]. The backward of batch_norm and
+// layer_norm keeps one set of statistics per channel: batch_norm [N, C, H*W...], layer_norm
+// [rows, 1, normalized elements]. The checks: a floating input of at least 2 dims (batch_norm)
+// or ending in normalized_shape (layer_norm), grad_output of its shape, weight (and running
+// statistics) of the statistics' shape on the input's device, running statistics given in
+// evaluation.
+struct NormMeta {
   int64_t outer = 0, channels = 0, inner = 0;
 };
-NormBackwardMeta batch_norm_backward_meta(const Tensor& grad_output, const Tensor& input,
-                                          const std::optional<Tensor>& weight,
-                                          const std::optional<Tensor>& running_mean,
-                                          const std::optional<Tensor>& running_var, bool training);
+// The forwards' checks, shared by the composites and the CPU kernels: a floating input ending in
+// normalized_shape, weight and bias of that shape (layer_norm: [rows, 1, normalized elements]);
+// an input of at least 2 dims whose channels `groups` divides, weight and bias of shape [C]
+// (group_norm: [N, groups, elements per group]).
+NormMeta layer_norm_meta(const Tensor& input, IntArrayRef normalized_shape,
+                         const std::optional<Tensor>& weight, const std::optional<Tensor>& bias);
+NormMeta group_norm_meta(const Tensor& input, int64_t groups, const std::optional<Tensor>& weight,
+                         const std::optional<Tensor>& bias);
+NormMeta batch_norm_backward_meta(const Tensor& grad_output, const Tensor& input,
+                                  const std::optional<Tensor>& weight,
+                                  const std::optional<Tensor>& running_mean,
+                                  const std::optional<Tensor>& running_var, bool training);
 // A normalization backward's results as every backend returns them: dx in the input's dtype,
 // dweight and dbias in the weight's (the input's if there is none).
 std::tuple<Tensor, Tensor, Tensor> norm_backward_results(const Tensor& input,
                                                          const std::optional<Tensor>& weight,
                                                          const Tensor& dx, const Tensor& dw,
                                                          const Tensor& db);
-NormBackwardMeta layer_norm_backward_meta(const Tensor& grad_output, const Tensor& input,
-                                          IntArrayRef normalized_shape,
-                                          const std::optional<Tensor>& weight);
+NormMeta layer_norm_backward_meta(const Tensor& grad_output, const Tensor& input,
+                                  IntArrayRef normalized_shape,
+                                  const std::optional<Tensor>& weight);
 
 // A pointwise op's given output: it has the broadcast shape, the result dtype casts to its
 // dtype, and no two of its elements share memory.
@@ -162,6 +171,11 @@ void check_masked_select_mask(const Tensor& mask);
 void check_topk_k(const char* op, int64_t k, int64_t n, int64_t d);
 // gelu's approximate: none or tanh.
 void check_gelu_approximate(const std::string& approximate, const char* op = "gelu");
+// A pointwise backward's operands (threshold_backward, gelu_backward, sigmoid_backward,
+// tanh_backward, silu_backward): grad_output and the other operand (self or output) of one
+// shape, dtype and device, and a floating dtype.
+void check_pointwise_backward(const char* op, const Tensor& grad, const Tensor& other,
+                              const char* other_name = "self");
 // gelu_backward's operands: one shape, dtype and device, a floating dtype, a known form.
 void check_gelu_backward(const Tensor& grad, const Tensor& self, const std::string& approximate);
 

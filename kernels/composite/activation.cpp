@@ -73,6 +73,22 @@ Tensor gelu_backward_kernel(const Tensor& g, const Tensor& x, const std::string&
   return g * (cdf + x * pdf);
 }
 
+// sigmoid's, tanh's and silu's derivatives written with ops (the formulas autograd used before
+// the fused kernels).
+Tensor sigmoid_backward_kernel(const Tensor& g, const Tensor& y) {
+  check_pointwise_backward("sigmoid_backward", g, y, "output");
+  return g * y * (1 - y);
+}
+Tensor tanh_backward_kernel(const Tensor& g, const Tensor& y) {
+  check_pointwise_backward("tanh_backward", g, y, "output");
+  return g * (1 - y * y);
+}
+Tensor silu_backward_kernel(const Tensor& g, const Tensor& x) {
+  check_pointwise_backward("silu_backward", g, x);
+  const Tensor s = sigmoid(x);
+  return g * s * (x * (1 - s) + 1);
+}
+
 Tensor log_softmax_backward_data_kernel(const Tensor& g, const Tensor& y, int64_t dim,
                                         ScalarType input_dtype) {
   const int64_t d = softmax_backward_meta("_log_softmax_backward_data", g, y, dim, input_dtype);
@@ -86,6 +102,9 @@ LIBRARY_IMPL(xten, CompositeImplicit, m) {
   m.impl("_log_softmax_backward_data", log_softmax_backward_data_kernel);
   m.impl("threshold_backward", threshold_backward_kernel);
   m.impl("gelu_backward", gelu_backward_kernel);
+  m.impl("sigmoid_backward", sigmoid_backward_kernel);
+  m.impl("tanh_backward", tanh_backward_kernel);
+  m.impl("silu_backward", silu_backward_kernel);
   m.impl("hardtanh", hardtanh_kernel);
   m.impl("prelu", prelu_kernel);
   m.impl("dropout", dropout_kernel);

@@ -86,18 +86,8 @@ Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weigh
 Tensor layer_norm_kernel(const Tensor& input, IntArrayRef normalized_shape,
                          const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
                          double eps) {
+  layer_norm_meta(input, normalized_shape, weight, bias);
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
-  XTEN_CHECK(
-      k >= 1 && k <= input.dim() && input.sizes().slice(input.dim() - k, k) == normalized_shape,
-      ValueError, "layer_norm",
-      "normalized_shape {} must match the last dims of the input's shape {}", normalized_shape,
-      input.sizes());
-  XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, "layer_norm",
-             "not implemented for dtype {}", to_string(input.dtype()));
-  for (const auto* t : {&weight, &bias})
-    if (*t && (*t)->defined())
-      XTEN_CHECK((*t)->sizes() == normalized_shape, ValueError, "layer_norm",
-                 "weight and bias must have shape {}, but got {}", normalized_shape, (*t)->sizes());
   DimVector dims;
   for (int64_t d = input.dim() - k; d < input.dim(); ++d) dims.push_back(d);
   const Tensor x = input.to(stats_dtype(input));
@@ -108,15 +98,8 @@ Tensor layer_norm_kernel(const Tensor& input, IntArrayRef normalized_shape,
 
 Tensor group_norm_kernel(const Tensor& input, int64_t groups, const std::optional<Tensor>& weight,
                          const std::optional<Tensor>& bias, double eps) {
-  XTEN_CHECK(input.dim() >= 2, ValueError, "group_norm",
-             "expected an input of at least 2 dims (N, C, ...), but got shape {}", input.sizes());
-  XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, "group_norm",
-             "not implemented for dtype {}", to_string(input.dtype()));
+  group_norm_meta(input, groups, weight, bias);
   const int64_t n = input.size(0), c = input.size(1);
-  XTEN_CHECK(groups > 0 && c % groups == 0, ValueError, "group_norm",
-             "the number of channels ({}) must be divisible by num_groups ({})", c, groups);
-  check_channels("group_norm", "weight", weight, c);
-  check_channels("group_norm", "bias", bias, c);
   const Tensor x = input.to(stats_dtype(input)).reshape({n, groups, -1});
   const Tensor y = ((x - x.mean({2}, true)) * rsqrt(x.var({2}, 0, true) + eps)).view(input.sizes());
   DimVector shape(static_cast<size_t>(input.dim()), 1);

@@ -1,9 +1,18 @@
 // copy_ and fill_ on CPU, and the dtype conversions the elementwise engine uses.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include <xten/core/cpu_backend.h>
 #include <xten/core/dtype_dispatch.h>
+#include <xten/core/parallel.h>
 #include <xten/dispatch/library.h>
 
 #include <xten/kernels/cpu/elementwise.h>
 #include <xten/kernels/cpu/loops.h>
+#include <xten/kernels/cpu/raw_elements.h>
 
 namespace xten::cpu {
 
@@ -18,6 +27,113 @@ void convert_element(const void* src, ScalarType src_dtype, void* dst, ScalarTyp
 }
 
 namespace {
+// Note [Vector 16-bit casts]
+// This file is compiled for the baseline (SSE2), where float <-> float16 is the scalar bit
+// arithmetic of core/half.h and float -> bfloat16 does not vectorize (SSE2 has no unsigned
+// 32 -> 16 bit pack): casting 4M floats to float16 took 7.4x libtorch's time, to bfloat16 1.9x
+// (bench/README.md, "bench_sweep"). Where the level chosen at load time is avx2 or better
+// (XTEN_CPU_CAPABILITY included, so the emulated levels run what the real ones do), contiguous
+// runs go through these functions, compiled for AVX2 and F16C (both are part of x86-64-v3, the
+// avx2 level): the F16C conversions round to nearest even like core/half.h, and the bfloat16
+// loop is its formula, branch-free, which GCC vectorizes. One difference: F16C quiets a
+// signaling float16 NaN it widens (sign and payload kept), as the elementwise engine's widen_n
+// already did.
+[[gnu::target("avx2,f16c")]] void floats_to_halves(const float* in, Half* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i*>(out + i),
+        _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) out[i] = Half(in[i]);
+}
+[[gnu::target("avx2,f16c")]] void halves_to_floats(const Half* in, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  for (; i < n; ++i) out[i] = static_cast<float>(in[i]);
+}
+[[gnu::target("avx2")]] void floats_to_bfloat16s(const float* in, BFloat16* out, int64_t n) {
+  narrow_to_bfloat16(in, out, n);  // inlined here, compiled for AVX2
+}
+
+// A contiguous run of n elements cast from S to D through the functions above; false where
+// none applies.
+template <class D, class S>
+bool vector_cast(const S* in, D* out, int64_t n) {
+  static const bool avx2 = cpu_capability() != CpuCapability::Default;
+  if (!avx2) return false;
+  if constexpr (std::is_same_v<S, float> && std::is_same_v<D, Half>) {
+    floats_to_halves(in, out, n);
+    return true;
+  } else if constexpr (std::is_same_v<S, Half> && std::is_same_v<D, float>) {
+    halves_to_floats(in, out, n);
+    return true;
+  } else if constexpr (std::is_same_v<S, float> && std::is_same_v<D, BFloat16>) {
+    floats_to_bfloat16s(in, out, n);
+    return true;
+  } else {
+    return false;
+  }
+}
+
+// Note [Tiled transposing copy]
+// A copy into a contiguous tensor from one whose last two dims (after merging the dims its
+// strides allow) are transposed: dst's rows are src's columns (a transposed matrix made
+// contiguous, NCHW -> NHWC). The elementwise engine walks dst in order and so reads src with a
+// stride of a whole row per element, touching a new cache line each time (a [2048, 2048] float
+// copy took 2.0-2.4x libtorch's time at one thread). Here both are walked by 32 x 32 tiles,
+// which keep the tile's src lines in L1, threads over tiles. Same dtype only: raw elements.
+bool copy_transposed(const Tensor& dst, const Tensor& src) {
+  constexpr int64_t kTile = 32;
+  if (dst.dtype() != src.dtype() || !dst.is_contiguous() || src.sizes() != dst.sizes() ||
+      src.numel() < 16 * kTile * kTile || src.storage().is_alias_of(dst.storage()))
+    return false;
+  // src's dims without those of size 1, adjacent ones merged where src's strides allow (dst is
+  // contiguous, so any merge is valid for it too).
+  std::vector<int64_t> size, stride;
+  for (int64_t d = 0; d < src.dim(); ++d) {
+    if (src.size(d) == 1) continue;
+    if (!size.empty() && stride.back() == src.size(d) * src.stride(d)) {
+      size.back() *= src.size(d);
+      stride.back() = src.stride(d);
+    } else {
+      size.push_back(src.size(d));
+      stride.push_back(src.stride(d));
+    }
+  }
+  const size_t k = size.size();
+  if (k < 2 || stride[k - 2] != 1 || stride[k - 1] <= 1) return false;
+  for (size_t d = 0; d + 2 < k; ++d)
+    if (stride[d] == 0) return false;  // a broadcast source: the engine's
+  const int64_t rows = size[k - 2], cols = size[k - 1], ld = stride[k - 1];
+  if (rows < 8 || cols < 8) return false;
+  const int64_t tr = (rows + kTile - 1) / kTile, tc = (cols + kTile - 1) / kTile;
+  const int64_t batches = src.numel() / (rows * cols), tiles = tr * tc;
+  visit_element_size("copy_", src.element_size(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    const U* in = static_cast<const U*>(src.data_ptr());
+    U* out = static_cast<U*>(dst.data_ptr());
+    parallel_for(batches * tiles, grain_for(kTile * kTile), [&](int64_t b, int64_t e) {
+      for (int64_t task = b; task < e; ++task) {
+        const int64_t batch = task / tiles, t = task % tiles;
+        int64_t base = 0;  // src's offset of the batch: its leading dims, innermost last
+        for (int64_t rest = batch, d = static_cast<int64_t>(k) - 3; d >= 0; --d) {
+          base += rest % size[d] * stride[d];
+          rest /= size[d];
+        }
+        const int64_t r0 = t / tc * kTile, c0 = t % tc * kTile;
+        const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+        U* o = out + batch * rows * cols;
+        const U* i = in + base;
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t c = c0; c < c1; ++c) o[r * cols + c] = i[r + c * ld];
+      }
+    });
+  });
+  return true;
+}
+
 struct Identity {
   template <class M>
   M operator()(M x) const {
@@ -30,6 +146,7 @@ void copy_into(const char* op, const Tensor& dst, const Tensor& src) {
   XTEN_CHECK(dst.is_cpu() && src.is_cpu(), DeviceError, op,
              "the CPU copy kernel got tensors on {} and {}", dst.device().str(),
              src.device().str());
+  if (copy_transposed(dst, src)) return;
   Elementwise e(op, dst, {src});
   // The input stays in its dtype; the loop converts each element on store.
   e.keep_input_dtype(0).compute_dtype(src.dtype()).result_dtype(dst.dtype());
@@ -45,6 +162,7 @@ void copy_into(const char* op, const Tensor& dst, const Tensor& src) {
           } else {
             D* __restrict__ out = reinterpret_cast<D*>(data[0]);
             const S* __restrict__ in = reinterpret_cast<const S*>(data[1]);
+            if (vector_cast(in, out, n)) return;
             for (int64_t i = 0; i < n; ++i) out[i] = cast_value<D>(in[i]);
           }
           return;

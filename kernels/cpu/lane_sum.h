@@ -30,10 +30,31 @@ struct VectorSteps {
 // Float and double: the lane-wise pairwise sum of Note [Summation accuracy]. The leaves before it
 // (Eigen's sum of 128 elements, a horizontal sum each, the halves in an order the compiler chose)
 // took 3.0-8.3 ms for 16M floats on one core of the host, this 2.6-2.8 (bench/README.md, "The
-// one-thread sum").
-template <class W>
+// one-thread sum"). Map is applied to each element (and vector) before it is added: norm's |x|
+// and x * x (LaneAbs, LaneSquare) are summed in the same order as the values themselves.
+struct LaneIdentity {
+  template <class X>
+  X operator()(const X& x) const {
+    return x;
+  }
+};
+struct LaneAbs {
+  template <class X>
+  X operator()(const X& x) const {
+    return Eigen::internal::pabs(x);
+  }
+};
+struct LaneSquare {
+  template <class X>
+  X operator()(const X& x) const {
+    return Eigen::internal::pmul(x, x);
+  }
+};
+
+template <class W, class Map = LaneIdentity>
 struct LaneSum : VectorSteps<W> {
   using typename VectorSteps<W>::P;
+  using VectorSteps<W>::kLanes;
   using VectorSteps<W>::kStep;
   // A leaf: 16 steps, so each accumulator lane adds 16 elements in a row at every level (1,024
   // floats at AVX-512, 256 at the baseline's SSE).
@@ -45,7 +66,7 @@ struct LaneSum : VectorSteps<W> {
     if (n <= kVectorLeaf) {
       const P zero = pset1<P>(W(0));
       P a[4] = {zero, zero, zero, zero};
-      LaneSum::fold_steps(p, 0, n, a, [](const P& x, const P& y) { return padd(x, y); });
+      LaneSum::fold_steps(p, 0, n, a, [](const P& x, const P& y) { return padd(x, Map()(y)); });
       return padd(padd(a[0], a[1]), padd(a[2], a[3]));
     }
     // In memory order: the order of a call's arguments is unspecified (GCC took the right half
@@ -56,11 +77,21 @@ struct LaneSum : VectorSteps<W> {
     return padd(left, blocks(p + half, n - half));
   }
 
+  // The whole steps pairwise (blocks); what is left, one vector accumulator and then one by one
+  // (a short row, such as a 7 x 7 pooling window, is mostly tail: 49 floats at AVX-512 were 49
+  // dependent adds).
   static W sum(const W* p, int64_t n) {
+    using namespace Eigen::internal;
     const int64_t m = n / kStep * kStep;
     W tail = 0;
-    for (int64_t i = m; i < n; ++i) tail += p[i];
-    return m ? Eigen::internal::predux(blocks(p, m)) + tail : tail;
+    int64_t i = m;
+    if (n - m >= kLanes) {
+      P acc = Map()(ploadu<P>(p + m));
+      for (i = m + kLanes; i + kLanes <= n; i += kLanes) acc = padd(acc, Map()(ploadu<P>(p + i)));
+      tail = predux(acc);
+    }
+    for (; i < n; ++i) tail += Map()(p[i]);
+    return m ? predux(blocks(p, m)) + tail : tail;
   }
 };
 

@@ -170,8 +170,26 @@ inline void widen_n(const T* in, M* out, int64_t n) {
 #endif
   for (; i < n; ++i) out[i] = static_cast<M>(in[i]);
 }
+// float -> bfloat16, core/half.h's rounding (to nearest even, NaN kept quiet) written without a
+// branch, which the compiler vectorizes (the scalar conversion's NaN branch kept it one element
+// at a time: every bfloat16 output of the elementwise engine, and the casts of copy.cpp).
+[[gnu::always_inline]] inline void narrow_to_bfloat16(const float* __restrict__ in,
+                                                      BFloat16* __restrict__ out, int64_t n) {
+  uint16_t* o = reinterpret_cast<uint16_t*>(out);
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t x;
+    std::memcpy(&x, in + i, sizeof x);
+    const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16, quiet_nan = (x >> 16) | 0x40u;
+    o[i] = static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+  }
+}
+
 template <class R, class V>
 inline void narrow_n(const V* in, R* out, int64_t n) {
+  if constexpr (std::is_same_v<R, BFloat16> && std::is_same_v<V, float>) {
+    static_assert(sizeof(BFloat16) == sizeof(uint16_t));
+    return narrow_to_bfloat16(in, out, n);
+  }
   int64_t i = 0;
 #if defined(__F16C__)
   if constexpr (std::is_same_v<R, Half> && std::is_same_v<V, float>) {

@@ -69,9 +69,10 @@ Tensor nll_loss_kernel(const Tensor& input, const Tensor& target,
     const T* xp = static_cast<const T*>(x.data_ptr());
     T* op = static_cast<T*>(out.data_ptr());
     double sum = 0;
+    const bool none = reduction == "none";  // once, not a string comparison per target
     const double total = for_each_target(r, w, [&](int64_t i, int64_t at, M wi) {
       const M l = -static_cast<M>(xp[at]) * wi;
-      if (reduction == "none")
+      if (none)
         op[i] = static_cast<T>(l);
       else
         sum += static_cast<double>(l);

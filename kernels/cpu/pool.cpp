@@ -13,6 +13,7 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 #include <xten/kernels/cpu/capability.h>
+#include <xten/kernels/cpu/lane_sum.h>
 
 #include <xten/kernels/common/window.h>
 #include <xten/kernels/cpu/loops.h>
@@ -200,6 +201,15 @@ Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) 
         p, ho, wo, [&](int64_t pl, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
           const T* x = src + pl * p.h * p.w;
           M sum = 0;
+          if constexpr (std::is_same_v<T, M>) {
+            if (x0 == 0 && x1 == p.w) {
+              // Whole rows (global pooling, a ResNet's last pool): one contiguous run, summed
+              // lane by lane (kernels/cpu/lane_sum.h), not one dependent add per element.
+              sum = LaneSum<M>::sum(x + y0 * p.w, (y1 - y0) * p.w);
+              dst[o] = cast_value<T>(sum / static_cast<M>((y1 - y0) * (x1 - x0)));
+              return;
+            }
+          }
           for (int64_t iy = y0; iy < y1; ++iy)
             for (int64_t ix = x0; ix < x1; ++ix) sum += static_cast<M>(x[iy * p.w + ix]);
           dst[o] = cast_value<T>(sum / static_cast<M>((y1 - y0) * (x1 - x0)));

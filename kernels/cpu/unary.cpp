@@ -117,19 +117,38 @@ Tensor gelu_kernel(const Tensor& s, const std::string& approximate) {
   return unary<unary_dtypes::kGelu>("gelu", Tensor(), s, GeluErfOp{});
 }
 
-// gelu's backward in one pass (the formula written with ops took nine, an erf and an exp among
-// them), computed in opmath; the vector forms are unary_functors.h's.
+// An activation's backward in one pass over grad_output and x (its input or output), computed
+// in opmath: gelu's formula written with ops took nine passes (an erf and an exp among them),
+// sigmoid's and tanh's three, silu's six. The vector forms are unary_functors.h's.
+template <class Op>
+Tensor activation_backward(const char* op, const Tensor& grad, const Tensor& x, const Op& f) {
+  Elementwise e(op, Tensor(), {grad, x});
+  e.compute_dtype(grad.dtype());
+  e.prepare();
+  return visit_dtype<unary_dtypes::kGelu>(op, e.compute(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return e.run(make_loop<T, T, T>(f));
+  });
+}
+
 Tensor gelu_backward_kernel(const Tensor& grad, const Tensor& self,
                             const std::string& approximate) {
   check_gelu_backward(grad, self, approximate);
-  Elementwise e("gelu_backward", Tensor(), {grad, self});
-  e.compute_dtype(grad.dtype());
-  e.prepare();
-  return visit_dtype<unary_dtypes::kGelu>("gelu_backward", e.compute(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (approximate == "tanh") return e.run(make_loop<T, T, T>(GeluTanhBackwardOp{}));
-    return e.run(make_loop<T, T, T>(GeluErfBackwardOp{}));
-  });
+  if (approximate == "tanh")
+    return activation_backward("gelu_backward", grad, self, GeluTanhBackwardOp{});
+  return activation_backward("gelu_backward", grad, self, GeluErfBackwardOp{});
+}
+Tensor sigmoid_backward_kernel(const Tensor& grad, const Tensor& output) {
+  check_pointwise_backward("sigmoid_backward", grad, output, "output");
+  return activation_backward("sigmoid_backward", grad, output, SigmoidBackwardOp{});
+}
+Tensor tanh_backward_kernel(const Tensor& grad, const Tensor& output) {
+  check_pointwise_backward("tanh_backward", grad, output, "output");
+  return activation_backward("tanh_backward", grad, output, TanhBackwardOp{});
+}
+Tensor silu_backward_kernel(const Tensor& grad, const Tensor& self) {
+  check_pointwise_backward("silu_backward", grad, self);
+  return activation_backward("silu_backward", grad, self, SiluBackwardOp{});
 }
 
 template <class M>
@@ -221,6 +240,9 @@ XTEN_CPU_KERNELS(unary, m) {
   m.impl("isfinite", isfinite_kernel);
   m.impl("gelu", gelu_kernel);
   m.impl("gelu_backward", gelu_backward_kernel);
+  m.impl("sigmoid_backward", sigmoid_backward_kernel);
+  m.impl("tanh_backward", tanh_backward_kernel);
+  m.impl("silu_backward", silu_backward_kernel);
   m.impl("nan_to_num", nan_to_num_kernel);
 }
 

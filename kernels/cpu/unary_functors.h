@@ -39,6 +39,29 @@ struct VecTanh {
     return Eigen::internal::ptanh(x);
   }
 };
+// sin and cos (float): Eigen's psin/pcos (a Cody-Waite reduction by pi/2 with an exact
+// fallback for huge arguments, then polynomials). Worst error found, every 97th float of the
+// whole range and its negative against a double sin/cos: 1.49 ulp at the avx2 level. At the
+// default level (no FMA) the reduction loses bits as |x| grows, 1.70 ulp up to 50 but 2.4 at
+// 400, so SinOp and CosOp send |x| > 48 to the C library there (an edge). inf and NaN give NaN,
+// sin(-0) is -0 (documented bound: 2 ulp, docs/cpu_kernels.md). The C library's, one element at
+// a time everywhere, made sin 9-14x slower than libtorch's.
+template <class S>
+struct VecSin {
+  S operator()(const S& x) const { return std::sin(x); }
+  template <class P>
+  P packetOp(const P& x) const {
+    return Eigen::internal::psin(x);
+  }
+};
+template <class S>
+struct VecCos {
+  S operator()(const S& x) const { return std::cos(x); }
+  template <class P>
+  P packetOp(const P& x) const {
+    return Eigen::internal::pcos(x);
+  }
+};
 // Note [Vector exp]: Eigen's float pexp (Cephes' reduction and polynomial) ends in its generic
 // ldexp, which splits the exponent in four to reach 2^+-278 (ten vector ops of a pexp's ~25);
 // the functions here only call the vector exp where its result is a normal float, so the
@@ -167,6 +190,33 @@ struct VecGeluErfGrad {
     return pmul(g, padd(cdf, pmul(x, pdf)));
   }
 };
+// silu's derivative times g: s (1 + x (1 - s)), s = 1 / (1 + exp(-x)). Where -x is past the
+// vector exp's range (Note [Vector exp]: x below -87, where s is tiny but the derivative still a
+// normal number down to -88.7, below which exp(-x) overflows and it is 0) or x is NaN, the
+// packet is computed lane by lane with the scalar form; for large x, s rounds to 1 exactly as
+// the scalar form's does. Float only (double: the scalar form).
+template <class S>
+struct VecSiluGrad {
+  S operator()(const S& g, const S& x) const {
+    const S s = S(1) / (S(1) + std::exp(-x));
+    return g * (s * (S(1) + x * (S(1) - s)));
+  }
+  template <class P>
+  P packetOp(const P& g, const P& x) const {
+    using namespace Eigen::internal;
+    if (predux_any(pcmp_lt_or_nan(x, pset1<P>(S(-87))))) {
+      constexpr int kLanes = unpacket_traits<P>::size;
+      S gs[kLanes], xs[kLanes];
+      pstoreu(gs, g);
+      pstoreu(xs, x);
+      for (int i = 0; i < kLanes; ++i) gs[i] = (*this)(gs[i], xs[i]);
+      return ploadu<P>(gs);
+    }
+    const P one = pset1<P>(S(1));
+    const P s = pdiv(one, padd(one, VecExp<S>{}.packetOp(pnegate(x))));
+    return pmul(g, pmul(s, padd(one, pmul(x, psub(one, s)))));
+  }
+};
 // gelu's tanh-form derivative times g (GeluTanhBackwardOp says how). Where -2u is past the
 // vector exp's range (x below about -9.4 in float) s is 0 and so is the derivative; the
 // infinities give NaN, as the formula written with ops does.
@@ -223,6 +273,10 @@ template <class S>
 struct functor_traits<VecGeluTanhGrad<S>> {
   enum { Cost = 40, PacketAccess = std::is_same_v<S, float> };
 };
+template <class S>
+struct functor_traits<VecSiluGrad<S>> {
+  enum { Cost = 30, PacketAccess = std::is_same_v<S, float> };
+};
 template <>
 struct functor_traits<VecSqrt> {
   enum { Cost = 20, PacketAccess = 1 };
@@ -234,6 +288,14 @@ struct functor_traits<VecTanh<float>> {
 template <>
 struct functor_traits<VecTanh<double>> {  // no packet tanh for double: the C library's
   enum { Cost = 40, PacketAccess = 0 };
+};
+template <class S>
+struct functor_traits<VecSin<S>> {  // no packet sin/cos for double: the C library's
+  enum { Cost = 40, PacketAccess = std::is_same_v<S, float> };
+};
+template <class S>
+struct functor_traits<VecCos<S>> {
+  enum { Cost = 40, PacketAccess = std::is_same_v<S, float> };
 };
 }  // namespace Eigen::internal
 
@@ -293,8 +355,19 @@ XTEN_UNARY_FUNCTOR(Expm1Op, std::expm1(x), x.expm1())
 XTEN_UNARY_FUNCTOR(SqrtOp, std::sqrt(x), x.unaryExpr(VecSqrt{}))
 XTEN_UNARY_FUNCTOR(RsqrtOp, M(1) / std::sqrt(x), x.unaryExpr(VecSqrt{}).inverse())
 XTEN_UNARY_FUNCTOR(ReciprocalOp, M(1) / x, x.inverse())
-XTEN_UNARY_FUNCTOR(SinOp, std::sin(x), x.sin())
-XTEN_UNARY_FUNCTOR(CosOp, std::cos(x), x.cos())
+#if defined(__FMA__)
+XTEN_UNARY_FUNCTOR(SinOp, std::sin(x), x.unaryExpr(VecSin<S>{}))
+XTEN_UNARY_FUNCTOR(CosOp, std::cos(x), x.unaryExpr(VecCos<S>{}))
+#else
+// Without FMA the packet forms' reduction loses bits as |x| grows (2.0 ulp at 85, 2.4 at 400):
+// beyond 48 the C library's forms run (VecSin says more).
+template <class M>
+constexpr M kTrigVectorMax = M(48);
+XTEN_UNARY_EDGE_FUNCTOR(SinOp, std::sin(x), x.unaryExpr(VecSin<S>{}),
+                        !(std::abs(x) <= kTrigVectorMax<M>))
+XTEN_UNARY_EDGE_FUNCTOR(CosOp, std::cos(x), x.unaryExpr(VecCos<S>{}),
+                        !(std::abs(x) <= kTrigVectorMax<M>))
+#endif
 XTEN_UNARY_FUNCTOR(TanOp, std::tan(x), x.tan())
 // NaN lanes: the packet tanh clamps its input first.
 XTEN_UNARY_EDGE_FUNCTOR(TanhOp, std::tanh(x), x.unaryExpr(VecTanh<S>{}), x != x)
@@ -314,7 +387,21 @@ XTEN_UNARY_FUNCTOR(CeilOp, std::ceil(x), x.ceil())
 XTEN_UNARY_FUNCTOR(RoundOp, std::nearbyint(x), x.rint())  // half to even
 XTEN_UNARY_SCALAR_FUNCTOR(TruncOp, std::trunc(x))
 XTEN_UNARY_FUNCTOR(NegOp, wrap_neg(x), -x)
-XTEN_UNARY_SCALAR_FUNCTOR(AbsOp, x < 0 ? wrap_neg(x) : x)
+// Floats: std::abs, so that abs(-0.0) is +0.0 (as in PyTorch; `x < 0 ? -x : x` kept the sign),
+// and a vector form (bfloat16 abs was 0.27-0.76x libtorch converted one element at a time).
+struct AbsOp {
+  template <class M>
+  M operator()(M x) const {
+    if constexpr (std::is_floating_point_v<M>)
+      return std::abs(x);
+    else
+      return x < 0 ? wrap_neg(x) : x;
+  }
+  template <class A>
+  auto vec(const A& x) const {
+    return x.abs();
+  }
+};
 // NaN in, NaN out (as PyTorch): `x < 0` is false for NaN, so NaN passes through.
 XTEN_UNARY_SCALAR_FUNCTOR(ReluOp, static_cast<M>(x < 0 ? M(0) : x))
 XTEN_UNARY_SCALAR_FUNCTOR(IdentityOp, x)
@@ -402,6 +489,40 @@ struct GeluTanhBackwardOp {
   template <class A, class B>
   auto vec(const A& g, const B& x) const {
     return g.binaryExpr(x, VecGeluTanhGrad<typename A::Scalar>{});
+  }
+};
+// sigmoid's and tanh's derivatives from their output y, times g (as PyTorch's kernels compute
+// them); silu's from its input (VecSiluGrad).
+struct SigmoidBackwardOp {
+  template <class M>
+  M operator()(M g, M y) const {
+    return g * ((M(1) - y) * y);
+  }
+  template <class A, class B>
+  auto vec(const A& g, const B& y) const {
+    using S = typename A::Scalar;
+    return g * ((S(1) - y) * y);
+  }
+};
+struct TanhBackwardOp {
+  template <class M>
+  M operator()(M g, M y) const {
+    return g * (M(1) - y * y);
+  }
+  template <class A, class B>
+  auto vec(const A& g, const B& y) const {
+    using S = typename A::Scalar;
+    return g * (S(1) - y * y);
+  }
+};
+struct SiluBackwardOp {
+  template <class M>
+  M operator()(M g, M x) const {
+    return VecSiluGrad<M>{}(g, x);
+  }
+  template <class A, class B>
+  auto vec(const A& g, const B& x) const {
+    return g.binaryExpr(x, VecSiluGrad<typename A::Scalar>{});
   }
 };
 struct IsNanOp {

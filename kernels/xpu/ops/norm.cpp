@@ -25,7 +25,7 @@ TensorTriple batch_norm_backward_kernel(const Tensor& grad_output, const Tensor&
                                         const std::optional<Tensor>& running_var, bool training,
                                         double eps) {
   const char* op = "batch_norm_backward";
-  const NormBackwardMeta m =
+  const NormMeta m =
       batch_norm_backward_meta(grad_output, input, weight, running_mean, running_var, training);
   const ScalarType t = input.dtype(), mt = t == kDouble ? kDouble : kFloat;
   const Tensor x = input.contiguous(), g = grad_output.to(t).contiguous();
@@ -56,7 +56,7 @@ TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor&
                                         IntArrayRef normalized_shape,
                                         const std::optional<Tensor>& weight, double eps) {
   const char* op = "layer_norm_backward";
-  const NormBackwardMeta m = layer_norm_backward_meta(grad_output, input, normalized_shape, weight);
+  const NormMeta m = layer_norm_backward_meta(grad_output, input, normalized_shape, weight);
   const ScalarType t = input.dtype(), mt = t == kDouble ? kDouble : kFloat;
   const Tensor x = input.contiguous(), g = grad_output.to(t).contiguous();
   const Tensor w = opmath_or_dummy(weight, mt, x);
