@@ -117,6 +117,17 @@ TEST(Index, ScatterOfARepeatedLineMovesWholeRows) {
         }
       }
     }
+  // A long index checked on several threads still names the first bad value in order.
+  {
+    Tensor big = zeros({200000}, kLong);
+    big.select(0, 150000).fill_(7);
+    big.select(0, 120000).fill_(-9);
+    const int threads = get_num_threads();
+    set_num_threads(4);
+    EXPECT_THROW_MSG(gather(zeros({5}), 0, big), IndexError,
+                     "[gather] index -9 is out of range for dim 0 of size 5");
+    set_num_threads(threads);
+  }
   // Range errors name the line's bad value, as the element path does.
   EXPECT_THROW_MSG(scatter_add(zeros({3, 2}), 0,
                                tensor(std::vector<int64_t>{0, 3}, IntArrayRef{2, 1}).expand({2, 2}),
