@@ -228,6 +228,50 @@ TEST(Unary, SinCosWithinTwoUlp) {
   EXPECT_EQ(cos(full({64}, -0.0f)).data_ptr<float>()[7], 1.0f);
 }
 
+// log (Note [Vector log]) over every 61st positive float, subnormals included (Eigen's plog
+// clamped them to the smallest normal), against a double log; the edges, float and double.
+TEST(Unary, LogWithinOneUlpSubnormalsIncluded) {
+  std::vector<float> xs;
+  for (uint32_t b = 1; b < 0x7f800000u; b += 61) {
+    float x;
+    std::memcpy(&x, &b, sizeof x);
+    xs.push_back(x);
+  }
+  for (float x : {1.0f, 1.41421356f, 1.41421366f, 0.70710677f, 2.0f, 0.5f, 1e-45f, 3.4e38f})
+    xs.push_back(x);
+  const Tensor in = from_blob(xs.data(), {static_cast<int64_t>(xs.size())}, kFloat).clone();
+  const Tensor out = log(in);
+  const float* y = out.data_ptr<float>();
+  double worst = 0;
+  float worst_x = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double ref = std::log(static_cast<double>(xs[i]));
+    const double ulp = std::exp2(std::floor(std::log2(std::max(std::abs(ref), 1.2e-38))) - 23);
+    const double e = std::abs(y[i] - ref) / ulp;
+    if (e > worst) worst = e, worst_x = xs[i];
+  }
+  EXPECT_LE(worst, 1.0) << "log at x = " << worst_x;
+  EXPECT_NEAR(log(full({64}, 1e-40f)).data_ptr<float>()[9], std::log(1e-40), 1e-5);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  for (ScalarType t : {kFloat, kDouble}) {
+    const std::vector<double> v8 = {0.0, -0.0, -1.0, inf, -inf, nan, 1.0, 1e-310};
+    const Tensor e = log(tensor(v8, IntArrayRef({8}), TensorOptions(kDouble)).to(t).repeat({9}));
+    const Tensor d = e.to(kDouble);
+    for (int64_t r = 0; r < 9; ++r) {
+      const double* v = d.data_ptr<double>() + 8 * r;
+      EXPECT_EQ(v[0], -inf);
+      EXPECT_EQ(v[1], -inf);
+      EXPECT_TRUE(std::isnan(v[2]) && std::isnan(v[4]) && std::isnan(v[5]));
+      EXPECT_EQ(v[3], inf);
+      EXPECT_EQ(v[6], 0.0);
+      if (t == kDouble)
+        EXPECT_DOUBLE_EQ(v[7], std::log(1e-310)) << "double subnormal";
+      else
+        EXPECT_EQ(v[7], -inf) << "1e-310 is 0 in float";
+    }
+  }
+}
+
 // sigmoid_backward, tanh_backward and silu_backward (one kernel each) against the derivatives in
 // double, every float dtype, contiguous and strided; silu's far negative range and NaN (the
 // scalar lanes of VecSiluGrad) against the composite's values; the errors.

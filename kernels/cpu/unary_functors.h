@@ -94,6 +94,53 @@ struct VecExp {
     }
   }
 };
+// Note [Vector log]: float log with the exponent and mantissa taken from the bits (Eigen's plog
+// calls its generic frexp and clamps subnormal inputs to the smallest normal float, so log(1e-40)
+// came out as -87.3 instead of -92.1). x = 2^e m, m in [sqrt(1/2), sqrt(2)); log(x) = e ln 2 +
+// log1p(m - 1), the last from Cephes' degree-8 polynomial (f - f^2/2 + f^3 P(f)) and ln 2 in two
+// parts, so e ln 2 adds no rounding of its own. Subnormals are scaled by 2^23 first (and 23 taken
+// off e); 0 gives -inf, negatives and NaN NaN, +inf +inf, all selected in the vector, so the op
+// needs no edge pass. Worst error found: docs/cpu_kernels.md, "Vector math". Double keeps
+// Eigen's plog (exact for normal doubles; a double subnormal takes the scalar form, LogOp::edge).
+template <class S>
+struct VecLog {
+  S operator()(const S& x) const { return std::log(x); }
+  template <class P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    if constexpr (std::is_same_v<S, float>) {
+      using PI = typename unpacket_traits<P>::integer_packet;
+      const P one = pset1<P>(1.0f);
+      const P sub = pcmp_lt(x, pset1<P>(std::numeric_limits<float>::min()));
+      const P xn = pselect(sub, pmul(x, pset1<P>(8388608.0f)), x);  // 2^23
+      const P biased = pcast<PI, P>(plogical_shift_right<23>(preinterpret<PI>(xn)));
+      P e = psub(biased, pselect(sub, pset1<P>(150.0f), pset1<P>(127.0f)));
+      P m = por(pand(xn, pset1frombits<P>(0x007fffffu)), one);  // [1, 2)
+      const P high = pcmp_lt(pset1<P>(1.41421356237f), m);
+      m = pselect(high, pmul(m, pset1<P>(0.5f)), m);
+      e = padd(e, pand(high, one));
+      const P f = psub(m, one), f2 = pmul(f, f), f3 = pmul(f2, f);
+      P y = pmadd(pset1<P>(7.0376836292E-2f), f, pset1<P>(-1.1514610310E-1f));
+      P y1 = pmadd(pset1<P>(-1.2420140846E-1f), f, pset1<P>(1.4249322787E-1f));
+      P y2 = pmadd(pset1<P>(2.0000714765E-1f), f, pset1<P>(-2.4999993993E-1f));
+      y = pmadd(y, f, pset1<P>(1.1676998740E-1f));
+      y1 = pmadd(y1, f, pset1<P>(-1.6668057665E-1f));
+      y2 = pmadd(y2, f, pset1<P>(3.3333331174E-1f));
+      y = pmadd(y, f3, y1);
+      y = pmadd(y, f3, y2);
+      y = pmul(y, f3);
+      y = pmadd(e, pset1<P>(-2.12194440e-4f), y);
+      y = pmadd(pset1<P>(-0.5f), f2, y);
+      P r = pmadd(e, pset1<P>(0.693359375f), padd(f, y));
+      const P inf = pset1<P>(std::numeric_limits<float>::infinity());
+      r = pselect(pcmp_eq(x, inf), inf, r);
+      r = por(r, pcmp_lt_or_nan(x, pzero(x)));  // NaN
+      return pselect(pcmp_eq(x, pzero(x)), pnegate(inf), r);
+    } else {
+      return plog(x);
+    }
+  }
+};
 // Note [Vector erf]: float erf without the C library (which computes one element at a time and
 // made gelu's exact form 10-20x slower than libtorch's), within its 1-ulp bound. Three ranges of
 // |x|, each computed for every lane and then selected (no branches); the polynomials were fitted
@@ -257,6 +304,10 @@ template <>
 struct functor_traits<VecExp<double>> {
   enum { Cost = 25, PacketAccess = packet_traits<double>::HasExp };
 };
+template <class S>
+struct functor_traits<VecLog<S>> {
+  enum { Cost = 30, PacketAccess = packet_traits<S>::HasLog };
+};
 template <>
 struct functor_traits<VecErf<float>> {
   enum { Cost = 40, PacketAccess = 1 };
@@ -347,7 +398,15 @@ constexpr M kExpHigh = sizeof(M) == 4 ? M(88.0) : M(708.0);
 XTEN_UNARY_EDGE_FUNCTOR(ExpOp, std::exp(x), x.unaryExpr(VecExp<S>{}),
                         !(x >= -kExpLimit<M>) | !(x <= kExpHigh<M>))  // `|`: vectorizes
 XTEN_UNARY_SCALAR_FUNCTOR(Exp2Op, std::exp2(x))
-XTEN_UNARY_FUNCTOR(LogOp, std::log(x), x.log())
+// Float's vector log is whole (Note [Vector log]); double's clamps subnormals, the one edge.
+struct LogOp {
+  XTEN_UNARY_SCALAR_PART(std::log(x))
+  XTEN_UNARY_VEC_PART(x.unaryExpr(VecLog<S>{}))
+  template <class M, std::enable_if_t<sizeof(M) == 8, int> = 0>
+  bool edge(M x) const {
+    return x > M(0) && x < std::numeric_limits<M>::min();
+  }
+};
 XTEN_UNARY_FUNCTOR(Log2Op, std::log2(x), x.log2())
 XTEN_UNARY_FUNCTOR(Log10Op, std::log10(x), x.log10())
 XTEN_UNARY_FUNCTOR(Log1pOp, std::log1p(x), x.log1p())
