@@ -587,6 +587,24 @@
     (const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,         \
      IntArrayRef dilation, bool ceil_mode),                                                        \
     (self, kernel_size, stride, padding, dilation, ceil_mode))                                     \
+  /* the backward of max_pool2d_with_indices and avg_pool2d: only self's sizes, dtype and */       \
+  /* device are read (kernels/cpu/pool.cpp; composites in kernels/composite/pool.cpp) */           \
+  X(FN, max_pool2d_with_indices_backward, max_pool2d_with_indices_backward,                        \
+    "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, "       \
+    "int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",   \
+    Tensor,                                                                                        \
+    (const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,   \
+     IntArrayRef padding, IntArrayRef dilation, bool ceil_mode, const Tensor& indices),            \
+    (grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices))               \
+  X(FN, avg_pool2d_backward, avg_pool2d_backward, "avg_pool2d_backward(Tensor grad_output, "       \
+    "Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, "             \
+    "bool count_include_pad, int? divisor_override) -> Tensor",                                    \
+    Tensor,                                                                                        \
+    (const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,   \
+     IntArrayRef padding, bool ceil_mode, bool count_include_pad,                                  \
+     std::optional<int64_t> divisor_override),                                                     \
+    (grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,                \
+     divisor_override))                                                                            \
   X(FN, avg_pool2d, avg_pool2d, "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride, "      \
     "int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor",    \
     Tensor,                                                                                        \
@@ -717,6 +735,15 @@
     Tensor,                                                                                        \
     (const Tensor& self, const Tensor& target, const std::string& reduction),                      \
     (self, target, reduction))                                                                     \
+  /* mse_loss's input gradient, 2 (self - target) grad (over the count for 'mean'), in the */      \
+  /* shape self and target broadcast to (kernels/cpu/loss.cpp; composite in */                     \
+  /* kernels/composite/loss.cpp) */                                                                \
+  X(FN, mse_loss_backward, mse_loss_backward, "mse_loss_backward(Tensor grad_output, Tensor "      \
+    "self, Tensor target, str reduction='mean') -> Tensor",                                        \
+    Tensor,                                                                                        \
+    (const Tensor& grad_output, const Tensor& self, const Tensor& target,                          \
+     const std::string& reduction),                                                                \
+    (grad_output, self, target, reduction))                                                        \
   X(FN, l1_loss, l1_loss, "l1_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor",   \
     Tensor,                                                                                        \
     (const Tensor& self, const Tensor& target, const std::string& reduction),                      \

@@ -425,6 +425,16 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArray
 Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
                   IntArrayRef padding = {0}, bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<int64_t> divisor_override = std::nullopt);
+// The input gradients of max_pool2d_with_indices (each gradient added at its index) and of
+// avg_pool2d (spread over its window, over its divisor). Of `self` only the sizes, dtype and
+// device are read.
+Tensor max_pool2d_with_indices_backward(const Tensor& grad_output, const Tensor& self,
+                                        IntArrayRef kernel_size, IntArrayRef stride,
+                                        IntArrayRef padding, IntArrayRef dilation, bool ceil_mode,
+                                        const Tensor& indices);
+Tensor avg_pool2d_backward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size,
+                           IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
+                           bool count_include_pad, std::optional<int64_t> divisor_override);
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size);
 std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size);
 // Bilinear resize of [N, C, H, W] to [N, C, output_size] (PyTorch's interpolate with
@@ -513,6 +523,10 @@ Tensor group_norm(const Tensor& input, int64_t num_groups,
 
 // ---- losses (reduction: "none", "mean" or "sum") -----------------------------------------
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
+// mse_loss's gradient with respect to `self`: 2 (self - target) grad_output, over the element
+// count for "mean"; in the shape self and target broadcast to.
+Tensor mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                         const std::string& reduction = "mean");
 Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,
                       const std::string& reduction = "mean", double beta = 1.0);

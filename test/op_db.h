@@ -322,9 +322,31 @@ inline const std::vector<OpInfo>& op_db() {
       {"avg_pool2d_include_pad",
        {{2, 5, 6}},
        [](const V& x) { return avg_pool2d(x[0], {2, 3}, {1, 2}, {1, 1}); }},
+      // the pooling backwards: the gradient is the differentiable input; self (only its shape
+      // is read) and the indices (from a forward on distinct values) are made here
+      {"max_pool2d_with_indices_backward",
+       {{2, 2, 3, 4}},
+       [](const V& x) {
+         const Tensor self =
+             sin(arange(192, TensorOptions(x[0].dtype())) * 1.7).reshape({2, 2, 6, 8});
+         const Tensor indices =
+             std::get<1>(max_pool2d_with_indices(self, {3, 3}, {2, 2}, {1, 1})).to(x[0].device());
+         return max_pool2d_with_indices_backward(x[0], self.to(x[0].device()), {3, 3}, {2, 2},
+                                                 {1, 1}, {1, 1}, false, indices);
+       }},
+      {"avg_pool2d_backward",
+       {{2, 2, 3, 4}},
+       [](const V& x) {
+         const Tensor self = zeros({2, 2, 6, 8}, x[0].dtype(), x[0].device());
+         return avg_pool2d_backward(x[0], self, {3, 3}, {2, 2}, {1, 1}, false, false,
+                                    std::nullopt);
+       }},
       {"adaptive_avg_pool2d",
        {{2, 2, 5, 7}},
        [](const V& x) { return adaptive_avg_pool2d(x[0], {3, 2}); }},
+      {"adaptive_avg_pool2d_tiling",  // windows that tile the input: avg_pool2d's backward
+       {{2, 3, 6, 4}},
+       [](const V& x) { return adaptive_avg_pool2d(x[0], {3, 1}); }},
       {"upsample_bilinear2d",
        {{2, 2, 3, 4}},
        [](const V& x) { return upsample_bilinear2d(x[0], {5, 7}); }},
@@ -392,6 +414,15 @@ inline const std::vector<OpInfo>& op_db() {
        [](const V& x) { return group_norm(x[0], 2, x[1], x[2]); }},
       // losses
       {"mse_loss", {{3, 4}, {3, 4}}, [](const V& x) { return mse_loss(x[0], x[1]); }},
+      {"mse_loss_broadcast_sum",
+       {{3, 4}, {4}},
+       [](const V& x) { return mse_loss(x[0], x[1], "sum"); }},
+      {"mse_loss_backward",  // the reduced loss's gradient (0-d) last
+       {{3, 4}, {3, 4}, {}},
+       [](const V& x) { return mse_loss_backward(x[2], x[0], x[1], "mean"); }},
+      {"mse_loss_backward_none",
+       {{3, 4}, {3, 4}, {3, 4}},
+       [](const V& x) { return mse_loss_backward(x[0], x[1], x[2], "none"); }},
       {"l1_loss", {{3, 4}, {3, 4}}, [](const V& x) { return l1_loss(x[0], x[1], "sum"); }},
       {"smooth_l1_loss",
        {{3, 4}, {3, 4}},

@@ -435,6 +435,97 @@ TEST(FusedBackward, CpuKernelsMatchTheirComposites) {
   }
 }
 
+// max_pool2d_with_indices_backward, avg_pool2d_backward and mse_loss_backward (Note [Pooling
+// backward], kernels/cpu/loss.cpp) against their composites, every float dtype, over windows that
+// tile, overlap, pad, dilate and (ceil_mode) reach past the input, 3-D and 4-D; and the
+// derivatives of max_pool2d, avg_pool2d and mse_loss use them (one node, no saved input).
+TEST(FusedBackward, PoolingAndMseLossKernelsMatchTheirComposites) {
+  for (const char* op :
+       {"max_pool2d_with_indices_backward", "avg_pool2d_backward", "mse_loss_backward"}) {
+    const std::string table = dump_dispatch_table(std::string("xten::") + op);
+    EXPECT_NE(table.find("  CPU          kernel from"), std::string::npos) << table;
+    EXPECT_NE(table.find("AutogradCPU  CompositeImplicit kernel"), std::string::npos) << table;
+  }
+  struct Win {
+    std::vector<int64_t> k, s, p, d;
+    bool ceil;
+  };
+  const std::vector<Win> wins = {{{2, 2}, {2, 2}, {0, 0}, {1, 1}, false},
+                                 {{3, 3}, {2, 2}, {1, 1}, {1, 1}, false},
+                                 {{3, 2}, {2, 1}, {1, 0}, {1, 1}, true},
+                                 {{2, 3}, {3, 2}, {0, 1}, {2, 1}, true}};
+  manual_seed(6);
+  for (ScalarType dt : {kDouble, kFloat, kHalf, kBFloat16}) {
+    SCOPED_TRACE(to_string(dt));
+    const double tol = dt == kDouble ? 1e-12 : dt == kFloat ? 1e-5 : 2e-2;
+    for (const auto& shape : std::vector<std::vector<int64_t>>{{2, 3, 9, 11}, {3, 7, 8}}) {
+      const Tensor x = randn(shape).to(dt);
+      for (const Win& w : wins) {
+        auto [y, ind] = max_pool2d_with_indices(x, w.k, w.s, w.p, w.d, w.ceil);
+        const Tensor g = randn(y.sizes()).to(dt), gg = g.detach().requires_grad_();
+        const Tensor fused =
+            max_pool2d_with_indices_backward(g, x, w.k, w.s, w.p, w.d, w.ceil, ind);
+        const Tensor comp =
+            max_pool2d_with_indices_backward(gg, x, w.k, w.s, w.p, w.d, w.ceil, ind).detach();
+        ASSERT_EQ(fused.sizes(), x.sizes());
+        EXPECT_EQ(fused.dtype(), dt);
+        EXPECT_TRUE(allclose(fused, comp, tol, tol))
+            << IntArrayRef(w.k) << IntArrayRef(w.s) << w.ceil;
+        if (w.d[0] != 1 || w.d[1] != 1) continue;  // avg_pool2d has no dilation
+        for (bool include_pad : {true, false}) {
+          for (std::optional<int64_t> div : {std::optional<int64_t>(), std::optional<int64_t>(5)}) {
+            const Tensor ya = avg_pool2d(x, w.k, w.s, w.p, w.ceil, include_pad, div);
+            const Tensor ga = randn(ya.sizes()).to(dt), gga = ga.detach().requires_grad_();
+            const Tensor fa = avg_pool2d_backward(ga, x, w.k, w.s, w.p, w.ceil, include_pad, div);
+            const Tensor ca =
+                avg_pool2d_backward(gga, x, w.k, w.s, w.p, w.ceil, include_pad, div).detach();
+            ASSERT_EQ(fa.sizes(), x.sizes());
+            EXPECT_TRUE(allclose(fa, ca, tol, tol))
+                << IntArrayRef(w.k) << IntArrayRef(w.s) << include_pad;
+          }
+        }
+      }
+    }
+    // The sums: a max pooling gradient moves each gradient to one element.
+    const Tensor x = randn({2, 3, 10, 10}).to(dt);
+    auto [y, ind] = max_pool2d_with_indices(x, {3, 3}, {2, 2}, {1, 1});
+    const Tensor g = ones(y.sizes(), dt, Device("cpu"));
+    EXPECT_NEAR(max_pool2d_with_indices_backward(g, x, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, ind)
+                    .to(kDouble)
+                    .sum()
+                    .item<double>(),
+                static_cast<double>(y.numel()), 1e-9);
+    // mse_loss_backward: each reduction, broadcast target, non-contiguous input.
+    const Tensor a = randn({6, 5}).to(dt).t(), b = randn({6, 5}).to(dt).t(),
+                 row = randn({6}).to(dt);
+    for (const char* red : {"mean", "sum", "none"}) {
+      for (const Tensor& t : {b, row}) {
+        const Tensor go = std::string(red) == "none" ? randn({5, 6}).to(dt) : randn({}).to(dt);
+        const Tensor fused = mse_loss_backward(go, a, t, red);
+        const Tensor comp = mse_loss_backward(go.detach().requires_grad_(), a, t, red).detach();
+        ASSERT_EQ(fused.sizes(), comp.sizes());
+        EXPECT_EQ(fused.dtype(), dt);
+        EXPECT_TRUE(allclose(fused, comp, tol, tol)) << red;
+      }
+    }
+  }
+  // The forward ops' derivatives: one node each, the same gradient as the composite formula.
+  const Tensor x = randn({2, 3, 8, 8}, kDouble).requires_grad_(), t = randn({2, 3, 8, 8}, kDouble);
+  const Tensor y = max_pool2d(x, {3, 3}, {2, 2}, {1, 1});
+  const Tensor gy = randn(y.sizes(), kDouble);
+  const Tensor dx = autograd::grad({(y * gy).sum()}, {x})[0];
+  auto [y2, ind] = max_pool2d_with_indices(x.detach(), {3, 3}, {2, 2}, {1, 1});
+  EXPECT_TRUE(allclose(dx,
+                       zeros({6, 64}, kDouble, Device("cpu"))
+                           .scatter_add(1, ind.reshape({6, -1}), gy.reshape({6, -1}))
+                           .view(x.sizes()),
+                       1e-12, 1e-12));
+  const Tensor l = mse_loss(x, t);
+  EXPECT_EQ(l.grad_fn()->name(), "MseLossBackward");
+  EXPECT_TRUE(
+      allclose(autograd::grad({l}, {x})[0], (x.detach() - t) * (2.0 / x.numel()), 1e-12, 1e-12));
+}
+
 TEST(FusedBackward, BadArgumentsRaise) {
   const Tensor x = randn({4, 3}), g = randn({4, 3});
   EXPECT_THROW_MSG(_log_softmax_backward_data(randn({4, 2}), x, 1, kFloat), ValueError,
@@ -453,6 +544,34 @@ TEST(FusedBackward, BadArgumentsRaise) {
                    "[layer_norm_backward] normalized_shape (4) must match the last dims");
   EXPECT_THROW_MSG(layer_norm_backward(g.to(kLong), x.to(kLong), {3}, std::nullopt),
                    NotImplementedError, "[layer_norm_backward] not implemented for dtypes Long");
+  const Tensor img = randn({2, 3, 8, 8}), gi = randn({2, 3, 4, 4});
+  const Tensor ind = std::get<1>(max_pool2d_with_indices(img, {2, 2}));
+  EXPECT_THROW_MSG(
+      max_pool2d_with_indices_backward(gi, img, {2, 2}, {2, 2}, {0}, {1}, false,
+                                       ind.clone().fill_(64)),
+      IndexError,
+      "[max_pool2d_with_indices_backward] index 64 is out of range for an input plane of 8 x 8");
+  EXPECT_THROW_MSG(
+      max_pool2d_with_indices_backward(gi, img, {3, 3}, {2, 2}, {0}, {1}, false, ind), ValueError,
+      "[max_pool2d_with_indices_backward] grad_output must have the forward's output shape (2, "
+      "3, 3, 3), but got (2, 3, 4, 4)");
+  EXPECT_THROW_MSG(
+      max_pool2d_with_indices_backward(gi, img, {2, 2}, {2, 2}, {0}, {1}, false, ind.to(kInt)),
+      TypeError, "[max_pool2d_with_indices_backward] indices must be int64, but got Int");
+  EXPECT_THROW_MSG(
+      avg_pool2d_backward(gi.to(kDouble), img, {2, 2}, {2, 2}, {0}, false, true, std::nullopt),
+      TypeError, "[avg_pool2d_backward] grad_output and self must have one dtype");
+  EXPECT_THROW_MSG(avg_pool2d_backward(gi, img, {2, 2}, {2, 2}, {0}, false, true, 0), ValueError,
+                   "avg_pool2d_backward");
+  EXPECT_THROW_MSG(avg_pool2d_backward(gi.to(kLong), img.to(kLong), {2, 2}, {2, 2}, {0}, false,
+                                       true, std::nullopt),
+                   NotImplementedError, "[avg_pool2d_backward] not implemented for dtype Long");
+  EXPECT_THROW_MSG(mse_loss_backward(randn({}), x, x, "avg"), ValueError,
+                   "[mse_loss_backward] reduction must be 'none', 'mean' or 'sum', but got 'avg'");
+  EXPECT_THROW_MSG(mse_loss_backward(randn({}), x, randn({5}), "mean"), ValueError,
+                   "mse_loss_backward");
+  EXPECT_THROW_MSG(mse_loss_backward(randn({}), x.to(kLong), x, "mean"), NotImplementedError,
+                   "[mse_loss_backward] not implemented for input dtype Long");
 }
 
 TEST(NormFormulas, RunningStatisticsStayOutOfTheGraph) {

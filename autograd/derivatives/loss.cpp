@@ -1,6 +1,6 @@
-// Derivatives of nll_loss (kernels/cpu/loss.cpp) and binary_cross_entropy; the other losses,
-// cross_entropy included, are composites (kernels/composite/loss.cpp) and differentiate through
-// their ops.
+// Derivatives of nll_loss and mse_loss (fused backward kernels in kernels/cpu/loss.cpp) and
+// binary_cross_entropy; the other losses, cross_entropy included, are composites
+// (kernels/composite/loss.cpp) and differentiate through their ops.
 #include <algorithm>
 
 #include <xten/autograd/derivatives/common.h>
@@ -9,6 +9,13 @@ namespace xten::autograd {
 
 LIBRARY_IMPL(xten, Autograd, m) {
   Derivatives d(m);
+  // mse_loss(self, target, reduction): the fused mse_loss_backward (a composite with
+  // create_graph) in the shape self and target broadcast to; the target's gradient is its
+  // negative. The engine sums each back to its input's shape.
+  d.def("mse_loss", [](const GradContext& c) -> variable_list {
+    const Tensor gx = mse_loss_backward(c.grad(), c.input(0), c.input(1), c.arg<std::string>(2));
+    return {c.needs_grad(0) ? gx : Tensor(), c.needs_grad(1) ? -gx : Tensor()};
+  });
   // The input's gradient is the fused nll_loss_backward (a composite with create_graph). The
   // weight's, rarely asked for, in ops: for 'none' and 'sum' dL/dw_c = sum over targets i = c
   // of -x[i, c] * g_i; for 'mean' (L = S / W) of (-x[i, c] - L) / W * g.

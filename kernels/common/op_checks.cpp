@@ -69,6 +69,26 @@ void check_pointwise_backward(const char* op, const Tensor& grad, const Tensor& 
              "not implemented for dtype {}", to_string(grad.dtype()));
 }
 
+double mse_loss_backward_norm(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                              const std::string& reduction) {
+  constexpr const char* op = "mse_loss_backward";
+  XTEN_CHECK(is_floating_type(self.dtype()), NotImplementedError, op,
+             "not implemented for input dtype {}", to_string(self.dtype()));
+  XTEN_CHECK(is_floating_type(target.dtype()), TypeError, op,
+             "expected a floating target, but got {}", to_string(target.dtype()));
+  XTEN_CHECK(is_floating_type(grad_output.dtype()), TypeError, op,
+             "expected a floating grad_output, but got {}", to_string(grad_output.dtype()));
+  check_same_device(op, {&grad_output, &self, &target});
+  XTEN_CHECK(reduction == "none" || reduction == "mean" || reduction == "sum", ValueError, op,
+             "reduction must be 'none', 'mean' or 'sum', but got '{}'", reduction);
+  const DimVector both = broadcast_shapes(op, self.sizes(), target.sizes());
+  (void)broadcast_shapes(op, both, grad_output.sizes());
+  if (reduction != "mean") return 2.0;
+  int64_t n = 1;
+  for (int64_t s : both) n *= s;
+  return 2.0 / static_cast<double>(n);  // n = 0: no element reads it
+}
+
 void check_threshold_backward(const Tensor& grad, const Tensor& self) {
   check_pointwise_backward("threshold_backward", grad, self);
 }

@@ -171,6 +171,12 @@ void check_masked_select_mask(const Tensor& mask);
 void check_topk_k(const char* op, int64_t k, int64_t n, int64_t d);
 // gelu's approximate: none or tanh.
 void check_gelu_approximate(const std::string& approximate, const char* op = "gelu");
+// mse_loss_backward's checks (floating self and target, a known reduction, one device, and a
+// grad_output that broadcasts with them); returns the factor of (self - target) * grad_output:
+// 2, or 2 over the element count of self and target broadcast for 'mean'.
+double mse_loss_backward_norm(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                              const std::string& reduction);
+
 // A pointwise backward's operands (threshold_backward, gelu_backward, sigmoid_backward,
 // tanh_backward, silu_backward): grad_output and the other operand (self or output) of one
 // shape, dtype and device, and a floating dtype.

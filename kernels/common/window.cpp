@@ -190,8 +190,8 @@ Window window_args(const char* op, const Planes& p, IntArrayRef kernel, IntArray
   return w;
 }
 
-void check_divisor_override(std::optional<int64_t> divisor_override) {
-  XTEN_CHECK(!divisor_override || *divisor_override != 0, ValueError, "avg_pool2d",
+void check_divisor_override(std::optional<int64_t> divisor_override, const char* op) {
+  XTEN_CHECK(!divisor_override || *divisor_override != 0, ValueError, op,
              "divisor_override must be nonzero");
 }
 
@@ -227,6 +227,35 @@ PoolMeta avg_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef st
   return pool_outputs(std::move(m), input, false);
 }
 
+PoolBackwardMeta pool2d_backward_meta(const char* op, const Tensor& grad_output, const Tensor& self,
+                                      IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
+                                      IntArrayRef dilation, bool ceil_mode, const Tensor* indices) {
+  PoolBackwardMeta m;
+  m.p = planes_of(op, self);
+  m.w = window_args(op, m.p, kernel, stride, padding, dilation, ceil_mode);
+  const DimVector out = m.p.shape(m.w.ho, m.w.wo);
+  XTEN_CHECK(grad_output.sizes() == IntArrayRef(out), ValueError, op,
+             "grad_output must have the forward's output shape {}, but got {}", IntArrayRef(out),
+             grad_output.sizes());
+  XTEN_CHECK(grad_output.dtype() == self.dtype(), TypeError, op,
+             "grad_output and self must have one dtype, but got {} and {}",
+             to_string(grad_output.dtype()), to_string(self.dtype()));
+  XTEN_CHECK(grad_output.device() == self.device(), ValueError, op,
+             "grad_output and self must be on one device, but got {} and {}",
+             grad_output.device().str(), self.device().str());
+  if (indices) {
+    XTEN_CHECK(indices->dtype() == kLong, TypeError, op, "indices must be int64, but got {}",
+               to_string(indices->dtype()));
+    XTEN_CHECK(indices->sizes() == grad_output.sizes(), ValueError, op,
+               "indices must have grad_output's shape {}, but got {}", grad_output.sizes(),
+               indices->sizes());
+    XTEN_CHECK(indices->device() == self.device(), ValueError, op,
+               "indices and self must be on one device, but got {} and {}", indices->device().str(),
+               self.device().str());
+  }
+  return m;
+}
+
 PoolMeta adaptive_pool2d_meta(const char* op, const Tensor& input, IntArrayRef output_size,
                               bool with_indices) {
   check_adaptive_output_size(op, output_size);
@@ -240,8 +269,8 @@ PoolMeta adaptive_pool2d_meta(const char* op, const Tensor& input, IntArrayRef o
 
 PoolMeta upsample_bilinear2d_meta(const Tensor& input, IntArrayRef output_size) {
   constexpr const char* op = "upsample_bilinear2d";
-  XTEN_CHECK(input.dim() == 4, ValueError, op, "expected a 4-D input [N, C, H, W], but got shape {}",
-             input.sizes());
+  XTEN_CHECK(input.dim() == 4, ValueError, op,
+             "expected a 4-D input [N, C, H, W], but got shape {}", input.sizes());
   return adaptive_pool2d_meta(op, input, output_size, false);
 }
 

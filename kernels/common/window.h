@@ -53,7 +53,27 @@ struct Window {
 };
 Window window_args(const char* op, const Planes& p, IntArrayRef kernel, IntArrayRef stride,
                    IntArrayRef padding, IntArrayRef dilation, bool ceil_mode);
-void check_divisor_override(std::optional<int64_t> divisor_override);
+void check_divisor_override(std::optional<int64_t> divisor_override, const char* op = "avg_pool2d");
+
+// avg_pool2d's output cell (oy, ox): its window clipped to the input, [y0, y1) x [x0, x1), and
+// its divisor (divisor_override, else the window's size clipped to the padded input with
+// count_include_pad, or to the input without). One rule for the forward and backward kernels.
+struct AvgCell {
+  int64_t y0, y1, x0, x1, divisor;
+};
+inline AvgCell avg_pool_cell(const Planes& p, const Window& w, int64_t oy, int64_t ox,
+                             bool count_include_pad, std::optional<int64_t> divisor_override) {
+  AvgCell c;
+  c.y0 = oy * w.sh - w.ph, c.x0 = ox * w.sw - w.pw;
+  c.y1 = std::min(c.y0 + w.kh, p.h + w.ph), c.x1 = std::min(c.x0 + w.kw, p.w + w.pw);
+  const int64_t padded = (c.y1 - c.y0) * (c.x1 - c.x0);
+  c.y0 = std::max<int64_t>(c.y0, 0), c.x0 = std::max<int64_t>(c.x0, 0);
+  c.y1 = std::min(c.y1, p.h), c.x1 = std::min(c.x1, p.w);
+  c.divisor = divisor_override    ? *divisor_override
+              : count_include_pad ? padded
+                                  : (c.y1 - c.y0) * (c.x1 - c.x0);
+  return c;
+}
 
 // Adaptive pooling: output cell i covers [start, end) = [floor(i*in/out), ceil((i+1)*in/out)).
 inline int64_t adaptive_start(int64_t i, int64_t in, int64_t out) {
@@ -80,6 +100,16 @@ PoolMeta max_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef st
 PoolMeta avg_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
                          IntArrayRef padding, bool ceil_mode,
                          std::optional<int64_t> divisor_override);
+// The backward of max_pool2d_with_indices (`indices` given) and avg_pool2d (null): self's planes
+// and the forward's window, after checking that grad_output has the forward's output shape and
+// self's dtype and device, and the indices that shape and int64. Only self's metadata is read.
+struct PoolBackwardMeta {
+  Planes p;
+  Window w;
+};
+PoolBackwardMeta pool2d_backward_meta(const char* op, const Tensor& grad_output, const Tensor& self,
+                                      IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
+                                      IntArrayRef dilation, bool ceil_mode, const Tensor* indices);
 // adaptive_avg_pool2d (with_indices false) and adaptive_max_pool2d (true).
 PoolMeta adaptive_pool2d_meta(const char* op, const Tensor& input, IntArrayRef output_size,
                               bool with_indices);

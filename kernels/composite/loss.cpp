@@ -29,6 +29,13 @@ Tensor mse_loss_kernel(const Tensor& input, const Tensor& target, const std::str
   return reduce("mse_loss", d * d, reduction);
 }
 
+// The closed form (the CPU has a one-pass kernel, kernels/cpu/loss.cpp).
+Tensor mse_loss_backward_kernel(const Tensor& grad_output, const Tensor& input,
+                                const Tensor& target, const std::string& reduction) {
+  const double norm = mse_loss_backward_norm(grad_output, input, target, reduction);
+  return (input - target) * norm * grad_output;
+}
+
 Tensor l1_loss_kernel(const Tensor& input, const Tensor& target, const std::string& reduction) {
   check_floating("l1_loss", input, target);
   return reduce("l1_loss", (input - target).abs(), reduction);
@@ -204,6 +211,7 @@ Tensor cross_entropy_kernel(const Tensor& input, const Tensor& target,
 
 LIBRARY_IMPL(xten, CompositeImplicit, m) {
   m.impl("mse_loss", mse_loss_kernel);
+  m.impl("mse_loss_backward", mse_loss_backward_kernel);
   m.impl("l1_loss", l1_loss_kernel);
   m.impl("smooth_l1_loss", smooth_l1_loss_kernel);
   m.impl("huber_loss", huber_loss_kernel);

@@ -1,5 +1,6 @@
 // nll_loss and nll_loss_backward on the CPU: one pass over the targets each (the composites in
-// kernels/composite/loss.cpp take about twenty ops: docs/autograd.md, "Fused backward kernels").
+// kernels/composite/loss.cpp take about twenty ops: docs/autograd.md, "Fused backward kernels");
+// mse_loss_backward in one pass over the input and target.
 // The input is read as [outer, classes, inner] (N, C and the spatial dims; [C] is 1 x C x 1).
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
@@ -7,6 +8,8 @@
 #include <xten/dispatch/ops.h>
 
 #include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/cpu/elementwise.h>
+#include <xten/kernels/cpu/loops.h>
 
 namespace xten::cpu {
 namespace {
@@ -110,11 +113,54 @@ Tensor nll_loss_backward_kernel(const Tensor& grad_output, const Tensor& input,
   return grad;
 }
 
+// c (x - t), the gradient of a reduced mse_loss (c = 2 grad, over the count for 'mean').
+template <class M>
+struct MseGradOp {
+  M c;
+  M operator()(M x, M t) const { return (x - t) * c; }
+  template <class A>
+  auto vec(const A& x, const A& t) const {
+    return (x - t) * c;
+  }
+};
+// norm (x - t) g, the gradient of an unreduced one.
+template <class M>
+struct MseGradNoneOp {
+  M norm;
+  M operator()(M g, M x, M t) const { return (x - t) * norm * g; }
+};
+
+// One pass: the composite's subtraction and two products wrote three tensors of the input's size
+// (and the gradient of a reduced loss was first expanded to it).
+Tensor mse_loss_backward_kernel(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                                const std::string& reduction) {
+  constexpr const char* op = "mse_loss_backward";
+  const double norm = mse_loss_backward_norm(grad_output, self, target, reduction);
+  if (reduction != "none" && grad_output.dim() == 0) {
+    const double g = grad_output.item<double>();
+    Elementwise e(op, Tensor(), {self, target});
+    e.prepare();
+    return visit_dtype<dtypes::kFloating>(op, e.compute(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using M = opmath_t<T>;
+      return e.run(make_loop<T, T, T>(MseGradOp<M>{static_cast<M>(norm * g)}));
+    });
+  }
+  Elementwise e(op, Tensor(), {grad_output, self, target});
+  e.prepare();
+  return visit_dtype<dtypes::kFloating>(op, e.compute(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    return e.run(make_loop<T, T, T, T>(MseGradNoneOp<M>{static_cast<M>(norm)}));
+  });
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, CPU, m) {
   m.impl("nll_loss", nll_loss_kernel);
   m.impl("nll_loss_backward", nll_loss_backward_kernel);
+  m.impl("mse_loss_backward", mse_loss_backward_kernel);
 }
 
 }  // namespace xten::cpu

@@ -3,6 +3,7 @@
 // windows of two by two. Indices are flat positions in the input's H x W plane, as PyTorch's.
 // Every (image, channel) plane is independent: planes are split across threads.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -155,21 +156,111 @@ Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef st
       const T* x = src + pl * p.h * p.w;
       for (int64_t oy = 0; oy < w.ho; ++oy)
         for (int64_t ox = 0; ox < w.wo; ++ox) {
-          // The window, clipped to the padded input (for the divisor) and to the input (for the
-          // sum).
-          int64_t y0 = oy * w.sh - w.ph, x0 = ox * w.sw - w.pw;
-          int64_t y1 = std::min(y0 + w.kh, p.h + w.ph), x1 = std::min(x0 + w.kw, p.w + w.pw);
-          const int64_t padded_count = (y1 - y0) * (x1 - x0);
-          y0 = std::max<int64_t>(y0, 0), x0 = std::max<int64_t>(x0, 0);
-          y1 = std::min(y1, p.h), x1 = std::min(x1, p.w);
+          const AvgCell c = avg_pool_cell(p, w, oy, ox, count_include_pad, divisor_override);
           M sum = 0;
-          for (int64_t iy = y0; iy < y1; ++iy)
-            for (int64_t ix = x0; ix < x1; ++ix) sum += static_cast<M>(x[iy * p.w + ix]);
-          const int64_t divisor = divisor_override    ? *divisor_override
-                                  : count_include_pad ? padded_count
-                                                      : (y1 - y0) * (x1 - x0);
-          dst[(pl * w.ho + oy) * w.wo + ox] = cast_value<T>(sum / static_cast<M>(divisor));
+          for (int64_t iy = c.y0; iy < c.y1; ++iy)
+            for (int64_t ix = c.x0; ix < c.x1; ++ix) sum += static_cast<M>(x[iy * p.w + ix]);
+          dst[(pl * w.ho + oy) * w.wo + ox] = cast_value<T>(sum / static_cast<M>(c.divisor));
         }
+    });
+  });
+  return out;
+}
+
+// Note [Pooling backward]: the input gradient of a plane is built in one buffer that the plane's
+// task zeroes and adds into: max pooling adds each gradient at its index, average pooling each
+// cell's gradient over its divisor to the cell's window. float32 and float64 add in the output;
+// float16 and bfloat16 in a float buffer per task, narrowed once at the end (a 3x3 stride-2
+// window overlaps its neighbours, so one input element may take several additions). Written as
+// ops (zeros, scatter_add; a transposed convolution with a window of ones) they took 2-3x
+// libtorch's time; the composites in kernels/composite/pool.cpp remain for the XPU and for a
+// backward with create_graph.
+template <class T, class F>
+void plane_backward(const Tensor& out, int64_t planes, int64_t hw, int64_t work, const F& fill) {
+  using M = opmath_t<T>;
+  T* dst = static_cast<T*>(out.data_ptr());
+  for_each_plane(planes, work, [&](int64_t pl) {
+    T* gi = dst + pl * hw;
+    if constexpr (std::is_same_v<T, M>) {
+      std::fill(gi, gi + hw, T(0));
+      fill(pl, gi);
+    } else {
+      thread_local std::vector<M> acc;
+      acc.assign(static_cast<size_t>(hw), M(0));
+      fill(pl, acc.data());
+      narrow_n(acc.data(), gi, hw);
+    }
+  });
+}
+
+Tensor max_pool2d_with_indices_backward_kernel(const Tensor& grad, const Tensor& self,
+                                               IntArrayRef kernel, IntArrayRef stride,
+                                               IntArrayRef padding, IntArrayRef dilation,
+                                               bool ceil_mode, const Tensor& indices) {
+  constexpr const char* op = "max_pool2d_with_indices_backward";
+  const PoolBackwardMeta m =
+      pool2d_backward_meta(op, grad, self, kernel, stride, padding, dilation, ceil_mode, &indices);
+  const Tensor g = grad.contiguous(), ind = indices.contiguous();
+  const Tensor out = empty(self.sizes(), self.dtype(), self.device());
+  const int64_t hw = m.p.h * m.p.w, per = m.w.ho * m.w.wo, total = m.p.planes * per;
+  const int64_t* idx = static_cast<const int64_t*>(ind.data_ptr());
+  // The first bad index in order is named, as a serial loop would (an index outside the plane
+  // would write outside the output).
+  std::atomic<int64_t> first_bad{total};
+  visit_dtype<dtypes::kFloating>(op, self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* go = static_cast<const T*>(g.data_ptr());
+    plane_backward<T>(out, m.p.planes, hw, hw + per, [&](int64_t pl, auto* gi) {
+      const int64_t base = pl * per;
+      for (int64_t k = 0; k < per; ++k) {
+        const int64_t i = idx[base + k];
+        if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(hw)) {
+          int64_t seen = first_bad.load();
+          while (base + k < seen && !first_bad.compare_exchange_weak(seen, base + k)) {
+          }
+          return;
+        }
+        gi[i] += static_cast<std::remove_reference_t<decltype(*gi)>>(go[base + k]);
+      }
+    });
+  });
+  XTEN_CHECK(first_bad.load() == total, IndexError, op,
+             "index {} is out of range for an input plane of {} x {} ({} elements)",
+             idx[std::min(first_bad.load(), total - 1)], m.p.h, m.p.w, hw);
+  return out;
+}
+
+Tensor avg_pool2d_backward_kernel(const Tensor& grad, const Tensor& self, IntArrayRef kernel,
+                                  IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
+                                  bool count_include_pad, std::optional<int64_t> divisor_override) {
+  constexpr const char* op = "avg_pool2d_backward";
+  const PoolBackwardMeta m =
+      pool2d_backward_meta(op, grad, self, kernel, stride, padding, {}, ceil_mode, nullptr);
+  check_divisor_override(divisor_override, op);
+  const Planes& p = m.p;
+  const Window& w = m.w;
+  const Tensor g = grad.contiguous();
+  const Tensor out = empty(self.sizes(), self.dtype(), self.device());
+  const int64_t hw = p.h * p.w, per = w.ho * w.wo;
+  std::vector<AvgCell> cells(static_cast<size_t>(per));  // the same in every plane
+  for (int64_t oy = 0; oy < w.ho; ++oy)
+    for (int64_t ox = 0; ox < w.wo; ++ox)
+      cells[oy * w.wo + ox] = avg_pool_cell(p, w, oy, ox, count_include_pad, divisor_override);
+  visit_dtype<dtypes::kFloating>(op, self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    const T* go = static_cast<const T*>(g.data_ptr());
+    const int64_t width = p.w;
+    plane_backward<T>(out, p.planes, hw, hw + per * w.kh * w.kw, [&](int64_t pl, auto* gi) {
+      using A = std::remove_reference_t<decltype(*gi)>;
+      const T* gp = go + pl * per;
+      for (int64_t k = 0; k < per; ++k) {
+        const AvgCell& c = cells[k];
+        if (c.divisor == 0) continue;  // a window wholly in the padding: the forward's 0/0
+        const A v = static_cast<A>(static_cast<M>(gp[k]) / static_cast<M>(c.divisor));
+        for (int64_t iy = c.y0; iy < c.y1; ++iy)
+          for (int64_t ix = c.x0; ix < c.x1; ++ix) gi[iy * width + ix] += v;
+      }
     });
   });
   return out;
@@ -288,6 +379,8 @@ XTEN_CPU_KERNELS(pool, m) {
   m.impl("upsample_bilinear2d", upsample_bilinear2d_kernel);
   m.impl("max_pool2d_with_indices", max_pool2d_with_indices_kernel);
   m.impl("avg_pool2d", avg_pool2d_kernel);
+  m.impl("max_pool2d_with_indices_backward", max_pool2d_with_indices_backward_kernel);
+  m.impl("avg_pool2d_backward", avg_pool2d_backward_kernel);
   m.impl("adaptive_avg_pool2d", adaptive_avg_pool2d_kernel);
   m.impl("adaptive_max_pool2d", adaptive_max_pool2d_kernel);
 }
