@@ -272,6 +272,40 @@ TEST(Unary, LogWithinOneUlpSubnormalsIncluded) {
   }
 }
 
+// abs and neg of float16 and bfloat16 flip or clear the sign bit only: against the float
+// results on values, signed zeros, infinities and NaN; contiguous, strided and in place.
+TEST(Unary, SixteenBitAbsAndNegAreSignBitOps) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> v = {1.5, -2.25, 0.0, -0.0, inf, -inf, std::nan(""), -1e-7, 65504};
+  const Tensor base = tensor(v, IntArrayRef({9}), TensorOptions(kDouble)).repeat({40});
+  auto words = [](const Tensor& t) {
+    const Tensor c = t.contiguous();
+    const uint16_t* p = static_cast<const uint16_t*>(c.data_ptr());
+    return std::vector<uint16_t>(p, p + c.numel());
+  };
+  for (ScalarType t : {kHalf, kBFloat16}) {
+    SCOPED_TRACE(to_string(t));
+    const Tensor x = base.to(t);
+    for (bool strided : {false, true}) {
+      const Tensor in = strided ? x.reshape({40, 9}).t() : x;
+      const std::vector<uint16_t> w = words(in), a = words(abs(in)), n = words(neg(in));
+      ASSERT_EQ(abs(in).dtype(), t);
+      for (size_t i = 0; i < w.size(); ++i) {
+        ASSERT_EQ(a[i], w[i] & 0x7fff) << i;
+        ASSERT_EQ(n[i], w[i] ^ 0x8000) << i;
+      }
+      // The same values as the float path (NaN compared as NaN).
+      EXPECT_TRUE(allclose(nan_to_num(abs(in).to(kFloat)), nan_to_num(in.to(kFloat).abs()), 0, 0));
+      EXPECT_TRUE(allclose(nan_to_num(neg(in).to(kFloat)), nan_to_num(in.to(kFloat).neg()), 0, 0));
+    }
+    Tensor y = x.clone();
+    y.neg_();
+    EXPECT_EQ(words(y), words(neg(x)));
+    y.abs_();
+    EXPECT_EQ(words(y), words(abs(x)));
+  }
+}
+
 // sigmoid_backward, tanh_backward and silu_backward (one kernel each) against the derivatives in
 // double, every float dtype, contiguous and strided; silu's far negative range and NaN (the
 // scalar lanes of VecSiluGrad) against the composite's values; the errors.

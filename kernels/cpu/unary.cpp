@@ -62,14 +62,51 @@ XTEN_FLOAT_UNARY(erf, ErfOp)
   Tensor name##_kernel(const Tensor& s) { return unary<Set>(#name, Tensor(), s, Op{}); } \
   Tensor name##__kernel(const Tensor& s) { return unary<Set>(#name "_", s, s, Op{}); }
 XTEN_SAME_DTYPE_UNARY(silu, unary_dtypes::kSilu, SiluOp)
-XTEN_SAME_DTYPE_UNARY(abs, unary_dtypes::kAbs, AbsOp)
 XTEN_SAME_DTYPE_UNARY(sign, unary_dtypes::kSign, SignOp)
 XTEN_SAME_DTYPE_UNARY(relu, unary_dtypes::kRelu, ReluOp)
 XTEN_SAME_DTYPE_UNARY(bitwise_not, unary_dtypes::kBitwiseNot, BitNotOp)
 #undef XTEN_SAME_DTYPE_UNARY
 
+// abs and neg of float16 and bfloat16 only change the sign bit: a loop over the 16-bit words,
+// (w & keep) ^ flip, with no conversion to float and back (which made bfloat16 abs and neg 0.4x
+// libtorch's at 16 threads). NaN stays NaN, -0.0 becomes +0.0 under abs, as the float path does.
+Tensor sign_bit_unary(const char* name, const Tensor& out, const Tensor& s, uint16_t keep,
+                      uint16_t flip) {
+  Elementwise e(name, out, {s});
+  e.prepare();
+  return e.run([keep, flip](char** data, const int64_t* st, int64_t n) {
+    if (st[0] == 2 && st[1] == 2) {
+      uint16_t* __restrict__ o = reinterpret_cast<uint16_t*>(data[0]);
+      const uint16_t* __restrict__ in = reinterpret_cast<const uint16_t*>(data[1]);
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<uint16_t>((in[i] & keep) ^ flip);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t w = *reinterpret_cast<const uint16_t*>(data[1] + i * st[1]);
+      *reinterpret_cast<uint16_t*>(data[0] + i * st[0]) = static_cast<uint16_t>((w & keep) ^ flip);
+    }
+  });
+}
+bool is_16bit_float(ScalarType t) {
+  return t == kHalf || t == kBFloat16;
+}
+
+Tensor abs_impl(const char* name, const Tensor& out, const Tensor& s) {
+  if (is_16bit_float(s.dtype()) && (!out.defined() || out.dtype() == s.dtype()))
+    return sign_bit_unary(name, out, s, 0x7fff, 0);
+  return unary<unary_dtypes::kAbs>(name, out, s, AbsOp{});
+}
+Tensor abs_kernel(const Tensor& s) {
+  return abs_impl("abs", Tensor(), s);
+}
+Tensor abs__kernel(const Tensor& s) {
+  return abs_impl("abs_", s, s);
+}
+
 Tensor neg_impl(const char* name, const Tensor& out, const Tensor& s) {
   check_neg(name, s.dtype());
+  if (is_16bit_float(s.dtype()) && (!out.defined() || out.dtype() == s.dtype()))
+    return sign_bit_unary(name, out, s, 0xffff, 0x8000);
   return unary<unary_dtypes::kNeg>(name, out, s, NegOp{});
 }
 Tensor neg_kernel(const Tensor& s) {
