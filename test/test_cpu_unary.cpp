@@ -111,6 +111,13 @@ TEST(Unary, VectorFormsAtTheEdges) {
   each(sigmoid(at(nan)), is_nan, "sigmoid(NaN)");
   each(silu(at(nan)), is_nan, "silu(NaN)");
   each(gelu(at(nan), "tanh"), is_nan, "gelu tanh(NaN)");
+  // gelu's exact form: the infinities give NaN as its scalar form does, selected in the vector.
+  for (float x : {nan, inf, -inf}) {
+    each(gelu(at(x)), is_nan, "gelu(" + std::to_string(x) + ")");
+    each(gelu(at(x).to(kBFloat16)).to(kFloat), is_nan, "gelu bf16(" + std::to_string(x) + ")");
+  }
+  each(
+      gelu(at(-10.0f)), [](float y) { return y == 0.0f || std::abs(y) < 1e-20f; }, "gelu(-10)");
   each(sqrt(at(nan)), is_nan, "sqrt(NaN)");
   each(
       tanh(at(inf)), [](float y) { return y == 1.0f; }, "tanh(inf)");

@@ -231,6 +231,24 @@ struct VecErf {
     return pselect(pcmp_le(pset1<P>(0.75f), ax), signed_wide, small);
   }
 };
+// gelu's exact form, 0.5 x (1 + erf(x / sqrt(2))), with the infinities giving NaN (as the
+// scalar form) selected in the vector: as an edge of GeluErfOp it took a separate pass over each
+// block and kept gelu off the engine's direct path. NaN stays NaN through erf. Float only.
+template <class S>
+struct VecGeluErf {
+  S operator()(const S& x) const {
+    if (std::isinf(x)) return std::numeric_limits<S>::quiet_NaN();
+    return S(0.5) * x * (S(1) + std::erf(x * S(0.70710678118654752440)));
+  }
+  template <class P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    const P e = VecErf<S>{}.packetOp(pmul(x, pset1<P>(S(0.70710678118654752440))));
+    const P r = pmul(pmul(pset1<P>(S(0.5)), x), padd(pset1<P>(S(1)), e));
+    const P inf = pset1<P>(std::numeric_limits<S>::infinity());
+    return por(r, pcmp_eq(pabs(x), inf));  // all ones: a NaN
+  }
+};
 // gelu's derivatives, times the incoming gradient g (gelu_backward). The exact form's is
 // Phi(x) + x phi(x): 0.5 (1 + erf(x / sqrt(2))) + x exp(-x^2 / 2) / sqrt(2 pi). In the vector
 // form exp's argument stays above -87 (Note [Vector exp]) and phi is 0 below it, where the
@@ -334,6 +352,10 @@ struct functor_traits<VecErf<float>> {
 template <>
 struct functor_traits<VecErf<double>> {  // no packet erf for double: the C library's
   enum { Cost = 40, PacketAccess = 0 };
+};
+template <class S>
+struct functor_traits<VecGeluErf<S>> {
+  enum { Cost = 50, PacketAccess = std::is_same_v<S, float> };
 };
 template <class S>
 struct functor_traits<VecGeluErfGrad<S>> {
@@ -512,10 +534,10 @@ struct GeluErfOp {
   }
   template <class A>
   auto vec(const A& x) const {
-    using S = typename A::Scalar;
-    return S(0.5) * x * (S(1) + (x * S(0.70710678118654752440)).unaryExpr(VecErf<S>{}));
+    return x.unaryExpr(VecGeluErf<typename A::Scalar>{});
   }
-  template <class M>
+  // Double: the C library's erf (no vector form), so the scalar operator() throughout.
+  template <class M, std::enable_if_t<sizeof(M) == 8, int> = 0>
   bool edge(M x) const {
     return !(x - x == M(0));  // infinite or NaN
   }
