@@ -404,6 +404,80 @@ TEST(Reduce, Logsumexp) {
   EXPECT_EQ(arange(3).logsumexp({0}).dtype(), kFloat);
 }
 
+// logsumexp's one-pass kernel against the composite's formula in double: several dims and
+// layouts, every float dtype, a long row cut among threads (one piece all -inf), the edges
+// (-inf, +inf and NaN rows as the composite gives them), and its gradient, softmax.
+TEST(Reduce, LogsumexpKernel) {
+  manual_seed(36);
+  auto reference = [](const Tensor& x, IntArrayRef dims) {
+    const Tensor xd = x.to(kDouble);
+    Tensor m = amax(xd, dims, true);
+    m = where(isinf(m), zeros_like(m), m);
+    return log(sum(exp(xd - m), dims, true)) + m;
+  };
+  auto ref_sizes = [](const Tensor& x, IntArrayRef dims) {
+    std::vector<int64_t> sizes(x.sizes().begin(), x.sizes().end());
+    for (size_t d = 0; d < sizes.size(); ++d)
+      if (dims.empty() || std::count(dims.begin(), dims.end(), static_cast<int64_t>(d)) ||
+          std::count(dims.begin(), dims.end(), static_cast<int64_t>(d) - x.dim()))
+        sizes[d] = 1;
+    return sizes;
+  };
+  auto close = [](const Tensor& got, const Tensor& ref, double rel, const std::string& what) {
+    const Tensor g = got.to(kDouble);
+    ASSERT_EQ(g.sizes(), ref.sizes()) << what;
+    const Tensor bad = (g - ref).abs() > (ref.abs() * rel + rel);
+    EXPECT_FALSE(bad.any().item<bool>())
+        << what << ": max error " << (g - ref).abs().max().item<double>();
+  };
+  for (ScalarType t : float_dtypes()) {
+    const double rel = t == kFloat ? 2e-6 : t == kDouble ? 1e-12 : 1e-2;
+    const Tensor x = random_tensor({6, 7, 9}, t, -20, 20);
+    for (const Tensor& in : {x, non_contiguous(x), x.transpose(0, 2)}) {
+      for (std::vector<int64_t> dims : {std::vector<int64_t>{1}, {0, 2}, {-1}, {}}) {
+        const std::string what = std::string("logsumexp ") + to_string(t) + " dims " +
+                                 std::to_string(dims.size()) + " of " + to_string(in.sizes());
+        close(logsumexp(in, dims, true), reference(in, dims), rel, what);
+        const Tensor flat = logsumexp(in, dims);  // keepdim false: the same values
+        EXPECT_EQ(flat.dim(), dims.empty() ? 0 : 3 - static_cast<int64_t>(dims.size())) << what;
+        EXPECT_EQ((flat.reshape(ref_sizes(in, dims)) - logsumexp(in, dims, true))
+                      .abs()
+                      .max()
+                      .item<double>(),
+                  0.0)
+            << what;
+      }
+    }
+  }
+  // One long row, cut into a piece per thread: the first half -inf, the rest near -300.
+  const int64_t n = 1 << 18;
+  Tensor row = full({n}, -INFINITY);
+  row.narrow(0, n / 2, n / 2).copy_(rand({n / 2}) - 300);
+  close(logsumexp(row, {0}, true), reference(row, {0}), 2e-6, "a long row");
+  EXPECT_EQ(full({n}, -INFINITY).logsumexp({0}).item<float>(), -INFINITY);  // every piece -inf
+  // The edges, each row long enough for the vector loop.
+  const float inf = INFINITY;
+  Tensor edges = randn({5, 40});
+  edges.select(0, 0).fill_(-inf);                   // all -inf: -inf
+  edges.select(0, 1).select(0, 7).fill_(inf);       // a +inf: +inf
+  edges.select(0, 2).select(0, 33).fill_(NAN);      // a NaN: NaN
+  edges.select(0, 3).narrow(0, 0, 39).fill_(-inf);  // one finite value: itself
+  edges.select(0, 4).select(0, 0).fill_(-1e30f);    // a value far below the max: no effect
+  const Tensor got = logsumexp(edges, {1});
+  EXPECT_EQ(got.select(0, 0).item<float>(), -inf);
+  EXPECT_EQ(got.select(0, 1).item<float>(), inf);
+  EXPECT_TRUE(std::isnan(got.select(0, 2).item<float>()));
+  EXPECT_FLOAT_EQ(got.select(0, 3).item<float>(), edges.select(0, 3).select(0, 39).item<float>());
+  close(got.narrow(0, 4, 1), reference(edges.narrow(0, 4, 1), {1}).squeeze(1), 2e-6, "far below");
+  EXPECT_EQ(empty({3, 0}).logsumexp({1}).eq(-inf).sum().item<int64_t>(), 3);
+  EXPECT_NEAR(arange(5).logsumexp({0}).item<float>(),
+              std::log(1 + M_E + std::exp(2.) + std::exp(3.) + std::exp(4.)), 1e-5);
+  // The gradient: softmax over the reduced dim.
+  const Tensor a = randn({4, 33}).requires_grad_();
+  logsumexp(a, {1}).sum().backward();
+  EXPECT_LE((a.grad() - softmax(a.detach(), 1)).abs().max().item<float>(), 1e-6f);
+}
+
 TEST(Reduce, CumsumCumprod) {
   manual_seed(35);
   for (ScalarType t : all_dtypes()) {

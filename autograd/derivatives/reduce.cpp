@@ -1,4 +1,5 @@
-// Derivatives of the reductions and scans (kernels/cpu/reduce.cpp).
+// Derivatives of the reductions and scans (kernels/cpu/reduce.cpp; logsumexp also has a
+// composite, kernels/composite/reduce.cpp).
 #include <xten/autograd/derivatives/common.h>
 #include <xten/core/meta.h>
 
@@ -94,6 +95,14 @@ LIBRARY_IMPL(xten, Autograd, m) {
   d.def("prod.dim_IntList", [](const GradContext& c) -> variable_list {
     return {prod_grad(c.grad(), c.input(0), c.arg<IntArrayRef>(1), c.arg<bool>(2))};
   });
+  // logsumexp(self, dim, keepdim) = r: grad * exp(self - r) (softmax over the reduced dims).
+  d.def("logsumexp", [](const GradContext& c) -> variable_list {
+     const Tensor x = c.input(0);
+     const IntArrayRef dims = c.arg<IntArrayRef>(1);
+     const bool keepdim = c.arg<bool>(2);
+     return {expand_reduced(c.grad(), x.sizes(), dims, keepdim) *
+             exp(x - expand_reduced(c.result(), x.sizes(), dims, keepdim))};
+   }).saves_result();
   d.def("amax", [](const GradContext& c) -> variable_list {
      return {evenly_to_ties(c, c.arg<IntArrayRef>(1), c.arg<bool>(2), false)};
    }).saves_result();

@@ -267,14 +267,19 @@ Tensor avg_pool2d_backward_kernel(const Tensor& grad, const Tensor& self, IntArr
 }
 
 // Calls cell(plane, o, y0, y1, x0, x1) for every output cell o (flat over all planes) with
-// its input window [y0, y1) x [x0, x1); planes are split across threads.
+// its input window [y0, y1) x [x0, x1); planes are split across threads. The windows' bounds
+// (four integer divisions per cell) are computed once, not per plane.
 template <class F>
 void for_each_adaptive_cell(const Planes& p, int64_t ho, int64_t wo, const F& cell) {
+  std::vector<int64_t> ys(static_cast<size_t>(2 * ho)), xs(static_cast<size_t>(2 * wo));
+  for (int64_t o = 0; o < ho; ++o)
+    ys[2 * o] = adaptive_start(o, p.h, ho), ys[2 * o + 1] = adaptive_end(o, p.h, ho);
+  for (int64_t o = 0; o < wo; ++o)
+    xs[2 * o] = adaptive_start(o, p.w, wo), xs[2 * o + 1] = adaptive_end(o, p.w, wo);
   for_each_plane(p.planes, p.h * p.w, [&](int64_t pl) {
     for (int64_t oy = 0; oy < ho; ++oy)
       for (int64_t ox = 0; ox < wo; ++ox)
-        cell(pl, (pl * ho + oy) * wo + ox, adaptive_start(oy, p.h, ho), adaptive_end(oy, p.h, ho),
-             adaptive_start(ox, p.w, wo), adaptive_end(ox, p.w, wo));
+        cell(pl, (pl * ho + oy) * wo + ox, ys[2 * oy], ys[2 * oy + 1], xs[2 * ox], xs[2 * ox + 1]);
   });
 }
 
@@ -288,6 +293,17 @@ Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) 
     using M = opmath_t<T>;
     const T* src = static_cast<const T*>(in.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
+    if constexpr (std::is_same_v<T, M>) {
+      // Global pooling (a ResNet's last): each plane one run, without the per-cell calls
+      // ([32, 512, 7, 7], one VM thread: 0.39 -> 0.145 ms; mean over H, W took 0.15).
+      if (ho == 1 && wo == 1) {
+        const int64_t n = p.h * p.w;
+        for_each_plane(p.planes, n, [&](int64_t pl) {
+          dst[pl] = LaneSum<M>::sum(src + pl * n, n) / static_cast<M>(n);
+        });
+        return;
+      }
+    }
     for_each_adaptive_cell(
         p, ho, wo, [&](int64_t pl, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
           const T* x = src + pl * p.h * p.w;

@@ -1,5 +1,5 @@
 // Reductions on CPU: sum, mean, prod, amax/amin, max/min (with indices), argmax/argmin,
-// all/any, var/std, norm over any set of dims; cumsum and cumprod along one dim.
+// all/any, var/std, norm, logsumexp over any set of dims; cumsum and cumprod along one dim.
 //
 // Note [Summation accuracy]
 // Sums use pairwise (cascade) summation over contiguous runs, so the rounding error grows with
@@ -30,6 +30,7 @@
 
 #include <xten/kernels/common/op_checks.h>
 #include <xten/kernels/cpu/loops.h>
+#include <xten/kernels/cpu/unary_functors.h>
 
 namespace xten::cpu {
 namespace {
@@ -268,6 +269,70 @@ Tensor prod_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
           return acc;
         },
         mul, [&](int64_t i, Acc v) { dst[i] = cast_value<T>(v); });
+  });
+  return finish(out, self, r, keepdim);
+}
+
+// ---- logsumexp --------------------------------------------------------------------------------
+// One pass per row (the composite, which the XPU runs, is eight: kernels/composite/reduce.cpp):
+// the row's max m (NaN propagating), then m + log(sum(exp(x - m))) with the vector exp (Note
+// [Vector exp]). exp(x - m) <= 1 and the max's own term is 1, so where the vector exp clamps a
+// very negative x - m (-inf among them) its tiny result is lost in the sum. A row whose max is
+// not finite takes the composite's formula in scalars: a +inf max is taken out as 0 (the
+// result is +inf), all -inf (or no element) gives -inf, NaN gives NaN. A part is (m, s): a long
+// row cut into pieces per thread, or widened a block at a time, joins them as max(m1, m2) and
+// the sums rescaled to it (a part of -inf only adds nothing).
+template <class M>
+struct LseAcc {
+  M m = -std::numeric_limits<M>::infinity(), s = 0;
+};
+template <class M>
+LseAcc<M> lse_part(const M* p, int64_t n) {
+  const ECMap<M> x(p, n);
+  const M m = n ? x.template maxCoeff<Eigen::PropagateNaN>() : -std::numeric_limits<M>::infinity();
+  if (std::isfinite(m)) return {m, (x - m).unaryExpr(VecExp<M>{}).sum()};
+  if (m < 0) return {};  // -inf
+  const M c = std::isinf(m) ? M(0) : m;
+  M s = 0;
+  for (int64_t i = 0; i < n; ++i) s += std::exp(p[i] - c);
+  return {c, s};
+}
+template <class M>
+LseAcc<M> lse_join(const LseAcc<M>& a, const LseAcc<M>& b) {
+  if (a.m < 0 && std::isinf(a.m)) return b;
+  if (b.m < 0 && std::isinf(b.m)) return a;
+  const M m = std::max(a.m, b.m);
+  return {m, a.s * std::exp(a.m - m) + b.s * std::exp(b.m - m)};
+}
+
+Tensor logsumexp_kernel(const Tensor& self, IntArrayRef dims, bool keepdim) {
+  constexpr const char* op = "logsumexp";
+  const ScalarType dtype = is_floating_type(self.dtype()) ? self.dtype() : kFloat;
+  const Rows r = make_rows(op, self, dims, dtype);
+  Tensor out = empty_tensor(r.out_shape, dtype, self.device());
+  visit_dtype<dtypes::kFloating>(op, dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    T* dst = static_cast<T*>(out.data_ptr());
+    auto store = [&](int64_t i, const LseAcc<M>& a) {
+      dst[i] = cast_value<T>(static_cast<M>(a.m + std::log(a.s)));
+    };
+    if constexpr (std::is_same_v<T, M>) {
+      for_each_row<T>(r, lse_part<M>, lse_join<M>, store);
+    } else {  // float16, bfloat16: widened a block at a time, the blocks joined
+      auto row = [](const T* p, int64_t n) {
+        constexpr int64_t kBlock = 1024;
+        alignas(64) M wide[kBlock];
+        LseAcc<M> acc;
+        for (int64_t b = 0; b < n; b += kBlock) {
+          const int64_t k = std::min(kBlock, n - b);
+          widen_n(p + b, wide, k);
+          acc = lse_join(acc, lse_part<M>(wide, k));
+        }
+        return acc;
+      };
+      for_each_row<T>(r, row, lse_join<M>, store);
+    }
   });
   return finish(out, self, r, keepdim);
 }
@@ -631,6 +696,7 @@ XTEN_CPU_KERNELS(reduce, m) {
   m.impl("var.correction", var_kernel);
   m.impl("std.correction", std_kernel);
   m.impl("norm.ScalarOpt_dim", norm_kernel);
+  m.impl("logsumexp", logsumexp_kernel);
   m.impl("cumsum", cumsum_kernel);
   m.impl("cumprod", cumprod_kernel);
 }
