@@ -304,6 +304,7 @@ const std::vector<Entry>& policy_lists(DeviceType d) {
       {"cumprod", P::kFp32SetOptDtype},
       {"cumsum", P::kFp32SetOptDtype},
       {"sum.dim_IntList", P::kFp32SetOptDtype},
+      {"addcmul", P::kPromote},
       {"atan2", P::kPromote},
       {"dot", P::kPromote},
       {"index_put_", P::kPromote},

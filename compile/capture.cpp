@@ -2,7 +2,9 @@
 // C++ has no bytecode to trace, so a program is captured by running it: the Capture key is added
 // to the thread's included set, and its fallback, which sits right above the backends, sees every
 // op call that reaches them. A call whose backend would run a CompositeImplicit kernel runs that
-// kernel with Capture still on, so the primitives it decomposes into are recorded instead; any
+// kernel with Capture still on, so the primitives it decomposes into are recorded instead (so
+// does a call of the few ops with a fused backend kernel whose primitives the passes fuse
+// further, `recorded_as_composite`); any
 // other call is recorded (arguments as values or constants, results as new values) and then run
 // below with Capture off, so a kernel's own inner calls are part of its node. Everything above
 // the backends has already happened when a call arrives: autograd recorded its node, autocast
@@ -115,11 +117,21 @@ bool kept_whole(const OperatorHandle& op) {
   return op.name() == "xten::layer_norm";
 }
 
+// The opposite: ops with a fused backend kernel that are recorded as their composite's
+// primitives, which the passes fuse further. addcmul is batch_norm's per-channel scale and
+// shift: as a mul and an add, the fold into a preceding convolution and the pointwise groups
+// (the ReLU after it) see them.
+bool recorded_as_composite(const OperatorHandle& op) {
+  return op.name() == "xten::addcmul";
+}
+
 void capture_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
   if (t_replay) return t_replay->on_call(op, ks, stack);
   const DispatchKeySet below = ks.remove(DispatchKey::Capture);
   Tracer* t = t_tracer;
   if (t && records_decomposed(op, below)) return op.redispatch_boxed(below, stack);
+  if (t && recorded_as_composite(op))
+    return op.entry().composite_kernel()->call_boxed(op, below, stack);
   if (!t) {
     const ExcludeDispatchKeyGuard off(DispatchKey::Capture);
     return op.redispatch_boxed(below, stack);

@@ -196,6 +196,7 @@ class Tensor {
   Tensor& clamp_(const std::optional<Scalar>& min, const std::optional<Scalar>& max = std::nullopt);
   Tensor lerp(const Tensor& end, const Scalar& weight) const;
   Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor addcmul(const Tensor& tensor1, const Tensor& tensor2, const Scalar& value = 1) const;
 
   // --- unary (the op table's unary rows, dispatch/op_table.h) -------------------------------
   Tensor neg() const;

@@ -220,6 +220,13 @@
     (self, min, max))                                                                              \
   X(FN_M, lerp, lerp_Tensor, "lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor",      \
     Tensor, (const Tensor& self, const Tensor& end, const Tensor& weight), (self, end, weight))    \
+  /* self + value * tensor1 * tensor2 in one pass (batch_norm's per-channel scale and shift; a */ \
+  /* composite for the XPU and autograd, kernels/composite/pointwise.cpp) */                       \
+  X(FN_M, addcmul, addcmul, "addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar "      \
+    "value=1) -> Tensor",                                                                          \
+    Tensor,                                                                                        \
+    (const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value),       \
+    (self, tensor1, tensor2, value))                                                               \
   /* unary (kernels/cpu/unary.cpp) */                                                              \
   X(FN_M, neg, neg, "neg(Tensor self) -> Tensor",                                                  \
     Tensor, (const Tensor& self), (self))                                                          \

@@ -41,6 +41,12 @@ class OperatorEntry {
   bool runs_composite(DispatchKey k) const {
     return sources_[static_cast<int>(k)] == Source::Composite;
   }
+  // The op's CompositeImplicit kernel, or null: graph capture runs it in place of a backend's
+  // fused kernel where the passes fuse the primitives further (Note [Capture]).
+  const KernelFunction* composite_kernel() const {
+    const Registration& r = kernels_[static_cast<int>(DispatchKey::CompositeImplicit)];
+    return r.present ? &r.kernel : nullptr;
+  }
   // "embedding" for "xten::embedding", "conv2d" for "xten::conv2d.padding": the name errors
   // use (stable for the program's life, as the entry).
   const char* error_name() const { return error_name_.c_str(); }

@@ -203,6 +203,9 @@ Tensor& clamp_(Tensor& self, const std::optional<Scalar>& min,
 // self + weight * (end - self); floating dtypes, self and end of one dtype.
 Tensor lerp(const Tensor& self, const Tensor& end, const Scalar& weight);
 Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight);
+// self + value * tensor1 * tensor2, elementwise, the three broadcast together and promoted.
+Tensor addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,
+               const Scalar& value = 1);
 
 // ---- unary ------------------------------------------------------------------------------
 // (name): each has `Tensor name(const Tensor&)`; the in-place list also `Tensor& name_(Tensor&)`.

@@ -103,6 +103,7 @@ inline const std::vector<OpInfo>& op_db() {
        }},
       {"clamp", {{3, 4}}, [](const V& x) { return clamp(x[0], -1.0, 1.0); }},
       {"lerp", {{3, 4}, {3, 4}, {3, 4}}, [](const V& x) { return lerp(x[0], x[1], x[2]); }},
+      {"addcmul", {{3, 4}, {4}, {3, 1}}, [](const V& x) { return addcmul(x[0], x[1], x[2], 0.5); }},
       // in place, on a non-leaf
       {"add_", {{3, 4}, {4}}, [](const V& x) { return (x[0] * 1).add_(x[1], 2); }},
       {"mul_", {{3, 4}, {3, 4}}, [](const V& x) { return (x[0] * 1).mul_(x[1]); }},

@@ -89,6 +89,7 @@ TEST(AutocastXpu, ListsFollowPyTorch) {
       {"cumprod", CastPolicy::kFp32SetOptDtype},
       {"cumsum", CastPolicy::kFp32SetOptDtype},
       {"sum.dim_IntList", CastPolicy::kFp32SetOptDtype},
+      {"addcmul", CastPolicy::kPromote},
       {"atan2", CastPolicy::kPromote},
       {"dot", CastPolicy::kPromote},
       {"index_put_", CastPolicy::kPromote},

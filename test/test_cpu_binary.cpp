@@ -332,6 +332,49 @@ TEST(Ternary, Clamp) {
                    "[clamp] not implemented for dtype Bool");
 }
 
+// addcmul: self + value * t1 * t2 against double, broadcast and strided; with value 1 the bits
+// of mul then add (as the composite the XPU and autograd run); integers exact; the errors.
+TEST(Ternary, Addcmul) {
+  manual_seed(18);
+  for (ScalarType t : float_dtypes()) {
+    const Tensor s = random_tensor({4, 1, 5}, t), a = random_tensor({3, 5}, t),
+                 b = random_tensor({4, 3, 1}, t);
+    const Tensor got = addcmul(s, a, b, 0.5);
+    ASSERT_EQ(got.sizes(), IntArrayRef({4, 3, 5}));
+    expect_elements(
+        got,
+        [&](auto& i) {
+          return value_at(s, {i[0], 0, i[2]}) +
+                 0.5 * value_at(a, {i[1], i[2]}) * value_at(b, {i[0], i[1], 0});
+        },
+        std::string("addcmul ") + to_string(t), 4.0);
+  }
+  // Long contiguous runs (the vector form), strided and broadcast operands (the block form).
+  const Tensor s = randn({3000}), a = randn({3000}), b = randn({3000});
+  EXPECT_TRUE(same_bytes(addcmul(s, a, b), a * b + s));
+  EXPECT_TRUE(same_bytes(a.addcmul(s, b, 3), s * 3 * b + a));
+  const Tensor sn = non_contiguous(randn({64, 70})), an = non_contiguous(randn({64, 70}));
+  EXPECT_TRUE(same_bytes(addcmul(sn, an, b.narrow(0, 0, 70)), an * b.narrow(0, 0, 70) + sn));
+  const Tensor x = randn({2, 8, 30, 30}), scale = randn({1, 8, 1, 1}), shift = randn({1, 8, 1, 1});
+  EXPECT_TRUE(same_bytes(addcmul(shift, x, scale), x * scale + shift));
+  // batch_norm in evaluation mode is its scale and shift, in one pass: the same bits.
+  const Tensor w = randn({8}), bias = randn({8}), rm = randn({8}), rv = rand({8}) + 0.5;
+  const Tensor sc = rsqrt(rv + 1e-5) * w, sh = -rm * sc + bias;
+  EXPECT_TRUE(same_bytes(batch_norm(x, w, bias, rm, rv, false, 0.1, 1e-5),
+                         x * sc.view({1, 8, 1, 1}) + sh.view({1, 8, 1, 1})));
+  // Integers, exact (and wrapping), and a float self promoting them.
+  const Tensor i = arange(-5, 5, 1, TensorOptions(kInt));
+  EXPECT_TRUE(same_bytes(addcmul(i, i, i, 2), i * i * 2 + i));
+  EXPECT_EQ(addcmul(full({2}, 0.5), i.narrow(0, 0, 2), i.narrow(0, 0, 2)).dtype(), kFloat);
+  EXPECT_THROW_MSG(addcmul(i, i, i, 0.5), TypeError,
+                   "[addcmul] for integral input tensors, value must not be a floating point "
+                   "number (got 0.5)");
+  const Tensor m = ones({2}, kBool);
+  EXPECT_THROW_MSG(addcmul(m, m, m), NotImplementedError,
+                   "[addcmul] not implemented for dtype Bool");
+  EXPECT_THROW_MSG(addcmul(ones({2}), ones({3}), ones({2})), ValueError, "addcmul");
+}
+
 TEST(Ternary, Lerp) {
   manual_seed(17);
   for (ScalarType t : float_dtypes()) {

@@ -238,6 +238,12 @@ std::vector<Case> cases() {
          Tensor s = a.clone();
          return clamp_(s, -1000, 2);
        }},
+      // addcmul: the XPU runs the composite (mul, mul, add), the CPU one pass in opmath; the
+      // same roundings but for the 16-bit floats, which the composite rounds after each op.
+      {"addcmul", 2, {kFloat, kDouble, kInt, kLong, kByte}, Tol::kExact,
+       [](T a, T b) { return addcmul(a, b, a, 3); }},
+      {"addcmul broadcast", 2, {kFloat, kDouble}, Tol::kExact,
+       [](T a, T b) { return addcmul(b, a, b.flatten().narrow(0, 0, 1)); }},
       {"lerp", 2, all, Tol::kExact, [](T a, T b) { return lerp(a, b, 0.3); }},
       {"lerp tensor weight", 2, fl, Tol::kExact,
        [](T a, T b) { return lerp(a, b, b * 0.125); }},  // both formulas

@@ -485,6 +485,16 @@ ScalarType clamp_meta(const char* name, const Tensor& self, const std::optional<
   check_clamp(name, self, lo.has_value(), hi.has_value());
   return supported<dtypes::kAllButBool>(name, clamp_compute_dtype(self, lo, hi));
 }
+ScalarType addcmul_meta(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,
+                        const Scalar& value) {
+  constexpr const char* op = "addcmul";
+  const ScalarType t = ResultType().add(self).add(tensor1).add(tensor2).get();
+  XTEN_CHECK(is_floating_type(t) || value.is_integral(false), TypeError, op,
+             "for integral input tensors, value must not be a floating point number (got {})",
+             value.to_string());
+  return supported<dtypes::kAllButBool>(op, t);
+}
+
 ScalarType lerp_meta(const Tensor& self, const Tensor& end, const Tensor& weight) {
   check_lerp(self, end, weight);
   return supported<dtypes::kFloating>("lerp", self.dtype());

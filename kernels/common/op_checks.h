@@ -137,6 +137,10 @@ ScalarType bitwise_meta(const char* name, const Tensor& a, const Tensor& b);
 ScalarType clamp_meta(const char* name, const Tensor& self, const std::optional<Scalar>& lo,
                       const std::optional<Scalar>& hi);
 ScalarType lerp_meta(const Tensor& self, const Tensor& end, const Tensor& weight);
+// addcmul's result dtype (the three promoted; not bool), and an integral one takes an integral
+// value.
+ScalarType addcmul_meta(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,
+                        const Scalar& value);
 
 // ---- unary ops' dtype sets ----
 // The dtypes each unary op computes in, for every backend's kernel to instantiate over and

@@ -74,13 +74,15 @@ Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weigh
     var = running_var->to(x.dtype());
   }
   // y = x * scale + shift per channel, scale = weight / sqrt(var + eps) and
-  // shift = bias - mean * scale computed on [C] first (as PyTorch's CPU kernel does): two
-  // passes over the input instead of four.
+  // shift = bias - mean * scale computed on [C] first (as PyTorch's CPU kernel does): one
+  // pass over the input where the backend has addcmul's kernel (the CPU), else a mul and an
+  // add; graph capture records the mul and the add either way, for the fold into a convolution
+  // (compile/passes.cpp) and the pointwise groups.
   Tensor scale = rsqrt(var + eps);
   if (weight && weight->defined()) scale = scale * weight->to(x.dtype());
   Tensor shift = -mean * scale;
   if (bias && bias->defined()) shift = shift + bias->to(x.dtype());
-  return (x * scale.view(shape) + shift.view(shape)).to(input.dtype());
+  return addcmul(shift.view(shape), x, scale.view(shape)).to(input.dtype());
 }
 
 Tensor layer_norm_kernel(const Tensor& input, IntArrayRef normalized_shape,

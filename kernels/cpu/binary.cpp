@@ -504,6 +504,32 @@ Tensor lerp_kernel(const Tensor& self, const Tensor& end, const Tensor& weight) 
   });
 }
 
+// self + value * tensor1 * tensor2 in opmath, as (value * t1) * t2 + self (PyTorch's order), so
+// value 1 gives the bits of mul then add; integers wrap. One pass: batch_norm's per-channel
+// scale and shift (kernels/composite/norm.cpp) were a broadcast mul and a broadcast add.
+template <class M>
+struct AddcmulOp {
+  M value;
+  M operator()(M s, M a, M b) const { return wrap_add(s, wrap_mul(wrap_mul(value, a), b)); }
+  template <class A>
+  auto vec(const A& s, const A& a, const A& b) const {
+    return s + value * a * b;
+  }
+};
+
+Tensor addcmul_kernel(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,
+                      const Scalar& value) {
+  const ScalarType t = addcmul_meta(self, tensor1, tensor2, value);
+  Elementwise e("addcmul", Tensor(), {self, tensor1, tensor2});
+  e.compute_dtype(t);
+  e.prepare();
+  return visit_dtype<dtypes::kAllButBool>("addcmul", e.compute(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    return e.run(make_loop<T, T, T, T>(AddcmulOp<M>{value.to<M>()}));
+  });
+}
+
 }  // namespace
 
 XTEN_CPU_KERNELS(binary, m) {
@@ -553,6 +579,7 @@ XTEN_CPU_KERNELS(binary, m) {
   m.impl("clamp", clamp_kernel);
   m.impl("clamp_", clamp__kernel);
   m.impl("lerp.Tensor", lerp_kernel);
+  m.impl("addcmul", addcmul_kernel);
 }
 
 }  // namespace xten::cpu

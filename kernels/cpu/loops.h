@@ -126,6 +126,11 @@ template <class Op, class M>
 struct has_vec<Op, M, 2,
                std::void_t<decltype(std::declval<const Op&>().vec(
                    std::declval<ECMap<M>>(), std::declval<ECMap<M>>()))>> : std::true_type {};
+template <class Op, class M>
+struct has_vec<Op, M, 3,
+               std::void_t<decltype(std::declval<const Op&>().vec(
+                   std::declval<ECMap<M>>(), std::declval<ECMap<M>>(), std::declval<ECMap<M>>()))>>
+    : std::true_type {};
 
 // Note [Vector math edges]: an Op whose vectorized form is wrong on some inputs (Eigen's exp
 // clamps its argument, so exp(-inf) is not 0) declares edge(x); the loop then recomputes those
@@ -265,32 +270,37 @@ auto make_loop(const Op& op) {
     using T0 = std::tuple_element_t<0, std::tuple<Ts...>>;
     using M = opmath_t<T0>;
     constexpr bool same_types = (std::is_same_v<Ts, T0> && ...);
-    if constexpr (same_types && (N == 1 || N == 2) &&
+    if constexpr (same_types && N <= 3 &&
                   std::conjunction_v<std::is_floating_point<M>, has_vec<Op, M, N>>) {
-      auto vec = [&op](const M* a, const M* b, int64_t m) {
+      // The vector form over m elements of each input, p[k] + offset.
+      auto vec = [&op](const M* const* p, int64_t offset, int64_t m) {
         if constexpr (N == 1)
-          return op.vec(ECMap<M>(a, m));
+          return op.vec(ECMap<M>(p[0] + offset, m));
+        else if constexpr (N == 2)
+          return op.vec(ECMap<M>(p[0] + offset, m), ECMap<M>(p[1] + offset, m));
         else
-          return op.vec(ECMap<M>(a, m), ECMap<M>(b, m));
+          return op.vec(ECMap<M>(p[0] + offset, m), ECMap<M>(p[1] + offset, m),
+                        ECMap<M>(p[2] + offset, m));
       };
-      using V = typename std::decay_t<decltype(vec(nullptr, nullptr, 0))>::Scalar;
-      const bool contiguous =
-          s[0] == sizeof(R) && s[1] == sizeof(T0) && (N == 1 || s[N] == sizeof(T0));
+      using V = typename std::decay_t<decltype(vec(nullptr, 0, 0))>::Scalar;
+      bool contiguous = s[0] == sizeof(R);
+      for (int k = 1; k <= N; ++k) contiguous = contiguous && s[k] == sizeof(T0);
       if constexpr (std::is_same_v<T0, M> && std::is_same_v<R, V>) {
         if (contiguous) {
           R* out = reinterpret_cast<R*>(data[0]);
-          const M* in0 = reinterpret_cast<const M*>(data[1]);
+          const M* ins[N];
+          for (int k = 0; k < N; ++k) ins[k] = reinterpret_cast<const M*>(data[k + 1]);
           if constexpr (N == 1 && has_edge<Op, M>::value) {
             // A block at a time, so that the edge check reads what the vector pass just read
             // (not the whole chunk again from memory).
             constexpr int64_t kEdgeBlock = 16 * kBlock;
             for (int64_t start = 0; start < n; start += kEdgeBlock) {
               const int64_t m = std::min(kEdgeBlock, n - start);
-              with_edges(op, in0 + start, out + start, m,
-                         [&] { EMap<R>(out + start, m) = vec(in0 + start, nullptr, m); });
+              with_edges(op, ins[0] + start, out + start, m,
+                         [&] { EMap<R>(out + start, m) = vec(ins, start, m); });
             }
           } else {
-            EMap<R>(out, n) = vec(in0, reinterpret_cast<const M*>(data[N]), n);
+            EMap<R>(out, n) = vec(ins, 0, n);
           }
           return;
         }
@@ -326,9 +336,9 @@ auto make_loop(const Op& op) {
         const bool direct = std::is_same_v<R, V> && s[0] == sizeof(R) && !has_edge<Op, M>::value;
         V* out = direct ? reinterpret_cast<V*>(q) : res;
         if constexpr (N == 1 && has_edge<Op, M>::value)
-          with_edges(op, src[0], out, m, [&] { EMap<V>(out, m) = vec(src[0], src[0], m); });
+          with_edges(op, src[0], out, m, [&] { EMap<V>(out, m) = vec(src, 0, m); });
         else
-          EMap<V>(out, m) = vec(src[0], src[N - 1], m);
+          EMap<V>(out, m) = vec(src, 0, m);
         if (!direct && s[0] == sizeof(R)) {
           narrow_n(res, reinterpret_cast<R*>(q), m);
         } else if (!direct) {
