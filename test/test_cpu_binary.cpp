@@ -197,8 +197,8 @@ TEST(Binary, PowMaxMinAtan2) {
   EXPECT_THROW_MSG(maximum(ones({2}), ones({3})), ValueError, "[maximum] shapes (2) and (3)");
 }
 
-// pow(x, 2) takes the multiply (kernels/cpu/binary.cpp): the same values as pow's, bit for bit
-// (one rounding either way), in place too, and an integer base still promotes to float.
+// pow(x, 2) is the square (a unary op, kernels/cpu/binary.cpp): the same values as pow's, bit for
+// bit (one rounding either way), in place too, and an integer base still promotes to float.
 TEST(Binary, PowOfTwoIsTheSquare) {
   manual_seed(5);
   for (ScalarType t : float_dtypes()) {
