@@ -8,6 +8,12 @@
 
 #include "sweep_cases.h"
 
+// The device the factories make their tensors on (bench_sweep's XPU half sets it to xpu:0).
+inline xten::Device& sweep_device() {
+  static xten::Device d(xten::kCPU);
+  return d;
+}
+
 struct XtenSweepApi {
   using Tensor = xten::Tensor;
   using Dtype = xten::ScalarType;
@@ -15,9 +21,13 @@ struct XtenSweepApi {
   static Dtype bf16() { return xten::kBFloat16; }
   static Dtype f16() { return xten::kHalf; }
   static void seed(uint64_t s) { xten::manual_seed(s); }
-  static Tensor randn(xten::IntArrayRef size, Dtype d) { return xten::randn(size).to(d); }
+  static Tensor randn(xten::IntArrayRef size, Dtype d) {
+    return xten::randn(size).to(d).to(sweep_device());
+  }
   static Tensor randn_like(const Tensor& t) { return xten::randn_like(t); }
-  static Tensor randint(int64_t high, xten::IntArrayRef size) { return xten::randint(high, size); }
+  static Tensor randint(int64_t high, xten::IntArrayRef size) {
+    return xten::randint(high, size).to(sweep_device());
+  }
   static Tensor zeros_like(const Tensor& t) { return xten::zeros_like(t); }
   static Tensor leaf(const Tensor& t) { return t.detach().requires_grad_(); }
   static void grad(const Tensor& y, const std::vector<Tensor>& xs, const Tensor& g) {
@@ -52,6 +62,7 @@ struct XtenSweepApi {
   static std::tuple<Tensor, Tensor> sort(const Tensor& x) { return xten::sort(x); }
 };
 
-inline std::vector<SweepCase> xten_sweep_cases() {
+inline std::vector<SweepCase> xten_sweep_cases(xten::Device device = xten::Device(xten::kCPU)) {
+  sweep_device() = device;
   return sweep_cases<XtenSweepApi>();
 }

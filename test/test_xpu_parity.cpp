@@ -217,6 +217,13 @@ std::vector<Case> cases() {
          return pow_(s, b.expand_as(s).contiguous());
        }},
       {"pow int scalar", 1, all_but_bool(), Tol::kUlp, [](T a, T) { return pow(a, 3); }},
+      // pow(x, 2): the square on both devices (the XPU's a multiply, not OpenCL's pow).
+      {"pow 2", 1, all_but_bool(), Tol::kExact, [](T a, T) { return pow(a, 2); }},
+      {"pow_ 2", 1, fl, Tol::kExact,
+       [](T a, T) {
+         Tensor s = a.clone();
+         return pow_(s, 2.0);
+       }},
       {"atan2", 2, all, Tol::kUlp, [](T a, T b) { return atan2(a, b); }},
       {"hypot", 2, all, Tol::kUlp, [](T a, T b) { return hypot(a, b); }},
       {"logical_and", 2, all, Tol::kExact, [](T a, T b) { return logical_and(a, b); }},
