@@ -168,6 +168,37 @@ TEST(Index, GatherAlongEveryDimOfStridedInputs) {
     }
 }
 
+// cat's one-pass kernel (contiguous parts of the output's dtype) against each part's slice, along
+// every dim, with 16-bit and 8-byte elements, a part of zero size along dim and an empty output;
+// and the copy per part that other layouts and dtypes take.
+TEST(Index, CatOfContiguousPartsIsOnePassOverRows) {
+  manual_seed(40);
+  for (ScalarType t : {kFloat, kBFloat16, kLong, kBool}) {
+    const Tensor a = random_tensor({3, 4, 5}, t), b = random_tensor({3, 2, 5}, t),
+                 z = empty({3, 0, 5}, t);
+    const Tensor c = cat({a, z, b, a}, 1);
+    ASSERT_EQ(c.sizes(), IntArrayRef({3, 10, 5}));
+    EXPECT_TRUE(same_bytes(c.narrow(1, 0, 4).contiguous(), a)) << to_string(t);
+    EXPECT_TRUE(same_bytes(c.narrow(1, 4, 2).contiguous(), b)) << to_string(t);
+    EXPECT_TRUE(same_bytes(c.narrow(1, 6, 4).contiguous(), a)) << to_string(t);
+    for (int64_t d : {0, 2, -1}) {
+      const Tensor p = random_tensor({3, 4, 5}, t);
+      const Tensor q = cat({p, a}, d);
+      EXPECT_TRUE(same_bytes(q.narrow(d, 0, p.size(d)).contiguous(), p)) << d;
+      EXPECT_TRUE(same_bytes(q.narrow(d, p.size(d), a.size(d)).contiguous(), a)) << d;
+    }
+  }
+  // Other layouts and mixed dtypes: the copy per part, the same values.
+  const Tensor x = randn({4, 6}), y = randn({6, 4}).t();
+  EXPECT_TRUE(same_bytes(cat({x, y}, 0), cat({x, y.contiguous()}, 0)));
+  const Tensor xi = arange(24).reshape({4, 6}).to(kInt);
+  EXPECT_TRUE(same_bytes(cat({x, xi}, 1).narrow(1, 6, 6).contiguous(), xi.to(kFloat)));
+  EXPECT_EQ(cat({empty({0, 3}), empty({0, 3})}, 1).sizes(), IntArrayRef({0, 6}));
+  // Long rows cut among threads.
+  const Tensor big = randn({64, 3000});
+  EXPECT_TRUE(same_bytes(cat({big, big}, 1).narrow(1, 3000, 3000).contiguous(), big));
+}
+
 TEST(Index, CatStackAndShapes) {
   Tensor a = arange(6).reshape({2, 3}), b = arange(3).reshape({1, 3}).to(kInt);
   Tensor c = cat({a, b}, 0);

@@ -7,6 +7,7 @@
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/core/parallel.h>
+#include <xten/dispatch/ops.h>
 
 namespace xten {
 
@@ -485,6 +486,50 @@ ScalarType clamp_meta(const char* name, const Tensor& self, const std::optional<
   check_clamp(name, self, lo.has_value(), hi.has_value());
   return supported<dtypes::kAllButBool>(name, clamp_compute_dtype(self, lo, hi));
 }
+CatMeta cat_meta(const std::vector<Tensor>& tensors, int64_t dim) {
+  XTEN_CHECK(!tensors.empty(), ValueError, "cat", "expected a non-empty list of tensors");
+  CatMeta m;
+  ResultType rt;
+  for (const Tensor& t : tensors) {
+    rt.add(t);
+    if (!(t.dim() == 1 && t.numel() == 0)) m.parts.push_back(&t);
+  }
+  m.dtype = rt.get();
+  m.device = tensors[0].device();
+  if (m.parts.empty()) {
+    m.shape = {0};
+    return m;
+  }
+  const Tensor& ref = *m.parts[0];
+  m.device = ref.device();
+  XTEN_CHECK(ref.dim() > 0, ValueError, "cat", "zero-dim tensors cannot be concatenated");
+  const int64_t d = m.dim = wrap_dim("cat", dim, ref.dim());
+  m.shape = DimVector(ref.sizes());
+  m.shape[d] = 0;
+  for (size_t i = 0; i < m.parts.size(); ++i) {
+    const Tensor& t = *m.parts[i];
+    XTEN_CHECK(t.dim() == ref.dim(), ValueError, "cat",
+               "tensor {} has {} dims, but tensor 0 has {}", i, t.dim(), ref.dim());
+    for (int64_t k = 0; k < ref.dim(); ++k)
+      XTEN_CHECK(k == d || t.size(k) == ref.size(k), ValueError, "cat",
+                 "sizes must match except in dim {}: tensor 0 has {}, tensor {} has {}", d,
+                 ref.sizes(), i, t.sizes());
+    check_same_device("cat", {&ref, &t});
+    m.shape[d] += t.size(d);
+  }
+  return m;
+}
+
+Tensor cat_by_copies(const CatMeta& m) {
+  Tensor out = empty(m.shape, m.dtype, m.device);
+  int64_t offset = 0;
+  for (const Tensor* t : m.parts) {
+    out.narrow(m.dim, offset, t->size(m.dim)).copy_(*t);
+    offset += t->size(m.dim);
+  }
+  return out;
+}
+
 ScalarType addcmul_meta(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,
                         const Scalar& value) {
   constexpr const char* op = "addcmul";

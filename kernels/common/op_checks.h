@@ -137,6 +137,20 @@ ScalarType bitwise_meta(const char* name, const Tensor& a, const Tensor& b);
 ScalarType clamp_meta(const char* name, const Tensor& self, const std::optional<Scalar>& lo,
                       const std::optional<Scalar>& hi);
 ScalarType lerp_meta(const Tensor& self, const Tensor& end, const Tensor& weight);
+// cat's meta step, shared by the composite and the CPU kernel: the tensors that take part (a 1-D
+// empty tensor is skipped, PyTorch's legacy rule), their promoted dtype, the wrapped dim and the
+// output's shape and device; sizes, dims and devices checked. No parts: shape (0).
+struct CatMeta {
+  std::vector<const Tensor*> parts;
+  ScalarType dtype = ScalarType::Undefined;
+  int64_t dim = 0;
+  DimVector shape;
+  Device device{kCPU};
+};
+CatMeta cat_meta(const std::vector<Tensor>& tensors, int64_t dim);
+// The output of cat, each part copied into its slice (copy_: any layout and dtype).
+Tensor cat_by_copies(const CatMeta& m);
+
 // addcmul's result dtype (the three promoted; not bool), and an integral one takes an integral
 // value.
 ScalarType addcmul_meta(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,

@@ -2,6 +2,7 @@
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
+#include <xten/kernels/common/op_checks.h>
 
 namespace xten {
 namespace {
@@ -65,41 +66,10 @@ Tensor pad_kernel(const Tensor& input, IntArrayRef pads, const std::string& mode
   return out;
 }
 
-// Tensors join in their promoted dtype; all dims but `dim` must match. A 1-D empty tensor
-// is skipped, as PyTorch's legacy rule.
+// Tensors join in their promoted dtype (cat_meta checks them), each copied into its slice of
+// the output (the CPU has a one-pass kernel, kernels/cpu/index.cpp).
 Tensor cat_kernel(const std::vector<Tensor>& tensors, int64_t dim) {
-  XTEN_CHECK(!tensors.empty(), ValueError, "cat", "expected a non-empty list of tensors");
-  std::vector<const Tensor*> parts;
-  ResultType rt;
-  for (const Tensor& t : tensors) {
-    rt.add(t);
-    if (!(t.dim() == 1 && t.numel() == 0)) parts.push_back(&t);
-  }
-  const ScalarType dtype = rt.get();
-  if (parts.empty()) return empty({0}, dtype, tensors[0].device());
-  const Tensor& ref = *parts[0];
-  XTEN_CHECK(ref.dim() > 0, ValueError, "cat", "zero-dim tensors cannot be concatenated");
-  const int64_t d = wrap_dim("cat", dim, ref.dim());
-  DimVector shape(ref.sizes());
-  shape[d] = 0;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const Tensor& t = *parts[i];
-    XTEN_CHECK(t.dim() == ref.dim(), ValueError, "cat",
-               "tensor {} has {} dims, but tensor 0 has {}", i, t.dim(), ref.dim());
-    for (int64_t k = 0; k < ref.dim(); ++k)
-      XTEN_CHECK(k == d || t.size(k) == ref.size(k), ValueError, "cat",
-                 "sizes must match except in dim {}: tensor 0 has {}, tensor {} has {}", d,
-                 ref.sizes(), i, t.sizes());
-    check_same_device("cat", {&ref, &t});
-    shape[d] += t.size(d);
-  }
-  Tensor out = empty(shape, dtype, ref.device());
-  int64_t offset = 0;
-  for (const Tensor* t : parts) {
-    out.narrow(d, offset, t->size(d)).copy_(*t);
-    offset += t->size(d);
-  }
-  return out;
+  return cat_by_copies(cat_meta(tensors, dim));
 }
 
 Tensor stack_kernel(const std::vector<Tensor>& tensors, int64_t dim) {

@@ -1,8 +1,8 @@
 // Indexing on CPU: index_select, gather, scatter (src or value, optionally adding),
-// nonzero, masked_select, sort and topk, and the row writes behind index_put_. Copies move
-// raw elements (any dtype, no conversion); only the adding forms and sorting need types.
-// The rest of the family (cat, stack, flip, roll, repeat, tril, triu, embedding, one_hot,
-// masked_fill, index, index_put_, argsort, pad) is written with these in
+// nonzero, masked_select, sort and topk, the row writes behind index_put_, and cat of contiguous
+// parts. Copies move raw elements (any dtype, no conversion); only the adding forms and sorting
+// need types. The rest of the family (cat's other layouts, stack, flip, roll, repeat, tril, triu,
+// embedding, one_hot, masked_fill, index, index_put_, argsort, pad) is written with these in
 // kernels/composite/index.cpp.
 #include <algorithm>
 #include <cstring>
@@ -337,9 +337,44 @@ Tensor index_put_rows_kernel(const Tensor& self, const Tensor& index, const Tens
   return self;
 }
 
+// cat: where every part is contiguous and of the output's dtype, one pass over the output's rows
+// (the dims before `dim`), each row the parts' runs copied in turn. The copy per part
+// (cat_by_copies, which the composite and other layouts take) wrote each part's strided slice of
+// the output in a pass of its own: cat along dim 1 of four [512, 2048] was 0.75x libtorch at one
+// thread.
+Tensor cat_kernel(const std::vector<Tensor>& tensors, int64_t dim) {
+  const CatMeta m = cat_meta(tensors, dim);
+  bool direct = !m.parts.empty();
+  for (const Tensor* t : m.parts) direct = direct && t->dtype() == m.dtype && t->is_contiguous();
+  if (!direct) return cat_by_copies(m);
+  Tensor out = empty(m.shape, m.dtype, m.device);
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < m.dim; ++k) outer *= m.shape[static_cast<size_t>(k)];
+  for (size_t k = static_cast<size_t>(m.dim) + 1; k < m.shape.size(); ++k) inner *= m.shape[k];
+  const size_t elt = element_size(m.dtype);
+  const size_t row = static_cast<size_t>(m.shape[static_cast<size_t>(m.dim)] * inner) * elt;
+  std::vector<std::pair<const char*, size_t>> runs;  // each part's data and bytes per row
+  for (const Tensor* t : m.parts)
+    runs.emplace_back(static_cast<const char*>(t->data_ptr()),
+                      static_cast<size_t>(t->size(m.dim) * inner) * elt);
+  char* dst = static_cast<char*>(out.data_ptr());
+  if (row == 0) return out;
+  parallel_for(outer, grain_for(static_cast<int64_t>(row / elt)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      char* d = dst + static_cast<size_t>(r) * row;
+      for (const auto& [src, bytes] : runs) {
+        if (bytes) std::memcpy(d, src + static_cast<size_t>(r) * bytes, bytes);
+        d += bytes;
+      }
+    }
+  });
+  return out;
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, CPU, m) {
+  m.impl("cat", cat_kernel);
   m.impl("index_select", index_select_kernel);
   m.impl("gather", gather_kernel);
   m.impl("scatter.src", scatter_src_kernel);
