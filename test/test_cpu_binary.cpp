@@ -366,6 +366,8 @@ TEST(Ternary, Addcmul) {
   const Tensor i = arange(-5, 5, 1, TensorOptions(kInt));
   EXPECT_TRUE(same_bytes(addcmul(i, i, i, 2), i * i * 2 + i));
   EXPECT_EQ(addcmul(full({2}, 0.5), i.narrow(0, 0, 2), i.narrow(0, 0, 2)).dtype(), kFloat);
+  // value takes no part in the promotion (the fuzzer found the composite raising this to float).
+  EXPECT_EQ(addcmul(ones({2}, kHalf), ones({2}, kByte), ones({2}, kBool), 2.5).dtype(), kHalf);
   EXPECT_THROW_MSG(addcmul(i, i, i, 0.5), TypeError,
                    "[addcmul] for integral input tensors, value must not be a floating point "
                    "number (got 0.5)");
