@@ -165,20 +165,26 @@ TEST(Unary, VectorFormsAtTheEdges) {
   }
 }
 
+// Every 1021st float (by bit pattern) of [0, up_to] and its negative: the ulp tests' samples.
+std::vector<float> every_1021st_float_and_its_negative(float up_to) {
+  std::vector<float> xs;
+  for (uint32_t b = 0;; b += 1021) {
+    float x;
+    std::memcpy(&x, &b, sizeof x);
+    if (x > up_to) break;
+    xs.push_back(x);
+    xs.push_back(-x);
+  }
+  return xs;
+}
+
 // gelu's exact form and its derivative (Note [Vector normal cdf]) against long double within
 // their documented bounds, on every 1021st float of [0, 13.5] and their negatives: 5 ulp where
 // the level has FMA, 7 at the default level; the small tail for negative x keeps its relative
 // accuracy (1 + erf(x / sqrt 2) would cancel: 15 ulp at -1, no correct digit below -5). The
 // derivative's error is taken against the size of its two terms (they cancel near -0.75).
 TEST(Unary, GeluWithinItsUlpBound) {
-  std::vector<float> xs;
-  for (uint32_t b = 0;; b += 1021) {
-    float x;
-    std::memcpy(&x, &b, sizeof x);
-    if (x > 13.5f) break;
-    xs.push_back(x);
-    xs.push_back(-x);
-  }
+  std::vector<float> xs = every_1021st_float_and_its_negative(13.5f);
   const int64_t n = static_cast<int64_t>(xs.size());
   const Tensor in = from_blob(xs.data(), {n}, kFloat).clone();
   const Tensor y = gelu(in), g = gelu_backward(ones({n}), in);
@@ -213,14 +219,7 @@ TEST(Unary, GeluWithinItsUlpBound) {
 // 61st float of [0, 4.5] and their negatives (each range and both boundaries), and at the edges.
 // docs/cpu_kernels.md gives the worst cases over every float, per capability level.
 TEST(Unary, ErfWithinOneUlp) {
-  std::vector<float> xs;
-  for (uint32_t b = 0;; b += 1021) {
-    float x;
-    std::memcpy(&x, &b, sizeof x);
-    if (x > 4.5f) break;
-    xs.push_back(x);
-    xs.push_back(-x);
-  }
+  std::vector<float> xs = every_1021st_float_and_its_negative(4.5f);
   for (float x : {0.75f, 1.25f, std::nextafter(0.75f, 0.0f), std::nextafter(1.25f, 2.0f), 4.0f})
     xs.push_back(x);
   const Tensor in = from_blob(xs.data(), {static_cast<int64_t>(xs.size())}, kFloat).clone();
