@@ -19,7 +19,8 @@ std::atomic<int64_t> g_next_hook_handle{1};
 // the caller copies. (The copy it saves was 800 KB a step for the MLP's first weight, and at 16
 // threads a third of the step.)
 Tensor steal_gradient(const Tensor& g) {
-  if (g.use_count() != 1 || !g.is_contiguous()) return Tensor();
+  if (g.use_count() != 1 || !(g.is_contiguous() || g.is_contiguous(MemoryFormat::ChannelsLast)))
+    return Tensor();
   const std::shared_ptr<TensorImpl>& base = g.impl()->view_base();
   if (!base) return g;
   // (a gradient with a history, under create_graph, keeps it: the caller's clone records it)
@@ -63,6 +64,20 @@ AccumulateGrad::AccumulateGrad(Tensor variable) : variable_(std::move(variable))
   next_edges_.clear();
 }
 
+namespace {
+// Note [Gradient layout]: a leaf's first gradient is kept in the leaf's layout where the two
+// differ between NCHW and NHWC (PyTorch's layout contract, docs/memory_format.md): a
+// channels-last parameter gets a channels-last gradient, so the optimizer's update and DDP's
+// buckets walk both in one order. Other strides (a transposed product's gradient) are kept as
+// they come: a copy per step for them costs more than it gains here.
+Tensor in_leaf_layout(const Tensor& g, const Tensor& leaf) {
+  if (g.dim() != 4 || leaf.dim() != 4) return g;
+  const MemoryFormat want = leaf.suggest_memory_format();
+  if (want == g.suggest_memory_format() || g.is_contiguous(want)) return g;
+  return g.contiguous(want);
+}
+}  // namespace
+
 variable_list AccumulateGrad::apply(variable_list&& grads) {
   if (grads.empty() || !grads[0].defined()) return {};
   Tensor g = std::move(grads[0]);
@@ -73,6 +88,7 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
     if (r.defined()) g = std::move(r);
   }
   if (!m->grad.defined()) {
+    g = in_leaf_layout(g, variable_);
     // Keep the gradient itself when nothing else can see it; otherwise a copy, so that a later
     // accumulation never writes a tensor the caller holds.
     Tensor own = steal_gradient(g);

@@ -161,6 +161,61 @@ Tensor empty_tensor(IntArrayRef sizes, ScalarType dtype, Device device) {
       std::make_shared<TensorImpl>(std::move(storage), dtype, sizes, contiguous_strides(sizes), 0));
 }
 
+Tensor empty_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device) {
+  return restride_fresh(empty_tensor(sizes, dtype, device), strides);
+}
+
+Tensor restride_fresh(const Tensor& t, IntArrayRef strides) {
+  XTEN_ASSERT(t.is_contiguous() && t.storage_offset() == 0 && strides.size() == t.sizes().size(),
+              "sizes {} strides {}", t.sizes(), strides);
+  return Tensor(std::make_shared<TensorImpl>(t.storage(), t.dtype(), t.sizes(), strides, 0));
+}
+
+bool all_contiguous(std::initializer_list<const Tensor*> operands) {
+  for (const Tensor* t : operands)
+    if (t && t->defined() && !t->is_contiguous() && t->numel() != 1) return false;
+  return true;
+}
+
+DimVector pointwise_dim_order(IntArrayRef shape, std::initializer_list<const Tensor*> operands) {
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  // stride(o, d): operand o's stride along dim d of `shape`, 0 where it orders nothing.
+  auto stride = [&](const Tensor& t, int64_t d) -> int64_t {
+    const int64_t td = d - (nd - t.dim());
+    if (td < 0 || shape[d] == 1 || t.size(td) == 1) return 0;
+    return t.stride(td);
+  };
+  // +1: dim `outer` belongs inside dim `inner` (they are out of order); -1: in order; 0: no
+  // operand tells.
+  auto misordered = [&](int64_t inner, int64_t outer) {
+    for (const Tensor* t : operands) {
+      if (!t || !t->defined()) continue;
+      const int64_t si = stride(*t, inner), so = stride(*t, outer);
+      if (si == 0 || so == 0 || si == so) continue;
+      return si > so ? 1 : -1;
+    }
+    return 0;
+  };
+  // Innermost first; an insertion sort that moves each dim inward past the dims it belongs
+  // inside, looking past the ones no operand orders against it.
+  DimVector inner_first(static_cast<size_t>(nd));
+  for (int64_t i = 0; i < nd; ++i) inner_first[i] = nd - 1 - i;
+  for (int64_t i = 1; i < nd; ++i) {
+    int64_t at = i;
+    for (int64_t j = i - 1; j >= 0; --j) {
+      const int c = misordered(inner_first[j], inner_first[at]);
+      if (c < 0) break;
+      if (c > 0) {
+        std::swap(inner_first[j], inner_first[at]);
+        at = j;
+      }
+    }
+  }
+  DimVector order(static_cast<size_t>(nd));
+  for (int64_t i = 0; i < nd; ++i) order[i] = inner_first[nd - 1 - i];
+  return order;
+}
+
 ArangeSpec arange_spec(const Scalar& start, const Scalar& end, const Scalar& step) {
   const double s = start.to<double>(), e = end.to<double>(), st = step.to<double>();
   XTEN_CHECK(std::isfinite(s) && std::isfinite(e), ValueError, "arange",

@@ -5,6 +5,7 @@
 #include <initializer_list>
 
 #include <xten/core/array_ref.h>
+#include <xten/core/memory_format.h>
 #include <xten/core/scalar.h>
 #include <xten/core/tensor.h>
 
@@ -52,6 +53,24 @@ void check_no_internal_overlap(const char* op, const Tensor& t);
 
 // A fresh contiguous tensor on a device (through its allocator), no dispatch involved.
 Tensor empty_tensor(IntArrayRef sizes, ScalarType dtype, Device device);
+// The same with `strides`, a dense layout of `sizes` (core/memory_format.h's dense_strides).
+Tensor empty_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device);
+// A tensor on fresh storage `t` (no other handle to it) seen with the dense `strides` instead:
+// how a dispatched `empty` becomes channels-last. Not a view: it is the storage's only tensor.
+Tensor restride_fresh(const Tensor& t, IntArrayRef strides);
+
+// Note [Pointwise layout]
+// A pointwise op's result takes its operands' layout, as in PyTorch: its dims are laid out in
+// the order the operands' strides give, outermost first. Operands are read in turn (a given
+// output first): the first that orders two dims (both strides non-zero and different) decides;
+// broadcast dims (stride 0) and dims of size 1 order nothing; dims nobody orders keep their
+// logical order. Contiguous operands give the identity, so the common case costs nothing; an
+// NHWC input gives an NHWC result, across broadcasting and mixed layouts. The engines walk
+// the dims in this order too, so that their inner loop runs along memory.
+DimVector pointwise_dim_order(IntArrayRef shape, std::initializer_list<const Tensor*> operands);
+// Whether every defined operand is contiguous or has one element (the order is then the
+// identity, and nobody needs to compute it).
+bool all_contiguous(std::initializer_list<const Tensor*> operands);
 
 // arange's argument checks and length, shared by every backend. `integral`: all three are
 // integers, and values are computed as start + i * step in int64 (else in double).

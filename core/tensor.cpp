@@ -16,6 +16,42 @@ int64_t Tensor::stride(int64_t d) const {
   return strides()[static_cast<size_t>(wrap_dim("stride", d, dim()))];
 }
 
+bool Tensor::is_contiguous(MemoryFormat format) const {
+  switch (format) {
+    case MemoryFormat::Contiguous:
+      return is_contiguous();
+    case MemoryFormat::ChannelsLast:
+      return impl_->is_channels_last_contiguous();
+    case MemoryFormat::Preserve:
+      break;
+  }
+  XTEN_FAIL(ValueError, "is_contiguous",
+            "preserve_format is not a layout a tensor can be contiguous in; ask about "
+            "contiguous_format or channels_last");
+}
+
+namespace {
+// Whether the dims of size > 1, taken innermost first in `order`, step without overlap: each
+// stride at least the extent of the dim inside it (a dense layout or a slice of one).
+bool strides_ordered(const Tensor& t, std::initializer_list<int64_t> inner_first) {
+  int64_t extent = 1;
+  for (int64_t d : inner_first) {
+    if (t.size(d) == 1) continue;
+    if (t.stride(d) < extent) return false;
+    extent = t.stride(d) * t.size(d);
+  }
+  return true;
+}
+}  // namespace
+
+MemoryFormat Tensor::suggest_memory_format() const {
+  if (dim() != 4 || numel() == 0 || is_contiguous()) return MemoryFormat::Contiguous;
+  if (impl_->is_channels_last_contiguous()) return MemoryFormat::ChannelsLast;
+  return strides_ordered(*this, {1, 3, 2, 0}) && !strides_ordered(*this, {3, 2, 1, 0})
+             ? MemoryFormat::ChannelsLast
+             : MemoryFormat::Contiguous;
+}
+
 void Tensor::check_item(const char* op) const {
   XTEN_CHECK(defined(), ValueError, op, "the tensor is undefined");
   XTEN_CHECK(numel() == 1, ValueError, op,

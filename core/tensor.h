@@ -48,6 +48,11 @@ class Tensor {
   bool is_xpu() const { return device().is_xpu(); }
   bool is_floating_point() const { return is_floating_type(dtype()); }
   bool is_contiguous() const { return impl_->is_contiguous(); }
+  // Dense in the order `format` names (docs/memory_format.md); Preserve is an error.
+  bool is_contiguous(MemoryFormat format) const;
+  // ChannelsLast for a 4-d tensor whose strides order its dims as NHWC does (dense or not) and
+  // not also as NCHW; Contiguous otherwise. What Preserve keeps.
+  MemoryFormat suggest_memory_format() const;
   int64_t storage_offset() const { return impl_->storage_offset(); }
   size_t element_size() const { return xten::element_size(dtype()); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
@@ -94,7 +99,12 @@ class Tensor {
   Tensor as_strided(IntArrayRef size, IntArrayRef stride,
                     std::optional<int64_t> storage_offset = std::nullopt) const;
   Tensor contiguous() const;
+  // This tensor if it is dense in `format`, else a copy that is (differentiable).
+  Tensor contiguous(MemoryFormat format) const;
+  // A copy; clone() is clone(Preserve): a channels-last layout is kept, others come out
+  // contiguous.
   Tensor clone() const;
+  Tensor clone(MemoryFormat format) const;
   Tensor detach() const;
 
   // --- autograd (autograd/tensor_autograd.cpp, docs/autograd.md) -------------------------
@@ -140,6 +150,8 @@ class Tensor {
   Tensor to(const char* device, bool copy = false) const { return to(Device(device), copy); }
   Tensor to(DeviceType type, bool copy = false) const { return to(Device(type), copy); }
   Tensor to(const TensorOptions& options, bool copy = false) const;
+  // contiguous(format), or a copy in this tensor's own layout for Preserve when `copy`.
+  Tensor to(MemoryFormat format, bool copy = false) const;
   Tensor& fill_(const Scalar& value);
   Tensor& zero_();
 

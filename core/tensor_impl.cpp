@@ -66,21 +66,32 @@ void TensorImpl::set_data(const TensorImpl& src) {
   set_geometry(src.sizes_, src.strides_, src.storage_offset_);
 }
 
+namespace {
+// Whether strides are dense with the dims laid out in `order` (outermost first); size-1 dims
+// may have any stride.
+bool dense_in_order(IntArrayRef sizes, IntArrayRef strides, IntArrayRef order) {
+  int64_t expected = 1;
+  for (size_t i = order.size(); i-- > 0;) {
+    const int64_t d = order[i];
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+}  // namespace
+
 // numel and contiguity are cached: they are read on every op.
 void TensorImpl::refresh() {
   numel_ = 1;
   for (int64_t s : sizes_) numel_ *= s;
   is_contiguous_ = true;
+  is_channels_last_ = sizes_.size() == 4;
   if (numel_ == 0) return;
-  int64_t expected = 1;
-  for (size_t i = sizes_.size(); i-- > 0;) {
-    if (sizes_[i] == 1) continue;
-    if (strides_[i] != expected) {
-      is_contiguous_ = false;
-      return;
-    }
-    expected *= sizes_[i];
-  }
+  DimVector order(sizes_.size());
+  for (size_t d = 0; d < order.size(); ++d) order[d] = static_cast<int64_t>(d);
+  is_contiguous_ = dense_in_order(sizes_, strides_, order);
+  if (is_channels_last_) is_channels_last_ = dense_in_order(sizes_, strides_, {0, 2, 3, 1});
 }
 
 }  // namespace xten

@@ -25,6 +25,8 @@ class TensorImpl {
   Device device() const { return device_; }
   DispatchKeySet key_set() const { return key_set_; }
   bool is_contiguous() const { return is_contiguous_; }
+  // 4-d and dense in NHWC order (size-1 dims ignored, as for is_contiguous).
+  bool is_channels_last_contiguous() const { return is_channels_last_; }
   const Storage& storage() const { return storage_; }
   // The address of element 0 (storage data + offset).
   void* data() const {
@@ -74,6 +76,7 @@ class TensorImpl {
   Device device_;
   DispatchKeySet key_set_;
   bool is_contiguous_ = true;
+  bool is_channels_last_ = false;
   bool is_wrapped_number_ = false;
   std::unique_ptr<AutogradMetaInterface> autograd_meta_;
   std::shared_ptr<TensorImpl> view_base_;

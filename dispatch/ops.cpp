@@ -36,7 +36,13 @@ XTEN_FORALL_OPS(XTEN_DEFINE_OP_HANDLE)
 
 // ---- factories --------------------------------------------------------------------------
 Tensor empty(IntArrayRef size, TensorOptions o) {
-  return empty(size, o.dtype(), o.device()).set_requires_grad(o.requires_grad());
+  const MemoryFormat format = o.memory_format_opt().value_or(MemoryFormat::Contiguous);
+  XTEN_CHECK(format != MemoryFormat::Preserve, ValueError, "empty",
+             "preserve_format needs a tensor whose layout to keep: use empty_like");
+  Tensor t = empty(size, o.dtype(), o.device());
+  if (format == MemoryFormat::ChannelsLast)
+    t = restride_fresh(t, strides_for_format("empty", size, format));
+  return t.set_requires_grad(o.requires_grad());
 }
 namespace {
 Tensor full_impl(IntArrayRef size, const Scalar& value, ScalarType dtype, Device device) {
@@ -97,24 +103,37 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions o) {
   return ops::randint::handle().call(low, high, size, o.dtype(), o.device());
 }
 namespace {
+// self's dtype, device and layout (Preserve: a channels-last self gives channels-last) where
+// the options leave them unset.
 TensorOptions like(const Tensor& self, const std::optional<TensorOptions>& o) {
   TensorOptions r = self.options();
   if (o && o->has_dtype()) r = r.dtype(o->dtype());
   if (o && o->has_device()) r = r.device(o->device());
-  return r.requires_grad(o && o->requires_grad());
+  MemoryFormat format =
+      o ? o->memory_format_opt().value_or(MemoryFormat::Preserve) : MemoryFormat::Preserve;
+  if (format == MemoryFormat::Preserve) format = self.suggest_memory_format();
+  return r.requires_grad(o && o->requires_grad()).memory_format(format);
+}
+// full(...) in the layout `like` gives: the fill of a fresh channels-last tensor, or the op.
+Tensor full_like_impl(const Tensor& self, const Scalar& value,
+                      const std::optional<TensorOptions>& o) {
+  const TensorOptions r = like(self, o);
+  if (r.memory_format_opt() != MemoryFormat::ChannelsLast) return full(self.sizes(), value, r);
+  Tensor t = empty(self.sizes(), r.requires_grad(false));
+  return t.fill_(value).set_requires_grad(r.requires_grad());
 }
 }  // namespace
 Tensor empty_like(const Tensor& self, std::optional<TensorOptions> o) {
   return empty(self.sizes(), like(self, o));
 }
 Tensor zeros_like(const Tensor& self, std::optional<TensorOptions> o) {
-  return zeros(self.sizes(), like(self, o));
+  return full_like_impl(self, 0, o);
 }
 Tensor ones_like(const Tensor& self, std::optional<TensorOptions> o) {
-  return ones(self.sizes(), like(self, o));
+  return full_like_impl(self, 1, o);
 }
 Tensor full_like(const Tensor& self, const Scalar& value, std::optional<TensorOptions> o) {
-  return full(self.sizes(), value, like(self, o));
+  return full_like_impl(self, value, o);
 }
 Tensor rand_like(const Tensor& self, std::optional<TensorOptions> o) {
   return rand(self.sizes(), like(self, o));
@@ -136,8 +155,25 @@ std::vector<Tensor> split(const Tensor& self, IntArrayRef split_sizes, int64_t d
 
 // ---- copy and cast ----------------------------------------------------------------------
 Tensor to(const Tensor& self, const TensorOptions& options, bool copy) {
-  return to(self, options.has_device() ? options.device() : self.device(),
-            options.has_dtype() ? options.dtype() : self.dtype(), copy);
+  const MemoryFormat format = options.memory_format_opt().value_or(MemoryFormat::Preserve);
+  Tensor r = to(self, options.has_device() ? options.device() : self.device(),
+                options.has_dtype() ? options.dtype() : self.dtype(),
+                copy && format == MemoryFormat::Preserve);
+  if (format == MemoryFormat::Preserve) return r;
+  // The op keeps self's layout; a different one asked for is one more copy (or the only one).
+  return copy && r.is_same(self) ? clone(r, format) : contiguous(r, format);
+}
+Tensor contiguous(const Tensor& self, MemoryFormat format) {
+  XTEN_CHECK(format != MemoryFormat::Preserve, ValueError, "contiguous",
+             "preserve_format is not a layout to make a tensor contiguous in; pass "
+             "contiguous_format or channels_last");
+  if (format == MemoryFormat::Contiguous) return contiguous(self);
+  return self.is_contiguous(format) ? self : clone(self, format);
+}
+Tensor clone(const Tensor& self, MemoryFormat format) {
+  if (format == MemoryFormat::Preserve) return clone(self);
+  Tensor out = empty(self.sizes(), self.options().memory_format(format));
+  return copy_(out, self);
 }
 Tensor& zero_(Tensor& self) {
   return fill_(self, 0);

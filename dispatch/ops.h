@@ -103,13 +103,16 @@ std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim = 0);
 Tensor as_strided(const Tensor& self, IntArrayRef size, IntArrayRef stride,
                   std::optional<int64_t> storage_offset = std::nullopt);
 Tensor contiguous(const Tensor& self);
+Tensor contiguous(const Tensor& self, MemoryFormat format);
 Tensor clone(const Tensor& self);
+Tensor clone(const Tensor& self, MemoryFormat format);
 Tensor detach(const Tensor& self);
 
 // ---- copy and cast ----------------------------------------------------------------------
 Tensor& copy_(Tensor& self, const Tensor& src);
 Tensor to(const Tensor& self, Device device, ScalarType dtype, bool copy = false);
-// The options' dtype and device where given, self's otherwise.
+// The options' dtype and device where given, self's otherwise; the options' memory format
+// (Preserve if unset: a channels-last tensor stays channels-last).
 Tensor to(const Tensor& self, const TensorOptions& options, bool copy = false);
 Tensor& fill_(Tensor& self, const Scalar& value);
 Tensor& zero_(Tensor& self);

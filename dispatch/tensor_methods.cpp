@@ -60,6 +60,15 @@ Tensor Tensor::to(Device device, bool copy) const {
 Tensor Tensor::to(const TensorOptions& o, bool copy) const {
   return xten::to(*this, o, copy);
 }
+Tensor Tensor::to(MemoryFormat format, bool copy) const {
+  return xten::to(*this, TensorOptions().memory_format(format), copy);
+}
+Tensor Tensor::contiguous(MemoryFormat format) const {
+  return xten::contiguous(*this, format);
+}
+Tensor Tensor::clone(MemoryFormat format) const {
+  return xten::clone(*this, format);
+}
 Tensor& Tensor::zero_() {
   return xten::zero_(*this);
 }

@@ -157,6 +157,15 @@ void Module::to(ScalarType dtype) {
   });
 }
 
+void Module::to(MemoryFormat format) {
+  XTEN_CHECK(format != MemoryFormat::Preserve, ValueError, name_.c_str(),
+             "to(memory_format) takes contiguous_format or channels_last, not preserve_format");
+  for_each_tensor([&](Tensor& t, bool) {
+    if (t.dim() == 4 && !t.is_contiguous(format))
+      move_in_place(t, [&](const Tensor& x) { return x.contiguous(format); });
+  });
+}
+
 void zero_grads(const std::vector<Tensor>& params, bool set_to_none) {
   for (const Tensor& p : params) {
     Tensor& g = p.grad();

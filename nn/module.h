@@ -76,6 +76,9 @@ class Module : public std::enable_shared_from_this<Module> {
   void to(Device device);
   void to(const char* device) { to(Device(device)); }
   void to(ScalarType dtype);
+  // Lays out every 4-d parameter and buffer (and gradient) in `format` (Contiguous or
+  // ChannelsLast), as PyTorch's module.to(memory_format=...); others are left as they are.
+  void to(MemoryFormat format);
 
   // Clears (set_to_none) or zeroes every parameter's gradient.
   void zero_grad(bool set_to_none = true);

@@ -53,3 +53,37 @@ inline void print_ratios(const Pairs& p) {
               *std::min_element(p.ratios.begin(), p.ratios.end()),
               *std::max_element(p.ratios.begin(), p.ratios.end()));
 }
+
+// The loop of interleaved_cpu.cpp and interleaved_layout.cpp over two lists of the same cases
+// (../cpu_case.h; the header that includes this one includes that one first): for each thread
+// count, `set_threads(t)`, both lists made, and per case one call of each library to warm up
+// and size the blocks (about 30 ms of calls, at least one), then `pairs` pairs of blocks, each
+// one untimed call and the timed ones. Prints both libraries' median figure and the median,
+// lowest and highest of the pairs' ratios (xten's rate over libtorch's: above 1, xten is
+// faster).
+template <class Case>
+void compare_case_lists(const std::vector<int>& threads, int pairs,
+                        const std::function<void(int)>& set_threads,
+                        const std::function<std::vector<Case>()>& xten_cases,
+                        const std::function<std::vector<Case>()>& libtorch_cases) {
+  for (int t : threads) {
+    set_threads(t);
+    const std::vector<Case> xs = xten_cases(), ls = libtorch_cases();
+    for (size_t c = 0; c < xs.size() && c < ls.size(); ++c) {
+      const Case &x = xs[c], &l = ls[c];
+      const double first = std::max(seconds_per_call(x.call, 1), seconds_per_call(l.call, 1));
+      const int n = std::max(1, static_cast<int>(0.03 / first));
+      auto block = [n](const Case& k) {
+        k.call();
+        return seconds_per_call(k.call, n);
+      };
+      const Pairs p = run_pairs(
+          pairs, [&] { return block(x); }, [&] { return block(l); });
+      std::printf(
+          "%-30s %2d threads: xten %s, libtorch %s; xten / libtorch per pair: ", x.name.c_str(), t,
+          x.figure(median(p.xten) * 1e3).c_str(), l.figure(median(p.libtorch) * 1e3).c_str());
+      print_ratios(p);
+      std::fflush(stdout);
+    }
+  }
+}

@@ -209,6 +209,19 @@ PoolMeta pool_outputs(PoolMeta m, const Tensor& input, bool with_indices) {
 }
 }  // namespace
 
+bool channels_last_conv(const Tensor& input, const Tensor& weight) {
+  return input.dim() == 4 && weight.dim() == 4 &&
+         (input.suggest_memory_format() == MemoryFormat::ChannelsLast ||
+          weight.suggest_memory_format() == MemoryFormat::ChannelsLast);
+}
+
+Tensor in_layout_of(const Tensor& result, const Tensor& input) {
+  if (result.dim() != 4 || input.dim() != 4 ||
+      input.suggest_memory_format() != MemoryFormat::ChannelsLast)
+    return result;
+  return result.contiguous(MemoryFormat::ChannelsLast);
+}
+
 PoolMeta max_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
                          IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
   PoolMeta m;

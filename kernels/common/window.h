@@ -95,6 +95,17 @@ struct PoolMeta {
   Tensor out;      // p.shape(ho, wo), the input's dtype
   Tensor indices;  // max pooling: int64 flat positions in the input's H x W plane
 };
+// Note [Channels-last convolution]: as in PyTorch, a convolution whose input or weight is
+// channels-last (a 4-d input, NHWC strides) computes and returns channels-last
+// (docs/memory_format.md).
+bool channels_last_conv(const Tensor& input, const Tensor& weight);
+
+// Note [Pooling layouts]: pooling and upsampling compute on NCHW planes; for a channels-last
+// input their results (values, indices, an input's gradient) are handed back channels-last,
+// the layout PyTorch gives (docs/memory_format.md). That is a reorder on either side: NHWC
+// kernels that read and write the layout directly are still to come.
+Tensor in_layout_of(const Tensor& result, const Tensor& input);
+
 PoolMeta max_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
                          IntArrayRef padding, IntArrayRef dilation, bool ceil_mode);
 PoolMeta avg_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,

@@ -26,8 +26,11 @@ Tensor to_kernel(const Tensor& self, Device device, ScalarType dtype, bool copy)
       self.device().type() == device.type() && (!device.has_index() || !self.device().has_index() ||
                                                 self.device().index() == device.index());
   if (!copy && same_device && self.dtype() == dtype) return self;
+  // The copy keeps a channels-last layout (Preserve, docs/memory_format.md).
   Tensor out =
-      empty(self.sizes(), dtype, device.has_index() || !same_device ? device : self.device());
+      empty(self.sizes(), TensorOptions(dtype)
+                              .device(device.has_index() || !same_device ? device : self.device())
+                              .memory_format(self.suggest_memory_format()));
   return copy_(out, self);
 }
 

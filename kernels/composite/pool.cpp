@@ -27,10 +27,11 @@ Tensor max_pool2d_with_indices_backward_kernel(const Tensor& grad, const Tensor&
       pool2d_backward_meta("max_pool2d_with_indices_backward", grad, self, kernel, stride, padding,
                            dilation, ceil_mode, &indices);
   const int64_t per_plane = m.w.ho * m.w.wo;
-  return zeros({m.p.planes, m.p.h * m.p.w}, grad.dtype(), grad.device())
-      .scatter_add(1, indices.reshape({m.p.planes, per_plane}),
-                   grad.reshape({m.p.planes, per_plane}))
-      .view(self.sizes());
+  return in_layout_of(zeros({m.p.planes, m.p.h * m.p.w}, grad.dtype(), grad.device())
+                          .scatter_add(1, indices.reshape({m.p.planes, per_plane}),
+                                       grad.reshape({m.p.planes, per_plane}))
+                          .view(self.sizes()),
+                      self);
 }
 
 // The gradient of a sum over windows of `w`: each output cell's value spread back over its
@@ -85,7 +86,7 @@ Tensor avg_pool2d_backward_kernel(const Tensor& grad, const Tensor& self, IntArr
     }
   const Tensor scale =
       tensor(inv, IntArrayRef({w.ho, w.wo}), TensorOptions(grad.dtype())).to(grad.device());
-  return window_sum_grad(grad * scale, p, w).view(self.sizes());
+  return in_layout_of(window_sum_grad(grad * scale, p, w).view(self.sizes()), self);
 }
 
 }  // namespace

@@ -91,7 +91,7 @@ Tensor reshape_kernel(const Tensor& self, IntArrayRef size) {
   // Through the view op (not make_view), so that autograd records it: reshape is differentiable
   // through this decomposition.
   if (view_strides(self.sizes(), self.strides(), shape)) return view(self, shape);
-  return view(clone(self), shape);
+  return view(contiguous(self), shape);
 }
 
 Tensor flatten_kernel(const Tensor& self, int64_t start_dim, int64_t end_dim) {
@@ -312,11 +312,14 @@ Tensor as_strided_kernel(const Tensor& self, IntArrayRef size, IntArrayRef strid
 }
 
 Tensor contiguous_kernel(const Tensor& self) {
-  return self.is_contiguous() ? self : clone(self);
+  if (self.is_contiguous()) return self;
+  Tensor out = empty(self.sizes(), self.dtype(), self.device());
+  return copy_(out, self);
 }
 
+// clone keeps a channels-last layout (Preserve, docs/memory_format.md).
 Tensor clone_kernel(const Tensor& self) {
-  Tensor out = empty(self.sizes(), self.dtype(), self.device());
+  Tensor out = empty(self.sizes(), self.options().memory_format(self.suggest_memory_format()));
   return copy_(out, self);
 }
 

@@ -10,13 +10,13 @@
 // with Eigen threading each GEMM on 16 cores halved the GFLOP/s, bench/README.md.)
 #include <Eigen/Core>
 
-#include <xten/kernels/cpu/capability.h>
 #include <xten/core/cpu_backend.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/core/parallel.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
+#include <xten/kernels/cpu/capability.h>
 
 #include <xten/kernels/common/window.h>
 #include <xten/kernels/composite/conv_grad.h>
@@ -86,16 +86,30 @@ void col2im(const T* cols, int64_t channels, const Geometry& g, T* y) {
       }
 }
 
-// Runs `run_onednn(x, w, bias, out)` on the input's own dtype where oneDNN is chosen: the
+// Note [Channels-last convolution] (kernels/common/window.h): oneDNN reads and writes NHWC
+// directly; the Eigen path computes NCHW and hands back its result in the layout the rule names.
+Tensor in_layout(const Tensor& t, bool channels_last) {
+  return channels_last ? t.contiguous(MemoryFormat::ChannelsLast) : t.contiguous();
+}
+
+// Runs `run_onednn(x, w, bias, out, nhwc)` on the input's own dtype where oneDNN is chosen: the
 // result (bias added, unbatched again), or an undefined tensor where oneDNN declined.
+// `weight_layout_kept`: the primitive reads a channels-last weight as it is.
 template <class F>
 Tensor try_onednn(const Tensor& weight, const std::optional<Tensor>& bias, const Geometry& g,
-                  ScalarType dtype, const F& run_onednn) {
+                  ScalarType dtype, bool nhwc, bool weight_layout_kept, const F& run_onednn) {
   if (cpu_gemm() != CpuGemm::OneDnn) return Tensor();
-  const Tensor x = g.input4.contiguous(), w = weight.contiguous();
+  const Tensor x = in_layout(g.input4, nhwc);
+  const Tensor w = weight_layout_kept && weight.is_contiguous(MemoryFormat::ChannelsLast)
+                       ? weight
+                       : weight.contiguous();
   const Tensor b = bias && bias->defined() ? bias->to(kFloat).contiguous() : Tensor();
-  Tensor out = empty_tensor({g.n, g.o, g.ho, g.wo}, dtype, x.device());
-  if (!run_onednn(x, w, b, out)) return Tensor();
+  const int64_t sizes[4] = {g.n, g.o, g.ho, g.wo};
+  const MemoryFormat format = nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  Tensor out =
+      empty_tensor(IntArrayRef(sizes, 4),
+                   strides_for_format("conv2d", IntArrayRef(sizes, 4), format), dtype, x.device());
+  if (!run_onednn(x, w, b, out, nhwc)) return Tensor();
   count_cpu_gemm(CpuGemm::OneDnn);
   return g.unbatched ? out.squeeze(0) : out;
 }
@@ -104,10 +118,10 @@ Tensor conv2d_kernel(const Tensor& input_, const Tensor& weight_, const std::opt
                      IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
                      int64_t groups) {
   const Geometry g = conv2d_geometry(input_, weight_, bias, stride, padding, dilation, groups);
-  Tensor fast = try_onednn(weight_, bias, g, input_.dtype(),
-                           [&](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& o) {
-                             return onednn::conv2d(x, w, b, g, o);
-                           });
+  const bool cl = channels_last_conv(input_, weight_);
+  Tensor fast = try_onednn(weight_, bias, g, input_.dtype(), cl, true,
+                           [&](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& o,
+                               bool nhwc) { return onednn::conv2d(x, w, b, g, o, nhwc); });
   if (fast.defined()) return fast;
   count_cpu_gemm(CpuGemm::Eigen);
   const ScalarType ct = conv_compute_dtype(input_.dtype());
@@ -135,7 +149,7 @@ Tensor conv2d_kernel(const Tensor& input_, const Tensor& weight_, const std::opt
                     Eigen::Map<const RowMat<T>>(cols, k, plane);
     });
   });
-  return conv_finish(out, bias, g, input_.dtype());
+  return in_layout(conv_finish(out, bias, g, input_.dtype()), cl);
 }
 
 Tensor conv_transpose2d_kernel(const Tensor& input_, const Tensor& weight_,
@@ -144,10 +158,12 @@ Tensor conv_transpose2d_kernel(const Tensor& input_, const Tensor& weight_,
                                IntArrayRef dilation) {
   const Geometry g = conv_transpose2d_geometry(input_, weight_, bias, stride, padding,
                                                output_padding, groups, dilation);
-  Tensor fast = try_onednn(weight_, bias, g, input_.dtype(),
-                           [&](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& o) {
-                             return onednn::conv_transpose2d(x, w, b, g, output_padding, o);
-                           });
+  const bool cl = channels_last_conv(input_, weight_);
+  Tensor fast = try_onednn(
+      weight_, bias, g, input_.dtype(), cl, false,
+      [&](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& o, bool nhwc) {
+        return onednn::conv_transpose2d(x, w, b, g, output_padding, o, nhwc);
+      });
   if (fast.defined()) return fast;
   count_cpu_gemm(CpuGemm::Eigen);
   const int64_t cin = g.c;
@@ -170,7 +186,7 @@ Tensor conv_transpose2d_kernel(const Tensor& input_, const Tensor& weight_,
       col2im(cols.data(), og, g, op + (img * g.o + grp * og) * g.ho * g.wo);
     });
   });
-  return conv_finish(out, bias, g, input_.dtype());
+  return in_layout(conv_finish(out, bias, g, input_.dtype()), cl);
 }
 
 // conv2d's weight gradient: oneDNN's backward-weights where it takes the case, else the
@@ -184,9 +200,12 @@ Tensor conv2d_backward_weight_kernel(const Tensor& grad_output, const Tensor& in
     Tensor grad_weight = empty_tensor(weight_size, input.dtype(), input.device());
     const Geometry g =
         conv2d_geometry(input, grad_weight, std::nullopt, stride, padding, dilation, groups);
+    // Channels-last activations are read as they lie (Note [Channels-last convolution]).
+    const bool cl = input.suggest_memory_format() == MemoryFormat::ChannelsLast ||
+                    grad_output.suggest_memory_format() == MemoryFormat::ChannelsLast;
     if (grad_output.sizes() == IntArrayRef({g.n, g.o, g.ho, g.wo}) &&
-        onednn::conv2d_backward_weight(grad_output.contiguous(), g.input4.contiguous(), g,
-                                       grad_weight)) {
+        onednn::conv2d_backward_weight(in_layout(grad_output, cl), in_layout(g.input4, cl), g,
+                                       grad_weight, cl)) {
       count_cpu_gemm(CpuGemm::OneDnn);
       return grad_weight;
     }

@@ -35,15 +35,22 @@ void Elementwise::prepare() {
   numel_ = 1;
   for (int64_t s : shape_) numel_ *= s;
 
+  // The layout of the result and the order of the walk (Note [Pointwise layout]).
+  if (!all_contiguous({all[0], all[1], all[2], all[3]}))
+    order_ = pointwise_dim_order(shape_, {all[0], all[1], all[2], all[3]});
+  auto fresh = [&](IntArrayRef shape, const DimVector& order, ScalarType dtype, Device device) {
+    return order.empty() ? empty_tensor(shape, dtype, device)
+                         : empty_tensor(shape, dense_strides(shape, order), dtype, device);
+  };
   if (out_.defined()) {
     check_elementwise_out(op_, out_, shape_, result_);
-    target_ = out_.dtype() == result_ ? out_ : empty_tensor(shape_, result_, out_.device());
+    target_ = out_.dtype() == result_ ? out_ : fresh(shape_, order_, result_, out_.device());
   } else {
     const Device device = num_inputs_ ? inputs_[0].device() : Device(kCPU);
-    out_ = target_ = empty_tensor(shape_, result_, device);
+    out_ = target_ = fresh(shape_, order_, result_, device);
   }
 
-  // Bring inputs to the compute dtype.
+  // Bring inputs to the compute dtype (each in its own layout).
   for (int i = 0; i < num_inputs_; ++i) {
     Tensor& in = inputs_[i];
     if (keep_dtype_[i] || in.dtype() == compute_) continue;
@@ -51,7 +58,8 @@ void Elementwise::prepare() {
       convert_element(in.data_ptr(), in.dtype(), scalar_buf_[i + 1].data(), compute_);
       continue;  // geometry reads scalar_buf_ for it
     }
-    Tensor converted = empty_tensor(in.sizes(), compute_, in.device());
+    const DimVector own = in.is_contiguous() ? DimVector() : pointwise_dim_order(in.sizes(), {&in});
+    Tensor converted = fresh(in.sizes(), own, compute_, in.device());
     copy_into(op_, converted, in);
     in = converted;
   }
@@ -82,11 +90,12 @@ void Elementwise::build_geometry() {
     for (int d = 0; d < t.dim(); ++d)
       full[o][off + d] = t.size(d) == 1 ? 0 : t.stride(d) * op.esize;
   }
-  // Coalesce: drop size-1 dims; merge a dim into its outer neighbour when every operand
-  // steps over the inner dim exactly to the outer one.
+  // Coalesce, walking the dims in order_ (outermost first): drop size-1 dims; merge a dim into
+  // its outer neighbour when every operand steps over the inner dim exactly to the outer one.
   dims_ = DimVector();
   for (int o = 0; o < nops; ++o) strides_[o] = DimVector();
-  for (int d = 0; d < nd; ++d) {
+  for (int i = 0; i < nd; ++i) {
+    const int d = order_.empty() ? i : static_cast<int>(order_[i]);
     if (shape_[d] == 1) continue;
     bool merge = !dims_.empty();
     for (int o = 0; merge && o < nops; ++o) merge = strides_[o].back() == full[o][d] * shape_[d];

@@ -4,13 +4,16 @@
 // Note [Elementwise engine]
 // prepare: the inputs broadcast to one shape; inputs whose dtype is not the op's compute
 // dtype are converted (a one-element input into a small buffer, others by a copy); the
-// output is allocated (contiguous), or, when given (in-place / out), checked: shape equal to
-// the broadcast shape, no internal overlap, and the compute dtype castable to it. An output
-// whose dtype differs from what the kernel writes is computed into a temporary and copied.
-// run: dims are coalesced (dims that are contiguous in every operand merge), and the index
-// space is split into [begin, end) ranges across threads; each range is walked as runs of
-// the innermost dim, and the typed loop (loops.h) gets the operands' pointers and byte
-// strides for one run. The engine knows no C++ types; the loops know no shapes.
+// output is allocated in the layout its operands give (Note [Pointwise layout], core/meta.h:
+// contiguous when they are, NHWC for NHWC inputs), or, when given (in-place / out), checked:
+// shape equal to the broadcast shape, no internal overlap, and the compute dtype castable to
+// it. An output whose dtype differs from what the kernel writes is computed into a temporary
+// and copied.
+// run: dims are put in that layout's order (outermost first) and coalesced (dims that are
+// contiguous in every operand merge), and the index space is split into [begin, end) ranges
+// across threads; each range is walked as runs of the innermost dim, and the typed loop
+// (loops.h) gets the operands' pointers and byte strides for one run. The engine knows no C++
+// types; the loops know no shapes.
 #include <array>
 #include <initializer_list>
 
@@ -76,6 +79,7 @@ class Elementwise {
   ScalarType compute_ = ScalarType::Undefined;
   ScalarType result_ = ScalarType::Undefined;
   DimVector shape_;
+  DimVector order_;  // the dims outermost first (Note [Pointwise layout]); empty: identity
   int64_t numel_ = 0;
   // Coalesced geometry; operand 0 is the output.
   DimVector dims_;

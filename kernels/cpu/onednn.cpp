@@ -205,11 +205,21 @@ dims strides_of(const Tensor& t) {
 }
 
 // The weight of a convolution in oneDNN's order (groups, out, in, kh, kw), from xten's layout
-// with `o_stride` and `i_stride` per output and input channel ((g)oihw).
+// with `o_stride` and `i_stride` per output and input channel and (kh_stride, kw_stride)
+// within a kernel: (g)oihw by default, (g)ohwi for a channels-last weight.
 memory::desc weight_desc(memory::data_type dt, int64_t groups, int64_t o, int64_t i, int64_t kh,
-                         int64_t kw, int64_t o_stride, int64_t i_stride, int64_t g_stride) {
-  if (groups == 1) return memory::desc({o, i, kh, kw}, dt, dims{o_stride, i_stride, kw, 1});
-  return memory::desc({groups, o, i, kh, kw}, dt, dims{g_stride, o_stride, i_stride, kw, 1});
+                         int64_t kw, int64_t o_stride, int64_t i_stride, int64_t g_stride,
+                         int64_t kh_stride = -1, int64_t kw_stride = 1) {
+  if (kh_stride < 0) kh_stride = kw;
+  if (groups == 1)
+    return memory::desc({o, i, kh, kw}, dt, dims{o_stride, i_stride, kh_stride, kw_stride});
+  return memory::desc({groups, o, i, kh, kw}, dt,
+                      dims{g_stride, o_stride, i_stride, kh_stride, kw_stride});
+}
+
+// The plain format of an activation [n, c, h, w]: NCHW, or NHWC for a channels-last tensor.
+memory::desc activation_desc(const dims& d, memory::data_type dt, bool nhwc) {
+  return memory::desc(d, dt, nhwc ? tag::nhwc : tag::nchw);
 }
 
 // Fills the reorders between the plain formats and the ones the primitive chose.
@@ -223,11 +233,16 @@ void plan_reorders(Entry& e, const memory::desc& src, const memory::desc& weight
   if (e.dst != e.user_dst) e.dst_out = reorder_step(e.dst, e.user_dst);
 }
 
-// conv2d's weight in oneDNN's order from xten's [o, c / groups, kh, kw] ((g)oihw).
-memory::desc conv2d_weight_desc(const ConvGeometry& g, memory::data_type dt) {
+// conv2d's weight in oneDNN's order from xten's [o, c / groups, kh, kw]: (g)oihw, or the
+// strides of `w` (contiguous or channels-last) where given.
+memory::desc conv2d_weight_desc(const ConvGeometry& g, memory::data_type dt,
+                                const Tensor& w = Tensor()) {
   const int64_t cg = g.c / g.groups, og = g.o / g.groups;
-  return weight_desc(dt, g.groups, og, cg, g.kh, g.kw, cg * g.kh * g.kw, g.kh * g.kw,
-                     og * cg * g.kh * g.kw);
+  if (!w.defined() || w.is_contiguous())
+    return weight_desc(dt, g.groups, og, cg, g.kh, g.kw, cg * g.kh * g.kw, g.kh * g.kw,
+                       og * cg * g.kh * g.kw);
+  return weight_desc(dt, g.groups, og, cg, g.kh, g.kw, w.stride(0), w.stride(1), og * w.stride(0),
+                     w.stride(2), w.stride(3));
 }
 
 // The right/bottom padding that gives exactly (ho, wo) (as conv2d's floor division).
@@ -469,20 +484,23 @@ bool linear(const Tensor& x, const Tensor& w, const Tensor& bias, bool relu, con
 }
 
 bool conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvGeometry& g,
-            const Tensor& out) {
+            const Tensor& out, bool nhwc) {
   const auto dt = data_type(x.dtype());
   if (!dt || x.numel() == 0 || out.numel() == 0) return false;
   const std::string key = fmt::format("conv {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
                                       static_cast<int>(x.dtype()), g.n, g.c, g.h, g.w, g.o, g.kh,
                                       g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups) +
-                          (bias.defined() ? " bias" : "");
+                          (bias.defined() ? " bias" : "") + (nhwc ? " nhwc" : "") +
+                          (w.is_contiguous() ? "" : " ohwi");
   auto e = cache().get(key, conv2d_flops(g), [&](Entry& en) {
-    en.user_src = memory::desc({g.n, g.c, g.h, g.w}, *dt, tag::nchw);
-    en.user_weights = conv2d_weight_desc(g, *dt);
-    en.user_dst = memory::desc({g.n, g.o, g.ho, g.wo}, *dt, tag::nchw);
+    en.user_src = activation_desc({g.n, g.c, g.h, g.w}, *dt, nhwc);
+    en.user_weights = conv2d_weight_desc(g, *dt, w);
+    en.user_dst = activation_desc({g.n, g.o, g.ho, g.wo}, *dt, nhwc);
+    // Channels-last activations stay NHWC inside the primitive too: no reorder either side.
+    const tag act = nhwc ? tag::nhwc : tag::any;
     using F = dnnl::convolution_forward;
     const F::primitive_desc pd(
-        conv2d_forward_desc(g, *dt, dnnl::prop_kind::forward_training, bias.defined()),
+        conv2d_forward_desc(g, *dt, dnnl::prop_kind::forward_training, bias.defined(), act, act),
         user_scratchpad(), engine());
     en.main = step_of<F>(pd);
     plan_reorders(en, pd.src_desc(), pd.weights_desc(), pd.dst_desc());
@@ -493,7 +511,7 @@ bool conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvGeom
 }
 
 bool conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvGeometry& g,
-                      IntArrayRef output_padding, const Tensor& out) {
+                      IntArrayRef output_padding, const Tensor& out, bool nhwc) {
   const auto dt = data_type(x.dtype());
   if (!dt || x.numel() == 0 || out.numel() == 0) return false;
   const int64_t cg = g.c / g.groups, og = g.o / g.groups;
@@ -501,18 +519,19 @@ bool conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& bias, cons
       fmt::format("deconv {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
                   static_cast<int>(x.dtype()), g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.sh, g.sw,
                   g.ph, g.pw, g.dh, g.dw, g.groups, output_padding) +
-      (bias.defined() ? " bias" : "");
+      (bias.defined() ? " bias" : "") + (nhwc ? " nhwc" : "");
   const double flops =
       2.0 * static_cast<double>(g.n * g.o * g.ho * g.wo) * static_cast<double>(cg * g.kh * g.kw);
   auto e = cache().get(key, flops, [&](Entry& en) {
-    en.user_src = memory::desc({g.n, g.c, g.h, g.w}, *dt, tag::nchw);
+    en.user_src = activation_desc({g.n, g.c, g.h, g.w}, *dt, nhwc);
     // xten's weight is [c, o / groups, kh, kw]: oneDNN's (g, o, i, kh, kw) reads it strided.
     en.user_weights = weight_desc(*dt, g.groups, og, cg, g.kh, g.kw, g.kh * g.kw, og * g.kh * g.kw,
                                   cg * og * g.kh * g.kw);
-    en.user_dst = memory::desc({g.n, g.o, g.ho, g.wo}, *dt, tag::nchw);
-    const memory::desc any_src({g.n, g.c, g.h, g.w}, *dt, tag::any);
+    en.user_dst = activation_desc({g.n, g.o, g.ho, g.wo}, *dt, nhwc);
+    const tag act = nhwc ? tag::nhwc : tag::any;
+    const memory::desc any_src({g.n, g.c, g.h, g.w}, *dt, act);
     const memory::desc any_w(en.user_weights.dims(), *dt, tag::any);
-    const memory::desc any_dst({g.n, g.o, g.ho, g.wo}, *dt, tag::any);
+    const memory::desc any_dst({g.n, g.o, g.ho, g.wo}, *dt, act);
     const memory::desc bias_md({g.o}, memory::data_type::f32, tag::x);
     const dims stride{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pad_l{g.ph, g.pw};
     const dims pad_r{g.ph - output_padding[0], g.pw - output_padding[1]};
@@ -533,28 +552,30 @@ bool conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& bias, cons
 }
 
 bool conv2d_backward_weight(const Tensor& grad_output, const Tensor& x, const ConvGeometry& g,
-                            const Tensor& grad_weight) {
+                            const Tensor& grad_weight, bool nhwc) {
   const auto dt = data_type(x.dtype());
   if (!dt || x.numel() == 0 || grad_output.numel() == 0) return false;
   const std::string key = fmt::format("conv_bw {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
                                       static_cast<int>(x.dtype()), g.n, g.c, g.h, g.w, g.o, g.kh,
-                                      g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups);
+                                      g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups) +
+                          (nhwc ? " nhwc" : "") + (grad_weight.is_contiguous() ? "" : " ohwi");
   auto e = cache().get(key, conv2d_flops(g), [&](Entry& en) {
     // Roles: src = the input, weights = the output's gradient, dst = the weight's gradient.
-    en.user_src = memory::desc({g.n, g.c, g.h, g.w}, *dt, tag::nchw);
-    en.user_weights = memory::desc({g.n, g.o, g.ho, g.wo}, *dt, tag::nchw);
-    en.user_dst = conv2d_weight_desc(g, *dt);
+    en.user_src = activation_desc({g.n, g.c, g.h, g.w}, *dt, nhwc);
+    en.user_weights = activation_desc({g.n, g.o, g.ho, g.wo}, *dt, nhwc);
+    en.user_dst = conv2d_weight_desc(g, *dt, grad_weight);
     en.weights_arg = DNNL_ARG_DIFF_DST;
     en.dst_arg = DNNL_ARG_DIFF_WEIGHTS;
-    const memory::desc any_src({g.n, g.c, g.h, g.w}, *dt, tag::any);
+    const tag act = nhwc ? tag::nhwc : tag::any;
+    const memory::desc any_src({g.n, g.c, g.h, g.w}, *dt, act);
     const memory::desc any_w(en.user_dst.dims(), *dt, tag::any);
-    const memory::desc any_dst({g.n, g.o, g.ho, g.wo}, *dt, tag::any);
+    const memory::desc any_dst({g.n, g.o, g.ho, g.wo}, *dt, act);
     const dims stride{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pad_l{g.ph, g.pw},
         pad_r = conv2d_pad_r(g);
     using F = dnnl::convolution_forward;
     using B = dnnl::convolution_backward_weights;
     const F::primitive_desc hint(
-        conv2d_forward_desc(g, *dt, dnnl::prop_kind::forward_training, false), engine());
+        conv2d_forward_desc(g, *dt, dnnl::prop_kind::forward_training, false, act, act), engine());
     const B::primitive_desc pd(B::desc(dnnl::algorithm::convolution_direct, any_src, any_w, any_dst,
                                        stride, dil, pad_l, pad_r),
                                user_scratchpad(), engine(), hint);

@@ -20,20 +20,22 @@ bool matmul(const Tensor& a, const Tensor& b, const Tensor& out);
 // each thread its part (Note [Rows to threads]).
 bool linear(const Tensor& x, const Tensor& w, const Tensor& bias, bool relu, const Tensor& out);
 
-// conv2d of the contiguous 4-D input g.input4-shaped `x` by the contiguous weight into the
-// contiguous out [n, o, ho, wo], plus the bias (float32) if given.
+// conv2d of the 4-D input g.input4-shaped `x` by the weight (contiguous or channels-last) into
+// out [n, o, ho, wo], plus the bias (float32) if given. x and out are contiguous, or with
+// `nhwc` both channels-last (the primitive then reads and writes NHWC: no reorder).
 bool conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvGeometry& g,
-            const Tensor& out);
+            const Tensor& out, bool nhwc);
 
-// conv_transpose2d likewise (weight [c, o / groups, kh, kw], (h, w) the input's size),
-// output_padding as given to the op.
+// conv_transpose2d likewise (contiguous weight [c, o / groups, kh, kw], (h, w) the input's
+// size), output_padding as given to the op.
 bool conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvGeometry& g,
-                      IntArrayRef output_padding, const Tensor& out);
+                      IntArrayRef output_padding, const Tensor& out, bool nhwc);
 
-// The weight gradient of conv2d: contiguous x (the input) and grad_output [n, o, ho, wo] into
-// the contiguous grad_weight [o, c / groups, kh, kw].
+// The weight gradient of conv2d: x (the input) and grad_output [n, o, ho, wo], contiguous or
+// with `nhwc` both channels-last, into grad_weight [o, c / groups, kh, kw] (contiguous or
+// channels-last).
 bool conv2d_backward_weight(const Tensor& grad_output, const Tensor& x, const ConvGeometry& g,
-                            const Tensor& grad_weight);
+                            const Tensor& grad_weight, bool nhwc);
 
 // The oneDNN steps of a compiled inference graph (compile/passes.cpp, plan_convolutions;
 // docs/compile.md, "Convolutions"): a convolution as a forward_inference primitive with its

@@ -137,7 +137,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, I
       }
     });
   });
-  return {out, idx};
+  return {in_layout_of(out, input), in_layout_of(idx, input)};
 }
 
 Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
@@ -164,7 +164,7 @@ Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef st
         }
     });
   });
-  return out;
+  return in_layout_of(out, input);
 }
 
 // Note [Pooling backward]: the input gradient of a plane is built in one buffer that the plane's
@@ -227,7 +227,7 @@ Tensor max_pool2d_with_indices_backward_kernel(const Tensor& grad, const Tensor&
   XTEN_CHECK(first_bad.load() == total, IndexError, op,
              "index {} is out of range for an input plane of {} x {} ({} elements)",
              idx[std::min(first_bad.load(), total - 1)], m.p.h, m.p.w, hw);
-  return out;
+  return in_layout_of(out, self);
 }
 
 Tensor avg_pool2d_backward_kernel(const Tensor& grad, const Tensor& self, IntArrayRef kernel,
@@ -263,7 +263,7 @@ Tensor avg_pool2d_backward_kernel(const Tensor& grad, const Tensor& self, IntArr
       }
     });
   });
-  return out;
+  return in_layout_of(out, self);
 }
 
 // Calls cell(plane, o, y0, y1, x0, x1) for every output cell o (flat over all planes) with
@@ -322,7 +322,7 @@ Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) 
           dst[o] = cast_value<T>(sum / static_cast<M>((y1 - y0) * (x1 - x0)));
         });
   });
-  return out;
+  return in_layout_of(out, input);
 }
 
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_kernel(const Tensor& input,
@@ -354,7 +354,7 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d_kernel(const Tensor& input,
           ind[o] = at;
         });
   });
-  return {out, idx};
+  return {in_layout_of(out, input), in_layout_of(idx, input)};
 }
 
 Tensor upsample_bilinear2d_kernel(const Tensor& input, IntArrayRef output_size,
@@ -386,7 +386,7 @@ Tensor upsample_bilinear2d_kernel(const Tensor& input, IntArrayRef output_size,
       }
     });
   });
-  return m.out;
+  return in_layout_of(m.out, input);
 }
 
 }  // namespace

@@ -211,6 +211,27 @@ Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepd
       // threads over blocks of 64 columns, each reading its columns of every row
       constexpr int64_t kCols = 64;
       const int64_t blocks = (cols + kCols - 1) / kCols;
+      // Few blocks and many rows (a channels-last batch's per-channel sums: 64 columns of
+      // N*H*W rows) leave threads idle: the rows are cut among them instead, each summing
+      // its rows of every column, and the parts are added in order.
+      const int64_t parts = std::min<int64_t>(get_num_threads(), rows / 256);
+      if (blocks < get_num_threads() && parts > 1) {
+        std::vector<Acc> part(static_cast<size_t>(parts * cols));
+        parallel_for(parts, 1, [&](int64_t b, int64_t e) {
+          for (int64_t q = b; q < e; ++q) {
+            const int64_t r0 = rows * q / parts, r1 = rows * (q + 1) / parts;
+            for (int64_t c0 = 0; c0 < cols; c0 += kCols)
+              column_sums<Acc>(src + r0 * cols, r1 - r0, cols, c0, std::min(cols, c0 + kCols),
+                               part.data() + q * cols + c0);
+          }
+        });
+        for (int64_t j = 0; j < cols; ++j) {
+          Acc acc = part[static_cast<size_t>(j)];
+          for (int64_t q = 1; q < parts; ++q) acc += part[static_cast<size_t>(q * cols + j)];
+          dst[j] = sum_value<T>(acc, divisor);
+        }
+        return;
+      }
       parallel_for(blocks, std::max<int64_t>(1, kParallelGrain / (rows * kCols)),
                    [&](int64_t b, int64_t e) {
                      Acc acc[kCols];

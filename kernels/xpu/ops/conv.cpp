@@ -62,7 +62,9 @@ Tensor conv2d_kernel(const Tensor& input, const Tensor& weight, const std::optio
                cols.narrow(1, grp * k, k));
     }
   }
-  return conv_finish(out, bias, g, input.dtype());
+  // Computed in NCHW; handed back in the layout PyTorch gives (Note [Channels-last convolution]).
+  const Tensor r = conv_finish(out, bias, g, input.dtype());
+  return channels_last_conv(input, weight) ? r.contiguous(MemoryFormat::ChannelsLast) : r;
 }
 
 Tensor conv_transpose2d_kernel(const Tensor& input, const Tensor& weight,
@@ -90,7 +92,9 @@ Tensor conv_transpose2d_kernel(const Tensor& input, const Tensor& weight,
     launch_window_kernel("conv_transpose2d", "col2im", out.narrow(0, i0, nc), cols, g, g.o, g.h,
                          g.w, g.ho, g.wo);
   }
-  return conv_finish(out, bias, g, input.dtype());
+  // Computed in NCHW; handed back in the layout PyTorch gives (Note [Channels-last convolution]).
+  const Tensor r = conv_finish(out, bias, g, input.dtype());
+  return channels_last_conv(input, weight) ? r.contiguous(MemoryFormat::ChannelsLast) : r;
 }
 
 }  // namespace

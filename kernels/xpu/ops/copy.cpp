@@ -82,7 +82,14 @@ Geometry geometry(const char* op, IntArrayRef sizes, std::initializer_list<IntAr
   return g;
 }
 
-void device_copy(const Tensor& dst, const Tensor& src) {
+void device_copy(const Tensor& dst_, const Tensor& src_) {
+  // Walked in the destination's memory order (Note [Pointwise layout], core/meta.h).
+  Tensor dst = dst_, src = src_;
+  if (!all_contiguous({&dst, &src})) {
+    const DimVector order = pointwise_dim_order(dst.sizes(), {&dst, &src});
+    dst = dst.permute(order);
+    src = src.permute(order);
+  }
   const Geometry g = geometry("copy_", dst.sizes(), {dst.strides(), src.strides()});
   if (g.numel == 0) return;
   const std::string name =
@@ -126,11 +133,19 @@ Tensor copy_kernel(const Tensor& self, const Tensor& src) {
     memcpy_async(stream_of(self), staged.data_ptr(), s.data_ptr(), s.nbytes());
     device_copy(self, staged.expand(self.sizes()));
   } else if (dst_xpu) {
-    // From the host: convert and broadcast on the CPU, then one copy of contiguous bytes.
+    // From the host: convert and broadcast on the CPU into the destination's layout where it
+    // fills its memory (contiguous or channels-last), then one copy of the bytes; other
+    // destinations are scattered on the device from contiguous bytes.
+    const MemoryFormat f = self.suggest_memory_format();
+    const bool dense = self.is_contiguous(f);
+    const MemoryFormat host_format = dense ? f : MemoryFormat::Contiguous;
     Tensor host = src.expand(self.sizes());
-    if (host.dtype() != self.dtype() || !host.is_contiguous())
-      host = xten::to(host, Device(kCPU), self.dtype(), false).contiguous();
-    if (self.is_contiguous()) {
+    if (host.dtype() != self.dtype() || !host.is_contiguous(host_format)) {
+      Tensor converted =
+          empty(self.sizes(), TensorOptions(self.dtype()).memory_format(host_format));
+      host = converted.copy_(host);
+    }
+    if (dense) {
       memcpy_blocking(stream_of(self), self.data_ptr(), host.data_ptr(), host.nbytes());
     } else {
       Tensor staged = empty(self.sizes(), self.dtype(), self.device());
@@ -138,11 +153,15 @@ Tensor copy_kernel(const Tensor& self, const Tensor& src) {
       device_copy(self, staged);
     }
   } else {
-    // To the host: contiguous bytes come back; the CPU copy converts, broadcasts, scatters.
-    const Tensor s = src.contiguous();
-    Tensor host = self.is_contiguous() && self.dtype() == src.dtype() && self.sizes() == src.sizes()
-                      ? self
-                      : empty(src.sizes(), src.dtype(), Device(kCPU));
+    // To the host: the bytes of a contiguous or channels-last source come back as they lie
+    // (others made contiguous first); the CPU copy converts, broadcasts, scatters.
+    const MemoryFormat f = src.suggest_memory_format();
+    const Tensor s = src.is_contiguous(f) ? src : src.contiguous();
+    const MemoryFormat sf = s.is_contiguous() ? MemoryFormat::Contiguous : f;
+    Tensor host =
+        self.is_contiguous(sf) && self.dtype() == src.dtype() && self.sizes() == src.sizes()
+            ? self
+            : empty(src.sizes(), TensorOptions(src.dtype()).memory_format(sf));
     memcpy_blocking(stream_of(s), host.data_ptr(), s.data_ptr(), s.nbytes());
     if (!host.is_same(self)) {
       Tensor out = self;

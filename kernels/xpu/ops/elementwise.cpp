@@ -35,11 +35,20 @@ Elementwise::Elementwise(const char* op, const Tensor& out, std::vector<Tensor> 
   XTEN_CHECK(device.type() == kXPU, DeviceError, op_,
              "an XPU kernel got no XPU tensor (inputs on {})", inputs_[0].device().str());
 
+  // The layout of the result and the order of the walk (Note [Pointwise layout], core/meta.h).
+  const Tensor* in1 = inputs_.size() > 1 ? &inputs_[1] : nullptr;
+  const Tensor* in2 = inputs_.size() > 2 ? &inputs_[2] : nullptr;
+  if (!all_contiguous({&out_, &inputs_[0], in1, in2}))
+    order_ = pointwise_dim_order(shape_, {&out_, &inputs_[0], in1, in2});
+  auto fresh = [&](ScalarType dtype, Device d) {
+    Tensor t = empty(shape_, dtype, d);
+    return order_.empty() ? t : restride_fresh(t, dense_strides(shape_, order_));
+  };
   if (out_.defined()) {
     check_elementwise_out(op_, out_, shape_, result_);
-    target_ = out_.dtype() == result_ ? out_ : empty(shape_, result_, out_.device());
+    target_ = out_.dtype() == result_ ? out_ : fresh(result_, out_.device());
   } else {
-    out_ = target_ = empty(shape_, result_, device);
+    out_ = target_ = fresh(result_, device);
   }
   // Inputs on the device in the compute dtype. CPU 0-dim tensors (wrapped numbers among them,
   // which dispatch nowhere by themselves) become a device fill of their value.
@@ -49,7 +58,9 @@ Elementwise::Elementwise(const char* op, const Tensor& out, std::vector<Tensor> 
     if (t.device().type() != kXPU)
       t = full({}, t.item(), TensorOptions().dtype(want).device(device));
     if (t.dtype() != want) {
-      Tensor c = empty(t.sizes(), want, t.device());
+      Tensor c =
+          empty(t.sizes(),
+                TensorOptions(want).device(t.device()).memory_format(t.suggest_memory_format()));
       device_copy(c, t);
       t = c;
     }

@@ -1,8 +1,8 @@
 #pragma once
 // The XPU elementwise path: one preparation for every pointwise op (dtype rule, broadcast,
-// output checks, inputs brought to the device and to the compute dtype), then one strided
-// launch. Mirrors the CPU engine's checks and messages (kernels/cpu/elementwise.cpp) so that
-// bad input gives the same error on both devices.
+// the output's layout from its operands' as on the CPU, output checks, inputs brought to the
+// device and to the compute dtype), then one strided launch. Mirrors the CPU engine's checks and
+// messages (kernels/cpu/elementwise.cpp) so that bad input gives the same error on both devices.
 #include <optional>
 #include <vector>
 
@@ -32,20 +32,29 @@ class Elementwise {
   std::vector<Tensor> inputs_;
   ScalarType compute_, result_;
   DimVector shape_;
+  DimVector order_;  // the dims outermost first (Note [Pointwise layout]); empty: identity
 };
 
 template <class... Extra>
 Tensor Elementwise::run(const std::string& kernel, const char* family, const Extra&... extra) {
   if (target_.numel() > 0) {
     const size_t arity = inputs_.size();
-    const Tensor a = inputs_[0].expand(shape_);
-    const Tensor b = arity > 1 ? inputs_[1].expand(shape_) : Tensor();
-    const Tensor c = arity > 2 ? inputs_[2].expand(shape_) : Tensor();
-    const Geometry g =
-        arity == 3
-            ? geometry(op_, shape_, {target_.strides(), a.strides(), b.strides(), c.strides()})
-        : arity == 2 ? geometry(op_, shape_, {target_.strides(), a.strides(), b.strides()})
-                     : geometry(op_, shape_, {target_.strides(), a.strides()});
+    // Every operand seen in the walk's order (outermost first), so that merged dims and the
+    // innermost one follow memory.
+    auto walked = [&](const Tensor& t) {
+      const Tensor e = t.expand(shape_);
+      return order_.empty() ? e : e.permute(order_);
+    };
+    const Tensor o_view = walked(target_);
+    const Tensor a = walked(inputs_[0]);
+    const Tensor b = arity > 1 ? walked(inputs_[1]) : Tensor();
+    const Tensor c = arity > 2 ? walked(inputs_[2]) : Tensor();
+    const IntArrayRef shape = o_view.sizes();
+    const IntArrayRef ot = o_view.strides();
+    const Geometry g = arity == 3
+                           ? geometry(op_, shape, {ot, a.strides(), b.strides(), c.strides()})
+                       : arity == 2 ? geometry(op_, shape, {ot, a.strides(), b.strides()})
+                                    : geometry(op_, shape, {ot, a.strides()});
     // The one-dim variant where the space merges to one dim (contiguous operands, or a
     // broadcast scalar with stride 0): one stride per operand instead of the geometry.
     const std::string name = kernel + "_" + dtype_tag(compute_) + (g.ndim == 1 ? "_1d" : "");

@@ -26,7 +26,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, I
   launch(stream_of(m.in), pool_kernel("max_pool2d", "max_pool2d", m.in), m.out.numel(),
          m.out.data_ptr(), m.indices.data_ptr(), m.in.data_ptr(), p.h, p.w, w.ho, w.wo, w.kh, w.kw,
          w.sh, w.sw, w.ph, w.pw, w.dh, w.dw, m.out.numel());
-  return {m.out, m.indices};
+  return {in_layout_of(m.out, input), in_layout_of(m.indices, input)};
 }
 
 Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
@@ -40,7 +40,7 @@ Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef st
   launch(stream_of(m.in), pool_kernel("avg_pool2d", "avg_pool2d", m.in), m.out.numel(),
          m.out.data_ptr(), m.in.data_ptr(), p.h, p.w, w.ho, w.wo, w.kh, w.kw, w.sh, w.sw, w.ph,
          w.pw, include_pad, divisor, m.out.numel());
-  return m.out;
+  return in_layout_of(m.out, input);
 }
 
 Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) {
@@ -48,7 +48,7 @@ Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) 
   launch(stream_of(m.in), pool_kernel("adaptive_avg_pool2d", "adaptive_avg_pool2d", m.in),
          m.out.numel(), m.out.data_ptr(), m.in.data_ptr(), m.p.h, m.p.w, m.w.ho, m.w.wo,
          m.out.numel());
-  return m.out;
+  return in_layout_of(m.out, input);
 }
 
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_kernel(const Tensor& input,
@@ -57,7 +57,7 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d_kernel(const Tensor& input,
   launch(stream_of(m.in), pool_kernel("adaptive_max_pool2d", "adaptive_max_pool2d", m.in),
          m.out.numel(), m.out.data_ptr(), m.indices.data_ptr(), m.in.data_ptr(), m.p.h, m.p.w,
          m.w.ho, m.w.wo, m.out.numel());
-  return {m.out, m.indices};
+  return {in_layout_of(m.out, input), in_layout_of(m.indices, input)};
 }
 
 Tensor upsample_bilinear2d_kernel(const Tensor& input, IntArrayRef output_size,
@@ -67,7 +67,7 @@ Tensor upsample_bilinear2d_kernel(const Tensor& input, IntArrayRef output_size,
   launch(stream_of(m.in), pool_kernel("upsample_bilinear2d", "upsample_bilinear2d", m.in),
          m.out.numel(), m.out.data_ptr(), m.in.data_ptr(), m.p.h, m.p.w, m.w.ho, m.w.wo, align,
          m.out.numel());
-  return m.out;
+  return in_layout_of(m.out, input);
 }
 
 }  // namespace

@@ -1,0 +1,201 @@
+// Memory formats on the CPU (docs/memory_format.md): the API (is_contiguous, suggest, contiguous,
+// clone, to, empty and the *_like factories, Module::to), pointwise results in their operands'
+// layout, channels-last convolutions through oneDNN's NHWC path, and the op database run with
+// channels-last inputs.
+#include "memory_format_checks.h"
+
+namespace xten {
+namespace {
+
+using testing::allclose;
+constexpr MemoryFormat kCL = MemoryFormat::ChannelsLast;
+
+TEST(MemoryFormat, EmptyChannelsLastHasNhwcStrides) {
+  const Tensor t = empty({2, 3, 4, 5}, TensorOptions().memory_format(kCL));
+  EXPECT_EQ(t.strides(), IntArrayRef({60, 1, 15, 3}));
+  EXPECT_TRUE(t.is_contiguous(kCL));
+  EXPECT_FALSE(t.is_contiguous());
+  EXPECT_TRUE(t.is_contiguous(MemoryFormat::Contiguous) == t.is_contiguous());
+  EXPECT_EQ(t.suggest_memory_format(), kCL);
+  const Tensor plain = empty({2, 3, 4, 5});
+  EXPECT_FALSE(plain.is_contiguous(kCL));
+  EXPECT_EQ(plain.suggest_memory_format(), MemoryFormat::Contiguous);
+}
+
+TEST(MemoryFormat, SizeOneDimsMakeBothLayoutsTrue) {
+  // [N, C, 1, 1] is dense in both orders: PyTorch calls it contiguous in both and suggests NCHW.
+  const Tensor t = empty({4, 8, 1, 1});
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_TRUE(t.is_contiguous(kCL));
+  EXPECT_EQ(t.suggest_memory_format(), MemoryFormat::Contiguous);
+  // A single channel: NHWC strides are NCHW's.
+  const Tensor one = empty({2, 1, 3, 3}, TensorOptions().memory_format(kCL));
+  EXPECT_TRUE(one.is_contiguous());
+}
+
+TEST(MemoryFormat, SliceOfChannelsLastStillSuggestsIt) {
+  const Tensor t = randn({2, 6, 4, 4}).contiguous(kCL);
+  const Tensor part = t.narrow(1, 1, 3);
+  EXPECT_FALSE(part.is_contiguous(kCL));
+  EXPECT_EQ(part.suggest_memory_format(), kCL);
+  EXPECT_EQ(randn({2, 6, 4, 4}).narrow(1, 1, 3).suggest_memory_format(), MemoryFormat::Contiguous);
+}
+
+TEST(MemoryFormat, ContiguousConvertsBothWaysAndKeepsValues) {
+  const Tensor x = randn({2, 3, 4, 5});
+  const Tensor cl = x.contiguous(kCL);
+  EXPECT_TRUE(cl.is_contiguous(kCL));
+  EXPECT_TRUE(testing::same_bytes(cl.contiguous(), x));
+  EXPECT_TRUE(cl.contiguous().is_contiguous());
+  EXPECT_TRUE(cl.contiguous(kCL).is_same(cl));  // already so: no copy
+  EXPECT_TRUE(x.contiguous(MemoryFormat::Contiguous).is_same(x));
+  // The data really is NHWC: element (n, c, h, w) at ((n * H + h) * W + w) * C + c.
+  const float* p = cl.data_ptr<float>();
+  EXPECT_EQ(p[((1 * 4 + 2) * 5 + 3) * 3 + 1],
+            x.contiguous().data_ptr<float>()[((1 * 3 + 1) * 4 + 2) * 5 + 3]);
+}
+
+TEST(MemoryFormat, CloneAndToPreserveChannelsLast) {
+  const Tensor cl = randn({2, 3, 4, 5}).contiguous(kCL);
+  EXPECT_TRUE(cl.clone().is_contiguous(kCL));
+  EXPECT_TRUE(cl.clone(MemoryFormat::Contiguous).is_contiguous());
+  EXPECT_TRUE(cl.to(kDouble).is_contiguous(kCL));
+  EXPECT_TRUE(cl.to(kBFloat16).is_contiguous(kCL));
+  EXPECT_TRUE(cl.to(MemoryFormat::Contiguous).is_contiguous());
+  EXPECT_TRUE(cl.to(kCL).is_same(cl));
+  EXPECT_FALSE(cl.to(kCL, /*copy=*/true).is_same(cl));
+  EXPECT_TRUE(
+      cl.to(TensorOptions(kDouble).memory_format(MemoryFormat::Contiguous)).is_contiguous());
+  EXPECT_TRUE(allclose(cl.to(kDouble), cl.contiguous().to(kDouble)));
+  EXPECT_TRUE(empty_like(cl).is_contiguous(kCL));
+  EXPECT_TRUE(zeros_like(cl).is_contiguous(kCL));
+  EXPECT_EQ(zeros_like(cl).abs().sum().item<float>(), 0.0f);
+  EXPECT_TRUE(
+      ones_like(cl, TensorOptions().memory_format(MemoryFormat::Contiguous)).is_contiguous());
+  EXPECT_EQ(full_like(cl, 2.5).sum().item<float>(), 2.5f * 120);
+}
+
+TEST(MemoryFormat, ContiguousIsDifferentiable) {
+  const Tensor x = randn({2, 3, 4, 5}).requires_grad_();
+  const Tensor w = randn({2, 3, 4, 5});
+  (x.contiguous(kCL) * w).sum().backward();
+  EXPECT_TRUE(allclose(x.grad(), w));
+  EXPECT_TRUE(x.grad().is_contiguous());  // Note [Gradient layout]: the leaf's layout
+}
+
+TEST(MemoryFormat, BadRequestsNameTheOpAndValues) {
+  const Tensor x3 = randn({3, 4, 5});
+  EXPECT_THROW_MSG(x3.contiguous(kCL), ValueError, "channels_last needs a 4-d tensor");
+  EXPECT_THROW_MSG(x3.contiguous(kCL), ValueError, "(3, 4, 5)");
+  EXPECT_THROW_MSG(empty({2, 3}, TensorOptions().memory_format(kCL)), ValueError,
+                   "[empty] channels_last needs a 4-d tensor");
+  EXPECT_THROW_MSG(empty({2, 3}, TensorOptions().memory_format(MemoryFormat::Preserve)), ValueError,
+                   "use empty_like");
+  EXPECT_THROW_MSG(x3.contiguous(MemoryFormat::Preserve), ValueError, "[contiguous]");
+  EXPECT_THROW_MSG((void)x3.is_contiguous(MemoryFormat::Preserve), ValueError, "[is_contiguous]");
+  EXPECT_FALSE(x3.is_contiguous(kCL));
+  EXPECT_EQ(x3.suggest_memory_format(), MemoryFormat::Contiguous);
+}
+
+TEST(MemoryFormat, PointwiseResultsTakeTheirOperandsLayout) {
+  testing::check_pointwise_layouts(Device("cpu"));
+}
+
+TEST(MemoryFormat, ConvolutionComputesChannelsLastWithoutLosingIt) {
+  manual_seed(3);
+  const Tensor x = randn({2, 8, 9, 7}), w = randn({16, 8, 3, 3}), b = randn({16});
+  const Tensor want = conv2d(x, w, b, {2, 1}, {1, 1});
+  for (bool input_cl : {false, true})
+    for (bool weight_cl : {false, true}) {
+      if (!input_cl && !weight_cl) continue;
+      const Tensor xi = input_cl ? x.contiguous(kCL) : x;
+      const Tensor wi = weight_cl ? w.contiguous(kCL) : w;
+      const Tensor got = conv2d(xi, wi, b, {2, 1}, {1, 1});
+      EXPECT_TRUE(got.is_contiguous(kCL)) << input_cl << weight_cl;
+      EXPECT_TRUE(allclose(got, want, 1e-4, 1e-4)) << input_cl << weight_cl;
+    }
+  // Grouped and transposed.
+  const Tensor wg = randn({8, 2, 3, 3});
+  EXPECT_TRUE(allclose(conv2d(x.contiguous(kCL), wg, {}, {1, 1}, {1, 1}, {1, 1}, 4),
+                       conv2d(x, wg, {}, {1, 1}, {1, 1}, {1, 1}, 4), 1e-4, 1e-4));
+  const Tensor wt = randn({8, 4, 3, 3});
+  const Tensor t = conv_transpose2d(x.contiguous(kCL), wt, {}, {2, 2}, {1, 1});
+  EXPECT_TRUE(t.is_contiguous(kCL));
+  EXPECT_TRUE(allclose(t, conv_transpose2d(x, wt, {}, {2, 2}, {1, 1}), 1e-4, 1e-4));
+}
+
+TEST(MemoryFormat, ConvolutionGradientsKeepTheLeavesLayouts) {
+  manual_seed(4);
+  const Tensor x0 = randn({2, 4, 6, 6}), w0 = randn({6, 4, 3, 3}), v = randn({2, 6, 6, 6});
+  auto run = [&](bool cl) {
+    Tensor x = (cl ? x0.contiguous(kCL) : x0.clone()).requires_grad_();
+    Tensor w = (cl ? w0.contiguous(kCL) : w0.clone()).requires_grad_();
+    (conv2d(x, w, {}, {1, 1}, {1, 1}) * v).sum().backward();
+    return std::make_pair(x, w);
+  };
+  const auto [x, w] = run(false);
+  const auto [xc, wc] = run(true);
+  EXPECT_TRUE(xc.grad().is_contiguous(kCL));
+  EXPECT_TRUE(wc.grad().is_contiguous(kCL));
+  EXPECT_TRUE(x.grad().is_contiguous());
+  EXPECT_TRUE(allclose(xc.grad(), x.grad(), 1e-4, 1e-4));
+  EXPECT_TRUE(allclose(wc.grad(), w.grad(), 1e-4, 1e-4));
+}
+
+TEST(MemoryFormat, ModuleToChannelsLastLaysOutFourDimParameters) {
+  manual_seed(5);
+  nn::Conv2d conv(nn::Conv2dOptions(3, 8, 3).padding(1));
+  nn::Linear fc(8, 4);
+  const Tensor x = randn({2, 3, 8, 8});
+  const Tensor want = conv->forward(x);
+  const Tensor weight = conv->weight;
+  conv->to(kCL);
+  EXPECT_TRUE(conv->weight.is_contiguous(kCL));
+  EXPECT_TRUE(conv->weight.is_same(weight));  // in place: an optimizer's handle stays valid
+  EXPECT_TRUE(conv->bias.is_contiguous());
+  const Tensor got = conv->forward(x.contiguous(kCL));
+  EXPECT_TRUE(got.is_contiguous(kCL));
+  EXPECT_TRUE(allclose(got, want, 1e-4, 1e-5));
+  fc->to(kCL);  // 2-d parameters are left as they are
+  EXPECT_TRUE(fc->weight.is_contiguous());
+  EXPECT_THROW_MSG(conv->to(MemoryFormat::Preserve), ValueError, "preserve_format");
+}
+
+TEST(MemoryFormat, CheckpointsKeepValuesAndTheLoadersLayout) {
+  manual_seed(6);
+  nn::Conv2d a(nn::Conv2dOptions(3, 4, 3)), b(nn::Conv2dOptions(3, 4, 3));
+  a->to(kCL);
+  b->to(kCL);
+  const std::string path = ::testing::TempDir() + "xten_memory_format.safetensors";
+  save(a->state_dict(), path);
+  b->load_state_dict(load(path));
+  EXPECT_TRUE(b->weight.is_contiguous(kCL));  // the loading model's layout is kept
+  EXPECT_TRUE(testing::same_bytes(b->weight, a->weight));
+  std::remove(path.c_str());
+}
+
+// A channels-last batch's per-channel statistics are column sums of [N*H*W, C], the rows cut
+// among threads (kernels/cpu/reduce.cpp); the result equals the float64 sum on every count.
+TEST(MemoryFormat, PerChannelSumsOfAChannelsLastBatch) {
+  manual_seed(7);
+  const Tensor x = randn({8, 16, 32, 32}) + 3;
+  const Tensor want = x.to(kDouble).mean({0, 2, 3});
+  const int threads = get_num_threads();
+  for (int t : {1, 2, 3}) {
+    set_num_threads(t);
+    const Tensor got = x.contiguous(kCL).mean({0, 2, 3});
+    EXPECT_TRUE(allclose(got, want, 1e-6, 0)) << t << " threads";
+    EXPECT_TRUE(allclose(x.contiguous(kCL).sum({0, 2, 3}, true), x.sum({0, 2, 3}, true), 1e-6, 0))
+        << t << " threads";
+  }
+  set_num_threads(threads);
+}
+
+TEST(MemoryFormat, OpDatabaseWithChannelsLastInputs) {
+  const std::set<std::string> ran = testing::check_op_db_channels_last(Device("cpu"));
+  for (const std::string& name : testing::channels_last_result_ops())
+    EXPECT_TRUE(ran.count(name)) << name << " is not in the op database with a 4-d input";
+}
+
+}  // namespace
+}  // namespace xten
