@@ -7,7 +7,6 @@
 #include <xten/dispatch/ops.h>
 
 #include <xten/kernels/common/op_checks.h>
-#include <xten/kernels/composite/norm.h>
 
 namespace xten {
 namespace {
@@ -121,6 +120,25 @@ Tensor normalized_input_grad(const Tensor& gw, const Tensor& xhat, const Tensor&
   return rstd * (gw - gw.mean(dims, true) - xhat * (gw * xhat).mean(dims, true));
 }
 
+TensorTriple batch_norm_backward_kernel(const Tensor& grad_output, const Tensor& input,
+                                        const std::optional<Tensor>& weight,
+                                        const std::optional<Tensor>& running_mean,
+                                        const std::optional<Tensor>& running_var, bool training,
+                                        double eps) {
+  batch_norm_backward_meta(grad_output, input, weight, running_mean, running_var, training);
+  const ScalarType st = stats_dtype(input);
+  const Tensor x = input.to(st), g = grad_output.to(st);
+  DimVector dims{0}, shape(static_cast<size_t>(x.dim()), 1);
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  shape[1] = x.size(1);
+  const Tensor mean = training ? x.mean(dims, true) : running_mean->to(st).view(shape);
+  const Tensor var = training ? x.var(dims, 0, true) : running_var->to(st).view(shape);
+  const Tensor rstd = rsqrt(var + eps), xhat = (x - mean) * rstd;
+  const Tensor gw = weight && weight->defined() ? g * weight->to(st).view(shape) : g;
+  Tensor dx = training ? normalized_input_grad(gw, xhat, rstd, dims) : gw * rstd;
+  return norm_backward_results(input, weight, dx, (g * xhat).sum(dims), g.sum(dims));
+}
+
 TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor& input,
                                         IntArrayRef normalized_shape,
                                         const std::optional<Tensor>& weight, double eps) {
@@ -140,30 +158,11 @@ TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor&
 
 }  // namespace
 
-TensorTriple batch_norm_backward_by_ops(const Tensor& grad_output, const Tensor& input,
-                                        const std::optional<Tensor>& weight,
-                                        const std::optional<Tensor>& running_mean,
-                                        const std::optional<Tensor>& running_var, bool training,
-                                        double eps) {
-  batch_norm_backward_meta(grad_output, input, weight, running_mean, running_var, training);
-  const ScalarType st = stats_dtype(input);
-  const Tensor x = input.to(st), g = grad_output.to(st);
-  DimVector dims{0}, shape(static_cast<size_t>(x.dim()), 1);
-  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
-  shape[1] = x.size(1);
-  const Tensor mean = training ? x.mean(dims, true) : running_mean->to(st).view(shape);
-  const Tensor var = training ? x.var(dims, 0, true) : running_var->to(st).view(shape);
-  const Tensor rstd = rsqrt(var + eps), xhat = (x - mean) * rstd;
-  const Tensor gw = weight && weight->defined() ? g * weight->to(st).view(shape) : g;
-  Tensor dx = training ? normalized_input_grad(gw, xhat, rstd, dims) : gw * rstd;
-  return norm_backward_results(input, weight, dx, (g * xhat).sum(dims), g.sum(dims));
-}
-
 LIBRARY_IMPL(xten, CompositeImplicit, m) {
   m.impl("batch_norm", batch_norm_kernel);
   m.impl("layer_norm", layer_norm_kernel);
   m.impl("group_norm", group_norm_kernel);
-  m.impl("batch_norm_backward", batch_norm_backward_by_ops);
+  m.impl("batch_norm_backward", batch_norm_backward_kernel);
   m.impl("layer_norm_backward", layer_norm_backward_kernel);
 }
 
