@@ -38,8 +38,12 @@ struct TensorMeta {
   Device device = Device("cpu");
   bool contiguous = true;
   int64_t storage_offset = 0;
+  // ChannelsLast for a channels-last input: formulas that rebuild a gradient from the shape
+  // alone (pooling's) lay it out so (docs/memory_format.md).
+  MemoryFormat memory_format = MemoryFormat::Contiguous;
   static TensorMeta of(const Tensor& t) {
-    return {DimVector(t.sizes()), t.dtype(), t.device(), t.is_contiguous(), t.storage_offset()};
+    return {DimVector(t.sizes()), t.dtype(),          t.device(),
+            t.is_contiguous(),    t.storage_offset(), t.suggest_memory_format()};
   }
   Tensor zeros() const;
 };

@@ -76,6 +76,19 @@ inline std::set<std::string> check_op_db_channels_last(Device device) {
       EXPECT_EQ(cl.out.suggest_memory_format(), MemoryFormat::ChannelsLast)
           << op.name << ": result strides " << to_string(cl.out.strides());
       EXPECT_EQ(plain.out.suggest_memory_format(), MemoryFormat::Contiguous) << op.name;
+      // The formula's own result, before a leaf's accumulation lays it out (a gradient that
+      // comes back NCHW makes every pointwise op of the backward after it walk two layouts).
+      std::vector<Tensor> leaves;
+      for (const Tensor& t : cl.inputs) leaves.push_back(t.detach().requires_grad_());
+      const Tensor out = op.fn(leaves);
+      const std::vector<Tensor> g =
+          autograd::grad({out}, leaves, {ones_like(out)}, std::nullopt, false, true);
+      for (size_t i = 0; i < g.size(); ++i) {
+        if (op.shapes[i].size() != 4 || !g[i].defined()) continue;
+        EXPECT_EQ(g[i].suggest_memory_format(), MemoryFormat::ChannelsLast)
+            << op.name << " input " << i << ": the formula's gradient has strides "
+            << to_string(g[i].strides());
+      }
     }
     for (size_t i = 0; i < op.shapes.size(); ++i) {
       const Tensor& g = cl.inputs[i].grad();

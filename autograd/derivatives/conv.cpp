@@ -38,8 +38,13 @@ variable_list conv_grads(const GradContext& c, bool transposed) {
     }
     if (unbatched) r[0] = r[0].squeeze(0);
   }
-  if (c.needs_grad(1))
+  if (c.needs_grad(1)) {
     r[1] = conv2d_backward_weight(g, x, w.sizes(), stride, padding, dilation, groups, transposed);
+    // In the weight's layout (docs/memory_format.md, "Gradients"): a reorder of the weight-sized
+    // result, where the kernel computed it contiguous.
+    if (w.suggest_memory_format() == MemoryFormat::ChannelsLast)
+      r[1] = r[1].contiguous(MemoryFormat::ChannelsLast);
+  }
   if (c.needs_grad(2)) r[2] = g.sum({0, 2, 3});
   return r;
 }

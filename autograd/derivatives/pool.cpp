@@ -30,6 +30,15 @@ Tensor shape_only(const TensorMeta& m) {
   return zeros({}, m.dtype, m.device).expand(m.sizes);
 }
 
+// The input's gradient in the input's layout: the kernels see only shape_only's strides, so a
+// channels-last input's gradient would come back NCHW and make every pointwise op of the
+// backward after it walk two layouts (docs/memory_format.md, "Gradients").
+Tensor in_layout_of(const Tensor& grad, const TensorMeta& m) {
+  return m.memory_format == MemoryFormat::ChannelsLast && grad.dim() == 4
+             ? grad.contiguous(MemoryFormat::ChannelsLast)
+             : grad;
+}
+
 // (out, in): row o averages the inputs of adaptive window o.
 Tensor adaptive_matrix(int64_t out, int64_t in, const Tensor& like) {
   std::vector<double> a(static_cast<size_t>(out * in), 0.0);
@@ -67,23 +76,28 @@ LIBRARY_IMPL(xten, Autograd, m) {
   // max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
   d.def("max_pool2d_with_indices",
         [](const GradContext& c) -> variable_list {
-          return {max_pool2d_with_indices_backward(
-              c.grad(0), shape_only(c.input_meta(0)), c.arg<IntArrayRef>(1), c.arg<IntArrayRef>(2),
-              c.arg<IntArrayRef>(3), c.arg<IntArrayRef>(4), c.arg<bool>(5), c.result(1))};
+          return {in_layout_of(max_pool2d_with_indices_backward(
+                                   c.grad(0), shape_only(c.input_meta(0)), c.arg<IntArrayRef>(1),
+                                   c.arg<IntArrayRef>(2), c.arg<IntArrayRef>(3),
+                                   c.arg<IntArrayRef>(4), c.arg<bool>(5), c.result(1)),
+                               c.input_meta(0))};
         })
       .saves_result()
       .saves_only({});
   d.def("adaptive_max_pool2d",
         [](const GradContext& c) -> variable_list {
-          return {max_pool_grad(c.grad(0), c.result(1), c.input_sizes(0))};
+          return {in_layout_of(max_pool_grad(c.grad(0), c.result(1), c.input_sizes(0)),
+                               c.input_meta(0))};
         })
       .saves_result()
       .saves_only({});
   // avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
   d.def("avg_pool2d", [](const GradContext& c) -> variable_list {
-     return {avg_pool2d_backward(c.grad(), shape_only(c.input_meta(0)), c.arg<IntArrayRef>(1),
-                                 c.arg<IntArrayRef>(2), c.arg<IntArrayRef>(3), c.arg<bool>(4),
-                                 c.arg<bool>(5), c.arg<std::optional<int64_t>>(6))};
+     return {in_layout_of(
+         avg_pool2d_backward(c.grad(), shape_only(c.input_meta(0)), c.arg<IntArrayRef>(1),
+                             c.arg<IntArrayRef>(2), c.arg<IntArrayRef>(3), c.arg<bool>(4),
+                             c.arg<bool>(5), c.arg<std::optional<int64_t>>(6)),
+         c.input_meta(0))};
    }).saves_only({});
   // Where the output size divides the input's (1 x 1, ResNet's head), the windows tile the input:
   // avg_pool2d's backward with kernel = stride = in / out (the batched products below took 13 ms
@@ -95,13 +109,14 @@ LIBRARY_IMPL(xten, Autograd, m) {
      const int64_t h = xs[xs.size() - 2], w = xs[xs.size() - 1], ho = g.size(-2), wo = g.size(-1);
      if (h % ho == 0 && w % wo == 0) {
        const int64_t k[2] = {h / ho, w / wo};
-       return {avg_pool2d_backward(g, shape_only(c.input_meta(0)), IntArrayRef(k, 2),
-                                   IntArrayRef(k, 2), IntArrayRef({0, 0}), false, true,
-                                   std::nullopt)};
+       return {in_layout_of(
+           avg_pool2d_backward(g, shape_only(c.input_meta(0)), IntArrayRef(k, 2), IntArrayRef(k, 2),
+                               IntArrayRef({0, 0}), false, true, std::nullopt),
+           c.input_meta(0))};
      }
      const Tensor ah = adaptive_matrix(g.size(-2), xs[xs.size() - 2], g);
      const Tensor aw = adaptive_matrix(g.size(-1), xs[xs.size() - 1], g);
-     return {matmul(matmul(ah.t(), g), aw)};
+     return {in_layout_of(matmul(matmul(ah.t(), g), aw), c.input_meta(0))};
    }).saves_only({});
   // Linear and separable like adaptive_avg_pool2d: out = B_h x B_w^T, dx = B_h^T g B_w.
   d.def("upsample_bilinear2d", [](const GradContext& c) -> variable_list {
@@ -110,7 +125,7 @@ LIBRARY_IMPL(xten, Autograd, m) {
      const bool align_corners = c.arg<bool>(2);
      const Tensor bh = bilinear_matrix(g.size(-2), xs[2], align_corners, g);
      const Tensor bw = bilinear_matrix(g.size(-1), xs[3], align_corners, g);
-     return {matmul(matmul(bh.t(), g), bw)};
+     return {in_layout_of(matmul(matmul(bh.t(), g), bw), c.input_meta(0))};
    }).saves_only({});
 }
 

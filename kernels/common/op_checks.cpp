@@ -275,7 +275,10 @@ std::tuple<Tensor, Tensor, Tensor> norm_backward_results(const Tensor& input,
                                                          const Tensor& dx, const Tensor& dw,
                                                          const Tensor& db) {
   const ScalarType wt = weight && weight->defined() ? weight->dtype() : input.dtype();
-  return {dx.to(input.dtype()), dw.to(wt), db.to(wt)};
+  Tensor d = dx.to(input.dtype());
+  if (input.dim() == 4 && input.suggest_memory_format() == MemoryFormat::ChannelsLast)
+    d = d.contiguous(MemoryFormat::ChannelsLast);
+  return {d, dw.to(wt), db.to(wt)};
 }
 
 void check_softplus_beta(const Scalar& beta) {

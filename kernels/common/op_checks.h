@@ -72,8 +72,9 @@ NormMeta batch_norm_backward_meta(const Tensor& grad_output, const Tensor& input
                                   const std::optional<Tensor>& weight,
                                   const std::optional<Tensor>& running_mean,
                                   const std::optional<Tensor>& running_var, bool training);
-// A normalization backward's results as every backend returns them: dx in the input's dtype,
-// dweight and dbias in the weight's (the input's if there is none).
+// A normalization backward's results as every backend returns them: dx in the input's dtype
+// and layout (channels-last for a channels-last input), dweight and dbias in the weight's
+// dtype (the input's if there is none).
 std::tuple<Tensor, Tensor, Tensor> norm_backward_results(const Tensor& input,
                                                          const std::optional<Tensor>& weight,
                                                          const Tensor& dx, const Tensor& dw,
