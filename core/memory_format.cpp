@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <xten/core/error.h>
+#include <xten/core/meta.h>
 
 namespace xten {
 
@@ -33,11 +34,7 @@ DimVector strides_for_format(const char* op, IntArrayRef sizes, MemoryFormat f) 
   XTEN_CHECK(f != MemoryFormat::Preserve, ValueError, op,
              "preserve_format names no layout of its own here; pass contiguous_format or "
              "channels_last");
-  if (f == MemoryFormat::Contiguous) {
-    DimVector order(sizes.size());
-    for (size_t d = 0; d < order.size(); ++d) order[d] = static_cast<int64_t>(d);
-    return dense_strides(sizes, order);
-  }
+  if (f == MemoryFormat::Contiguous) return contiguous_strides(sizes);
   XTEN_CHECK(sizes.size() == 4, ValueError, op,
              "channels_last needs a 4-d tensor [N, C, H, W], but got sizes {}", sizes);
   return dense_strides(sizes, {0, 2, 3, 1});

@@ -67,12 +67,12 @@ void TensorImpl::set_data(const TensorImpl& src) {
 }
 
 namespace {
-// Whether strides are dense with the dims laid out in `order` (outermost first); size-1 dims
-// may have any stride.
-bool dense_in_order(IntArrayRef sizes, IntArrayRef strides, IntArrayRef order) {
+// Whether strides are dense with the dims laid out in `order` (outermost first; empty: in
+// their own order, row-major); size-1 dims may have any stride.
+bool dense_in_order(IntArrayRef sizes, IntArrayRef strides, IntArrayRef order = {}) {
   int64_t expected = 1;
-  for (size_t i = order.size(); i-- > 0;) {
-    const int64_t d = order[i];
+  for (size_t i = sizes.size(); i-- > 0;) {
+    const int64_t d = order.empty() ? static_cast<int64_t>(i) : order[i];
     if (sizes[d] == 1) continue;
     if (strides[d] != expected) return false;
     expected *= sizes[d];
@@ -88,9 +88,7 @@ void TensorImpl::refresh() {
   is_contiguous_ = true;
   is_channels_last_ = sizes_.size() == 4;
   if (numel_ == 0) return;
-  DimVector order(sizes_.size());
-  for (size_t d = 0; d < order.size(); ++d) order[d] = static_cast<int64_t>(d);
-  is_contiguous_ = dense_in_order(sizes_, strides_, order);
+  is_contiguous_ = dense_in_order(sizes_, strides_);
   if (is_channels_last_) is_channels_last_ = dense_in_order(sizes_, strides_, {0, 2, 3, 1});
 }
 

@@ -47,6 +47,22 @@ inline Pairs run_pairs(int pairs, const std::function<double()>& xten_block,
   return out;
 }
 
+// `pairs` pairs of blocks of xten's call and libtorch's, each block one untimed call and then
+// as many timed calls as take about `block_seconds` (judged from one call of each, at least
+// one call).
+inline Pairs pair_blocks(const std::function<void()>& xten_call,
+                         const std::function<void()>& libtorch_call, double block_seconds,
+                         int pairs) {
+  const double first = std::max(seconds_per_call(xten_call, 1), seconds_per_call(libtorch_call, 1));
+  const int n = std::max(1, static_cast<int>(block_seconds / first));
+  auto block = [n](const std::function<void()>& call) {
+    call();
+    return seconds_per_call(call, n);
+  };
+  return run_pairs(
+      pairs, [&] { return block(xten_call); }, [&] { return block(libtorch_call); });
+}
+
 // "median M, lowest L, highest H" of the pairs' ratios.
 inline void print_ratios(const Pairs& p) {
   std::printf("median %.2f, lowest %.2f, highest %.2f\n", median(p.ratios),
@@ -71,14 +87,7 @@ void compare_case_lists(const std::vector<int>& threads, int pairs,
     const std::vector<Case> xs = xten_cases(), ls = libtorch_cases();
     for (size_t c = 0; c < xs.size() && c < ls.size(); ++c) {
       const Case &x = xs[c], &l = ls[c];
-      const double first = std::max(seconds_per_call(x.call, 1), seconds_per_call(l.call, 1));
-      const int n = std::max(1, static_cast<int>(0.03 / first));
-      auto block = [n](const Case& k) {
-        k.call();
-        return seconds_per_call(k.call, n);
-      };
-      const Pairs p = run_pairs(
-          pairs, [&] { return block(x); }, [&] { return block(l); });
+      const Pairs p = pair_blocks(x.call, l.call, 0.03, pairs);
       std::printf(
           "%-30s %2d threads: xten %s, libtorch %s; xten / libtorch per pair: ", x.name.c_str(), t,
           x.figure(median(p.xten) * 1e3).c_str(), l.figure(median(p.libtorch) * 1e3).c_str());

@@ -48,14 +48,7 @@ int main(int argc, char** argv) {
           (skip && *skip && x.name.find(skip) != std::string::npos))
         continue;
       std::fprintf(stderr, "%s, %d threads\n", x.name.c_str(), t);  // progress; the table follows
-      const double first = std::max(seconds_per_call(x.call, 1), seconds_per_call(l.call, 1));
-      const int n = std::max(1, static_cast<int>(0.02 / first));
-      auto block = [n](const SweepCase& k) {
-        k.call();
-        return seconds_per_call(k.call, n);
-      };
-      const Pairs p = run_pairs(
-          kPairs, [&] { return block(x); }, [&] { return block(l); });
+      const Pairs p = pair_blocks(x.call, l.call, 0.02, kPairs);
       rows.push_back({x.name, median(p.xten) * 1e3, median(p.libtorch) * 1e3, median(p.ratios)});
     }
     std::sort(rows.begin(), rows.end(),

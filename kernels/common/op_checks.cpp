@@ -8,6 +8,7 @@
 #include <xten/core/meta.h>
 #include <xten/core/parallel.h>
 #include <xten/dispatch/ops.h>
+#include <xten/kernels/common/window.h>
 
 namespace xten {
 
@@ -275,10 +276,7 @@ std::tuple<Tensor, Tensor, Tensor> norm_backward_results(const Tensor& input,
                                                          const Tensor& dx, const Tensor& dw,
                                                          const Tensor& db) {
   const ScalarType wt = weight && weight->defined() ? weight->dtype() : input.dtype();
-  Tensor d = dx.to(input.dtype());
-  if (input.dim() == 4 && input.suggest_memory_format() == MemoryFormat::ChannelsLast)
-    d = d.contiguous(MemoryFormat::ChannelsLast);
-  return {d, dw.to(wt), db.to(wt)};
+  return {in_layout_of(dx.to(input.dtype()), input), dw.to(wt), db.to(wt)};
 }
 
 void check_softplus_beta(const Scalar& beta) {
