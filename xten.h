@@ -35,4 +35,7 @@
 #include <xten/optim/lr_scheduler.h>
 #include <xten/optim/optimizer.h>
 #include <xten/profiler/profiler.h>
+#include <xten/quantization/observer.h>
+#include <xten/quantization/ops.h>
+#include <xten/quantization/quantize.h>
 #include <xten/serialize/serialize.h>

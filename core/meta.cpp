@@ -168,7 +168,22 @@ Tensor empty_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, De
 Tensor restride_fresh(const Tensor& t, IntArrayRef strides) {
   XTEN_ASSERT(t.is_contiguous() && t.storage_offset() == 0 && strides.size() == t.sizes().size(),
               "sizes {} strides {}", t.sizes(), strides);
-  return Tensor(std::make_shared<TensorImpl>(t.storage(), t.dtype(), t.sizes(), strides, 0));
+  Tensor r(std::make_shared<TensorImpl>(t.storage(), t.dtype(), t.sizes(), strides, 0));
+  share_quantizer(t, r);
+  return r;
+}
+
+void share_quantizer(const Tensor& from, const Tensor& view) {
+  const auto& q = from.impl()->quantizer();
+  if (!q) return;
+  // A per-channel quantizer names a dim; a view that moves or resizes dims would break it.
+  XTEN_CHECK(
+      !q->per_channel() || (view.sizes() == from.sizes() && view.strides() == from.strides()),
+      NotImplementedError, "view",
+      "views of per-channel quantized tensors are not supported (sizes {} -> {}); "
+      "dequantize() first",
+      from.sizes(), view.sizes());
+  view.impl()->set_quantizer(q);
 }
 
 bool all_contiguous(std::initializer_list<const Tensor*> operands) {

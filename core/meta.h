@@ -53,6 +53,8 @@ void check_no_internal_overlap(const char* op, const Tensor& t);
 
 // A fresh contiguous tensor on a device (through its allocator), no dispatch involved.
 Tensor empty_tensor(IntArrayRef sizes, ScalarType dtype, Device device);
+// A view of a quantized tensor shares its quantizer (per-tensor only: core/quantizer.h).
+void share_quantizer(const Tensor& from, const Tensor& view);
 // The same with `strides`, a dense layout of `sizes` (core/memory_format.h's dense_strides).
 Tensor empty_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device);
 // A tensor on fresh storage `t` (no other handle to it) seen with the dense `strides` instead:

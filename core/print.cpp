@@ -73,7 +73,7 @@ class Printer {
   }
 
   std::string body(size_t indent) {
-    fmt_ = std::make_unique<Formatter>(t_.dtype(), values_);
+    fmt_ = std::make_unique<Formatter>(t_.is_quantized() ? kFloat : t_.dtype(), values_);
     pos_ = 0;
     DimVector idx(static_cast<size_t>(t_.dim()));
     std::string out;
@@ -98,11 +98,25 @@ class Printer {
   double value_at(const DimVector& idx) const {
     int64_t off = 0;
     for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * t_.stride(static_cast<int64_t>(d));
+    if (t_.is_quantized()) return quantized_value_at(idx, off);
     return visit_dtype<dtypes::kAll>("print", t_.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       return static_cast<double>(
           static_cast<opmath_t<T>>(static_cast<const T*>(t_.data_ptr())[off]));
     });
+  }
+
+  // A quantized tensor prints its real values, (q - zero_point) * scale, as PyTorch does.
+  double quantized_value_at(const DimVector& idx, int64_t off) const {
+    const Quantizer& q = *t_.impl()->quantizer();
+    const double v =
+        visit_dtype<dtypes::kIntegral>("print", underlying_type(t_.dtype()), [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          return static_cast<double>(static_cast<const T*>(t_.data_ptr())[off]);
+        });
+    if (!q.per_channel()) return (v - static_cast<double>(q.zero_point)) * q.scale;
+    const size_t c = static_cast<size_t>(idx[static_cast<size_t>(q.axis)]);
+    return (v - static_cast<double>(q.zero_points[c])) * q.scales[c];
   }
 
   void collect(int64_t d, DimVector& idx) {
@@ -172,8 +186,21 @@ std::string Tensor::toString() const {
     Printer p(host, host.numel() > kSummarizeThreshold);
     s += p.body(7);
   }
+  if (is_quantized() && !(host.numel() == 0 && host.dim() != 1))
+    suffix.push_back(fmt::format("size={}", to_string(host.sizes())));
   if (dtype() != kFloat && dtype() != kLong && dtype() != kBool)
     suffix.push_back(fmt::format("dtype={}", dtype_name(dtype())));
+  if (is_quantized()) {
+    suffix.push_back(fmt::format("quantization_scheme={}", xten::to_string(qscheme())));
+    if (qscheme() == QScheme::PerTensorAffine) {
+      suffix.push_back(fmt::format("scale={}", q_scale()));
+      suffix.push_back(fmt::format("zero_point={}", q_zero_point()));
+    } else {
+      suffix.push_back(fmt::format("scale={}", q_per_channel_scales().toString()));
+      suffix.push_back(fmt::format("zero_point={}", q_per_channel_zero_points().toString()));
+      suffix.push_back(fmt::format("axis={}", q_per_channel_axis()));
+    }
+  }
   if (!is_cpu()) suffix.push_back(fmt::format("device='{}'", device().str()));
   for (const auto& x : suffix) s += ", " + x;
   return s + ")";

@@ -15,6 +15,12 @@ const char* to_string(ScalarType t) {
     return #N;
     XTEN_FORALL_SCALAR_TYPES(XTEN_NAME)
 #undef XTEN_NAME
+    case ScalarType::QUInt8:
+      return "QUInt8";
+    case ScalarType::QInt8:
+      return "QInt8";
+    case ScalarType::QInt32:
+      return "QInt32";
     case ScalarType::Undefined:
       return "Undefined";
   }
@@ -22,8 +28,9 @@ const char* to_string(ScalarType t) {
 }
 
 const char* dtype_name(ScalarType t) {
-  static const char* names[] = {"bool",  "uint8",   "int8",     "int16",   "int32",
-                                "int64", "float16", "bfloat16", "float32", "float64"};
+  static const char* names[] = {"bool",   "uint8",   "int8",     "int16",   "int32",
+                                "int64",  "float16", "bfloat16", "float32", "float64",
+                                "quint8", "qint8",   "qint32"};
   return t == ScalarType::Undefined ? "undefined" : names[static_cast<int>(t)];
 }
 
@@ -44,6 +51,11 @@ size_t element_size(ScalarType t) {
     return sizeof(T);
     XTEN_FORALL_SCALAR_TYPES(XTEN_SIZE)
 #undef XTEN_SIZE
+    case ScalarType::QUInt8:
+    case ScalarType::QInt8:
+      return 1;
+    case ScalarType::QInt32:
+      return 4;
     case ScalarType::Undefined:
       break;
   }
@@ -55,6 +67,10 @@ size_t element_size(ScalarType t) {
 ScalarType promote_types(ScalarType a, ScalarType b) {
   XTEN_CHECK(a != ScalarType::Undefined && b != ScalarType::Undefined, TypeError, "promote_types",
              "cannot promote {} with {}", to_string(a), to_string(b));
+  XTEN_CHECK(!is_quantized_type(a) && !is_quantized_type(b), TypeError, "promote_types",
+             "cannot promote {} with {}: quantized tensors take part in no type promotion "
+             "(dequantize() them first)",
+             dtype_name(a), dtype_name(b));
   if (a == b) return a;
   if (a == kBool) return b;
   if (b == kBool) return a;
@@ -77,6 +93,7 @@ void throw_unsupported_dtype(const char* op, ScalarType t) {
 }
 
 bool can_cast(ScalarType from, ScalarType to) {
+  if (is_quantized_type(from) || is_quantized_type(to)) return from == to;
   if (is_floating_type(from) && is_integral_type(to, /*include_bool=*/true)) return false;
   if (from != kBool && to == kBool) return false;
   return true;

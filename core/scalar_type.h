@@ -22,13 +22,20 @@ namespace xten {
   _(float, Float)                   \
   _(double, Double)
 
+// The quantized dtypes follow the plain ones and are not in the X-macro: no kernel visits them
+// as a C++ type. Their values are integers (uint8, int8, int32) read through the tensor's
+// quantizer (core/quantizer.h, docs/quantization.md).
 enum class ScalarType : int8_t {
 #define XTEN_ENUM(T, N) N,
   XTEN_FORALL_SCALAR_TYPES(XTEN_ENUM)
 #undef XTEN_ENUM
-      Undefined,
+      QUInt8,
+  QInt8,
+  QInt32,
+  Undefined,
 };
-constexpr int kNumScalarTypes = static_cast<int>(ScalarType::Undefined);
+// The plain dtypes (the promotion table's size).
+constexpr int kNumScalarTypes = static_cast<int>(ScalarType::QUInt8);
 
 constexpr ScalarType kBool = ScalarType::Bool;
 constexpr ScalarType kByte = ScalarType::Byte;
@@ -40,6 +47,9 @@ constexpr ScalarType kHalf = ScalarType::Half;
 constexpr ScalarType kBFloat16 = ScalarType::BFloat16;
 constexpr ScalarType kFloat = ScalarType::Float;
 constexpr ScalarType kDouble = ScalarType::Double;
+constexpr ScalarType kQUInt8 = ScalarType::QUInt8;
+constexpr ScalarType kQInt8 = ScalarType::QInt8;
+constexpr ScalarType kQInt32 = ScalarType::QInt32;
 
 // "Float", "Long", ... (the enum names, as PyTorch's C++ toString).
 const char* to_string(ScalarType t);
@@ -54,6 +64,13 @@ constexpr bool is_floating_type(ScalarType t) {
 }
 constexpr bool is_integral_type(ScalarType t, bool include_bool) {
   return (t >= kByte && t <= kLong) || (include_bool && t == kBool);
+}
+constexpr bool is_quantized_type(ScalarType t) {
+  return t == kQUInt8 || t == kQInt8 || t == kQInt32;
+}
+// The integer dtype a quantized dtype stores (int_repr's dtype): uint8, int8, int32.
+constexpr ScalarType underlying_type(ScalarType t) {
+  return t == kQUInt8 ? kByte : t == kQInt8 ? kChar : t == kQInt32 ? kInt : t;
 }
 constexpr bool is_signed_type(ScalarType t) {
   return t != kBool && t != kByte;

@@ -1,5 +1,6 @@
 #include <xten/core/tensor.h>
 
+#include <algorithm>
 #include <ostream>
 
 #include <xten/core/meta.h>
@@ -43,6 +44,47 @@ bool strides_ordered(const Tensor& t, std::initializer_list<int64_t> inner_first
   return true;
 }
 }  // namespace
+
+namespace {
+const Quantizer& quantizer_of(const Tensor& t, const char* op, bool per_channel) {
+  XTEN_CHECK(t.is_quantized(), TypeError, op, "expects a quantized tensor, got dtype {}",
+             dtype_name(t.dtype()));
+  const Quantizer& q = *t.impl()->quantizer();
+  XTEN_CHECK(q.per_channel() == per_channel, TypeError, op,
+             "expects a {} quantized tensor, got quantization_scheme={}",
+             per_channel ? "per-channel" : "per-tensor", to_string(q.scheme));
+  return q;
+}
+}  // namespace
+
+QScheme Tensor::qscheme() const {
+  XTEN_CHECK(is_quantized(), TypeError, "qscheme", "expects a quantized tensor, got dtype {}",
+             dtype_name(dtype()));
+  return impl_->quantizer()->scheme;
+}
+double Tensor::q_scale() const {
+  return quantizer_of(*this, "q_scale", false).scale;
+}
+int64_t Tensor::q_zero_point() const {
+  return quantizer_of(*this, "q_zero_point", false).zero_point;
+}
+int64_t Tensor::q_per_channel_axis() const {
+  return quantizer_of(*this, "q_per_channel_axis", true).axis;
+}
+Tensor Tensor::q_per_channel_scales() const {
+  const Quantizer& q = quantizer_of(*this, "q_per_channel_scales", true);
+  const int64_t n = static_cast<int64_t>(q.scales.size());
+  Tensor t = empty_tensor({n}, kDouble, Device(kCPU));
+  std::copy(q.scales.begin(), q.scales.end(), t.data_ptr<double>());
+  return t;
+}
+Tensor Tensor::q_per_channel_zero_points() const {
+  const Quantizer& q = quantizer_of(*this, "q_per_channel_zero_points", true);
+  const int64_t n = static_cast<int64_t>(q.zero_points.size());
+  Tensor t = empty_tensor({n}, kLong, Device(kCPU));
+  std::copy(q.zero_points.begin(), q.zero_points.end(), t.data_ptr<int64_t>());
+  return t;
+}
 
 MemoryFormat Tensor::suggest_memory_format() const {
   if (dim() != 4 || numel() == 0 || is_contiguous()) return MemoryFormat::Contiguous;

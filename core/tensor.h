@@ -15,6 +15,7 @@
 
 #include <xten/core/array_ref.h>
 #include <xten/core/error.h>
+#include <xten/core/quantizer.h>
 #include <xten/core/scalar.h>
 #include <xten/core/tensor_impl.h>
 #include <xten/core/tensor_options.h>
@@ -106,6 +107,19 @@ class Tensor {
   Tensor clone() const;
   Tensor clone(MemoryFormat format) const;
   Tensor detach() const;
+
+  // --- quantized tensors (docs/quantization.md; int_repr and dequantize are ops of
+  // quantization/, the accessors read the quantizer and raise TypeError naming themselves for
+  // a tensor that is not quantized or not of that scheme) -----------------------------------
+  bool is_quantized() const { return is_quantized_type(dtype()); }
+  QScheme qscheme() const;
+  double q_scale() const;
+  int64_t q_zero_point() const;
+  Tensor q_per_channel_scales() const;       // float64 [C]
+  Tensor q_per_channel_zero_points() const;  // int64 [C]
+  int64_t q_per_channel_axis() const;
+  Tensor int_repr() const;    // the integers, as uint8 / int8 / int32 (a copy)
+  Tensor dequantize() const;  // float32
 
   // --- autograd (autograd/tensor_autograd.cpp, docs/autograd.md) -------------------------
   // Asks for a gradient: only a leaf of a floating dtype can.

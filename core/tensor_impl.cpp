@@ -4,6 +4,15 @@
 
 namespace xten {
 
+namespace {
+// A quantized tensor is seen only by the kernels registered for its device's Quantized key.
+DispatchKeySet keys_for(ScalarType dtype, Device device) {
+  const int type = static_cast<int>(device.type());
+  return is_quantized_type(dtype) ? DispatchKeySet(kDeviceTypeKeys[type][3])
+                                  : key_set_for_device_type(type);
+}
+}  // namespace
+
 static_assert(kNumDeviceTypeKeyRows == kNumDeviceTypes,
               "every device type needs its row of dispatch keys (dispatch/dispatch_key.h)");
 
@@ -15,7 +24,7 @@ TensorImpl::TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes, Int
       storage_offset_(storage_offset),
       dtype_(dtype),
       device_(storage_.device()),
-      key_set_(key_set_for_device_type(static_cast<int>(device_.type()))) {
+      key_set_(keys_for(dtype_, device_)) {
   XTEN_ASSERT(sizes.size() == strides.size(), "sizes {} and strides {}", sizes, strides);
   refresh();
 }
@@ -61,7 +70,8 @@ void TensorImpl::set_data(const TensorImpl& src) {
   storage_ = src.storage_;
   dtype_ = src.dtype_;
   device_ = src.device_;
-  key_set_ = key_set_for_device_type(static_cast<int>(device_.type()));
+  quantizer_ = src.quantizer_;
+  key_set_ = keys_for(dtype_, device_);
   set_autograd_key(in_graph);
   set_geometry(src.sizes_, src.strides_, src.storage_offset_);
 }

@@ -11,6 +11,8 @@
 
 namespace xten {
 
+struct Quantizer;  // core/quantizer.h
+
 class TensorImpl {
  public:
   TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes, IntArrayRef strides,
@@ -57,6 +59,11 @@ class TensorImpl {
   bool is_wrapped_number() const { return is_wrapped_number_; }
   void set_wrapped_number(bool w) { is_wrapped_number_ = w; }
 
+  // A quantized tensor's quantizer (core/quantizer.h); null for every other dtype. A tensor of a
+  // quantized dtype carries its device's Quantized key, not its backend and autocast keys.
+  const std::shared_ptr<const Quantizer>& quantizer() const { return quantizer_; }
+  void set_quantizer(std::shared_ptr<const Quantizer> q) { quantizer_ = std::move(q); }
+
   // Re-points this impl at new geometry (as_strided_, resize of an empty output).
   void set_geometry(IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
   // Takes src's data (storage, dtype, device, geometry) and keeps this impl's identity and
@@ -80,6 +87,7 @@ class TensorImpl {
   bool is_wrapped_number_ = false;
   std::unique_ptr<AutogradMetaInterface> autograd_meta_;
   std::shared_ptr<TensorImpl> view_base_;
+  std::shared_ptr<const Quantizer> quantizer_;
 };
 
 }  // namespace xten

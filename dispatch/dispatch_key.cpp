@@ -10,6 +10,10 @@ const char* to_string(DispatchKey k) {
       return "CPU";
     case DispatchKey::XPU:
       return "XPU";
+    case DispatchKey::QuantizedCPU:
+      return "QuantizedCPU";
+    case DispatchKey::QuantizedXPU:
+      return "QuantizedXPU";
     case DispatchKey::Capture:
       return "Capture";
     case DispatchKey::AutogradCPU:

@@ -20,6 +20,11 @@ enum class DispatchKey : uint8_t {
   // Backends: the kernels that compute.
   CPU,  // host memory, Eigen kernels (kernels/cpu)
   XPU,  // Intel GPU through Level Zero (kernels/xpu)
+  // Quantized tensors (dtype quint8/qint8/qint32, core/quantizer.h) carry these instead of their
+  // device's keys: only the ops quantization/ registers take them, every other op raises
+  // NotImplementedError naming itself (docs/quantization.md). Composites (views) run here too.
+  QuantizedCPU,
+  QuantizedXPU,
   // Graph capture: records each primitive into the graph being captured, then runs it below
   // (compile/, docs/compile.md). Never in a tensor's key set: included thread-locally while
   // xten::compile captures a program.
@@ -44,7 +49,8 @@ constexpr int kNumRuntimeKeys = static_cast<int>(DispatchKey::EndOfRuntimeKeys);
 const char* to_string(DispatchKey k);
 
 constexpr bool is_backend_key(DispatchKey k) {
-  return k == DispatchKey::CPU || k == DispatchKey::XPU;
+  return k == DispatchKey::CPU || k == DispatchKey::XPU || k == DispatchKey::QuantizedCPU ||
+         k == DispatchKey::QuantizedXPU;
 }
 constexpr bool is_autograd_key(DispatchKey k) {
   return k == DispatchKey::AutogradCPU || k == DispatchKey::AutogradXPU;
@@ -87,10 +93,12 @@ class DispatchKeySet {
 };
 
 // The keys of each device type, indexed by DeviceType (core/device.h): backend, autograd,
-// autocast. A new backend adds its row (docs/adding_a_backend.md).
-constexpr DispatchKey kDeviceTypeKeys[][3] = {
-    {DispatchKey::CPU, DispatchKey::AutogradCPU, DispatchKey::AutocastCPU},  // DeviceType::CPU
-    {DispatchKey::XPU, DispatchKey::AutogradXPU, DispatchKey::AutocastXPU},  // DeviceType::XPU
+// autocast, quantized. A new backend adds its row (docs/adding_a_backend.md).
+constexpr DispatchKey kDeviceTypeKeys[][4] = {
+    {DispatchKey::CPU, DispatchKey::AutogradCPU, DispatchKey::AutocastCPU,
+     DispatchKey::QuantizedCPU},  // DeviceType::CPU
+    {DispatchKey::XPU, DispatchKey::AutogradXPU, DispatchKey::AutocastXPU,
+     DispatchKey::QuantizedXPU},  // DeviceType::XPU
 };
 constexpr int kNumDeviceTypeKeyRows = sizeof(kDeviceTypeKeys) / sizeof(kDeviceTypeKeys[0]);
 

@@ -172,6 +172,12 @@ Tensor contiguous(const Tensor& self, MemoryFormat format) {
 }
 Tensor clone(const Tensor& self, MemoryFormat format) {
   if (format == MemoryFormat::Preserve) return clone(self);
+  if (self.is_quantized()) {  // the copy shares the quantizer (docs/quantization.md)
+    Tensor out = empty_tensor(self.sizes(), strides_for_format("clone", self.sizes(), format),
+                              self.dtype(), self.device());
+    out.impl()->set_quantizer(self.impl()->quantizer());
+    return copy_(out, self);
+  }
   Tensor out = empty(self.sizes(), self.options().memory_format(format));
   return copy_(out, self);
 }

@@ -7,6 +7,18 @@
 
 namespace xten {
 
+// The quantized ops are declared by quantization/ (namespace quantized, docs/quantization.md).
+Tensor Tensor::int_repr() const {
+  static const auto op =
+      Dispatcher::singleton().find("quantized::int_repr").typed<Tensor(const Tensor&)>();
+  return op.call(*this);
+}
+Tensor Tensor::dequantize() const {
+  static const auto op =
+      Dispatcher::singleton().find("quantized::dequantize").typed<Tensor(const Tensor&)>();
+  return op.call(*this);
+}
+
 Scalar Tensor::item() const {
   check_item("item");
   detail::on_graph_break("item");  // Note [Host reads]

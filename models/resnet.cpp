@@ -18,12 +18,15 @@ BasicBlockImpl::BasicBlockImpl(int64_t inplanes, int64_t planes, int64_t stride,
   conv2 = register_module("conv2", conv(planes, planes, 3, 1, 1));
   bn2 = register_module("bn2", nn::BatchNorm2d(planes));
   if (!ds.is_empty()) downsample = register_module("downsample", ds);
+  skip_add = register_module("skip_add", nn::Add());
+  relu1 = register_module("relu1", nn::ReLU());
+  relu2 = register_module("relu2", nn::ReLU());
 }
 
 Tensor BasicBlockImpl::forward(const Tensor& x) {
-  Tensor y = relu(bn1(conv1(x)));
+  Tensor y = relu1(bn1(conv1(x)));
   y = bn2(conv2(y));
-  return relu(y + (downsample.is_empty() ? x : downsample(x)));
+  return relu2(skip_add(y, downsample.is_empty() ? x : downsample(x)));
 }
 
 BottleneckImpl::BottleneckImpl(int64_t inplanes, int64_t planes, int64_t stride, nn::Sequential ds)
@@ -35,13 +38,17 @@ BottleneckImpl::BottleneckImpl(int64_t inplanes, int64_t planes, int64_t stride,
   conv3 = register_module("conv3", conv(planes, planes * kExpansion, 1, 1, 0));
   bn3 = register_module("bn3", nn::BatchNorm2d(planes * kExpansion));
   if (!ds.is_empty()) downsample = register_module("downsample", ds);
+  skip_add = register_module("skip_add", nn::Add());
+  relu1 = register_module("relu1", nn::ReLU());
+  relu2 = register_module("relu2", nn::ReLU());
+  relu3 = register_module("relu3", nn::ReLU());
 }
 
 Tensor BottleneckImpl::forward(const Tensor& x) {
-  Tensor y = relu(bn1(conv1(x)));
-  y = relu(bn2(conv2(y)));
+  Tensor y = relu1(bn1(conv1(x)));
+  y = relu2(bn2(conv2(y)));
   y = bn3(conv3(y));
-  return relu(y + (downsample.is_empty() ? x : downsample(x)));
+  return relu3(skip_add(y, downsample.is_empty() ? x : downsample(x)));
 }
 
 ResNetImpl::ResNetImpl(bool bottleneck, std::vector<int64_t> layers, int64_t num_classes,
@@ -49,9 +56,10 @@ ResNetImpl::ResNetImpl(bool bottleneck, std::vector<int64_t> layers, int64_t num
     : nn::Module("ResNet"), small_input_(small_input) {
   XTEN_CHECK(layers.size() == 4, ValueError, "ResNet", "expected 4 stages, but got {}",
              layers.size());
-  conv1 = register_module("conv1", small_input ? conv(in_channels, 64, 3, 1, 1)
-                                              : conv(in_channels, 64, 7, 2, 3));
+  conv1 = register_module(
+      "conv1", small_input ? conv(in_channels, 64, 3, 1, 1) : conv(in_channels, 64, 7, 2, 3));
   bn1 = register_module("bn1", nn::BatchNorm2d(64));
+  relu = register_module("relu", nn::ReLU());
   layer1 = register_module("layer1", make_layer(bottleneck, 64, layers[0], 1));
   layer2 = register_module("layer2", make_layer(bottleneck, 128, layers[1], 2));
   layer3 = register_module("layer3", make_layer(bottleneck, 256, layers[2], 2));
@@ -84,7 +92,7 @@ nn::Sequential ResNetImpl::make_layer(bool bottleneck, int64_t planes, int64_t b
 }
 
 Tensor ResNetImpl::forward(const Tensor& x) {
-  Tensor y = relu(bn1(conv1(x)));
+  Tensor y = relu(bn1(conv1(x)));  // `relu` is the member module here
   if (!small_input_) y = max_pool2d(y, {3, 3}, {2, 2}, {1, 1});
   y = layer4(layer3(layer2(layer1(y))));
   return fc(flatten(adaptive_avg_pool2d(y, {1, 1}), 1));

@@ -18,6 +18,10 @@ class BasicBlockImpl : public nn::Module {
   nn::Conv2d conv1{nullptr}, conv2{nullptr};
   nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
   nn::Sequential downsample{nullptr};
+  // The residual sum and the relus as modules, so that quantization can fuse them
+  // (docs/quantization.md): conv-bn-relu1, skip_add-relu2.
+  nn::Add skip_add{nullptr};
+  nn::ReLU relu1{nullptr}, relu2{nullptr};
 };
 XTEN_MODULE(BasicBlock);
 
@@ -31,6 +35,8 @@ class BottleneckImpl : public nn::Module {
   nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
   nn::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
   nn::Sequential downsample{nullptr};
+  nn::Add skip_add{nullptr};  // as BasicBlock's
+  nn::ReLU relu1{nullptr}, relu2{nullptr}, relu3{nullptr};
 };
 XTEN_MODULE(Bottleneck);
 
@@ -45,6 +51,7 @@ class ResNetImpl : public nn::Module {
   Tensor forward(const Tensor& x);
   nn::Conv2d conv1{nullptr};
   nn::BatchNorm2d bn1{nullptr};
+  nn::ReLU relu{nullptr};
   nn::Sequential layer1{nullptr}, layer2{nullptr}, layer3{nullptr}, layer4{nullptr};
   nn::Linear fc{nullptr};
 

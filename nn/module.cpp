@@ -221,7 +221,11 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
 namespace {
 void print_module(std::ostream& os, const Module& m, const std::string& indent) {
   os << m.name() << "(";
-  const std::string extra = m.extra_repr();
+  std::string extra = m.extra_repr();
+  if (m.interceptor()) {
+    const std::string more = m.interceptor()->describe();
+    if (!more.empty()) extra += (extra.empty() ? "" : ", ") + more;
+  }
   if (m.named_children().empty()) {
     os << extra << ")";
     return;

@@ -23,6 +23,20 @@ namespace xten::nn {
 // Names and tensors in registration order (PyTorch's OrderedDict), dotted for submodules.
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
+// Note [Forward interception]: how quantization/ (prepare, convert, quantize_dynamic;
+// docs/quantization.md) changes what a module computes while the model keeps holding it by its
+// type. The modules that honour an interceptor (Linear, Conv2d, BatchNorm2d, ReLU, Add) hand it
+// their inputs and their own computation; without one they compute as written, at the cost of
+// one null check.
+class ForwardInterceptor {
+ public:
+  using Original = std::function<Tensor(const std::vector<Tensor>&)>;
+  virtual ~ForwardInterceptor() = default;
+  virtual Tensor forward(const std::vector<Tensor>& inputs, const Original& original) = 0;
+  // Appended to the module's repr line ("scale=0.05, zero_point=60").
+  virtual std::string describe() const { return ""; }
+};
+
 class Module : public std::enable_shared_from_this<Module> {
  public:
   explicit Module(std::string name = "Module") : name_(std::move(name)) {}
@@ -93,8 +107,18 @@ class Module : public std::enable_shared_from_this<Module> {
   // ("in_features=784, out_features=256, bias=true"); empty by default.
   virtual std::string extra_repr() const { return ""; }
 
+  // Note [Forward interception]; null removes it.
+  void set_interceptor(std::shared_ptr<ForwardInterceptor> i) { interceptor_ = std::move(i); }
+  const std::shared_ptr<ForwardInterceptor>& interceptor() const { return interceptor_; }
+
  protected:
   bool training_ = true;
+  // What an interceptable module's forward returns: `original(inputs)`, or the interceptor's.
+  template <class F>
+  Tensor intercepted(std::vector<Tensor> inputs, F&& original) const {
+    if (!interceptor_) return original(inputs);
+    return interceptor_->forward(inputs, std::forward<F>(original));
+  }
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> child);
@@ -106,6 +130,7 @@ class Module : public std::enable_shared_from_this<Module> {
   std::string name_;
   NamedTensors parameters_, buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  std::shared_ptr<ForwardInterceptor> interceptor_;
 };
 
 // Clears (set_to_none) or zeroes the gradients of `params` (Module's and Optimizer's

@@ -53,7 +53,11 @@ void LinearImpl::reset_parameters() {
 }
 
 Tensor LinearImpl::forward(const Tensor& input) const {
-  return linear(input, weight, bias.defined() ? std::optional<Tensor>(bias) : std::nullopt);
+  auto compute = [this](const Tensor& x) {
+    return linear(x, weight, bias.defined() ? std::optional<Tensor>(bias) : std::nullopt);
+  };
+  if (interceptor()) return intercepted({input}, [&](const auto& in) { return compute(in[0]); });
+  return compute(input);
 }
 
 std::string LinearImpl::extra_repr() const {
@@ -76,9 +80,13 @@ Conv2dImpl::Conv2dImpl(const Conv2dOptions& o) : Module("Conv2d"), options(o) {
 }
 
 Tensor Conv2dImpl::forward(const Tensor& input) const {
-  return conv2d(input, weight, bias.defined() ? std::optional<Tensor>(bias) : std::nullopt,
-                options.stride().ref(), options.padding().ref(), options.dilation().ref(),
-                options.groups());
+  auto compute = [this](const Tensor& x) {
+    return conv2d(x, weight, bias.defined() ? std::optional<Tensor>(bias) : std::nullopt,
+                  options.stride().ref(), options.padding().ref(), options.dilation().ref(),
+                  options.groups());
+  };
+  if (interceptor()) return intercepted({input}, [&](const auto& in) { return compute(in[0]); });
+  return compute(input);
 }
 
 std::string Conv2dImpl::extra_repr() const {
@@ -172,6 +180,11 @@ BatchNormImpl::BatchNormImpl(const BatchNormOptions& o, std::string name,
 }
 
 Tensor BatchNormImpl::forward(const Tensor& input) {
+  if (interceptor()) return intercepted({input}, [this](const auto& in) { return compute(in[0]); });
+  return compute(input);
+}
+
+Tensor BatchNormImpl::compute(const Tensor& input) {
   bool ok = false;
   for (int64_t d : input_dims_) ok = ok || input.dim() == d;
   XTEN_CHECK(ok, ValueError, name().c_str(), "expected {}-D input, but got {}-D input",
@@ -305,13 +318,21 @@ LogSoftmaxImpl::LogSoftmaxImpl(int64_t dim)
           "LogSoftmax", [dim](const Tensor& x) { return log_softmax(x, dim); },
           fmt::format("dim={}", dim)) {}
 
+AddImpl::AddImpl() : Module("Add") {}
+
+Tensor AddImpl::forward(const Tensor& a, const Tensor& b) const {
+  if (interceptor()) return intercepted({a, b}, [](const auto& in) { return add(in[0], in[1]); });
+  return add(a, b);
+}
+
 // ---- containers -------------------------------------------------------------------------------
 
 Tensor SequentialImpl::forward(const Tensor& input) const {
   Tensor x = input;
   for (size_t i = 0; i < steps_.size(); ++i) {
     const auto* linear = dynamic_cast<const LinearImpl*>(steps_[i].module.get());
-    if (linear && i + 1 < steps_.size() &&
+    if (linear && i + 1 < steps_.size() && !linear->interceptor() &&
+        !steps_[i + 1].module->interceptor() &&
         dynamic_cast<const ReLUImpl*>(steps_[i + 1].module.get())) {  // Note [Linear -> ReLU]
       x = _linear_relu(x, linear->weight,
                        linear->bias.defined() ? std::optional<Tensor>(linear->bias) : std::nullopt);

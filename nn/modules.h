@@ -136,6 +136,8 @@ class BatchNormImpl : public Module {
   Tensor forward(const Tensor& input);
   std::string extra_repr() const override;
   BatchNormOptions options;
+  // forward without its interceptor (Note [Forward interception]).
+  Tensor compute(const Tensor& input);
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
 
  private:
@@ -263,7 +265,10 @@ class FunctionalImpl : public Module {
  public:
   FunctionalImpl(std::string name, std::function<Tensor(const Tensor&)> f, std::string extra = "")
       : Module(std::move(name)), f_(std::move(f)), extra_(std::move(extra)) {}
-  Tensor forward(const Tensor& input) const { return f_(input); }
+  Tensor forward(const Tensor& input) const {
+    if (interceptor()) return intercepted({input}, [this](const auto& in) { return f_(in[0]); });
+    return f_(input);
+  }
   std::string extra_repr() const override { return extra_; }
 
  private:
@@ -295,6 +300,15 @@ XTEN_ACTIVATION(Softplus, explicit SoftplusImpl(double beta = 1.0, double thresh
 XTEN_ACTIVATION(Softmax, explicit SoftmaxImpl(int64_t dim););
 XTEN_ACTIVATION(LogSoftmax, explicit LogSoftmaxImpl(int64_t dim););
 #undef XTEN_ACTIVATION
+
+// a + b as a module: a residual connection that quantization can observe and replace by a
+// quantized add (models::BasicBlock; docs/quantization.md). Unobserved, it is add(a, b).
+class AddImpl : public Module {
+ public:
+  AddImpl();
+  Tensor forward(const Tensor& a, const Tensor& b) const;
+};
+XTEN_MODULE(Add);
 
 // ---- containers ---------------------------------------------------------------------------------
 // Runs its modules in order, each one's output the next one's input. Children are named "0",

@@ -152,6 +152,10 @@ void save(const NamedTensorList& tensors, const std::string& path, const Metadat
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
     XTEN_CHECK(t.defined(), ValueError, "save", "tensor '{}' is undefined", name);
+    XTEN_CHECK(!t.is_quantized(), NotImplementedError, "save",
+               "tensor '{}' is quantized ({}): quantized checkpoints are not supported yet; save "
+               "the float model and quantize after loading (docs/quantization.md)",
+               name, dtype_name(t.dtype()));
     XTEN_CHECK(name != "__metadata__" && !header.contains(name), ValueError, "save",
                "the name '{}' is reserved or repeated", name);
     const Tensor h = t.detach().to(Device("cpu")).contiguous();

@@ -9,6 +9,7 @@
 //   train --epochs 1 --limit-batches 300 --checkpoint ck.safetensors --eval-xpu
 //   train --epochs 8 --checkpoint ck.safetensors --resume   # continue after an interruption
 //   xtenrun --nproc-per-node 2 train --batch-size 32        # data parallel: 2 ranks, batch 64
+//   train --quantize                       # then INT8: calibrate, convert, test accuracy
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -42,7 +43,7 @@ struct Args {
   int threads = 0;
   std::string data_dir = data::kFashionMnistDir;
   std::string checkpoint, csv, svg;
-  bool resume = false, eval_xpu = false;
+  bool resume = false, eval_xpu = false, quantize = false;
   double min_accuracy = 0;
   int64_t compare_steps = 0;
   int64_t stop_after = 0;
@@ -70,6 +71,9 @@ const char* kUsage = R"(usage: train [options]
   --eval-xpu              reload the checkpoint onto the XPU and evaluate it with autocast
                           float16; exit 1 if its accuracy differs by more than 0.2 points
   --min-accuracy X        exit 1 if the final test accuracy is below X percent
+  --quantize              after training, quantize the model to INT8 on the CPU (calibrated
+                          on 1,000 training images, docs/quantization.md) and report float32
+                          and INT8 test accuracy; exit 1 if they differ by more than 0.5 points
   --compare-steps N       train the same model on CPU and XPU (float32) side by side for N
                           steps and compare their losses; exit 1 if they part
   --stop-after N          stop after epoch N as if interrupted (to try --resume)
@@ -145,6 +149,8 @@ Args parse(int argc, char** argv) {
       a.svg = value();
     else if (flag == "--eval-xpu")
       a.eval_xpu = true;
+    else if (flag == "--quantize")
+      a.quantize = true;
     else if (flag == "--min-accuracy")
       a.min_accuracy = number();
     else if (flag == "--compare-steps")
@@ -221,6 +227,36 @@ Evaluation evaluate(const Net& net, data::DataLoader& loader, const xten::Device
   }
   net.module->train();
   return {100.0 * correct / seen, loss_sum / seen};
+}
+
+// --quantize: the trained weights on the CPU, float32 accuracy, then post-training static
+// quantization calibrated on the first 1,000 training images, and INT8 accuracy. Returns whether
+// the two are within 0.5 points.
+bool quantize_and_compare(const Args& a, const Net& trained, const data::TensorDataset& train_set,
+                          data::DataLoader& test_loader) {
+  Net net = make_net(a.model);
+  net.module->load_state_dict(trained.module->state_dict());
+  const xten::Device cpu("cpu");
+  const Evaluation f = evaluate(net, test_loader, cpu, false);
+  net.module->eval();
+  const data::TensorDataset calibration =
+      train_set.slice(0, std::min<int64_t>(1000, train_set.size()));
+  data::DataLoader calib_loader(calibration, data::DataLoaderOptions().batch_size(100));
+  xten::NoGradGuard no_grad;
+  std::vector<Tensor> batches;
+  for (data::Batch& b : calib_loader) batches.push_back(b.data);
+  const Tensor example = batches.front().narrow(0, 0, 2);
+  xten::quantization::prepare(*net.module, [&] { return net.forward(example); });
+  for (const Tensor& b : batches) net.forward(b);
+  xten::quantization::convert(*net.module);
+  const Evaluation q = evaluate(net, test_loader, cpu, false);
+  const double diff = std::abs(q.accuracy - f.accuracy);
+  std::printf(
+      "test accuracy on the CPU: float32 %.2f%%, INT8 %.2f%% (difference %.2f points; "
+      "calibrated on %lld training images)\n",
+      f.accuracy, q.accuracy, diff, static_cast<long long>(calibration.size()));
+  if (diff > 0.5) std::printf("FAIL: INT8 differs from float32 by more than 0.5 points\n");
+  return diff <= 0.5;
 }
 
 // The training state a checkpoint holds: model, optimizer, scheduler, scaler, and in its
@@ -524,6 +560,7 @@ int run(const Args& a) {
       status = 1;
     }
   }
+  if (a.quantize && rank == 0 && !quantize_and_compare(a, net, train_set, test_loader)) status = 1;
   return status;
 }
 

@@ -4,6 +4,14 @@
 
 namespace xten {
 
+void check_empty_dtype(ScalarType dtype) {
+  XTEN_CHECK(dtype != ScalarType::Undefined, TypeError, "empty", "dtype is undefined");
+  XTEN_CHECK(!is_quantized_type(dtype), TypeError, "empty",
+             "dtype {} is quantized and needs a scale and zero point: make quantized tensors with "
+             "quantize_per_tensor / quantize_per_channel",
+             dtype_name(dtype));
+}
+
 ArangeMeta arange_meta(const Scalar& start, const Scalar& end, const Scalar& step, ScalarType dtype,
                        Device device) {
   ArangeMeta m;

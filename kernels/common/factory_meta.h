@@ -11,6 +11,10 @@ struct ArangeMeta {
   ArangeSpec spec;
   Tensor out;  // spec.length elements; every dtype but bool
 };
+// empty's dtype check, on every backend: a quantized dtype needs a quantizer, which only
+// quantization/'s factories give (quantize_per_tensor, ...; docs/quantization.md).
+void check_empty_dtype(ScalarType dtype);
+
 ArangeMeta arange_meta(const Scalar& start, const Scalar& end, const Scalar& step, ScalarType dtype,
                        Device device);
 

@@ -22,10 +22,13 @@ ConvGeometry common_conv_args(const char* op, const Tensor& input, const Tensor&
              input.dim(), input.sizes());
   XTEN_CHECK(weight.dim() == 4, ValueError, op, "expected a 4-D weight, but got {}-D with shape {}",
              weight.dim(), weight.sizes());
-  XTEN_CHECK(input.dtype() == weight.dtype(), TypeError, op,
+  // A quantized convolution (kernels/cpu/quantized.cpp) checks its own dtypes (quint8 input,
+  // qint8 weight).
+  const bool quantized = is_quantized_type(input.dtype()) && is_quantized_type(weight.dtype());
+  XTEN_CHECK(input.dtype() == weight.dtype() || quantized, TypeError, op,
              "input ({}) and weight ({}) must have the same dtype", to_string(input.dtype()),
              to_string(weight.dtype()));
-  XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, op,
+  XTEN_CHECK(is_floating_type(input.dtype()) || quantized, NotImplementedError, op,
              "not implemented for dtype {}", to_string(input.dtype()));
   XTEN_CHECK(groups > 0, ValueError, op, "groups must be positive, but got {}", groups);
   check_pair(op, "stride", stride, 1);

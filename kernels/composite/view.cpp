@@ -14,6 +14,7 @@ namespace {
 // gradient history comes from the view op's derivative (autograd/derivatives/view.cpp).
 Tensor make_view(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
   Tensor v(std::make_shared<TensorImpl>(self.storage(), self.dtype(), sizes, strides, offset));
+  share_quantizer(self, v);
   const auto& base = self.impl()->view_base();
   v.impl()->set_view_base(base ? base : self.impl_ptr());
   return v;
@@ -326,8 +327,10 @@ Tensor clone_kernel(const Tensor& self) {
 // detach shares the storage (and so the version counter) but is not a view autograd tracks: it
 // has no history, and writing it in place does not touch self's.
 Tensor detach_kernel(const Tensor& self) {
-  return Tensor(std::make_shared<TensorImpl>(self.storage(), self.dtype(), self.sizes(),
-                                             self.strides(), self.storage_offset()));
+  Tensor d(std::make_shared<TensorImpl>(self.storage(), self.dtype(), self.sizes(), self.strides(),
+                                        self.storage_offset()));
+  share_quantizer(self, d);
+  return d;
 }
 
 }  // namespace

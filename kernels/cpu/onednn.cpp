@@ -283,9 +283,10 @@ void run(const Step& step, dnnl::stream& s, std::unordered_map<int, memory> args
   s.wait();  // the scratchpad goes back to the allocator on return
 }
 
-// Runs a convolution-like entry on the tensors' memory.
+// Runs a convolution-like entry on the tensors' memory; `extra`: more arguments of the main
+// primitive (an int8 convolution's zero points).
 void run_conv(const Entry& e, const Tensor& x, const Tensor& w, const Tensor& bias,
-              const Tensor& out) {
+              const Tensor& out, std::unordered_map<int, memory> extra = {}) {
   use_threads(e.threads);
   dnnl::stream s(engine());
   Tensor keep_src, keep_w, keep_dst;
@@ -303,6 +304,7 @@ void run_conv(const Entry& e, const Tensor& x, const Tensor& w, const Tensor& bi
   }
   if (e.dst_out) dst = scratch(e.dst, keep_dst);
   std::unordered_map<int, memory> args{{e.src_arg, src}, {e.weights_arg, wm}, {e.dst_arg, dst}};
+  args.insert(extra.begin(), extra.end());
   if (bias.defined())
     args.emplace(DNNL_ARG_BIAS, memory({{bias.numel()}, memory::data_type::f32, tag::x}, engine(),
                                        bias.data_ptr()));
@@ -584,6 +586,134 @@ bool conv2d_backward_weight(const Tensor& grad_output, const Tensor& x, const Co
   });
   if (!e->ok) return false;
   run_conv(*e, x, grad_output, Tensor(), grad_weight);
+  return true;
+}
+
+// ---- int8 (docs/quantization.md, "Kernels") --------------------------------------------------
+
+namespace {
+
+// oneDNN's type for a quantized tensor's integers (or float32 for a float output).
+memory::data_type int8_data_type(ScalarType t) {
+  switch (t) {
+    case kQUInt8:
+      return memory::data_type::u8;
+    case kQInt8:
+      return memory::data_type::s8;
+    case kQInt32:
+      return memory::data_type::s32;
+    default:
+      return memory::data_type::f32;
+  }
+}
+
+// Output scales (one, or one per output channel: dim 1 of the output for both primitives), zero
+// points of source and destination given at run time (oneDNN 2.6's primitives take no others),
+// and relu as a post-op: relu acts on the scaled value, before the output zero point is added.
+dnnl::primitive_attr int8_attr(const std::vector<float>& scales, bool relu, bool dst_zero_point) {
+  dnnl::primitive_attr attr = user_scratchpad();
+  attr.set_output_scales(scales.size() > 1 ? 1 << 1 : 0, scales);
+  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  if (dst_zero_point) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+  if (relu) {
+    dnnl::post_ops po;
+    po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(po);
+  }
+  return attr;
+}
+
+// The zero points' arguments (the int32 values must outlive the call); a float32 output has
+// none.
+std::unordered_map<int, memory> zero_point_args(int32_t* src_zp, int32_t* dst_zp,
+                                                const Tensor& out) {
+  const memory::desc one({1}, memory::data_type::s32, tag::x);
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, memory(one, engine(), src_zp)}};
+  if (out.is_quantized())
+    args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, memory(one, engine(), dst_zp));
+  return args;
+}
+
+// The scales are part of the primitive (oneDNN's fastest int8 kernels take them when built):
+// the cache key carries them.
+std::string int8_key(const std::vector<float>& scales, bool relu) {
+  const std::string bytes(reinterpret_cast<const char*>(scales.data()),
+                          scales.size() * sizeof(float));
+  return fmt::format(" scales {}:{:x}{}", scales.size(), std::hash<std::string>{}(bytes),
+                     relu ? " relu" : "");
+}
+
+}  // namespace
+
+bool quantized_conv2d(const Tensor& x, int32_t x_zero_point, const Tensor& w, const Tensor& bias,
+                      const std::vector<float>& scales, int32_t out_zero_point, bool relu,
+                      const ConvGeometry& g, const Tensor& out, bool nhwc) {
+  if (x.numel() == 0 || out.numel() == 0) return false;
+  const auto xdt = int8_data_type(x.dtype()), odt = int8_data_type(out.dtype());
+  const auto s8 = memory::data_type::s8;
+  const std::string key =
+      fmt::format("qconv {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
+                  static_cast<int>(x.dtype()), static_cast<int>(out.dtype()), g.n, g.c, g.h, g.w,
+                  g.o, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups) +
+      int8_key(scales, relu) + (bias.defined() ? " bias" : "") + (nhwc ? " nhwc" : "") +
+      (w.is_contiguous() ? "" : " ohwi");
+  auto e = cache().get(key, conv2d_flops(g), [&](Entry& en) {
+    en.user_src = activation_desc({g.n, g.c, g.h, g.w}, xdt, nhwc);
+    en.user_weights = conv2d_weight_desc(g, s8, w);
+    en.user_dst = activation_desc({g.n, g.o, g.ho, g.wo}, odt, nhwc);
+    const tag act = nhwc ? tag::nhwc : tag::any;
+    const memory::desc any_src({g.n, g.c, g.h, g.w}, xdt, act);
+    const memory::desc any_w(en.user_weights.dims(), s8, tag::any);
+    const memory::desc any_dst({g.n, g.o, g.ho, g.wo}, odt, act);
+    const memory::desc bias_md({g.o}, memory::data_type::f32, tag::x);
+    const dims stride{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pad_l{g.ph, g.pw},
+        pad_r = conv2d_pad_r(g);
+    using F = dnnl::convolution_forward;
+    const auto prop = dnnl::prop_kind::forward_inference;
+    const auto alg = dnnl::algorithm::convolution_direct;
+    const F::desc d =
+        bias.defined()
+            ? F::desc(prop, alg, any_src, any_w, bias_md, any_dst, stride, dil, pad_l, pad_r)
+            : F::desc(prop, alg, any_src, any_w, any_dst, stride, dil, pad_l, pad_r);
+    const F::primitive_desc pd(d, int8_attr(scales, relu, out.is_quantized()), engine());
+    en.main = step_of<F>(pd);
+    plan_reorders(en, pd.src_desc(), pd.weights_desc(), pd.dst_desc());
+  });
+  if (!e->ok) return false;
+  int32_t src_zp = x_zero_point, dst_zp = out_zero_point;
+  run_conv(*e, x, w, bias, out, zero_point_args(&src_zp, &dst_zp, out));
+  return true;
+}
+
+bool quantized_linear(const Tensor& x, int32_t x_zero_point, const Tensor& w, const Tensor& bias,
+                      const std::vector<float>& scales, int32_t out_zero_point, bool relu,
+                      const Tensor& out) {
+  if (x.numel() == 0 || out.numel() == 0) return false;
+  const int64_t n = x.size(0), k = x.size(1), o = w.size(0);
+  const auto xdt = int8_data_type(x.dtype()), odt = int8_data_type(out.dtype());
+  const std::string key =
+      fmt::format("qlinear {} {} {} {} {} {} {}", static_cast<int>(x.dtype()),
+                  static_cast<int>(out.dtype()), n, k, o, x.strides(), w.strides()) +
+      int8_key(scales, relu) + (bias.defined() ? " bias" : "");
+  const double flops = 2.0 * static_cast<double>(n * k * o);
+  auto e = cache().get(key, flops, [&](Entry& en) {
+    en.user_src = memory::desc({n, k}, xdt, strides_of(x));
+    // The weight [o, k] read as the product's [k, o].
+    en.user_weights = memory::desc({k, o}, memory::data_type::s8, dims{w.stride(1), w.stride(0)});
+    en.user_dst = memory::desc({n, o}, odt, tag::ab);
+    const dnnl::matmul::desc d =
+        bias.defined()
+            ? dnnl::matmul::desc(en.user_src, en.user_weights,
+                                 memory::desc({1, o}, memory::data_type::f32, tag::ab), en.user_dst)
+            : dnnl::matmul::desc(en.user_src, en.user_weights, en.user_dst);
+    const dnnl::matmul::primitive_desc pd(d, int8_attr(scales, relu, out.is_quantized()), engine());
+    en.main = step_of<dnnl::matmul>(pd);
+    plan_reorders(en, pd.src_desc(), pd.weights_desc(), pd.dst_desc());
+  });
+  if (!e->ok) return false;
+  int32_t src_zp = x_zero_point, dst_zp = out_zero_point;
+  run_conv(*e, x, w, bias, out, zero_point_args(&src_zp, &dst_zp, out));
   return true;
 }
 

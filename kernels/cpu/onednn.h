@@ -5,6 +5,7 @@
 // Tensors are CPU tensors of one dtype (float32, bfloat16 or float16), checked by the callers.
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include <xten/core/tensor.h>
 #include <xten/kernels/common/window.h>
@@ -36,6 +37,21 @@ bool conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& bias, cons
 // channels-last).
 bool conv2d_backward_weight(const Tensor& grad_output, const Tensor& x, const ConvGeometry& g,
                             const Tensor& grad_weight, bool nhwc);
+
+// int8 products of quantization/ (docs/quantization.md, "Kernels"): x's integers (uint8 or int8
+// storage of a quantized dtype) less x_zero_point, times the int8 weight w, accumulated in int32;
+// then per output channel times scales[o] (one scale: all channels; the caller folds in x's,
+// w's and out's scales), plus the float32 bias (undefined: none), relu if asked, plus
+// out_zero_point, rounded and saturated into out's integers (or float32 for a float32 out).
+// conv2d: x and out NCHW, or with `nhwc` both channels-last; w [o, c / groups, kh, kw]
+// contiguous or channels-last. linear: x [n, k] with rows or columns dense, w [o, k], out [n, o]
+// contiguous.
+bool quantized_conv2d(const Tensor& x, int32_t x_zero_point, const Tensor& w, const Tensor& bias,
+                      const std::vector<float>& scales, int32_t out_zero_point, bool relu,
+                      const ConvGeometry& g, const Tensor& out, bool nhwc);
+bool quantized_linear(const Tensor& x, int32_t x_zero_point, const Tensor& w, const Tensor& bias,
+                      const std::vector<float>& scales, int32_t out_zero_point, bool relu,
+                      const Tensor& out);
 
 // The oneDNN steps of a compiled inference graph (compile/passes.cpp, plan_convolutions;
 // docs/compile.md, "Convolutions"): a convolution as a forward_inference primitive with its

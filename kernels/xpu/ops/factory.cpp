@@ -18,7 +18,7 @@ Device resolve(Device d) {
 }
 
 Tensor empty_kernel(IntArrayRef size, ScalarType dtype, Device device) {
-  XTEN_CHECK(dtype != ScalarType::Undefined, TypeError, "empty", "dtype is undefined");
+  check_empty_dtype(dtype);
   return empty_tensor(size, dtype, resolve(device));
 }
 

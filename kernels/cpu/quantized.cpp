@@ -1,0 +1,535 @@
+// Quantized tensors on the CPU (docs/quantization.md): quantize / dequantize / int_repr, and the
+// quantized ops models run: conv2d and linear (oneDNN's int8 primitives, kernels/cpu/onednn.cpp),
+// add, relu, max_pool2d, adaptive_avg_pool2d, clone. Quantized tensors carry the QuantizedCPU key
+// (dispatch/dispatch_key.h): an op not registered here raises NotImplementedError naming it.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <xten/core/dtype_dispatch.h>
+#include <xten/core/meta.h>
+#include <xten/core/parallel.h>
+#include <xten/dispatch/library.h>
+#include <xten/dispatch/ops.h>
+#include <xten/kernels/common/window.h>
+#include <xten/kernels/cpu/onednn.h>
+
+namespace xten::cpu {
+namespace {
+
+constexpr int64_t kGrain = kParallelGrain / 4;
+
+// A fresh quantized CPU tensor in format `fmt`.
+Tensor new_quantized(IntArrayRef sizes, std::shared_ptr<const Quantizer> q,
+                     MemoryFormat fmt = MemoryFormat::Contiguous) {
+  Tensor t =
+      empty_tensor(sizes, strides_for_format("quantize", sizes, fmt), q->dtype, Device(kCPU));
+  t.impl()->set_quantizer(std::move(q));
+  return t;
+}
+
+// The integers of a quantized tensor as a plain tensor over the same memory.
+Tensor int_alias(const Tensor& q) {
+  return Tensor(std::make_shared<TensorImpl>(q.storage(), underlying_type(q.dtype()), q.sizes(),
+                                             q.strides(), q.storage_offset()));
+}
+
+const Quantizer& quantizer(const Tensor& t) {
+  return *t.impl()->quantizer();
+}
+
+// The integers' C++ type of a quantized dtype.
+template <class F>
+decltype(auto) visit_quantized(const char* op, ScalarType t, F&& f) {
+  return visit_dtype<dtype_bit(kByte) | dtype_bit(kChar) | dtype_bit(kInt)>(op, underlying_type(t),
+                                                                            std::forward<F>(f));
+}
+
+// round-half-even(v * (1 / scale)) + zero point, saturated to [qmin, qmax]; NaN gives the zero
+// point. In float for the 8-bit dtypes (as PyTorch), in double for qint32, whose integers float
+// cannot hold.
+struct Quantize {
+  float inv_scale;
+  double inv_scale_wide;
+  bool wide;
+  int64_t zero_point, qmin, qmax;
+  int64_t operator()(float v) const {
+    const double r = wide ? std::nearbyint(static_cast<double>(v) * inv_scale_wide)
+                          : static_cast<double>(std::nearbyint(v * inv_scale));
+    if (!(r == r)) return zero_point;
+    const double lo = static_cast<double>(qmin - zero_point),
+                 hi = static_cast<double>(qmax - zero_point);
+    return static_cast<int64_t>(std::min(std::max(r, lo), hi)) + zero_point;
+  }
+};
+Quantize quantize_fn(double scale, int64_t zero_point, ScalarType dtype) {
+  return {1.0f / static_cast<float>(scale),
+          1.0 / scale,
+          dtype == kQInt32,
+          zero_point,
+          quant_min(dtype),
+          quant_max(dtype)};
+}
+
+// For a contiguous [outer, channels, inner] walk: the channel of flat element i.
+struct ChannelOf {
+  int64_t channels, inner;
+  int64_t operator()(int64_t i) const { return (i / inner) % channels; }
+};
+ChannelOf channel_of(IntArrayRef sizes, int64_t axis) {
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(axis) + 1; d < sizes.size(); ++d) inner *= sizes[d];
+  return {sizes[static_cast<size_t>(axis)], inner};
+}
+
+void check_float_input(const char* op, const Tensor& self) {
+  XTEN_CHECK(self.is_floating_point(), TypeError, op,
+             "expects a floating-point tensor, but got dtype {}", dtype_name(self.dtype()));
+}
+
+Tensor quantize_per_tensor_kernel(const Tensor& self, double scale, int64_t zero_point,
+                                  ScalarType dtype) {
+  constexpr const char* op = "quantize_per_tensor";
+  check_float_input(op, self);
+  auto q = Quantizer::per_tensor(op, dtype, scale, zero_point);
+  const MemoryFormat fmt = self.suggest_memory_format();
+  const Tensor x = self.contiguous(fmt).to(kFloat);
+  Tensor out = new_quantized(self.sizes(), q, fmt);
+  const float* px = x.data_ptr<float>();
+  const Quantize f = quantize_fn(scale, zero_point, dtype);
+  visit_quantized(op, dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* po = static_cast<T*>(out.data_ptr());
+    parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) po[i] = static_cast<T>(f(px[i]));
+    });
+  });
+  return out;
+}
+
+Tensor quantize_per_channel_kernel(const Tensor& self, const Tensor& scales,
+                                   const Tensor& zero_points, int64_t axis, ScalarType dtype) {
+  constexpr const char* op = "quantize_per_channel";
+  check_float_input(op, self);
+  XTEN_CHECK(axis >= 0 && axis < self.dim(), IndexError, op,
+             "axis {} is out of range for a tensor of {} dims", axis, self.dim());
+  const int64_t channels = self.size(axis);
+  XTEN_CHECK(scales.dim() == 1 && scales.numel() == channels && zero_points.dim() == 1 &&
+                 zero_points.numel() == channels,
+             ValueError, op,
+             "scales (shape {}) and zero_points (shape {}) must be 1-D with one value for each of "
+             "the {} channels along axis {}",
+             scales.sizes(), zero_points.sizes(), channels, axis);
+  XTEN_CHECK(!zero_points.is_floating_point(), TypeError, op,
+             "zero_points must be integers, but got dtype {}", dtype_name(zero_points.dtype()));
+  const Tensor s = scales.to(Device(kCPU), kDouble).contiguous();
+  const Tensor z = zero_points.to(Device(kCPU), kLong).contiguous();
+  std::vector<double> sv(s.data_ptr<double>(), s.data_ptr<double>() + channels);
+  std::vector<int64_t> zv(z.data_ptr<int64_t>(), z.data_ptr<int64_t>() + channels);
+  auto q = Quantizer::per_channel(op, dtype, sv, zv, axis);
+  const Tensor x = self.contiguous().to(kFloat);
+  Tensor out = new_quantized(self.sizes(), q);
+  std::vector<Quantize> fs;
+  for (int64_t c = 0; c < channels; ++c) fs.push_back(quantize_fn(sv[c], zv[c], dtype));
+  const ChannelOf ch = channel_of(self.sizes(), axis);
+  const float* px = x.data_ptr<float>();
+  visit_quantized(op, dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* po = static_cast<T*>(out.data_ptr());
+    parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) po[i] = static_cast<T>(fs[static_cast<size_t>(ch(i))](px[i]));
+    });
+  });
+  return out;
+}
+
+// float32 (q - zero_point) * scale, in the input's layout.
+Tensor dequantize_kernel(const Tensor& self) {
+  constexpr const char* op = "dequantize";
+  const Quantizer& q = quantizer(self);
+  const MemoryFormat fmt =
+      q.per_channel() ? MemoryFormat::Contiguous : self.suggest_memory_format();
+  const Tensor ints = int_alias(self).contiguous(fmt);
+  Tensor out =
+      empty_tensor(self.sizes(), strides_for_format(op, self.sizes(), fmt), kFloat, Device(kCPU));
+  float* po = out.data_ptr<float>();
+  const ChannelOf ch = q.per_channel() ? channel_of(self.sizes(), q.axis) : ChannelOf{1, 1};
+  visit_quantized(op, self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pi = static_cast<const T*>(ints.data_ptr());
+    parallel_for(ints.numel(), kGrain, [&](int64_t b, int64_t e) {
+      if (!q.per_channel()) {
+        const float s = static_cast<float>(q.scale);
+        const int64_t z = q.zero_point;
+        for (int64_t i = b; i < e; ++i) po[i] = static_cast<float>(pi[i] - z) * s;
+        return;
+      }
+      for (int64_t i = b; i < e; ++i) {
+        const size_t c = static_cast<size_t>(ch(i));
+        po[i] = static_cast<float>(pi[i] - q.zero_points[c]) * static_cast<float>(q.scales[c]);
+      }
+    });
+  });
+  return out;
+}
+
+Tensor int_repr_kernel(const Tensor& self) {
+  return int_alias(self).clone();
+}
+
+// A copy with the same quantizer, in the input's layout (contiguous() of a strided quantized
+// view comes here).
+Tensor clone_kernel(const Tensor& self) {
+  const MemoryFormat fmt =
+      quantizer(self).per_channel() ? MemoryFormat::Contiguous : self.suggest_memory_format();
+  Tensor out = new_quantized(self.sizes(), self.impl()->quantizer(), fmt);
+  int_alias(out).copy_(int_alias(self));
+  return out;
+}
+
+Tensor contiguous_kernel(const Tensor& self) {
+  if (self.is_contiguous()) return self;
+  Tensor out = new_quantized(self.sizes(), self.impl()->quantizer());
+  int_alias(out).copy_(int_alias(self));
+  return out;
+}
+
+// A quantized tensor stays what it is: converting it is dequantize()'s job.
+Tensor to_kernel(const Tensor& self, Device device, ScalarType dtype, bool copy) {
+  XTEN_CHECK(dtype == self.dtype() && device == self.device(), NotImplementedError, "to",
+             "a {} tensor on {} cannot be converted to {} on {}: dequantize() it first "
+             "(quantized tensors live on the CPU)",
+             dtype_name(self.dtype()), self.device().str(), dtype_name(dtype), device.str());
+  return copy ? clone_kernel(self) : self;
+}
+
+void check_per_tensor(const char* op, const Tensor& t, const char* what) {
+  XTEN_CHECK(!quantizer(t).per_channel(), NotImplementedError, op,
+             "{} must be quantized per tensor, but it is {}", what, to_string(quantizer(t).scheme));
+}
+
+// relu in the quantized domain: max(q, zero_point), same quantizer.
+Tensor relu_kernel(const Tensor& self) {
+  check_per_tensor("relu", self, "the input");
+  Tensor out = clone_kernel(self);
+  const int64_t z = quantizer(self).zero_point;
+  visit_quantized("relu", self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(out.data_ptr());
+    const T zt = static_cast<T>(z);
+    parallel_for(out.numel(), kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) p[i] = std::max(p[i], zt);
+    });
+  });
+  return out;
+}
+
+Tensor relu__kernel(const Tensor& self) {
+  int_alias(self).copy_(int_alias(relu_kernel(self)));
+  return self;
+}
+
+// copy_ between quantized tensors of one quantizer (what contiguous() and views need).
+Tensor copy__kernel(const Tensor& self, const Tensor& src) {
+  constexpr const char* op = "copy_";
+  XTEN_CHECK(self.is_quantized() && src.is_quantized() && quantizer(self).same_as(quantizer(src)),
+             NotImplementedError, op,
+             "copies into or out of a quantized tensor need the same dtype and quantization "
+             "parameters on both sides (got {} and {}); use quantize_per_tensor / dequantize",
+             dtype_name(self.dtype()), dtype_name(src.dtype()));
+  int_alias(self).copy_(int_alias(src));
+  return self;
+}
+
+// A quantized activation's planes: [planes, h, w] of a 3-D or 4-D input.
+Planes quantized_planes(const char* op, const Tensor& input) {
+  XTEN_CHECK(input.dim() == 3 || input.dim() == 4, ValueError, op,
+             "expected a 3-D (unbatched) or 4-D (batched) input, but got shape {}", input.sizes());
+  Planes p;
+  p.h = input.size(-2);
+  p.w = input.size(-1);
+  p.lead = DimVector(input.sizes().slice(0, input.dim() - 2));
+  p.planes = 1;
+  for (int64_t s : p.lead) p.planes *= s;
+  XTEN_CHECK(p.h > 0 && p.w > 0, ValueError, op,
+             "the input's spatial size must be nonzero, but got shape {}", input.sizes());
+  return p;
+}
+
+// Max pooling on the integers: the order of real values is the order of the integers (a
+// positive scale), so the result keeps the input's quantizer.
+Tensor max_pool2d_kernel(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
+                         IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  constexpr const char* op = "max_pool2d";
+  check_per_tensor(op, self, "the input");
+  const Planes p = quantized_planes(op, self);
+  const Window w = window_args(op, p, kernel_size, stride, padding, dilation, ceil_mode);
+  const Tensor in = int_alias(self).contiguous();
+  Tensor out = new_quantized(p.shape(w.ho, w.wo), self.impl()->quantizer());
+  visit_quantized(op, self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pi = static_cast<const T*>(in.data_ptr());
+    T* po = static_cast<T*>(out.data_ptr());
+    parallel_for(p.planes, 1, [&](int64_t b, int64_t e) {
+      for (int64_t pl = b; pl < e; ++pl)
+        for (int64_t oy = 0; oy < w.ho; ++oy)
+          for (int64_t ox = 0; ox < w.wo; ++ox) {
+            T m = std::numeric_limits<T>::lowest();
+            for (int64_t ky = 0; ky < w.kh; ++ky) {
+              const int64_t y = oy * w.sh - w.ph + ky * w.dh;
+              if (y < 0 || y >= p.h) continue;
+              for (int64_t kx = 0; kx < w.kw; ++kx) {
+                const int64_t x = ox * w.sw - w.pw + kx * w.dw;
+                if (x >= 0 && x < p.w) m = std::max(m, pi[(pl * p.h + y) * p.w + x]);
+              }
+            }
+            po[(pl * w.ho + oy) * w.wo + ox] = m;
+          }
+    });
+  });
+  return in_layout_of(out, self);
+}
+
+// Averages of integers, rounded half to even: the mean of (q - z) * s is (mean(q) - z) * s, so
+// the result keeps the input's quantizer (as PyTorch's quantized adaptive_avg_pool2d).
+Tensor adaptive_avg_pool2d_kernel(const Tensor& self, IntArrayRef output_size) {
+  constexpr const char* op = "adaptive_avg_pool2d";
+  check_per_tensor(op, self, "the input");
+  check_adaptive_output_size(op, output_size);
+  const Planes p = quantized_planes(op, self);
+  const int64_t ho = output_size[0], wo = output_size[1];
+  const Tensor in = int_alias(self).contiguous();
+  Tensor out = new_quantized(p.shape(ho, wo), self.impl()->quantizer());
+  visit_quantized(op, self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pi = static_cast<const T*>(in.data_ptr());
+    T* po = static_cast<T*>(out.data_ptr());
+    parallel_for(p.planes, 1, [&](int64_t b, int64_t e) {
+      for (int64_t pl = b; pl < e; ++pl)
+        for (int64_t oy = 0; oy < ho; ++oy) {
+          const int64_t y0 = adaptive_start(oy, p.h, ho), y1 = adaptive_end(oy, p.h, ho);
+          for (int64_t ox = 0; ox < wo; ++ox) {
+            const int64_t x0 = adaptive_start(ox, p.w, wo), x1 = adaptive_end(ox, p.w, wo);
+            int64_t sum = 0;
+            for (int64_t y = y0; y < y1; ++y)
+              for (int64_t x = x0; x < x1; ++x) sum += pi[(pl * p.h + y) * p.w + x];
+            const double mean =
+                static_cast<double>(sum) / static_cast<double>((y1 - y0) * (x1 - x0));
+            po[(pl * ho + oy) * wo + ox] = static_cast<T>(std::nearbyint(mean));
+          }
+        }
+    });
+  });
+  return in_layout_of(out, self);
+}
+
+// qa + qb requantized to (scale, zero_point), optionally relu'd; one shape, both per tensor.
+Tensor add_kernel(const Tensor& qa, const Tensor& qb, double scale, int64_t zero_point, bool relu) {
+  constexpr const char* op = "quantized::add";
+  XTEN_CHECK(qa.is_quantized() && qb.is_quantized() && qa.dtype() == qb.dtype(), TypeError, op,
+             "expects two quantized tensors of one dtype, but got {} and {}",
+             dtype_name(qa.dtype()), dtype_name(qb.dtype()));
+  check_per_tensor(op, qa, "self");
+  check_per_tensor(op, qb, "other");
+  XTEN_CHECK(qa.sizes() == qb.sizes(), NotImplementedError, op,
+             "expects operands of one shape (no broadcasting), but got {} and {}", qa.sizes(),
+             qb.sizes());
+  auto q = Quantizer::per_tensor(op, qa.dtype(), scale, zero_point);
+  const MemoryFormat fmt = qa.suggest_memory_format();
+  const Tensor a = int_alias(qa).contiguous(fmt), b = int_alias(qb).contiguous(fmt);
+  Tensor out = new_quantized(qa.sizes(), q, fmt);
+  const Quantizer &A = quantizer(qa), &B = quantizer(qb);
+  const float sa = static_cast<float>(A.scale), sb = static_cast<float>(B.scale);
+  const Quantize f = quantize_fn(scale, zero_point, qa.dtype());
+  const int64_t lo = relu ? zero_point : f.qmin;
+  visit_quantized(op, qa.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pa = static_cast<const T*>(a.data_ptr());
+    const T* pb = static_cast<const T*>(b.data_ptr());
+    T* po = static_cast<T*>(out.data_ptr());
+    parallel_for(out.numel(), kGrain, [&](int64_t bg, int64_t e) {
+      for (int64_t i = bg; i < e; ++i) {
+        const float v = static_cast<float>(pa[i] - A.zero_point) * sa +
+                        static_cast<float>(pb[i] - B.zero_point) * sb;
+        po[i] = static_cast<T>(std::max(f(v), lo));
+      }
+    });
+  });
+  return out;
+}
+
+// The weight's scale per output channel (per tensor: one for all), checking that its zero
+// points are 0 (oneDNN's int8 products take symmetric weights only).
+std::vector<double> weight_scales(const char* op, const Tensor& w) {
+  const Quantizer& q = quantizer(w);
+  XTEN_CHECK(w.dtype() == kQInt8, TypeError, op, "the weight must be qint8, but got {}",
+             dtype_name(w.dtype()));
+  if (!q.per_channel()) {
+    XTEN_CHECK(q.zero_point == 0, NotImplementedError, op,
+               "the weight's zero point must be 0 (symmetric), but got {}", q.zero_point);
+    return std::vector<double>(static_cast<size_t>(w.size(0)), q.scale);
+  }
+  XTEN_CHECK(q.axis == 0, NotImplementedError, op,
+             "a per-channel weight must be quantized along axis 0 (output channels), but got {}",
+             q.axis);
+  for (int64_t z : q.zero_points)
+    XTEN_CHECK(z == 0, NotImplementedError, op,
+               "the weight's zero points must be 0 (symmetric), but got {}", z);
+  return q.scales;
+}
+
+// The output scales oneDNN applies: input scale * weight scale[o] / output scale.
+std::vector<float> product_scales(const Tensor& x, const std::vector<double>& w_scales,
+                                  double out_scale) {
+  std::vector<float> s;
+  for (double ws : w_scales) s.push_back(static_cast<float>(quantizer(x).scale * ws / out_scale));
+  return s;
+}
+
+void check_activation(const char* op, const Tensor& x) {
+  XTEN_CHECK(x.is_quantized() && (x.dtype() == kQUInt8 || x.dtype() == kQInt8), TypeError, op,
+             "the input must be quint8 or qint8, but got {}", dtype_name(x.dtype()));
+  check_per_tensor(op, x, "the input");
+}
+
+// oneDNN adds the bias to the int32 sum before the output scale: in the sum's units, the bias
+// is divided by input scale * weight scale[o].
+Tensor accumulator_bias(const char* op, const std::optional<Tensor>& bias, const Tensor& x,
+                        const std::vector<double>& w_scales) {
+  if (!bias) return Tensor();
+  const int64_t channels = static_cast<int64_t>(w_scales.size());
+  XTEN_CHECK(
+      bias->is_floating_point() && bias->is_cpu() && bias->dim() == 1 && bias->numel() == channels,
+      ValueError, op,
+      "the bias must be a 1-D floating-point CPU tensor of {} values, but got {} of "
+      "shape {}",
+      channels, dtype_name(bias->dtype()), bias->sizes());
+  const Tensor b = bias->to(kDouble).contiguous();
+  Tensor out = empty_tensor({channels}, kFloat, Device(kCPU));
+  const double xs = quantizer(x).scale;
+  for (int64_t o = 0; o < channels; ++o)
+    out.data_ptr<float>()[o] =
+        static_cast<float>(b.data_ptr<double>()[o] / (xs * w_scales[static_cast<size_t>(o)]));
+  return out;
+}
+
+Tensor conv2d_kernel(const Tensor& qx, const Tensor& qw, const std::optional<Tensor>& bias,
+                     IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups,
+                     double output_scale, int64_t output_zero_point, bool relu) {
+  constexpr const char* op = "quantized::conv2d";
+  check_activation(op, qx);
+  XTEN_CHECK(qw.is_quantized(), TypeError, op, "the weight must be quantized, but got {}",
+             dtype_name(qw.dtype()));
+  const std::vector<double> ws = weight_scales(op, qw);
+  const ConvGeometry g = conv2d_geometry(qx, qw, bias, stride, padding, dilation, groups);
+  const Tensor b = accumulator_bias(op, bias, qx, ws);
+  const bool nhwc = qx.dim() == 4 && qx.suggest_memory_format() == MemoryFormat::ChannelsLast;
+  const MemoryFormat fmt = nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  const Tensor x = g.input4.contiguous(fmt);
+  const Tensor w =
+      qw.is_contiguous() || qw.is_contiguous(MemoryFormat::ChannelsLast) ? qw : qw.contiguous();
+  auto q = Quantizer::per_tensor(op, qx.dtype(), output_scale, output_zero_point);
+  Tensor out = new_quantized({g.n, g.o, g.ho, g.wo}, q, fmt);
+  XTEN_CHECK(onednn::quantized_conv2d(x, static_cast<int32_t>(quantizer(qx).zero_point), w, b,
+                                      product_scales(qx, ws, output_scale),
+                                      static_cast<int32_t>(output_zero_point), relu, g, out, nhwc),
+             NotImplementedError, op, "oneDNN has no int8 convolution for this case (input {}, {})",
+             qx.sizes(), dtype_name(qx.dtype()));
+  return g.unbatched ? out.squeeze(0) : out;
+}
+
+// x [..., k] by w [o, k]: into a quantized output, or float32 for a float32 output (dynamic).
+Tensor linear_into(const char* op, const Tensor& qx, const Tensor& qw,
+                   const std::optional<Tensor>& bias, bool relu, const Tensor& out2d,
+                   double out_scale, int64_t out_zp) {
+  XTEN_CHECK(qw.dim() == 2 && qx.dim() >= 1 && qx.size(-1) == qw.size(1), ValueError, op,
+             "input of shape {} and weight of shape {} do not multiply (the weight is [out, in])",
+             qx.sizes(), qw.sizes());
+  const std::vector<double> ws = weight_scales(op, qw);
+  const Tensor b = accumulator_bias(op, bias, qx, ws);
+  const Tensor x = qx.reshape({-1, qx.size(-1)}).contiguous();
+  XTEN_CHECK(onednn::quantized_linear(x, static_cast<int32_t>(quantizer(qx).zero_point),
+                                      qw.contiguous(), b, product_scales(qx, ws, out_scale),
+                                      static_cast<int32_t>(out_zp), relu, out2d),
+             NotImplementedError, op, "oneDNN has no int8 product for this case (input {})",
+             qx.sizes());
+  return out2d;
+}
+
+DimVector linear_shape(const Tensor& x, const Tensor& w) {
+  DimVector s(x.sizes());
+  s.back() = w.size(0);
+  return s;
+}
+
+Tensor linear_kernel(const Tensor& qx, const Tensor& qw, const std::optional<Tensor>& bias,
+                     double output_scale, int64_t output_zero_point, bool relu) {
+  constexpr const char* op = "quantized::linear";
+  check_activation(op, qx);
+  XTEN_CHECK(qw.is_quantized(), TypeError, op, "the weight must be quantized, but got {}",
+             dtype_name(qw.dtype()));
+  const DimVector shape = linear_shape(qx, qw);
+  auto q = Quantizer::per_tensor(op, qx.dtype(), output_scale, output_zero_point);
+  Tensor out = new_quantized({qx.numel() / std::max<int64_t>(qx.size(-1), 1), qw.size(0)}, q);
+  linear_into(op, qx, qw, bias, relu, out, output_scale, output_zero_point);
+  return out.view(shape);
+}
+
+// Dynamic quantization: x is quantized per tensor (uint8, over [0, 127] like PyTorch's x86
+// backend, docs/quantization.md "Saturation") from its own range on every call, the product
+// comes out in float32.
+Tensor linear_dynamic_kernel(const Tensor& x, const Tensor& qw, const std::optional<Tensor>& bias,
+                             bool relu) {
+  constexpr const char* op = "quantized::linear_dynamic";
+  check_float_input(op, x);
+  XTEN_CHECK(x.is_cpu(), NotImplementedError, op, "expects a CPU input, but got one on {}",
+             x.device().str());
+  XTEN_CHECK(qw.is_quantized(), TypeError, op, "the weight must be quantized, but got {}",
+             dtype_name(qw.dtype()));
+  const Tensor xf = x.to(kFloat).contiguous();
+  const float* p = xf.data_ptr<float>();
+  float lo = 0.0f, hi = 0.0f;  // the range always holds 0, so that 0 is exact
+  for (int64_t i = 0; i < xf.numel(); ++i) {
+    lo = std::min(lo, p[i]);
+    hi = std::max(hi, p[i]);
+  }
+  constexpr int64_t qmax = 127;
+  const double scale = hi > lo ? static_cast<double>(hi - lo) / qmax : 1.0;
+  const int64_t zp = std::min<int64_t>(
+      qmax, std::max<int64_t>(0, static_cast<int64_t>(std::nearbyint(-lo / scale))));
+  const Tensor qx = quantize_per_tensor_kernel(xf, scale, zp, kQUInt8);
+  const DimVector shape = linear_shape(x, qw);
+  Tensor out = empty_tensor({x.numel() / std::max<int64_t>(x.size(-1), 1), qw.size(0)}, kFloat,
+                            Device(kCPU));
+  linear_into(op, qx, qw, bias, relu, out, 1.0, 0);
+  return out.view(shape);
+}
+
+}  // namespace
+
+LIBRARY_IMPL(quantized, CPU, m) {
+  m.impl("quantize_per_tensor", quantize_per_tensor_kernel);
+  m.impl("quantize_per_channel", quantize_per_channel_kernel);
+}
+
+LIBRARY_IMPL(quantized, QuantizedCPU, m) {
+  m.impl("dequantize", dequantize_kernel);
+  m.impl("int_repr", int_repr_kernel);
+  m.impl("conv2d", conv2d_kernel);
+  m.impl("linear", linear_kernel);
+  m.impl("linear_dynamic", linear_dynamic_kernel);
+  m.impl("add", add_kernel);
+}
+
+LIBRARY_IMPL(xten, QuantizedCPU, m) {
+  m.impl("clone", clone_kernel);
+  m.impl("contiguous", contiguous_kernel);
+  m.impl("to", to_kernel);
+  m.impl("copy_", copy__kernel);
+  m.impl("relu", relu_kernel);
+  m.impl("relu_", relu__kernel);
+  m.impl("max_pool2d", max_pool2d_kernel);
+  m.impl("adaptive_avg_pool2d", adaptive_avg_pool2d_kernel);
+}
+
+}  // namespace xten::cpu
