@@ -216,17 +216,22 @@ TEST(Quantized, ReluAndPooling) {
 }
 
 TEST(Quantized, Add) {
-  const Tensor a = uniform({2, 3, 4, 4}, -1, 1, 4), b = uniform({2, 3, 4, 4}, -2, 0.5, 5);
-  const Tensor qa = quantize_per_tensor(a, 0.01, 110, kQUInt8);
-  const Tensor qb = quantize_per_tensor(b, 0.02, 130, kQUInt8);
-  for (bool relu_after : {false, true}) {
-    const Tensor out = quantized::add(qa, qb, 0.03, 120, relu_after);
-    EXPECT_DOUBLE_EQ(out.q_scale(), 0.03);
-    Tensor sum = qa.dequantize() + qb.dequantize();
-    if (relu_after) sum = relu(sum);
-    expect_ints_near(out, quantize_per_tensor(sum, 0.03, 120, kQUInt8), 1, "add");
+  // 2 x 3 x 7 x 5 = 210 elements: the uint8 kernel's 16-wide steps and its scalar tail.
+  const Tensor a = uniform({2, 3, 7, 5}, -1, 1, 4), b = uniform({2, 3, 7, 5}, -2, 0.5, 5);
+  for (ScalarType dt : {kQUInt8, kQInt8}) {
+    const int64_t shift = dt == kQInt8 ? -128 : 0;
+    const Tensor qa = quantize_per_tensor(a, 0.01, 110 + shift, dt);
+    const Tensor qb = quantize_per_tensor(b, 0.02, 130 + shift, dt);
+    for (bool relu_after : {false, true}) {
+      const Tensor out = quantized::add(qa, qb, 0.03, 120 + shift, relu_after);
+      EXPECT_DOUBLE_EQ(out.q_scale(), 0.03);
+      Tensor sum = qa.dequantize() + qb.dequantize();
+      if (relu_after) sum = relu(sum);
+      expect_ints_near(out, quantize_per_tensor(sum, 0.03, 120 + shift, dt), 1, "add");
+    }
   }
-  EXPECT_THROW_MSG(quantized::add(qa, qb.flatten(), 0.1, 0), NotImplementedError,
+  const Tensor qa = quantize_per_tensor(a, 0.01, 110, kQUInt8);
+  EXPECT_THROW_MSG(quantized::add(qa, qa.flatten(), 0.1, 0), NotImplementedError,
                    "no broadcasting");
 }
 
@@ -275,8 +280,9 @@ TEST(Quantized, Conv2dMatchesFloat) {
           EXPECT_EQ(out.sizes(), ref.sizes()) << what;
           EXPECT_DOUBLE_EQ(out.q_scale(), 0.05);
           EXPECT_EQ(out.q_zero_point(), 60);
+          // Channels-last out for any input, as PyTorch's quantized convolution.
           if (c.x.size() == 4) {
-            EXPECT_EQ(out.suggest_memory_format(), fmt) << what;
+            EXPECT_TRUE(out.is_contiguous(MemoryFormat::ChannelsLast)) << what;
           }
           expect_ints_near(out, quantize_per_tensor(ref, 0.05, 60, kQUInt8), 1, what.c_str());
         }
@@ -518,4 +524,32 @@ TEST(Quantized, NotDifferentiable) {
   EXPECT_FALSE(q.dequantize().requires_grad());
   const Tensor w = quantize_per_tensor(uniform({3, 8}, -1, 1, 51), 0.01, 0, kQInt8);
   EXPECT_FALSE(quantized::linear_dynamic(x, w, std::nullopt).requires_grad());
+}
+
+// Channels-last pooling with enough channels for the 16-wide uint8 steps, and their tail.
+TEST(Quantized, ChannelsLastPoolingWideChannels) {
+  const Tensor x = uniform({2, 37, 9, 8}, -1, 1, 60).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor q = quantize_per_tensor(x, 0.01, 100, kQUInt8);
+  const Tensor d = q.dequantize();
+  const Tensor m = max_pool2d(q, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false);
+  EXPECT_TRUE(m.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(allclose(m.dequantize(), max_pool2d(d, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false), 0, 0));
+  const Tensor a = adaptive_avg_pool2d(q, {3, 2});
+  EXPECT_TRUE(allclose(a.dequantize(), adaptive_avg_pool2d(d, {3, 2}), 0, 0.005 + 1e-6));
+}
+
+// Note [Packed int8 weights]: a weight written in place is packed again.
+TEST(Quantized, ConvWeightWrittenInPlaceIsRepacked) {
+  const Tensor x = uniform({1, 16, 6, 6}, 0, 1, 70);
+  const Tensor qx = quantize_per_tensor(x, 0.01, 0, kQUInt8);
+  Tensor qw = quantize_per_tensor(uniform({32, 16, 3, 3}, -0.5, 0.5, 71), 0.004, 0, kQInt8);
+  const Tensor qw2 = quantize_per_tensor(uniform({32, 16, 3, 3}, -0.5, 0.5, 72), 0.004, 0, kQInt8);
+  auto conv = [&](const Tensor& w) {
+    return quantized::conv2d(qx, w, std::nullopt, {1, 1}, {1, 1}, {1, 1}, 1, 0.05, 64);
+  };
+  const Tensor first = conv(qw), want = conv(qw2);
+  EXPECT_EQ(ints(conv(qw)), ints(first));
+  qw.copy_(qw2);
+  EXPECT_EQ(ints(conv(qw)), ints(want));
+  EXPECT_NE(ints(first), ints(want));
 }

@@ -95,6 +95,15 @@ struct Entry {
   std::optional<Step> src_in, weights_in, dst_out;
   int src_arg = DNNL_ARG_SRC, weights_arg = DNNL_ARG_WEIGHTS, dst_arg = DNNL_ARG_DST;
   int threads = 1;  // what it was built for (Note [oneDNN threads])
+  // Note [Packed int8 weights]: the int8 products keep their weights reordered into the
+  // primitive's format, keyed by the weight tensor (held, so that its memory cannot be reused by
+  // another) and its version; a weight written in place is reordered again.
+  struct Packed {
+    Tensor source, packed;
+    uint32_t version;
+  };
+  mutable std::mutex packed_mutex;
+  mutable std::list<Packed> packed;
 };
 
 dnnl::primitive_attr user_scratchpad() {
@@ -286,7 +295,8 @@ void run(const Step& step, dnnl::stream& s, std::unordered_map<int, memory> args
 // Runs a convolution-like entry on the tensors' memory; `extra`: more arguments of the main
 // primitive (an int8 convolution's zero points).
 void run_conv(const Entry& e, const Tensor& x, const Tensor& w, const Tensor& bias,
-              const Tensor& out, std::unordered_map<int, memory> extra = {}) {
+              const Tensor& out, std::unordered_map<int, memory> extra = {},
+              bool keep_packed_weights = false) {
   use_threads(e.threads);
   dnnl::stream s(engine());
   Tensor keep_src, keep_w, keep_dst;
@@ -298,7 +308,21 @@ void run_conv(const Entry& e, const Tensor& x, const Tensor& w, const Tensor& bi
     src = scratch(e.src, keep_src);
     run(*e.src_in, s, {{DNNL_ARG_FROM, user_src}, {DNNL_ARG_TO, src}});
   }
-  if (e.weights_in) {
+  if (e.weights_in && keep_packed_weights) {  // Note [Packed int8 weights]
+    std::lock_guard<std::mutex> lock(e.packed_mutex);
+    auto it = std::find_if(e.packed.begin(), e.packed.end(), [&](const Entry::Packed& p) {
+      return p.source.is_same(w) && p.version == w._version();
+    });
+    if (it == e.packed.end()) {
+      wm = scratch(e.weights, keep_w);
+      run(*e.weights_in, s, {{DNNL_ARG_FROM, user_w}, {DNNL_ARG_TO, wm}});
+      e.packed.push_front({w, keep_w, w._version()});
+      if (e.packed.size() > 2) e.packed.pop_back();
+    } else {
+      keep_w = it->packed;
+      wm = memory(e.weights, engine(), keep_w.data_ptr());
+    }
+  } else if (e.weights_in) {
     wm = scratch(e.weights, keep_w);
     run(*e.weights_in, s, {{DNNL_ARG_FROM, user_w}, {DNNL_ARG_TO, wm}});
   }
@@ -682,7 +706,7 @@ bool quantized_conv2d(const Tensor& x, int32_t x_zero_point, const Tensor& w, co
   });
   if (!e->ok) return false;
   int32_t src_zp = x_zero_point, dst_zp = out_zero_point;
-  run_conv(*e, x, w, bias, out, zero_point_args(&src_zp, &dst_zp, out));
+  run_conv(*e, x, w, bias, out, zero_point_args(&src_zp, &dst_zp, out), true);
   return true;
 }
 
@@ -713,7 +737,7 @@ bool quantized_linear(const Tensor& x, int32_t x_zero_point, const Tensor& w, co
   });
   if (!e->ok) return false;
   int32_t src_zp = x_zero_point, dst_zp = out_zero_point;
-  run_conv(*e, x, w, bias, out, zero_point_args(&src_zp, &dst_zp, out));
+  run_conv(*e, x, w, bias, out, zero_point_args(&src_zp, &dst_zp, out), true);
   return true;
 }
 
