@@ -144,8 +144,9 @@ DimVector Planes::shape(int64_t ho, int64_t wo) const {
 Planes planes_of(const char* op, const Tensor& input) {
   XTEN_CHECK(input.dim() == 3 || input.dim() == 4, ValueError, op,
              "expected a 3-D (unbatched) or 4-D (batched) input, but got shape {}", input.sizes());
-  XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, op,
-             "not implemented for dtype {}", to_string(input.dtype()));
+  // Quantized inputs reach only the QuantizedCPU pooling kernels (kernels/cpu/quantized.cpp).
+  XTEN_CHECK(is_floating_type(input.dtype()) || is_quantized_type(input.dtype()),
+             NotImplementedError, op, "not implemented for dtype {}", to_string(input.dtype()));
   Planes p;
   p.h = input.size(-2);
   p.w = input.size(-1);

@@ -39,7 +39,7 @@ ScalarType conv_compute_dtype(ScalarType t);
 Tensor conv_finish(Tensor out, const std::optional<Tensor>& bias, const ConvGeometry& g,
                    ScalarType dtype);
 
-// Pooling's view of a 3-D or 4-D floating input: independent H x W planes.
+// Pooling's view of a 3-D or 4-D floating (or quantized) input: independent H x W planes.
 struct Planes {
   int64_t planes, h, w;
   DimVector lead;                                 // the dims before (h, w)

@@ -264,21 +264,6 @@ Tensor copy__kernel(const Tensor& self, const Tensor& src) {
   return self;
 }
 
-// A quantized activation's planes: [planes, h, w] of a 3-D or 4-D input.
-Planes quantized_planes(const char* op, const Tensor& input) {
-  XTEN_CHECK(input.dim() == 3 || input.dim() == 4, ValueError, op,
-             "expected a 3-D (unbatched) or 4-D (batched) input, but got shape {}", input.sizes());
-  Planes p;
-  p.h = input.size(-2);
-  p.w = input.size(-1);
-  p.lead = DimVector(input.sizes().slice(0, input.dim() - 2));
-  p.planes = 1;
-  for (int64_t s : p.lead) p.planes *= s;
-  XTEN_CHECK(p.h > 0 && p.w > 0, ValueError, op,
-             "the input's spatial size must be nonzero, but got shape {}", input.sizes());
-  return p;
-}
-
 bool is_channels_last(const Tensor& t) {
   return t.dim() == 4 && t.suggest_memory_format() == MemoryFormat::ChannelsLast;
 }
@@ -289,7 +274,7 @@ Tensor max_pool2d_kernel(const Tensor& self, IntArrayRef kernel_size, IntArrayRe
                          IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
   constexpr const char* op = "max_pool2d";
   check_per_tensor(op, self, "the input");
-  const Planes p = quantized_planes(op, self);
+  const Planes p = planes_of(op, self);
   const Window w = window_args(op, p, kernel_size, stride, padding, dilation, ceil_mode);
   if (is_channels_last(self)) {
     // NHWC: each output pixel's channels are the max of its window's pixels' channels.
@@ -365,7 +350,7 @@ Tensor adaptive_avg_pool2d_kernel(const Tensor& self, IntArrayRef output_size) {
   constexpr const char* op = "adaptive_avg_pool2d";
   check_per_tensor(op, self, "the input");
   check_adaptive_output_size(op, output_size);
-  const Planes p = quantized_planes(op, self);
+  const Planes p = planes_of(op, self);
   const int64_t ho = output_size[0], wo = output_size[1];
   if (is_channels_last(self)) {
     // NHWC: sums over each output cell's pixels, all channels at once.
