@@ -14,6 +14,7 @@
 
 #include <xten/autograd/autograd.h>
 #include <xten/autograd/autograd_meta.h>
+#include <xten/autograd/engine.h>
 #include <xten/dispatch/ops.h>
 #include <xten/profiler/record.h>
 
@@ -37,6 +38,7 @@ class GraphRoot final : public Node {
 
 // The callbacks queued during the backward pass running on this thread (null outside one).
 thread_local std::vector<std::function<void()>>* t_callbacks = nullptr;
+thread_local uint64_t t_passes = 0;
 
 struct Capture {
   Node* fn;
@@ -46,6 +48,7 @@ struct Capture {
 
 variable_list run(const std::vector<Edge>& roots, variable_list root_grads, bool keep_graph,
                   bool create_graph, const std::vector<Edge>& captures) {
+  ++t_passes;
   auto root = std::make_shared<GraphRoot>(roots, std::move(root_grads));
   // Dependencies: how many edges reach each node.
   std::unordered_map<Node*, int> deps;
@@ -188,6 +191,10 @@ std::vector<Edge> root_edges(const std::vector<Tensor>& outputs) {
 }
 
 }  // namespace
+
+uint64_t backward_passes_on_this_thread() {
+  return t_passes;
+}
 
 void queue_callback(std::function<void()> callback) {
   XTEN_CHECK(t_callbacks != nullptr, ValueError, "queue_callback",

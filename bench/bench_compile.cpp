@@ -5,10 +5,14 @@
 //      build/bench/bench_compile --xpu              (the chain on the XPU, against XPU eager)
 //
 // Cases: the pointwise chain layer_norm(x * sigmoid(x) + b) on x [4096, 1024]; ResNet-18
-// inference at batch 8, 224x224, float32 and under autocast bfloat16 (compiled with freeze).
+// inference at batch 8, 224x224, float32 and under autocast bfloat16 (compiled with freeze);
+// training steps compiled whole (docs/compile.md, "Training steps": zero_grad, forward, cross
+// entropy, backward, SGD with momentum 0.9): the MLP 64 x 784 -> 256 -> 10, SmallCNN at batch 128
+// (28x28), ResNet-18 at batch 8 (224x224), float32.
 // Each prints eager and compiled times (median of 7 blocks), the first call's time (capture and
-// passes included), the graph's node count before and after the passes, and the largest
-// difference between the compiled and the eager result.
+// passes included; for a training step the first two calls: the warm-up and the capture), the
+// graph's node count before and after the passes, and the largest difference between the
+// compiled and the eager result (training steps: their correctness is test_compile's).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -106,6 +110,48 @@ void resnet(int threads, bool bf16) {
          compiled, c, max_diff(c(x), fn(x)));
 }
 
+// One training step of `model` on (x, y), eager and compiled whole. The two runs start from the
+// same parameters; the figure is the time per step.
+void train_step(const char* name, int threads, std::shared_ptr<nn::Module> model,
+                const std::function<Tensor(const Tensor&)>& forward, const Tensor& x,
+                const Tensor& y, int per_block) {
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.01).momentum(0.9));
+  model->train();
+  auto step = [&](const Tensor& xb, const Tensor& yb) {
+    opt.zero_grad();
+    Tensor loss = cross_entropy(forward(xb), yb);
+    loss.backward();
+    opt.step();
+    return loss;
+  };
+  const double eager = time_ms([&] { step(x, y); }, per_block);
+  auto c = compile(step);
+  const auto t0 = std::chrono::steady_clock::now();
+  c(x, y);
+  c(x, y);
+  const double first = ms_since(t0);
+  const double compiled = time_ms([&] { c(x, y); }, per_block);
+  if (c.stats().compiled_calls == 0)
+    std::printf("%s: ran eagerly: %s\n", name, c.stats().last_eager_reason.c_str());
+  report(name, threads, eager, first, compiled, c, 0.0);
+}
+
+void train_steps(int threads) {
+  manual_seed(0);
+  nn::Sequential mlp(nn::Linear(784, 256), nn::ReLU(), nn::Linear(256, 10));
+  train_step(
+      "mlp step 64x784", threads, mlp.ptr(), [&](const Tensor& in) { return mlp(in); },
+      randn({64, 784}), randint(10, {64}), threads == 1 ? 100 : 200);
+  models::SmallCNN cnn(10);
+  train_step(
+      "smallcnn step b128", threads, cnn.ptr(), [&](const Tensor& in) { return cnn(in); },
+      randn({128, 1, 28, 28}), randint(10, {128}), threads == 1 ? 3 : 10);
+  auto resnet = models::resnet18();
+  train_step(
+      "resnet18 step b8 float32", threads, resnet.ptr(),
+      [&](const Tensor& in) { return resnet(in); }, randn({8, 3, 224, 224}), randint(1000, {8}), 1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -127,5 +173,6 @@ int main(int argc, char** argv) {
     chain(t);
     resnet(t, false);
     resnet(t, true);
+    train_steps(t);
   }
 }

@@ -21,6 +21,8 @@
 #include <unordered_map>
 
 #include <xten/autocast/autocast.h>
+#include <xten/autograd/engine.h>
+#include <xten/compile/host_guard.h>
 #include <xten/dispatch/library.h>
 
 namespace xten::compiler {
@@ -34,6 +36,9 @@ struct Tracer {
   std::unordered_map<const TensorImpl*, Tensor> keep_alive;
   bool fullgraph = false;
   std::vector<GraphBreak> breaks;
+  std::vector<std::function<bool()>> host_guards;
+  // Input and node values by the memory they live in (Note [Tensors made without an op]).
+  std::unordered_map<const void*, std::vector<int>> by_memory;
 };
 thread_local Tracer* t_tracer = nullptr;
 thread_local ReplayHandler* t_replay = nullptr;
@@ -62,10 +67,57 @@ void host_effect(const char* what) {
   if (t_tracer) graph_break(*t_tracer, what, false);
 }
 
+void note_memory(Tracer& t, const Tensor& x, int id) {
+  if (x.storage().defined() && x.storage().data() != nullptr)
+    t.by_memory[x.storage().data()].push_back(id);
+}
+
+int define(Tracer& t, const Tensor& x, int node);
+
+// Note [Tensors made without an op]
+// Some tensors are made from another one's memory without an op call: autograd saves an op's
+// result for its backward as a new tensor object over the result's storage (Note [Saved
+// tensors]), so the backward reads a tensor the capture never saw made. Taken for a captured
+// tensor, it would be read by reference on every later run: the capture's values, not the run's.
+// So an unknown tensor over the memory of an input or node value is that value (same geometry)
+// or an as_strided view of it (another geometry).
+int value_over_known_memory(Tracer& t, const Tensor& x) {
+  if (!x.storage().defined() || x.storage().data() == nullptr) return -1;
+  auto it = t.by_memory.find(x.storage().data());
+  if (it == t.by_memory.end()) return -1;
+  const TensorMeta meta = TensorMeta::of(x);
+  for (auto v = it->second.rbegin(); v != it->second.rend(); ++v)
+    if (t.graph.values[static_cast<size_t>(*v)].meta == meta) {
+      t.value_of[x.impl()] = *v;
+      t.keep_alive.emplace(x.impl(), x);
+      return *v;
+    }
+  static const OperatorHandle as_strided = Dispatcher::singleton().find("xten::as_strided");
+  const int base = it->second.back();
+  if (!(t.graph.values[static_cast<size_t>(base)].meta.dtype == meta.dtype)) return -1;
+  Node node;
+  node.op = as_strided;
+  node.args.push_back(Arg::of_value(base));
+  node.args.push_back(Arg::of_constant(IValue(x.sizes().vec())));
+  node.args.push_back(Arg::of_constant(IValue(x.strides().vec())));
+  node.args.push_back(Arg::of_constant(IValue(x.storage_offset())));
+  const int id = static_cast<int>(t.graph.nodes.size());
+  Result res;
+  res.kind = Result::Kind::Value;
+  res.value = define(t, x, id);
+  node.results.push_back(std::move(res));
+  t.graph.nodes.push_back(std::move(node));
+  return res.value;
+}
+
 int value_for(Tracer& t, const Tensor& x) {
   if (!x.defined()) return -1;
   auto it = t.value_of.find(x.impl());
   if (it != t.value_of.end()) return it->second;
+  if (!x.impl()->is_wrapped_number()) {
+    const int known = value_over_known_memory(t, x);
+    if (known >= 0) return known;
+  }
   Value v;
   v.meta = TensorMeta::of(x);
   v.tensor = x;
@@ -102,6 +154,7 @@ int define(Tracer& t, const Tensor& x, int node) {
   const int id = t.graph.add_value(std::move(v));
   t.value_of[x.impl()] = id;  // an in-place op's result is the new value of its tensor
   t.keep_alive.emplace(x.impl(), x);
+  note_memory(t, x, id);
   return id;
 }
 
@@ -179,6 +232,14 @@ bool records_decomposed(const OperatorHandle& op, DispatchKeySet below) {
   return op.entry().runs_composite((below & backends).highest()) && !is_view(op) && !kept_whole(op);
 }
 
+void guard_host_values(std::function<bool()> holds) {
+  if (t_tracer && !t_replay) t_tracer->host_guards.push_back(std::move(holds));
+}
+
+bool is_capturing() {
+  return t_tracer != nullptr && t_replay == nullptr;
+}
+
 void set_replay_handler(ReplayHandler* h) {
   detail::g_graph_break_hook = &host_effect;
   t_replay = h;
@@ -196,13 +257,17 @@ CaptureResult capture(const Program& program, const std::vector<Tensor>& inputs,
     if (inputs[i].defined()) v.meta = TensorMeta::of(inputs[i]);
     const int id = t.graph.add_value(std::move(v));
     t.graph.inputs.push_back(id);
-    if (inputs[i].defined()) t.value_of[inputs[i].impl()] = id;
+    if (inputs[i].defined()) {
+      t.value_of[inputs[i].impl()] = id;
+      note_memory(t, inputs[i], id);
+    }
   }
   // Casts the autocast cache would hand out would be captured tensors made before this run;
   // without them, the casts are recorded as the ops they are (docs/compile.md, "Autocast").
   autocast::clear_cache();
   detail::g_graph_break_hook = &host_effect;
   CaptureResult r;
+  const uint64_t passes = autograd::backward_passes_on_this_thread();
   {
     t_tracer = &t;
     struct Reset {
@@ -211,7 +276,33 @@ CaptureResult capture(const Program& program, const std::vector<Tensor>& inputs,
     const IncludeDispatchKeyGuard on(DispatchKey::Capture);
     r.outputs = program(inputs);
   }
+  r.backward_ran = autograd::backward_passes_on_this_thread() != passes;
   for (const Tensor& x : r.outputs) t.graph.outputs.push_back(value_for(t, x));
+  // Escaped values: node results something other than the tracer and the returned tensors still
+  // holds (a use count above what those account for), by the tensor object that holds them.
+  std::unordered_map<const TensorImpl*, long> returned;  // references accounted for
+  for (const Tensor& x : r.outputs)
+    if (x.defined()) ++returned[x.impl()];
+  // (a traced view holds its base: those references are the tracer's too)
+  for (const auto& [impl, tensor] : t.keep_alive)
+    if (const TensorImpl* base = impl->view_base().get()) ++returned[base];
+  std::vector<std::pair<int, Tensor>> escaped;
+  for (const auto& [impl, tensor] : t.keep_alive) {
+    auto it = t.value_of.find(impl);
+    if (it == t.value_of.end()) continue;
+    if (t.graph.values[static_cast<size_t>(it->second)].kind != ValueKind::Node) continue;
+    auto ret = returned.find(impl);
+    const long held = 1 + (ret == returned.end() ? 0 : ret->second);
+    if (tensor.use_count() <= held) continue;
+    escaped.emplace_back(it->second, tensor);
+  }
+  std::sort(escaped.begin(), escaped.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [v, tensor] : escaped) {
+    r.escaped.push_back(v);
+    r.escaped_tensors.push_back(std::move(tensor));
+  }
+  r.host_guards = std::move(t.host_guards);
   if (!t.breaks.empty()) r.break_op = t.breaks.front().what;
   r.breaks = std::move(t.breaks);
   r.graph = std::move(t.graph);

@@ -25,6 +25,15 @@ struct CaptureResult {
   std::vector<Tensor> outputs;  // what the program returned (it ran eagerly while captured)
   std::vector<GraphBreak> breaks;
   std::string break_op;  // the first break's op, or empty
+  // The program ran a backward pass: a training step (docs/compile.md, "Training steps").
+  bool backward_ran = false;
+  // Node values the program stored where it outlives the call without returning them (a
+  // gradient in a parameter's grad(), state kept by an object): each run writes their new values
+  // into these tensor objects (TensorImpl::set_data), as the program would have.
+  std::vector<int> escaped;
+  std::vector<Tensor> escaped_tensors;
+  // The host guards registered during the capture (compile/host_guard.h).
+  std::vector<std::function<bool()>> host_guards;
 };
 
 // Runs `program(inputs)` eagerly, recording its graph. With `fullgraph`, a graph break raises

@@ -2,6 +2,7 @@
 // (docs/compile.md, "Guards and recompiles").
 #include <xten/compile/compile.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -85,6 +86,28 @@ struct Entry {
   // Guards on the captured tensors: their metadata, and with freeze their versions.
   std::vector<TensorMeta> captured_meta;
   std::vector<uint32_t> captured_version;
+  // Host guards (compile/host_guard.h): all must hold for the graph to run.
+  std::vector<std::function<bool()>> host_guards;
+  // A training step's first capture: the program made state then (an optimizer's buffers) that
+  // later calls only update, so the next call captures again (docs/compile.md, "Training steps").
+  bool warmup = false;
+  // The graph's outputs past the program's own: escaped values (CaptureResult::escaped), written
+  // into these tensor objects after each run.
+  size_t num_outputs = 0;
+  std::vector<Tensor> escaped;
+
+  bool host_guards_hold() const {
+    for (const auto& holds : host_guards)
+      if (!holds()) return false;
+    return true;
+  }
+  // The program's results of a run, after the escaped values went to their tensors.
+  std::vector<Tensor> finish(std::vector<Tensor> out) const {
+    for (size_t i = 0; i < escaped.size(); ++i)
+      escaped[i].impl()->set_data(*out.at(num_outputs + i).impl());
+    out.resize(num_outputs);
+    return out;
+  }
 
   const Graph* captured_graph() const { return segmented ? &segmented->captured() : graph.get(); }
   bool captured_hold(bool freeze) const {
@@ -173,12 +196,13 @@ struct CompiledProgram::Impl {
   }
 
   std::vector<Tensor> compile_and_run(const std::vector<Tensor>& inputs, const Program& program,
-                                      Signature sig) {
-    if (stats.captures > 0) ++stats.recompiles;
+                                      Signature sig, bool after_warmup) {
+    if (stats.captures > 0 && !after_warmup) ++stats.recompiles;
     ++stats.captures;
     compiler::CaptureResult cap = compiler::capture(program, inputs, options.fullgraph_);
     auto e = std::make_unique<Entry>();
     e->sig = std::move(sig);
+    e->host_guards = std::move(cap.host_guards);
     const std::string dir = debug_dir(options);
     const int n = compiles++;
     if (!dir.empty())
@@ -195,15 +219,25 @@ struct CompiledProgram::Impl {
                      cap.break_op.c_str());
       }
     }
-    if (GradMode::is_enabled() && any_requires_grad(cap.graph, inputs)) {
+    if (cap.backward_ran && !after_warmup) {
+      e->warmup = true;  // captured again on the next call
+    } else if (cap.backward_ran && !cap.breaks.empty()) {
+      e->eager_reason = fmt::format(
+          "a training step with a graph break (at '{}') runs eagerly (docs/compile.md, "
+          "\"Training steps\")",
+          cap.break_op);
+    } else if (!cap.backward_ran && GradMode::is_enabled() &&
+               any_requires_grad(cap.graph, inputs)) {
       e->eager_reason =
-          "a tensor requires grad and grad mode is on (compiled training: docs/compile.md)";
+          "a tensor requires grad and grad mode is on, and the program runs no backward pass: "
+          "compile the whole training step (docs/compile.md, \"Training steps\")";
     } else {
       const bool inductor = options.backend_ == "inductor", freeze = options.freeze_;
       auto optimize = [inductor, freeze](Graph& g) {
         if (!inductor) return;
         compiler::fold_constants(g, freeze);
         compiler::eliminate_identity_casts(g);
+        compiler::eliminate_redundant_clones(g);
         compiler::fold_batch_norm_into_conv(g, freeze);
         compiler::eliminate_common_subexpressions(g);
         compiler::eliminate_dead_code(g);
@@ -216,6 +250,9 @@ struct CompiledProgram::Impl {
       stats.nodes_captured = cap.graph.live_nodes();
       std::vector<std::pair<const Graph*, const compiler::Executor*>> parts;
       if (cap.breaks.empty()) {
+        e->num_outputs = cap.graph.outputs.size();
+        for (int v : cap.escaped) cap.graph.outputs.push_back(v);
+        e->escaped = std::move(cap.escaped_tensors);
         auto g = std::make_shared<Graph>(std::move(cap.graph));
         g->verify();
         optimize(*g);
@@ -295,10 +332,14 @@ std::vector<Tensor> CompiledProgram::call(const std::vector<Tensor>& inputs,
   Signature sig = signature_of(inputs, m.module.get());
   for (auto& e : m.entries) {
     if (!(e->sig == sig)) continue;
-    if (!e->captured_hold(m.options.freeze_)) continue;
+    if (!e->captured_hold(m.options.freeze_) || !e->host_guards_hold()) continue;
+    if (e->warmup) {
+      m.entries.erase(std::find(m.entries.begin(), m.entries.end(), e));
+      return m.compile_and_run(inputs, program, std::move(sig), true);
+    }
     if (!e->eager_reason.empty()) return m.eager(inputs, program, e->eager_reason);
     ++m.stats.compiled_calls;
-    if (!e->segmented) return e->executor->run(inputs);
+    if (!e->segmented) return e->finish(e->executor->run(inputs));
     std::string left;
     std::vector<Tensor> out = e->segmented->run(program, inputs, &left);
     if (!left.empty())
@@ -318,7 +359,7 @@ std::vector<Tensor> CompiledProgram::call(const std::vector<Tensor>& inputs,
   // A guard that missed because a captured tensor changed: that entry is stale.
   for (auto it = m.entries.begin(); it != m.entries.end();)
     it = ((*it)->sig == sig) ? m.entries.erase(it) : it + 1;
-  return m.compile_and_run(inputs, program, std::move(sig));
+  return m.compile_and_run(inputs, program, std::move(sig), false);
 }
 
 const CompileStats& CompiledProgram::stats() const {

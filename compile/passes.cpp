@@ -1,6 +1,7 @@
 #include <xten/compile/passes.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -125,6 +126,7 @@ int eliminate_dead_code(Graph& g) {
   for (size_t i = g.nodes.size(); i-- > 0;) {
     Node& n = g.nodes[i];
     if (n.dead || n.writes() || is_random_or_uninitialized(n)) continue;
+    if (n.results.empty()) continue;  // there for its effect (Note [Checks as ops])
     bool used = false;
     for (const Result& r : n.results) used = used || r.kind == Result::Kind::Other;
     for (int v : n.defined_values()) used = used || uses[static_cast<size_t>(v)] > 0;
@@ -218,6 +220,52 @@ int eliminate_identity_casts(Graph& g) {
     // The op returned its input itself: every use of the result is a use of the input.
     replace_uses(g, defs[0], in);
     n.dead = true;
+    ++removed;
+  }
+  return removed;
+}
+
+int eliminate_redundant_clones(Graph& g) {
+  const std::vector<int> uses = uses_count(g);
+  const std::vector<char> written = written_values(g);
+  // Whether v is a fresh result that only one node reads: not a view, or a view of such a result
+  // (the memory is read through v alone).
+  std::function<bool(int)> fresh = [&](int v) {
+    if (v < 0) return false;
+    const Value& val = g.values[static_cast<size_t>(v)];
+    if (val.kind != ValueKind::Node || uses[static_cast<size_t>(v)] != 1) return false;
+    const Node& producer = g.nodes[static_cast<size_t>(val.node)];
+    if (!returns_alias(producer)) return true;
+    return !producer.args.empty() && producer.args[0].kind == Arg::Kind::Value &&
+           fresh(producer.args[0].value);
+  };
+  int removed = 0;
+  for (Node& n : g.nodes) {
+    if (n.dead) continue;
+    const std::string name = n.name();
+    const std::vector<int> defs = n.defined_values();
+    if (defs.size() != 1 || n.args.empty() || n.args[0].kind != Arg::Kind::Value) continue;
+    // clone(src), or (clone's composite) copy_(empty(...), src)
+    int src = -1;
+    Node* empty = nullptr;
+    if (name == "clone") {
+      src = n.args[0].value;
+    } else if (name == "copy_" && n.args.size() >= 2 && n.args[1].kind == Arg::Kind::Value) {
+      const int dst = n.args[0].value;
+      if (!fresh(dst)) continue;
+      empty = &g.nodes[static_cast<size_t>(g.values[static_cast<size_t>(dst)].node)];
+      if (empty->name() != "empty") continue;
+      src = n.args[1].value;
+    } else {
+      continue;
+    }
+    if (!fresh(src) || written[static_cast<size_t>(src)]) continue;
+    const Value& from = g.values[static_cast<size_t>(src)];
+    if (!(from.meta == g.values[static_cast<size_t>(defs[0])].meta)) continue;
+    // Nothing could tell the copy from the original: the copy's readers read the original.
+    replace_uses(g, defs[0], src);
+    n.dead = true;
+    if (empty) empty->dead = true;
     ++removed;
   }
   return removed;

@@ -14,6 +14,10 @@ int eliminate_dead_code(Graph& g);
 // Removes `to` and `contiguous` calls that returned their input itself (same dtype, device and
 // layout): their uses read the input.
 int eliminate_identity_casts(Graph& g);
+// Removes a `clone` (or its composite, a copy_ into a fresh empty) of a fresh node result that
+// nothing else reads or writes: its uses read the original. The engine copies a gradient it
+// cannot take over, and during a capture it never can (the tracer holds every tensor).
+int eliminate_redundant_clones(Graph& g);
 // Folds batch norm in evaluation mode (after constant folding: a multiply and an add by
 // per-channel constants) into the convolution before it: new constant weight and bias.
 int fold_batch_norm_into_conv(Graph& g, bool freeze);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <xten/autograd/grad_mode.h>
+#include <xten/compile/host_guard.h>
 #include <xten/dispatch/ops.h>
 
 namespace xten::optim {
@@ -85,12 +86,28 @@ Tensor update_grad(const Tensor& p, bool maximize, double weight_decay) {
 }
 
 // The step count of a parameter's state, incremented (a 0-d float64 tensor on the CPU, as
-// PyTorch keeps it).
-double next_step(std::map<std::string, Tensor>& s) {
+// PyTorch keeps it). The multi-tensor steps hand the tensors to their kernels, which read the
+// counts: no value comes back to the host, so a compiled step has no graph break.
+Tensor& increment_step(std::map<std::string, Tensor>& s) {
   Tensor& step = s["step"];
   if (!step.defined()) step = zeros({}, kDouble, Device("cpu"));
   step.add_(1);
-  return step.item<double>();
+  return step;
+}
+double next_step(std::map<std::string, Tensor>& s) {
+  return increment_step(s).item<double>();
+}
+
+// A compiled training step (docs/compile.md, "Training steps") bakes a group's options into its
+// graph as constants: while it is captured, a guard compares them with the values of each later
+// call, so that a scheduler's new lr recompiles the step instead of being ignored. `options`
+// returns the values; the group is found again by its index (groups are only added).
+template <class Groups, class Values>
+void guard_options(Groups* groups, size_t index, Values values) {
+  if (!compiler::is_capturing()) return;
+  compiler::guard_host_values([groups, index, values, now = values((*groups)[index].options)] {
+    return index < groups->size() && values((*groups)[index].options) == now;
+  });
 }
 
 // Whether a parameter can go to a multi-tensor op: dense, floating, its gradient of its dtype
@@ -106,7 +123,7 @@ struct Batch {
   Device device;
   bool first = false;  // SGD: the momentum buffers start now
   std::vector<Tensor> params, grads, a, b, c;
-  std::vector<double> steps;
+  std::vector<Tensor> steps;  // Adam: the parameters' step counts
 };
 Batch& batch_for(std::vector<Batch>& batches, Device device, bool first) {
   for (Batch& b : batches)
@@ -131,10 +148,14 @@ void SGD::step() {
   NoGradGuard no_grad;
   for (ParamGroup& group : groups_) {
     const SGDOptions& o = group.options;
+    guard_options(&groups_, static_cast<size_t>(&group - groups_.data()), [](const SGDOptions& o) {
+      return std::vector<double>{o.lr(),           o.momentum(),       o.dampening(),
+                                 o.weight_decay(), o.nesterov() * 1.0, o.maximize() * 1.0};
+    });
     std::vector<Batch> batches;
     for (Tensor& p : group.params) {
       if (!p.grad().defined()) continue;
-      if (o.foreach() && fusable(p)) {
+      if (o.foreach () && fusable(p)) {
         bool first = false;
         Tensor buf;
         if (o.momentum() != 0) {
@@ -187,12 +208,16 @@ void Adam::step() {
   for (ParamGroup& group : groups_) {
     const AdamOptions& o = group.options;
     const double b1 = o.betas().first, b2 = o.betas().second;
+    guard_options(&groups_, static_cast<size_t>(&group - groups_.data()), [](const AdamOptions& o) {
+      return std::vector<double>{o.lr(),           o.betas().first,   o.betas().second,  o.eps(),
+                                 o.weight_decay(), o.amsgrad() * 1.0, o.maximize() * 1.0};
+    });
     std::vector<Batch> batches;
     for (Tensor& p : group.params) {
       if (!p.grad().defined()) continue;
-      if (o.foreach() && fusable(p)) {
+      if (o.foreach () && fusable(p)) {
         auto& s = state_of(p);
-        const double t = next_step(s);
+        const Tensor& t = increment_step(s);
         for (const char* name : {"exp_avg", "exp_avg_sq"})
           if (!s[name].defined()) s[name] = zeros_like(p);
         if (o.amsgrad() && !s["max_exp_avg_sq"].defined()) s["max_exp_avg_sq"] = zeros_like(p);
@@ -228,10 +253,8 @@ void Adam::step() {
       p.sub_(m / denom, o.lr() / bias1);
     }
     for (Batch& b : batches)
-      _fused_adam_(b.params, b.grads, b.a, b.b, b.c,
-                   from_blob(b.steps.data(), {static_cast<int64_t>(b.steps.size())}, kDouble),
-                   o.lr(), b1, b2, o.weight_decay(), o.eps(), o.amsgrad(), o.maximize(),
-                   decoupled_weight_decay_);
+      _fused_adam_(b.params, b.grads, b.a, b.b, b.c, stack(b.steps), o.lr(), b1, b2,
+                   o.weight_decay(), o.eps(), o.amsgrad(), o.maximize(), decoupled_weight_decay_);
   }
 }
 
@@ -247,12 +270,18 @@ void RMSprop::step() {
   NoGradGuard no_grad;
   for (ParamGroup& group : groups_) {
     const RMSpropOptions& o = group.options;
+    guard_options(&groups_, static_cast<size_t>(&group - groups_.data()),
+                  [](const RMSpropOptions& o) {
+                    return std::vector<double>{
+                        o.lr(),       o.alpha(),          o.eps(),           o.weight_decay(),
+                        o.momentum(), o.centered() * 1.0, o.maximize() * 1.0};
+                  });
     std::vector<Batch> batches;
     for (Tensor& p : group.params) {
       if (!p.grad().defined()) continue;
-      if (o.foreach() && fusable(p)) {
+      if (o.foreach () && fusable(p)) {
         auto& s = state_of(p);
-        next_step(s);
+        increment_step(s);
         if (!s["square_avg"].defined()) s["square_avg"] = zeros_like(p);
         if (o.centered() && !s["grad_avg"].defined()) s["grad_avg"] = zeros_like(p);
         if (o.momentum() > 0 && !s["momentum_buffer"].defined())
