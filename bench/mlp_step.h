@@ -11,8 +11,9 @@
 #include <xten/optim/optimizer.h>
 #include <xten/xten.h>
 
-// Sets xten's threads and returns the step (model, optimizer and batch owned by it).
-inline std::function<void()> xten_mlp_step(int threads) {
+// Sets xten's threads and returns the step (model, optimizer and batch owned by it); `compiled`:
+// the step compiled whole (docs/compile.md, "Training steps").
+inline std::function<void()> xten_mlp_step(int threads, bool compiled = false) {
   using namespace xten;
   set_num_threads(threads);
   manual_seed(0);
@@ -23,10 +24,14 @@ inline std::function<void()> xten_mlp_step(int threads) {
     Tensor x = randn({64, 784}), target = randint(10, {64});
   };
   auto s = std::make_shared<State>();
-  return [s] {
+  auto step = [s](const Tensor& x, const Tensor& target) {
     s->opt.zero_grad();
-    Tensor loss = s->loss_fn(s->model(s->x), s->target);
+    Tensor loss = s->loss_fn(s->model(x), target);
     loss.backward();
     s->opt.step();
+    return loss;
   };
+  if (!compiled) return [s, step] { step(s->x, s->target); };
+  auto c = std::make_shared<Compiled<decltype(step)>>(compile(step));
+  return [s, c] { (*c)(s->x, s->target); };
 }

@@ -5,7 +5,9 @@
 // that count), 50 steps of warm-up each, then kPairs pairs of blocks, the pair's order
 // alternating; a block is kSettle untimed steps and kSteps timed ones. Prints both libraries'
 // median block and the median, lowest and highest of the pairs' ratios (libtorch's time over
-// xten's: above 1, xten is faster). Build and run: compare_interleaved.sh nn.
+// xten's: above 1, xten is faster); then the same with xten's step compiled whole
+// (docs/compile.md, "Training steps") against libtorch's eager step. Build and run:
+// compare_interleaved.sh nn.
 // In one process both libraries run on one OpenMP runtime: libtorch's own copy of libgomp is
 // loaded, but its symbols bind to the first one loaded, Debian's (through libxten), so libtorch
 // here is not quite the libtorch of libtorch_nn (bench/README.md says what that changed).
@@ -33,15 +35,18 @@ int main(int argc, char** argv) {
   const std::vector<int> threads = thread_counts("interleaved_nn", argc, argv);
   if (threads.empty()) return 2;
   for (int t : threads) {
-    const std::function<void()> xten = xten_mlp_step(t), torch = make_libtorch_mlp_step(t);
-    for (int i = 0; i < kWarmup; ++i) xten();
-    for (int i = 0; i < kWarmup; ++i) torch();
-    const Pairs p = run_pairs(
-        kPairs, [&] { return block_us(xten); }, [&] { return block_us(torch); });
-    std::printf(
-        "nn MLP step, %d threads, %d pairs of blocks: xten median %.1f us, libtorch median %.1f "
-        "us; libtorch / xten per pair: ",
-        t, kPairs, median(p.xten), median(p.libtorch));
-    print_ratios(p);
+    for (bool compiled : {false, true}) {
+      const std::function<void()> xten = xten_mlp_step(t, compiled),
+                                  torch = make_libtorch_mlp_step(t);
+      for (int i = 0; i < kWarmup; ++i) xten();
+      for (int i = 0; i < kWarmup; ++i) torch();
+      const Pairs p = run_pairs(
+          kPairs, [&] { return block_us(xten); }, [&] { return block_us(torch); });
+      std::printf(
+          "%snn MLP step, %d threads, %d pairs of blocks: xten median %.1f us, libtorch median "
+          "%.1f us; libtorch / xten per pair: ",
+          compiled ? "compiled " : "", t, kPairs, median(p.xten), median(p.libtorch));
+      print_ratios(p);
+    }
   }
 }
