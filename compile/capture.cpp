@@ -37,6 +37,12 @@ struct Tracer {
   bool fullgraph = false;
   std::vector<GraphBreak> breaks;
   std::vector<std::function<bool()>> host_guards;
+  struct PendingBinding {
+    std::string op, arg;
+    std::function<double()> value;
+  };
+  std::vector<PendingBinding> pending;
+  std::vector<CaptureResult::Binding> bindings;
   // Input and node values by the memory they live in (Note [Tensors made without an op]).
   std::unordered_map<const void*, std::vector<int>> by_memory;
 };
@@ -200,6 +206,21 @@ void capture_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack)
     op.redispatch_boxed(below, stack);
   }
   const int id = static_cast<int>(t->graph.nodes.size());
+  for (auto p = t->pending.begin(); p != t->pending.end();) {
+    if (p->op != op.name()) {
+      ++p;
+      continue;
+    }
+    const auto& schema = op.entry().function_schema().arguments();
+    int arg = -1;
+    for (size_t i = 0; i < schema.size(); ++i)
+      if (schema[i].name == p->arg) arg = static_cast<int>(i);
+    XTEN_CHECK(arg >= 0 && node.args[static_cast<size_t>(arg)].kind == Arg::Kind::Constant &&
+                   node.args[static_cast<size_t>(arg)].constant.is<double>(),
+               ValueError, "compile", "'{}' has no float argument '{}' to bind", p->op, p->arg);
+    t->bindings.push_back({id, arg, std::move(p->value)});
+    p = t->pending.erase(p);
+  }
   for (size_t i = base; i < stack->size(); ++i) {
     const IValue& r = (*stack)[i];
     Result res;
@@ -234,6 +255,10 @@ bool records_decomposed(const OperatorHandle& op, DispatchKeySet below) {
 
 void guard_host_values(std::function<bool()> holds) {
   if (t_tracer && !t_replay) t_tracer->host_guards.push_back(std::move(holds));
+}
+
+void bind_float_argument(const char* op, const char* arg, std::function<double()> value) {
+  if (t_tracer && !t_replay) t_tracer->pending.push_back({op, arg, std::move(value)});
 }
 
 bool is_capturing() {
@@ -303,6 +328,7 @@ CaptureResult capture(const Program& program, const std::vector<Tensor>& inputs,
     r.escaped_tensors.push_back(std::move(tensor));
   }
   r.host_guards = std::move(t.host_guards);
+  r.bindings = std::move(t.bindings);
   if (!t.breaks.empty()) r.break_op = t.breaks.front().what;
   r.breaks = std::move(t.breaks);
   r.graph = std::move(t.graph);

@@ -34,6 +34,13 @@ struct CaptureResult {
   std::vector<Tensor> escaped_tensors;
   // The host guards registered during the capture (compile/host_guard.h).
   std::vector<std::function<bool()>> host_guards;
+  // Float arguments bound to host values (compile/host_guard.h): node, argument, value.
+  struct Binding {
+    int node = 0;
+    int arg = 0;
+    std::function<double()> value;
+  };
+  std::vector<Binding> bindings;
 };
 
 // Runs `program(inputs)` eagerly, recording its graph. With `fullgraph`, a graph break raises

@@ -88,6 +88,8 @@ struct Entry {
   std::vector<uint32_t> captured_version;
   // Host guards (compile/host_guard.h): all must hold for the graph to run.
   std::vector<std::function<bool()>> host_guards;
+  // Float arguments bound to host values: set in the graph before each run.
+  std::vector<compiler::CaptureResult::Binding> bindings;
   // A training step's first capture: the program made state then (an optimizer's buffers) that
   // later calls only update, so the next call captures again (docs/compile.md, "Training steps").
   bool warmup = false;
@@ -100,6 +102,11 @@ struct Entry {
     for (const auto& holds : host_guards)
       if (!holds()) return false;
     return true;
+  }
+  void apply_bindings() const {
+    for (const auto& b : bindings)
+      graph->nodes[static_cast<size_t>(b.node)].args[static_cast<size_t>(b.arg)].constant =
+          IValue(b.value());
   }
   // The program's results of a run, after the escaped values went to their tensors.
   std::vector<Tensor> finish(std::vector<Tensor> out) const {
@@ -203,6 +210,7 @@ struct CompiledProgram::Impl {
     auto e = std::make_unique<Entry>();
     e->sig = std::move(sig);
     e->host_guards = std::move(cap.host_guards);
+    e->bindings = std::move(cap.bindings);
     const std::string dir = debug_dir(options);
     const int n = compiles++;
     if (!dir.empty())
@@ -339,7 +347,10 @@ std::vector<Tensor> CompiledProgram::call(const std::vector<Tensor>& inputs,
     }
     if (!e->eager_reason.empty()) return m.eager(inputs, program, e->eager_reason);
     ++m.stats.compiled_calls;
-    if (!e->segmented) return e->finish(e->executor->run(inputs));
+    if (!e->segmented) {
+      e->apply_bindings();
+      return e->finish(e->executor->run(inputs));
+    }
     std::string left;
     std::vector<Tensor> out = e->segmented->run(program, inputs, &left);
     if (!left.empty())

@@ -21,7 +21,9 @@ Tensor Tensor::dequantize() const {
 
 Scalar Tensor::item() const {
   check_item("item");
-  detail::on_graph_break("item");  // Note [Host reads]
+  // (a Scalar argument the front end wrapped holds the program's own constant, which the graph
+  // records as a constant: reading it back depends on no tensor value)
+  if (!impl()->is_wrapped_number()) detail::on_graph_break("item");  // Note [Host reads]
   const Tensor host = is_cpu() ? *this : [this] {
     const ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);  // the read, not a graph op
     return to(Device(kCPU));                                         // a device copy synchronizes

@@ -29,6 +29,7 @@
 
 #include <xten/autograd/grad_mode.h>
 #include <xten/core/dtype_dispatch.h>
+#include <xten/dispatch/dispatcher.h>
 #include <xten/dispatch/ops.h>
 
 namespace xten::distributed {
@@ -376,6 +377,9 @@ CollectiveHeader header(int kind, ScalarType dtype, int64_t numel, int root = -1
 
 WorkPtr ProcessGroup::enqueue(std::string op, detail::CollectiveHeader check,
                               std::function<void(uint32_t)> run, std::function<void()> finish) {
+  // Communication is outside what a compiled graph replays: a collective in a captured program
+  // is a graph break (docs/compile.md, "Training steps": a DDP step runs eagerly).
+  xten::detail::on_graph_break(op.c_str());
   auto work = std::make_shared<Work>(op, timeout_, std::move(finish));
   const int rank = rank_, size = size_;
   std::shared_ptr<gloo::Context> ctx = impl_->context;

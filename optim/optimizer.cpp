@@ -98,16 +98,29 @@ double next_step(std::map<std::string, Tensor>& s) {
   return increment_step(s).item<double>();
 }
 
-// A compiled training step (docs/compile.md, "Training steps") bakes a group's options into its
-// graph as constants: while it is captured, a guard compares them with the values of each later
-// call, so that a scheduler's new lr recompiles the step instead of being ignored. `options`
-// returns the values; the group is found again by its index (groups are only added).
+// A compiled training step (docs/compile.md, "Training steps") has a group's options in its
+// graph as constants. While it is captured: the lr of each multi-tensor call is bound to the
+// group's lr (read before every run: a per-step schedule costs nothing), and a guard compares the
+// other options (and lr too, where a parameter took the per-tensor loop, whose ops carry it) with
+// each later call's, so that a change recompiles the step instead of being ignored. `values`
+// returns the options; the group is found again by its index (groups are only added).
 template <class Groups, class Values>
-void guard_options(Groups* groups, size_t index, Values values) {
+void guard_options(Groups* groups, size_t index, bool with_lr, Values values) {
   if (!compiler::is_capturing()) return;
-  compiler::guard_host_values([groups, index, values, now = values((*groups)[index].options)] {
-    return index < groups->size() && values((*groups)[index].options) == now;
+  auto all = [values, with_lr](const auto& o) {
+    std::vector<double> v = values(o);
+    if (with_lr) v.push_back(o.lr());
+    return v;
+  };
+  compiler::guard_host_values([groups, index, all, now = all((*groups)[index].options)] {
+    return index < groups->size() && all((*groups)[index].options) == now;
   });
+}
+template <class Groups>
+void bind_lr(Groups* groups, size_t index, const char* op) {
+  if (!compiler::is_capturing()) return;
+  compiler::bind_float_argument(op, "lr",
+                                [groups, index] { return (*groups)[index].options.lr(); });
 }
 
 // Whether a parameter can go to a multi-tensor op: dense, floating, its gradient of its dtype
@@ -148,14 +161,12 @@ void SGD::step() {
   NoGradGuard no_grad;
   for (ParamGroup& group : groups_) {
     const SGDOptions& o = group.options;
-    guard_options(&groups_, static_cast<size_t>(&group - groups_.data()), [](const SGDOptions& o) {
-      return std::vector<double>{o.lr(),           o.momentum(),       o.dampening(),
-                                 o.weight_decay(), o.nesterov() * 1.0, o.maximize() * 1.0};
-    });
+    const size_t gi = static_cast<size_t>(&group - groups_.data());
+    bool looped = false;  // a parameter took the per-tensor loop
     std::vector<Batch> batches;
     for (Tensor& p : group.params) {
       if (!p.grad().defined()) continue;
-      if (o.foreach () && fusable(p)) {
+      if (o.foreach() && fusable(p)) {
         bool first = false;
         Tensor buf;
         if (o.momentum() != 0) {
@@ -170,6 +181,7 @@ void SGD::step() {
         if (buf.defined()) batch.a.push_back(buf);
         continue;
       }
+      looped = true;
       Tensor g = update_grad(p, o.maximize(), o.weight_decay());
       if (o.momentum() != 0) {
         Tensor& buf = state_of(p)["momentum_buffer"];
@@ -182,9 +194,15 @@ void SGD::step() {
       }
       p.sub_(g, o.lr());
     }
-    for (const Batch& b : batches)
+    guard_options(&groups_, gi, looped, [](const SGDOptions& o) {
+      return std::vector<double>{o.momentum(), o.dampening(), o.weight_decay(), o.nesterov() * 1.0,
+                                 o.maximize() * 1.0};
+    });
+    for (const Batch& b : batches) {
+      bind_lr(&groups_, gi, "xten::_fused_sgd_");
       _fused_sgd_(b.params, b.grads, b.a, o.weight_decay(), o.momentum(), o.lr(), o.dampening(),
                   o.nesterov(), o.maximize(), b.first);
+    }
   }
 }
 
@@ -208,14 +226,12 @@ void Adam::step() {
   for (ParamGroup& group : groups_) {
     const AdamOptions& o = group.options;
     const double b1 = o.betas().first, b2 = o.betas().second;
-    guard_options(&groups_, static_cast<size_t>(&group - groups_.data()), [](const AdamOptions& o) {
-      return std::vector<double>{o.lr(),           o.betas().first,   o.betas().second,  o.eps(),
-                                 o.weight_decay(), o.amsgrad() * 1.0, o.maximize() * 1.0};
-    });
+    const size_t gi = static_cast<size_t>(&group - groups_.data());
+    bool looped = false;
     std::vector<Batch> batches;
     for (Tensor& p : group.params) {
       if (!p.grad().defined()) continue;
-      if (o.foreach () && fusable(p)) {
+      if (o.foreach() && fusable(p)) {
         auto& s = state_of(p);
         const Tensor& t = increment_step(s);
         for (const char* name : {"exp_avg", "exp_avg_sq"})
@@ -230,6 +246,7 @@ void Adam::step() {
         batch.steps.push_back(t);
         continue;
       }
+      looped = true;
       Tensor g = update_grad(p, o.maximize(), decoupled_weight_decay_ ? 0 : o.weight_decay());
       if (decoupled_weight_decay_ && o.weight_decay() != 0) p.mul_(1 - o.lr() * o.weight_decay());
       auto& s = state_of(p);
@@ -252,9 +269,15 @@ void Adam::step() {
       const Tensor denom = sqrt(denom_src) / std::sqrt(bias2) + o.eps();
       p.sub_(m / denom, o.lr() / bias1);
     }
-    for (Batch& b : batches)
+    guard_options(&groups_, gi, looped, [](const AdamOptions& o) {
+      return std::vector<double>{o.betas().first,  o.betas().second,  o.eps(),
+                                 o.weight_decay(), o.amsgrad() * 1.0, o.maximize() * 1.0};
+    });
+    for (Batch& b : batches) {
+      bind_lr(&groups_, gi, "xten::_fused_adam_");
       _fused_adam_(b.params, b.grads, b.a, b.b, b.c, stack(b.steps), o.lr(), b1, b2,
                    o.weight_decay(), o.eps(), o.amsgrad(), o.maximize(), decoupled_weight_decay_);
+    }
   }
 }
 
@@ -270,16 +293,12 @@ void RMSprop::step() {
   NoGradGuard no_grad;
   for (ParamGroup& group : groups_) {
     const RMSpropOptions& o = group.options;
-    guard_options(&groups_, static_cast<size_t>(&group - groups_.data()),
-                  [](const RMSpropOptions& o) {
-                    return std::vector<double>{
-                        o.lr(),       o.alpha(),          o.eps(),           o.weight_decay(),
-                        o.momentum(), o.centered() * 1.0, o.maximize() * 1.0};
-                  });
+    const size_t gi = static_cast<size_t>(&group - groups_.data());
+    bool looped = false;
     std::vector<Batch> batches;
     for (Tensor& p : group.params) {
       if (!p.grad().defined()) continue;
-      if (o.foreach () && fusable(p)) {
+      if (o.foreach() && fusable(p)) {
         auto& s = state_of(p);
         increment_step(s);
         if (!s["square_avg"].defined()) s["square_avg"] = zeros_like(p);
@@ -294,6 +313,7 @@ void RMSprop::step() {
         if (o.momentum() > 0) batch.c.push_back(s["momentum_buffer"]);
         continue;
       }
+      looped = true;
       Tensor g = update_grad(p, o.maximize(), o.weight_decay());
       auto& s = state_of(p);
       next_step(s);
@@ -318,9 +338,16 @@ void RMSprop::step() {
         p.sub_(g / avg, o.lr());
       }
     }
-    for (const Batch& b : batches)
+    guard_options(&groups_, gi, looped, [](const RMSpropOptions& o) {
+      return std::vector<double>{o.alpha(),          o.eps(),
+                                 o.weight_decay(),   o.momentum(),
+                                 o.centered() * 1.0, o.maximize() * 1.0};
+    });
+    for (const Batch& b : batches) {
+      bind_lr(&groups_, gi, "xten::_fused_rmsprop_");
       _fused_rmsprop_(b.params, b.grads, b.a, b.b, b.c, o.lr(), o.alpha(), o.eps(),
                       o.weight_decay(), o.momentum(), o.centered(), o.maximize());
+    }
   }
 }
 

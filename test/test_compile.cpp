@@ -813,9 +813,10 @@ struct TrainRun {
 };
 
 // `steps` steps of a seeded MLP (or, with `cnn`, SmallCNN with batch norm and dropout) on fixed
-// batches, eagerly or compiled; `lr_at` changes the learning rate before that step.
+// batches, eagerly or compiled; `before` runs before each step (changing the optimizer's options).
+using BeforeStep = std::function<void(optim::Optimizer&, int)>;
 TrainRun train(const MakeOptimizer& make, int steps, bool compiled, bool set_to_none = true,
-               bool cnn = false, int lr_at = -1) {
+               bool cnn = false, const BeforeStep& before = nullptr) {
   manual_seed(0);
   std::shared_ptr<nn::Module> model;
   std::function<Tensor(const Tensor&)> forward;
@@ -845,7 +846,7 @@ TrainRun train(const MakeOptimizer& make, int steps, bool compiled, bool set_to_
   TrainRun r;
   manual_seed(23);  // the dropout masks: the same draws in both runs
   for (int i = 0; i < steps; ++i) {
-    if (i == lr_at) opt->set_lr(0, opt->lr(0) * 0.5);
+    if (before) before(*opt, i);
     const Tensor xb = x * (1.0 + 0.01 * i);
     r.losses.push_back(compiled ? compiled_step(xb, y) : step(xb, y));
   }
@@ -930,17 +931,27 @@ TEST(COMPILE_SUITE, TrainingStepsZeroingGradientsInPlaceAndSmallCnnEqualEager) {
   EXPECT_EQ(compiled.stats.compiled_calls, 8);
 }
 
-TEST(COMPILE_SUITE, ANewLearningRateRecompilesTheTrainingStep) {
+TEST(COMPILE_SUITE, TheGraphReadsTheLearningRateAndOtherOptionsRecompile) {
   const MakeOptimizer adam = [](std::vector<Tensor> ps) {
     return std::make_unique<optim::Adam>(ps, optim::AdamOptions(1e-2));
   };
-  const TrainRun eager = train(adam, 20, false, true, false, 10);
-  const TrainRun compiled = train(adam, 20, true, true, false, 10);
-  expect_same_training(eager, compiled, "lr halved at step 10");
-  // The host guard on the options missed: captured again (a warm-up, then the graph).
-  EXPECT_EQ(compiled.stats.recompiles, 1);
-  EXPECT_EQ(compiled.stats.captures, 4);
-  EXPECT_EQ(compiled.stats.compiled_calls, 16);
+  // A schedule that changes lr every step: the lr is bound, read before each run.
+  const BeforeStep schedule = [](optim::Optimizer& o, int i) { o.set_lr(0, 1e-2 / (1 + i)); };
+  const TrainRun eager = train(adam, 20, false, true, false, schedule);
+  const TrainRun compiled = train(adam, 20, true, true, false, schedule);
+  expect_same_training(eager, compiled, "lr changed every step");
+  EXPECT_EQ(compiled.stats.recompiles, 0);
+  EXPECT_EQ(compiled.stats.compiled_calls, 18);
+  // Another option (betas) is a guarded constant: a change recompiles (a warm-up, a capture).
+  const BeforeStep betas = [](optim::Optimizer& o, int i) {
+    if (i == 10) dynamic_cast<optim::Adam&>(o).param_groups()[0].options.betas({0.8, 0.99});
+  };
+  const TrainRun eager_b = train(adam, 20, false, true, false, betas);
+  const TrainRun compiled_b = train(adam, 20, true, true, false, betas);
+  expect_same_training(eager_b, compiled_b, "betas changed at step 10");
+  EXPECT_EQ(compiled_b.stats.recompiles, 1);
+  EXPECT_EQ(compiled_b.stats.captures, 4);
+  EXPECT_EQ(compiled_b.stats.compiled_calls, 16);
 }
 
 TEST(COMPILE_SUITE, ACompiledTrainingStepChecksItsTargetsOnEveryRun) {

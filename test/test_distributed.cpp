@@ -12,6 +12,7 @@
 #include <xten/xten.h>
 
 #include "child_process.h"
+#include "test_util.h"
 
 using namespace xten;
 namespace dist = xten::distributed;
@@ -196,6 +197,37 @@ TEST_F(SingleRank, BadArgumentsRaiseNamingTheOp) {
   EXPECT_THROW(dist::all_to_all_single(out, t, {2}, {3}), ValueError);
   EXPECT_THROW(dist::init_process_group(dist::InitOptions()), ValueError);  // twice
   EXPECT_THROW(dist::new_group({0, 1}), ValueError);
+}
+
+TEST_F(SingleRank, ACompiledTrainingStepWithACollectiveRunsEagerly) {
+  // A collective is a graph break (a compiled graph cannot replay communication), and a training
+  // step with a break runs eagerly (docs/compile.md, "Training steps"): the values are eager's.
+  auto run = [](bool compiled) {
+    manual_seed(0);
+    nn::Linear lin(4, 2);
+    optim::SGD opt(lin->parameters(), optim::SGDOptions(0.1));
+    auto body = [&](const Tensor& x) {
+      opt.zero_grad();
+      Tensor loss = lin(x).pow(2).sum();
+      loss.backward();
+      for (const Tensor& p : lin->parameters()) {
+        Tensor g = p.grad();
+        dist::all_reduce(g, dist::ReduceOp::AVG);
+      }
+      opt.step();
+      return loss;
+    };
+    auto step = compile(body);
+    const Tensor x = arange(12, TensorOptions().dtype(kFloat)).view({3, 4}) / 10;
+    for (int i = 0; i < 4; ++i) compiled ? step(x) : body(x);
+    if (compiled) {
+      EXPECT_EQ(step.stats().compiled_calls, 0);
+      EXPECT_NE(step.stats().last_eager_reason.find("all_reduce"), std::string::npos)
+          << step.stats().last_eager_reason;
+    }
+    return lin->weight.detach().clone();
+  };
+  EXPECT_TRUE(xten::testing::same_bytes(run(true), run(false)));
 }
 
 TEST(Distributed, InitErrors) {
