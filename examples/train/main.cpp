@@ -10,6 +10,7 @@
 //   train --epochs 8 --checkpoint ck.safetensors --resume   # continue after an interruption
 //   xtenrun --nproc-per-node 2 train --batch-size 32        # data parallel: 2 ranks, batch 64
 //   train --quantize                       # then INT8: calibrate, convert, test accuracy
+//   train --compile                        # each training step one compiled graph
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -43,7 +44,7 @@ struct Args {
   int threads = 0;
   std::string data_dir = data::kFashionMnistDir;
   std::string checkpoint, csv, svg;
-  bool resume = false, eval_xpu = false, quantize = false;
+  bool resume = false, eval_xpu = false, quantize = false, compile = false;
   double min_accuracy = 0;
   int64_t compare_steps = 0;
   int64_t stop_after = 0;
@@ -53,6 +54,9 @@ struct Args {
 const char* kUsage = R"(usage: train [options]
   --device cpu|xpu        where to train (default cpu)
   --amp                   autocast: bfloat16 on CPU, float16 with a GradScaler on XPU
+  --compile               compile the training step whole (forward, loss, backward, optimizer:
+                          docs/compile.md, "Training steps"); a step with a graph break (the
+                          XPU's GradScaler, DDP's all-reduce) runs eagerly, as the summary says
   --model small|resnet18  the small CNN (default) or ResNet-18 with a 28x28 stem
   --optimizer sgd|adamw   SGD with Nesterov momentum 0.9 (default) or AdamW
   --epochs N              epochs (default 8)
@@ -151,6 +155,8 @@ Args parse(int argc, char** argv) {
       a.eval_xpu = true;
     else if (flag == "--quantize")
       a.quantize = true;
+    else if (flag == "--compile")
+      a.compile = true;
     else if (flag == "--min-accuracy")
       a.min_accuracy = number();
     else if (flag == "--compare-steps")
@@ -443,6 +449,30 @@ int run(const Args& a) {
     std::printf("distributed: %d ranks x batch %lld = global batch %lld (Gloo, DDP)\n", world,
                 static_cast<long long>(a.batch_size), static_cast<long long>(world * a.batch_size));
 
+  // One training step; with --compile, captured whole and run as one graph from its third call
+  // (the first is the warm-up, the second the capture).
+  auto train_step = [&](const Tensor& x, const Tensor& y) {
+    Tensor loss;
+    {
+      xten::profiler::RecordFunction range("forward");
+      std::optional<xten::autocast::AutocastGuard> ac;
+      if (a.amp) ac.emplace(device.type(), amp_dtype(device));
+      loss = xten::cross_entropy(net.forward(x), y);
+    }
+    {
+      xten::profiler::RecordFunction range("backward");
+      opt->zero_grad();
+      scaler.scale(loss).backward();
+    }
+    {
+      xten::profiler::RecordFunction range("optimizer.step");
+      scaler.step(*opt);
+      scaler.update();
+    }
+    return loss;
+  };
+  auto compiled_step = xten::compile(train_step);
+
   for (int64_t epoch = first_epoch; epoch < a.epochs; ++epoch) {
     // Dropout draws from the device generators: reseeding per epoch makes a resumed epoch
     // draw what the uninterrupted run drew.
@@ -471,24 +501,8 @@ int run(const Args& a) {
     for (data::Batch& b : train_loader) {
       if (profiling && done == 10) prof.start();
       const Tensor x = b.data.to(device), y = b.target.to(device);
-      Tensor loss;
-      {
-        xten::profiler::RecordFunction range("forward");
-        std::optional<xten::autocast::AutocastGuard> ac;
-        if (a.amp) ac.emplace(device.type(), amp_dtype(device));
-        loss = xten::cross_entropy(net.forward(x), y);
-      }
-      {
-        xten::profiler::RecordFunction range("backward");
-        opt->zero_grad();
-        scaler.scale(loss).backward();
-      }
-      {
-        xten::profiler::RecordFunction range("optimizer.step");
-        scaler.step(*opt);
-        scaler.update();
-        sched.step();
-      }
+      const Tensor loss = a.compile ? compiled_step(x, y) : train_step(x, y);
+      sched.step();
       const double l = loss.item<double>();
       if (!std::isfinite(l) && !scaled)
         throw xten::ValueError("[train] the loss is " + std::to_string(l) + " at epoch " +
@@ -510,6 +524,13 @@ int run(const Args& a) {
     }
     progress.finish();
     report_profile();  // fewer than 20 steps
+    if (a.compile && rank == 0) {
+      const xten::CompileStats& cs = compiled_step.stats();
+      std::printf("compile: %lld steps ran the graph, %lld were captured, %lld ran eagerly%s%s\n",
+                  static_cast<long long>(cs.compiled_calls), static_cast<long long>(cs.captures),
+                  static_cast<long long>(cs.eager_calls), cs.eager_calls ? ": " : "",
+                  cs.eager_calls ? cs.last_eager_reason.c_str() : "");
+    }
     double rate = images / progress.seconds();
     if (distributed) {
       // The epoch's loss over every rank's batches, and the job's images per second.
