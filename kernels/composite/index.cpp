@@ -3,6 +3,7 @@
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 #include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/composite/value_checks.h>
 
 namespace xten {
 namespace {
@@ -168,12 +169,9 @@ Tensor embedding_kernel(const Tensor& weight, const Tensor& indices, int64_t pad
   DimVector shape(indices.sizes());
   shape.push_back(weight.size(1));
   const Tensor flat = indices.reshape({-1});
-  if (flat.numel()) {
-    const int64_t lo = flat.amin().item<int64_t>(), hi = flat.amax().item<int64_t>();
-    XTEN_CHECK(lo >= 0 && hi < weight.size(0), IndexError, "embedding",
-               "index {} is out of range for the weight's {} rows", lo < 0 ? lo : hi,
-               weight.size(0));
-  }
+  check_values_in_range(
+      flat, 0, static_cast<double>(weight.size(0) - 1), "embedding",
+      fmt::format("index {{}} is out of range for the weight's {} rows", weight.size(0)));
   Tensor rows = index_select(weight, 0, flat);
   if (padding_idx >= 0 && weight.requires_grad()) {
     // The padding row gets no gradient (PyTorch's convention): its picks are the same values
@@ -227,11 +225,8 @@ std::pair<Tensor, int64_t> linear_index(const char* op, const Tensor& self,
   for (int64_t d = 0; d < k; ++d) {
     const int64_t n = self.size(d);
     const Tensor& i = idx[d];
-    if (i.numel()) {
-      const int64_t lo = i.amin().item<int64_t>(), hi = i.amax().item<int64_t>();
-      XTEN_CHECK(lo >= -n && hi < n, IndexError, op,
-                 "index {} is out of range for dim {} of size {}", lo < -n ? lo : hi, d, n);
-    }
+    check_values_in_range(i, static_cast<double>(-n), static_cast<double>(n - 1), op,
+                          fmt::format("index {{}} is out of range for dim {} of size {}", d, n));
     lin = lin * n + remainder(i, std::max<int64_t>(n, 1));
   }
   return {lin, k};

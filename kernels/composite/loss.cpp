@@ -1,10 +1,10 @@
 // Losses written with other ops (valid on every backend). `reduction` is "none", "mean" or
 // "sum" (kl_div also "batchmean").
-#include <xten/autograd/derivative.h>
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 #include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/composite/value_checks.h>
 
 namespace xten {
 namespace {
@@ -66,10 +66,8 @@ Tensor binary_cross_entropy_kernel(const Tensor& input, const Tensor& target,
   check_floating("binary_cross_entropy", input, target);
   XTEN_CHECK(input.sizes() == target.sizes(), ValueError, "binary_cross_entropy",
              "target shape {} must equal input shape {}", target.sizes(), input.sizes());
-  XTEN_CHECK(
-      input.numel() == 0 || (input.amin().item<double>() >= 0 && input.amax().item<double>() <= 1),
-      ValueError, "binary_cross_entropy",
-      "all elements of input must be in [0, 1] (probabilities)");
+  check_values_in_range(input, 0, 1, "binary_cross_entropy",
+                        "all elements of input must be in [0, 1] (probabilities)", false);
   // log is clamped at -100, as PyTorch does, so that 0 * log(0) stays finite.
   const Tensor l = -(target * clamp(log(input), -100) + (1 - target) * clamp(log(1 - input), -100));
   return reduce("binary_cross_entropy", weight && weight->defined() ? l * *weight : l, reduction);
@@ -115,19 +113,6 @@ Tensor classes_last(const Tensor& input) {
   return input.permute(order).reshape({-1, input.size(1)});
 }
 
-// Note [Checks as ops]: the bounds check of class targets reads values back to the host. Made
-// inside a composite, those reads would be graph breaks of a compiled program (and a replay
-// would skip the check); as an op with a backend kernel, the check is one node of the graph that
-// every run executes, reads included, raising as the eager call does.
-using CheckClassTargets = void(const Tensor&, int64_t, const std::string&);
-
-void check_class_targets_kernel(const Tensor& targets, int64_t classes, const std::string& op) {
-  if (!targets.numel()) return;
-  const int64_t lo = targets.amin().item<int64_t>(), hi = targets.amax().item<int64_t>();
-  XTEN_CHECK(lo >= 0 && hi < classes, IndexError, op.c_str(),
-             "target {} is out of bounds for {} classes", lo < 0 ? lo : hi, classes);
-}
-
 // Per-element weights w[target] (0 where ignored), and the target made safe to gather with.
 std::pair<Tensor, Tensor> class_weights(const char* op, const Tensor& target, int64_t classes,
                                         const std::optional<Tensor>& weight, int64_t ignore_index,
@@ -135,9 +120,8 @@ std::pair<Tensor, Tensor> class_weights(const char* op, const Tensor& target, in
   const Tensor t = target.reshape({-1});
   const Tensor keep = t != ignore_index;
   const Tensor safe = where(keep, t, zeros({}, t.options()));
-  static const auto check =
-      Dispatcher::singleton().find("checks::class_targets").typed<CheckClassTargets>();
-  check.call(safe, classes, op);
+  check_values_in_range(safe, 0, static_cast<double>(classes - 1), op,
+                        fmt::format("target {{}} is out of bounds for {} classes", classes));
   const Tensor w = weight && weight->defined()
                        ? index_select(weight->to(dtype), 0, safe)
                        : ones({t.numel()}, TensorOptions().dtype(dtype).device(t.device()));
@@ -233,21 +217,6 @@ LIBRARY_IMPL(xten, CompositeImplicit, m) {
   m.impl("nll_loss", nll_loss_kernel);
   m.impl("nll_loss_backward", nll_loss_backward_kernel);
   m.impl("cross_entropy", cross_entropy_kernel);
-}
-
-// Note [Checks as ops]
-LIBRARY(checks, m) {
-  m.def<CheckClassTargets>("class_targets(Tensor targets, int classes, str op) -> ()");
-}
-LIBRARY_IMPL(checks, CPU, m) {
-  m.impl("class_targets", check_class_targets_kernel);
-}
-LIBRARY_IMPL(checks, XPU, m) {
-  m.impl("class_targets", check_class_targets_kernel);
-}
-LIBRARY_IMPL(checks, Autograd, m) {
-  autograd::Derivatives d(m);
-  d.nondifferentiable({"class_targets"});
 }
 
 }  // namespace xten
