@@ -110,6 +110,21 @@ void resnet(int threads, bool bf16) {
          compiled, c, max_diff(c(x), fn(x)));
 }
 
+// The most memory one call of `f` had allocated beyond its start, at any moment (the profiler's
+// peak of a range around it), in MB.
+double peak_mb(const std::function<void()>& f) {
+  profiler::Profiler prof(profiler::ProfilerOptions().profile_memory(true));
+  prof.start();
+  {
+    profiler::RecordFunction range("bench_step");
+    f();
+  }
+  prof.stop();
+  for (const profiler::Average& a : prof.key_averages().rows)
+    if (a.name == "bench_step") return static_cast<double>(a.cpu_memory.peak) / (1 << 20);
+  return -1;
+}
+
 // One training step of `model` on (x, y), eager and compiled whole. The two runs start from the
 // same parameters; the figure is the time per step.
 void train_step(const char* name, int threads, std::shared_ptr<nn::Module> model,
@@ -134,6 +149,11 @@ void train_step(const char* name, int threads, std::shared_ptr<nn::Module> model
   if (c.stats().compiled_calls == 0)
     std::printf("%s: ran eagerly: %s\n", name, c.stats().last_eager_reason.c_str());
   report(name, threads, eager, first, compiled, c, 0.0);
+  std::printf(
+      "%-28s %2d threads: peak memory of a step: eager %.1f MB, compiled %.1f MB (the "
+      "graph's plan of intermediates: %.1f MB)\n",
+      name, threads, peak_mb([&] { step(x, y); }), peak_mb([&] { c(x, y); }),
+      static_cast<double>(c.stats().peak_bytes) / (1 << 20));
 }
 
 void train_steps(int threads) {
