@@ -186,6 +186,31 @@ std::string programs_text(const Graph& g) {
 
 }  // namespace
 
+namespace {
+
+// A bound argument is set on its node before each run; a node the passes removed or merged
+// into a fused group or a convolution step no longer reads it there, so its binding becomes a
+// guard on the value it had (a change recompiles rather than being missed).
+void keep_bindings_that_hold(const Graph& g, Entry& e) {
+  std::vector<char> absorbed(g.nodes.size(), 0);
+  for (const compiler::FusedGroup& grp : g.groups)
+    for (int n : grp.nodes) absorbed[static_cast<size_t>(n)] = 1;
+  for (const compiler::ConvStep& c : g.convs)
+    for (int n : c.nodes()) absorbed[static_cast<size_t>(n)] = 1;
+  std::vector<compiler::CaptureResult::Binding> kept;
+  for (auto& b : e.bindings) {
+    const size_t n = static_cast<size_t>(b.node);
+    if (!g.nodes[n].dead && !absorbed[n]) {
+      kept.push_back(std::move(b));
+      continue;
+    }
+    e.host_guards.push_back([value = b.value, was = b.value()] { return value() == was; });
+  }
+  e.bindings = std::move(kept);
+}
+
+}  // namespace
+
 struct CompiledProgram::Impl {
   CompileOptions options;
   std::shared_ptr<nn::Module> module;
@@ -264,6 +289,7 @@ struct CompiledProgram::Impl {
         auto g = std::make_shared<Graph>(std::move(cap.graph));
         g->verify();
         optimize(*g);
+        keep_bindings_that_hold(*g, *e);
         e->graph = g;
         e->executor = std::make_unique<compiler::Executor>(g, keep_buffers);
         parts.emplace_back(g.get(), e->executor.get());

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include <xten/compile/compile.h>
+#include <xten/compile/host_guard.h>
 #include <xten/models/resnet.h>
 #include <xten/nn/modules.h>
 #include <xten/profiler/profiler.h>
@@ -1026,6 +1027,30 @@ TEST(COMPILE_SUITE, TheGraphReadsTheLearningRateAndOtherOptionsRecompile) {
   EXPECT_EQ(compiled_b.stats.recompiles, 1);
   EXPECT_EQ(compiled_b.stats.captures, 4);
   EXPECT_EQ(compiled_b.stats.compiled_calls, 16);
+}
+
+TEST(COMPILE_SUITE, ABoundArgumentOfANodeInAFusedGroupBecomesAGuard) {
+  // layer_norm ends a fused group, whose program has eps built in: the binding cannot be set on a
+  // node there, so it becomes a guard on the value (a change recompiles).
+  NoGradGuard no_grad;
+  double eps = 1e-5;
+  auto f = compile([&](const Tensor& x) {
+    compiler::bind_float_argument("xten::layer_norm", "eps", [&] { return eps; });
+    return layer_norm(x * sigmoid(x), {x.size(-1)}, std::nullopt, std::nullopt, eps);
+  });
+  const Tensor x = randn_on({4, 8}, 3);
+  f(x);
+  f(x);
+  EXPECT_EQ(f.stats().compiled_calls, 1);
+  eps = 0.5;
+  EXPECT_TRUE(
+      allclose(f(x), layer_norm(x * sigmoid(x), {8}, std::nullopt, std::nullopt, 0.5), 1e-5, 1e-6));
+  EXPECT_EQ(f.stats().recompiles, 1);
+  EXPECT_THROW_MSG(compile([](const Tensor& x) {
+                     compiler::bind_float_argument("xten::relu", "eps", [] { return 1.0; });
+                     return relu(x);
+                   })(x),
+                   ValueError, "'xten::relu' has no float argument 'eps' to bind");
 }
 
 TEST(COMPILE_SUITE, ACompiledTrainingStepChecksItsTargetsOnEveryRun) {
