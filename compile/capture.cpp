@@ -305,19 +305,19 @@ CaptureResult capture(const Program& program, const std::vector<Tensor>& inputs,
   for (const Tensor& x : r.outputs) t.graph.outputs.push_back(value_for(t, x));
   // Escaped values: node results something other than the tracer and the returned tensors still
   // holds (a use count above what those account for), by the tensor object that holds them.
-  std::unordered_map<const TensorImpl*, long> returned;  // references accounted for
+  std::unordered_map<const TensorImpl*, long> accounted;  // references beside the tracer's
   for (const Tensor& x : r.outputs)
-    if (x.defined()) ++returned[x.impl()];
+    if (x.defined()) ++accounted[x.impl()];
   // (a traced view holds its base: those references are the tracer's too)
   for (const auto& [impl, tensor] : t.keep_alive)
-    if (const TensorImpl* base = impl->view_base().get()) ++returned[base];
+    if (const TensorImpl* base = impl->view_base().get()) ++accounted[base];
   std::vector<std::pair<int, Tensor>> escaped;
   for (const auto& [impl, tensor] : t.keep_alive) {
     auto it = t.value_of.find(impl);
     if (it == t.value_of.end()) continue;
     if (t.graph.values[static_cast<size_t>(it->second)].kind != ValueKind::Node) continue;
-    auto ret = returned.find(impl);
-    const long held = 1 + (ret == returned.end() ? 0 : ret->second);
+    auto known = accounted.find(impl);
+    const long held = 1 + (known == accounted.end() ? 0 : known->second);
     if (tensor.use_count() <= held) continue;
     escaped.emplace_back(it->second, tensor);
   }

@@ -1053,6 +1053,18 @@ TEST(COMPILE_SUITE, ABoundArgumentOfANodeInAFusedGroupBecomesAGuard) {
                    ValueError, "'xten::relu' has no float argument 'eps' to bind");
 }
 
+// The training step these tests compile: zero_grad, cross entropy of `forward`, backward, step.
+template <class Forward>
+auto training_step(Forward forward, optim::Optimizer& opt) {
+  return [forward, &opt](const Tensor& x, const Tensor& y) {
+    opt.zero_grad();
+    Tensor loss = cross_entropy(forward(x), y);
+    loss.backward();
+    opt.step();
+    return loss;
+  };
+}
+
 TEST(COMPILE_SUITE, ACompiledTrainingStepChecksItsTargetsOnEveryRun) {
   // The bounds check of the class targets is a node of the graph (Note [Checks as ops]), not a
   // graph break: a bad target in a later call raises as the eager step would.
@@ -1060,13 +1072,7 @@ TEST(COMPILE_SUITE, ACompiledTrainingStepChecksItsTargetsOnEveryRun) {
   nn::Linear lin(6, 4);
   lin->to(kDev);
   optim::SGD opt(lin->parameters(), optim::SGDOptions(0.1));
-  auto step = compile([&](const Tensor& x, const Tensor& y) {
-    opt.zero_grad();
-    Tensor loss = cross_entropy(lin(x), y);
-    loss.backward();
-    opt.step();
-    return loss;
-  });
+  auto step = compile(training_step(lin, opt));
   const Tensor x = randn_on({3, 6}, 41);
   const Tensor good = tensor(std::vector<int64_t>{0, 3, 1}).to(kDev),
                bad = tensor(std::vector<int64_t>{0, 4, 1}).to(kDev);
@@ -1085,13 +1091,7 @@ TEST(COMPILE_SUITE, AResumedCompiledRunEqualsAnUninterruptedOne) {
     const Tensor x = randn_on({4, 8}, 31);
     const Tensor y = randint(0, 3, {4}).to(kDev);
     auto steps = [&](nn::Sequential& m, optim::Optimizer& o, int n) {
-      auto step = compile([&](const Tensor& xb, const Tensor& yb) {
-        o.zero_grad();
-        Tensor loss = cross_entropy(m(xb), yb);
-        loss.backward();
-        o.step();
-        return loss;
-      });
+      auto step = compile(training_step(m, o));
       for (int i = 0; i < n; ++i) step(x, y);
     };
     steps(a, *opt, first);
