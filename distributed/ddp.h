@@ -18,7 +18,8 @@
 // the gradients are grouped into buckets (bucket_cap_mb, in reverse registration order, the
 // order the backward pass produces them), and each full bucket is all-reduced (averaged) on the
 // group's communication thread while the backward pass goes on. At the end of the pass, DDP
-// waits for the buckets and writes the averages back into the gradients.
+// waits for the buckets and writes the averages back into the gradients (or, with
+// gradient_as_bucket_view, the gradients are views into the buckets and nothing is copied).
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,14 @@ namespace xten::nn::parallel {
 
 struct DistributedDataParallelOptions {
   XTEN_ARG(double, bucket_cap_mb) = 25;
+  // The bucket of the first parameters (the last gradients of a backward pass, so its
+  // all-reduce is the one nothing hides) holds at most this much (xten's; Note [DDP buckets]).
+  XTEN_ARG(double, last_bucket_cap_mb) = 1;
+  // Gradients become views into the buckets (PyTorch's option of the same name): no copy back
+  // after the all-reduce, and no gradient copies at all when gradients are zeroed rather than
+  // set to none. The gradients then alias DDP's buckets: the next synchronized pass overwrites
+  // a gradient tensor that the program kept from an earlier step.
+  XTEN_ARG(bool, gradient_as_bucket_view) = false;
   // Parameters that get no gradient in a step are then reduced as zeros (and keep no gradient
   // when no rank used them); without it such a parameter raises ValueError naming it.
   XTEN_ARG(bool, find_unused_parameters) = false;
@@ -78,6 +87,7 @@ class DistributedDataParallel {
   void launch_ready();
   void finish();
   void broadcast_coalesced(const std::vector<Tensor>& tensors);
+  void make_buckets();
 
   std::shared_ptr<Module> module_;
   DistributedDataParallelOptions options_;
@@ -87,8 +97,10 @@ class DistributedDataParallel {
   std::vector<int64_t> hooks_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;  // param -> bucket
+  std::vector<Tensor> views_;      // param -> its gradient's place in its bucket
   std::vector<bool> ready_;        // param -> marked in this pass
   size_t next_launch_ = 0;
+  uint64_t pass_ = 0;  // autograd's count of backward passes when this pass began
   bool in_pass_ = false;
   bool sync_ = true;
 };

@@ -23,6 +23,8 @@
 #include <gloo/transport/tcp/device.h>
 #include <gloo/types.h>
 
+#include <pthread.h>
+
 #include <deque>
 #include <numeric>
 #include <thread>
@@ -291,7 +293,10 @@ ProcessGroup::ProcessGroup(std::shared_ptr<Store> store, int rank, int size, Mil
         "init_process_group",
         fmt::format("rank {} of {} could not connect to the others: {}", rank, size, e.what())));
   }
-  impl_->thread = std::thread([impl = impl_.get()] { impl->loop(); });
+  impl_->thread = std::thread([impl = impl_.get()] {
+    pthread_setname_np(pthread_self(), "xten-comm");  // as top and gdb show it
+    impl->loop();
+  });
 }
 
 // Operations still queued run first. One that cannot finish (a peer alive but not taking part)

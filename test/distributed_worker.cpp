@@ -255,7 +255,7 @@ double params_diff(nn::Module& a, nn::Module& b) {
 template <class Make, class Loss>
 void ddp_equals_whole_batch(const char* what, Make make, Loss loss, const Tensor& x,
                             const Tensor& y, const DistributedDataParallelOptions& options,
-                            int steps, bool eval) {
+                            int steps, bool eval, bool set_to_none = true) {
   const int rank = dist::get_rank(), size = dist::get_world_size();
   const int64_t b = x.size(0) / size;
   manual_seed(100 + rank);
@@ -270,9 +270,22 @@ void ddp_equals_whole_batch(const char* what, Make make, Loss loss, const Tensor
   CHECK(params_diff(*model, *whole) == 0, "{}: rank 0's parameters were not broadcast", what);
   optim::SGD opt(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
   optim::SGD opt_whole(whole->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  std::vector<const void*> places;  // with gradient_as_bucket_view: where each gradient lives
   for (int step = 0; step < steps; ++step) {
-    opt.zero_grad();
+    opt.zero_grad(set_to_none);
     loss(model->forward(x.narrow(0, rank * b, b)), y.narrow(0, rank * b, b)).backward();
+    if (options.gradient_as_bucket_view()) {
+      auto ps = model->parameters();
+      for (size_t i = 0; i < ps.size(); ++i) {
+        CHECK(ps[i].grad().defined() && ps[i].grad().strides() == ps[i].strides(),
+              "{}: gradient {} is not in its parameter's layout", what, i);
+        if (step == 0)
+          places.push_back(ps[i].grad().data_ptr());
+        else
+          CHECK(ps[i].grad().data_ptr() == places[i],
+                "{}: step {}: gradient {} moved out of its bucket", what, step, i);
+      }
+    }
     opt.step();
     opt_whole.zero_grad();
     loss(whole->forward(x), y).backward();
@@ -297,6 +310,14 @@ void ddp(const Device& device) {
   ddp_equals_whole_batch("mlp", mlp, mse, x, y, DistributedDataParallelOptions(), 5, false);
   ddp_equals_whole_batch("mlp, small buckets", mlp, mse, x, y,
                          DistributedDataParallelOptions().bucket_cap_mb(1e-4), 5, false);
+  // Gradients as views into the buckets: set to none each step (copied in by the hooks), or
+  // zeroed in place (accumulated in their buckets: no copy at all).
+  ddp_equals_whole_batch("mlp, views", mlp, mse, x, y,
+                         DistributedDataParallelOptions().gradient_as_bucket_view(true), 5, false);
+  ddp_equals_whole_batch(
+      "mlp, views, zeroed, small buckets", mlp, mse, x, y,
+      DistributedDataParallelOptions().gradient_as_bucket_view(true).bucket_cap_mb(1e-4), 5, false,
+      /*set_to_none=*/false);
   {
     manual_seed(1);
     auto m = mlp();
@@ -304,6 +325,12 @@ void ddp(const Device& device) {
     CHECK(d.bucket_indices().size() == 6, "one bucket per parameter, got {}",
           d.bucket_indices().size());
     CHECK(d.bucket_indices().front() == std::vector<size_t>{5}, "the last parameter goes first");
+    // The last bucket takes the first parameters up to its own cap (512 + 64 bytes of 600).
+    DistributedDataParallel tail(
+        m.ptr(), DistributedDataParallelOptions().last_bucket_cap_mb(600.0 / (1024 * 1024)));
+    const std::vector<std::vector<size_t>> want{{5, 4, 3, 2}, {1, 0}};
+    CHECK(tail.bucket_indices() == want, "buckets with a 600-byte last bucket: {} of them",
+          tail.bucket_indices().size());
   }
   if (device.is_cpu()) {
     // SmallCNN (evaluation mode: batch norm's batch statistics are per rank in training, as in
@@ -318,6 +345,14 @@ void ddp(const Device& device) {
     Tensor images = randn({2 * size, 1, 28, 28}), labels = randint(0, 10, {2 * size});
     ddp_equals_whole_batch("SmallCNN", cnn, ce, images, labels, DistributedDataParallelOptions(), 3,
                            true);
+    // Channels-last weights: their gradients' places in the buckets are channels-last too.
+    auto cnn_cl = [&] {
+      auto m = cnn();
+      m->to(MemoryFormat::ChannelsLast);
+      return m;
+    };
+    ddp_equals_whole_batch("SmallCNN channels-last, views", cnn_cl, ce, images, labels,
+                           DistributedDataParallelOptions().gradient_as_bucket_view(true), 3, true);
     // Training mode: buffers follow rank 0 after each step.
     manual_seed(9);
     auto m = cnn();

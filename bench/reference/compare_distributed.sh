@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # bench_distributed beside PyTorch's Gloo backend and DDP (torch_distributed.py) in one command
 # (bench/README.md, "bench_distributed"): all_reduce of 1 MB and 100 MB on 2 and 4 ranks, then
-# ResNet-18 steps (batch 8 per rank) on 4 ranks x 4 threads with DDP and alone (no
-# communication), and one rank x 16 threads at batch 32. Each case runs xten then torch, ROUNDS
-# times. Needs xtenrun and bench_distributed built (build/, or $XTEN_BIN and $XTEN_BENCH_DIST)
+# ResNet-18 steps (batch 8 per rank) on 4 ranks x 4 threads with DDP (copying gradients, and
+# gradient_as_bucket_view; each beside the same steps under no_sync), and one rank x 16 threads
+# at batch 32.
+# Each case runs xten then torch, ROUNDS times. Needs xtenrun and bench_distributed built (build/, or $XTEN_BIN and $XTEN_BENCH_DIST)
 # and Python's torch and torchvision.
 # Usage: bench/reference/compare_distributed.sh [ROUNDS] [all|allreduce|ddp]
 set -euo pipefail
@@ -31,7 +32,7 @@ for ((r = 1; r <= rounds; ++r)); do
   fi
   if [[ "$what" == all || "$what" == ddp ]]; then
     run_both 4 ddp 8
-    run_both 4 alone 8
+    run_both 4 ddp-view 8
     run_both 1 alone 32
   fi
 done

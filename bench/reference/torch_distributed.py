@@ -2,7 +2,7 @@
 # torch.distributed.run with the same ranks, threads and core split as xtenrun
 # (bench/reference/compare_distributed.sh). Prints lines in bench_distributed's format, "torch"
 # for "xten".
-#   python3 -m torch.distributed.run --nproc-per-node N torch_distributed.py allreduce|ddp B|alone B
+#   python3 -m torch.distributed.run --nproc-per-node N torch_distributed.py allreduce|ddp B|ddp-view B|alone B
 import os
 import statistics
 import sys
@@ -45,12 +45,13 @@ def allreduce(rank, n):
                   f"busbw_GBps={nbytes * 2.0 * (n - 1) / n / s / 1e9:.3f}", flush=True)
 
 
-def resnet_steps(rank, n, batch, with_ddp):
+def resnet_steps(rank, n, batch, mode):
     import torchvision
     torch.manual_seed(0)
     model = torchvision.models.resnet18()
-    if with_ddp:
-        model = torch.nn.parallel.DistributedDataParallel(model)
+    if mode in ("ddp", "ddp-view"):
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, gradient_as_bucket_view=mode == "ddp-view")
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x, y = torch.randn(batch, 3, 224, 224), torch.randint(0, 1000, (batch,))
 
@@ -59,16 +60,38 @@ def resnet_steps(rank, n, batch, with_ddp):
         torch.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
 
+    def quiet_step():
+        with model.no_sync():
+            step()
+
+    def timed(f):  # until the slowest rank is done, as bench_distributed.cpp
+        def f_then_barrier():
+            f()
+            dist.barrier()
+
+        dist.barrier()
+        return seconds_per_call(f_then_barrier, 1)
+
     for _ in range(2):
         step()
-    times = []
-    for _ in range(7):
-        dist.barrier()
-        times.append(seconds_per_call(step, 1))
-    s = statistics.median(times)
+    synced, quiet = [], []
+    for r in range(9):
+        if mode == "alone":
+            synced.append(timed(step))
+            continue
+        if r % 2:
+            synced.append(timed(step))
+        quiet.append(timed(quiet_step))
+        if r % 2 == 0:
+            synced.append(timed(step))
+    s = statistics.median(synced)
     if rank == 0:
-        print(f"torch {'ddp' if with_ddp else 'alone'} ranks={n} threads={torch.get_num_threads()} "
-              f"batch={batch} step_ms={s * 1e3:.1f} img_s={batch * n / s:.1f}", flush=True)
+        line = (f"torch {mode} ranks={n} threads={torch.get_num_threads()} "
+                f"batch={batch} step_ms={s * 1e3:.1f} img_s={batch * n / s:.1f}")
+        if quiet:
+            q = statistics.median(quiet)
+            line += f" no_sync_ms={q * 1e3:.1f} overlap={s / q:.3f}"
+        print(line, flush=True)
 
 
 def main():
@@ -79,7 +102,7 @@ def main():
     if mode == "allreduce":
         allreduce(rank, n)
     else:
-        resnet_steps(rank, n, int(sys.argv[2]), mode == "ddp")
+        resnet_steps(rank, n, int(sys.argv[2]), mode)
     dist.destroy_process_group()
 
 
