@@ -19,6 +19,18 @@ double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm,
 double clip_grad_norm_(const Tensor& parameter, double max_norm, double norm_type = 2.0,
                        bool error_if_nonfinite = false);
 
+// clip_grad_norm_ in two steps that read nothing back to the host (PyTorch 2.6's names), so a
+// compiled training step can clip without a graph break (docs/nn.md "Gradient clipping"):
+// get_total_norm returns the total norm of order `norm_type` of `tensors` (the gradients
+// themselves) as a 0-d tensor on the first one's device, float32 (float64 if any is float64);
+// error_if_nonfinite reads it back to raise (a graph break under compile). clip_grads_with_norm_
+// multiplies every gradient of `parameters` in place by min(1, max_norm / (total_norm + 1e-6)),
+// and by 1 where total_norm is NaN or infinite (clip_grad_norm_'s rule).
+Tensor get_total_norm(const std::vector<Tensor>& tensors, double norm_type = 2.0,
+                      bool error_if_nonfinite = false);
+void clip_grads_with_norm_(const std::vector<Tensor>& parameters, double max_norm,
+                           const Tensor& total_norm);
+
 // Clamps every gradient of `parameters` in place to [-clip_value, clip_value] (NaN stays NaN).
 // ValueError for a negative or NaN clip_value.
 void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value);

@@ -404,6 +404,49 @@ TEST(NnUtils, ClipGradNormScalesToTheTotalNorm) {
                    "norm_type must be positive or inf");
 }
 
+// get_total_norm + clip_grads_with_norm_: clip_grad_norm_'s result with no host read (the
+// factor is a device value), and clip_grad_norm_'s rule for a non-finite total.
+TEST(NnUtils, TotalNormAndClipWithNormEqualClipGradNorm) {
+  auto make = [] {
+    Tensor a = ones({3}).requires_grad_(true), b = ones({2, 2}).requires_grad_(true);
+    a.grad() = full({3}, 3.0);
+    b.grad() = full({2, 2}, -4.0);
+    return std::vector<Tensor>{a, b};
+  };
+  for (double norm_type : {2.0, 1.0, static_cast<double>(INFINITY)})
+    for (double max_norm : {1.0, 1e9}) {
+      auto one = make(), two = make();
+      const double want = nn::utils::clip_grad_norm_(one, max_norm, norm_type);
+      const Tensor total = nn::utils::get_total_norm({two[0].grad(), two[1].grad()}, norm_type);
+      EXPECT_EQ(total.dim(), 0);
+      EXPECT_EQ(total.dtype(), kFloat);
+      EXPECT_NEAR(total.item<double>(), want, 1e-5);
+      nn::utils::clip_grads_with_norm_(two, max_norm, total);
+      for (size_t i = 0; i < 2; ++i)
+        EXPECT_TRUE(allclose(one[i].grad(), two[i].grad(), 1e-6, 1e-7))
+            << "norm_type " << norm_type << " max_norm " << max_norm;
+    }
+  // float64 gradients: a float64 total; undefined entries are skipped; none at all: 0.
+  Tensor d = zeros({2}, kDouble).requires_grad_(true);
+  d.grad() = tensor({3.0f, 4.0f}).to(kDouble);
+  EXPECT_EQ(nn::utils::get_total_norm({d.grad(), Tensor()}).dtype(), kDouble);
+  EXPECT_DOUBLE_EQ(nn::utils::get_total_norm({d.grad()}).item<double>(), 5.0);
+  EXPECT_EQ(nn::utils::get_total_norm({Tensor()}).item<double>(), 0.0);
+  // A non-finite total leaves the gradients alone (NaN stays, nothing scaled), or raises.
+  Tensor a = ones({3}).requires_grad_(true);
+  a.grad() = tensor({1.0f, INFINITY, 2.0f});
+  const Tensor inf_total = nn::utils::get_total_norm({a.grad()});
+  nn::utils::clip_grads_with_norm_({a}, 1.0, inf_total);
+  EXPECT_EQ(a.grad().select(0, 0).item<float>(), 1.0f);
+  EXPECT_THROW_MSG(nn::utils::get_total_norm({a.grad()}, 2.0, true), ValueError,
+                   "[get_total_norm] the total norm of order 2 of 1 gradients is inf");
+  EXPECT_THROW_MSG(nn::utils::get_total_norm({a.grad()}, -1.0), ValueError,
+                   "norm_type must be positive or inf, got -1");
+  EXPECT_THROW_MSG(
+      nn::utils::clip_grads_with_norm_({a}, 1.0, ones({2})), ValueError,
+      "[clip_grads_with_norm_] total_norm must be a one-element tensor, got shape (2)");
+}
+
 TEST(NnUtils, ClipGradValueClampsEachElement) {
   Tensor a = ones({4}).requires_grad_(true);
   a.grad() = tensor({-3.0f, 0.25f, 2.0f, NAN});

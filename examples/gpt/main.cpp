@@ -27,7 +27,7 @@ const char* kUsage = R"(usage: gpt [options]
   --corpus DIR          text files to train on (default /usr/share/games/fortunes)
   --device cpu|xpu      where to train (default cpu)
   --amp                 autocast: bfloat16 on CPU, float16 on XPU (with a GradScaler)
-  --compile             evaluate with the compiled forward (xten::compile; training is eager)
+  --compile             compile the training step whole and the evaluation forward (xten::compile)
   --iters N             training iterations (default 3000)
   --batch-size N        windows per iteration (default 32)
   --block-size N        context length (default 128)
@@ -330,13 +330,11 @@ int run(const Args& a) {
   double& logged = curve.pending_sum;
   int64_t& logged_n = curve.pending_n;
   const std::vector<Tensor> params = model->parameters();
-  for (int64_t it = start; it < a.iters; ++it) {
-    // Each iteration's windows (and dropout) from its own seed: a resumed run draws what the
-    // uninterrupted one would.
-    manual_seed(static_cast<uint64_t>(a.seed) * 1000003ull + static_cast<uint64_t>(it));
-    auto [x, y] = train.batch(a.batch_size);
-    x = x.to(device);
-    y = y.to(device);
+  // One training step; with --compile, captured whole (forward, backward, clipping, AdamW) and
+  // run as one graph from its third call (docs/compile.md, "Training steps"). Clipping takes the
+  // two-step form (get_total_norm, clip_grads_with_norm_: no host read, so no graph break).
+  // Under fp16 autocast (XPU) the GradScaler's checks are graph breaks: those steps run eagerly.
+  auto train_step = [&](const Tensor& x, const Tensor& y) {
     Tensor loss;
     {
       std::optional<autocast::AutocastGuard> amp;
@@ -347,10 +345,23 @@ int run(const Args& a) {
     t.scaler.scale(loss).backward();
     if (a.clip > 0) {
       t.scaler.unscale_(t.opt);
-      nn::utils::clip_grad_norm_(params, a.clip);
+      std::vector<Tensor> grads;
+      for (const Tensor& p : params) grads.push_back(p.grad());
+      nn::utils::clip_grads_with_norm_(params, a.clip, nn::utils::get_total_norm(grads));
     }
     t.scaler.step(t.opt);
     t.scaler.update();
+    return loss;
+  };
+  auto compiled_step = compile(train_step);
+  for (int64_t it = start; it < a.iters; ++it) {
+    // Each iteration's windows (and dropout) from its own seed: a resumed run draws what the
+    // uninterrupted one would.
+    manual_seed(static_cast<uint64_t>(a.seed) * 1000003ull + static_cast<uint64_t>(it));
+    auto [x, y] = train.batch(a.batch_size);
+    x = x.to(device);
+    y = y.to(device);
+    const Tensor loss = a.compile ? compiled_step(x, y) : train_step(x, y);
     t.sched.step();
     logged += loss.item<double>();
     ++logged_n;
@@ -382,6 +393,13 @@ int run(const Args& a) {
   }
   if (val_loss < 0) val_loss = evaluate();  // resumed at the end: evaluate what was loaded
   std::printf("final validation loss %.4f nats per character\n", val_loss);
+  if (a.compile) {
+    const CompileStats& cs = compiled_step.stats();
+    std::printf("compile: %lld steps ran the graph, %lld were captured, %lld ran eagerly%s%s\n",
+                static_cast<long long>(cs.compiled_calls), static_cast<long long>(cs.captures),
+                static_cast<long long>(cs.eager_calls), cs.eager_calls ? ": " : "",
+                cs.eager_calls ? cs.last_eager_reason.c_str() : "");
+  }
 
   if (!a.csv.empty()) std::ofstream(a.csv) << curve.to_csv();
   if (!a.svg.empty()) {
