@@ -39,14 +39,14 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   NoGradGuard no_grad;
   const Tensor inv = scale_.reciprocal();  // float32, as PyTorch's (never float64)
   // Per device, one multi-tensor call over its gradients (one loop on the CPU, one kernel per
-  // dtype on an XPU: docs/optim.md); a non-contiguous gradient goes in as a contiguous copy,
-  // written back afterwards.
+  // dtype on an XPU: docs/optim.md); a gradient that is neither contiguous nor channels-last
+  // goes in as a contiguous copy, written back afterwards.
   std::vector<std::pair<Device, std::vector<Tensor>>> per_device;  // in order of first use
   std::vector<std::pair<Tensor, Tensor>> strided;                  // (gradient, its copy)
   for (const Tensor& p : optimizer.all_params()) {
     Tensor g = p.grad();
     if (!g.defined()) continue;
-    if (!g.is_contiguous()) {
+    if (!g.is_contiguous() && !(g.dim() == 4 && g.is_contiguous(MemoryFormat::ChannelsLast))) {
       strided.emplace_back(g, g.contiguous());
       g = strided.back().second;
     }

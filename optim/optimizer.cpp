@@ -1,6 +1,7 @@
 #include <xten/optim/optimizer.h>
 
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -123,12 +124,31 @@ void bind_lr(Groups* groups, size_t index, const char* op) {
                                 [groups, index] { return (*groups)[index].options.lr(); });
 }
 
+// The order a parameter's elements lie in when it is dense: contiguous, or channels-last (a
+// channels-last model's 4-d weights); none for other strides.
+std::optional<MemoryFormat> dense_format(const Tensor& t) {
+  if (t.is_contiguous()) return MemoryFormat::Contiguous;
+  if (t.dim() == 4 && t.is_contiguous(MemoryFormat::ChannelsLast))
+    return MemoryFormat::ChannelsLast;
+  return std::nullopt;
+}
+
 // Whether a parameter can go to a multi-tensor op: dense, floating, its gradient of its dtype
-// and device and dense too. The others take the per-tensor loop.
+// and device and dense in the same order (the kernels walk memory in order). The others take
+// the per-tensor loop.
 bool fusable(const Tensor& p) {
   const Tensor& g = p.grad();
-  return is_floating_type(p.dtype()) && p.is_contiguous() && g.is_contiguous() &&
-         g.dtype() == p.dtype() && g.device() == p.device();
+  const std::optional<MemoryFormat> f = dense_format(p);
+  return is_floating_type(p.dtype()) && f && g.is_contiguous(*f) && g.dtype() == p.dtype() &&
+         g.device() == p.device();
+}
+
+// A state tensor in its parameter's layout: made so (zeros_like and empty_like make contiguous
+// tensors), or converted once where a loaded state dict brought another layout.
+Tensor& in_layout_of(Tensor& state, const Tensor& p) {
+  const MemoryFormat f = *dense_format(p);
+  if (state.defined() && !state.is_contiguous(f)) state = state.contiguous(f);
+  return state;
 }
 
 // The parameters of one multi-tensor call, with their gradients and state tensors.
@@ -173,7 +193,7 @@ void SGD::step() {
           Tensor& b = state_of(p)["momentum_buffer"];
           first = !b.defined();
           if (first) b = empty_like(p);
-          buf = b;
+          buf = in_layout_of(b, p);
         }
         Batch& batch = batch_for(batches, p.device(), first);
         batch.params.push_back(p);
@@ -237,6 +257,10 @@ void Adam::step() {
         for (const char* name : {"exp_avg", "exp_avg_sq"})
           if (!s[name].defined()) s[name] = zeros_like(p);
         if (o.amsgrad() && !s["max_exp_avg_sq"].defined()) s["max_exp_avg_sq"] = zeros_like(p);
+        for (const char* name : {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"}) {
+          auto it = s.find(name);
+          if (it != s.end()) in_layout_of(it->second, p);
+        }
         Batch& batch = batch_for(batches, p.device(), false);
         batch.params.push_back(p);
         batch.grads.push_back(p.grad());
@@ -305,6 +329,10 @@ void RMSprop::step() {
         if (o.centered() && !s["grad_avg"].defined()) s["grad_avg"] = zeros_like(p);
         if (o.momentum() > 0 && !s["momentum_buffer"].defined())
           s["momentum_buffer"] = zeros_like(p);
+        for (const char* name : {"square_avg", "grad_avg", "momentum_buffer"}) {
+          auto it = s.find(name);
+          if (it != s.end()) in_layout_of(it->second, p);
+        }
         Batch& batch = batch_for(batches, p.device(), false);
         batch.params.push_back(p);
         batch.grads.push_back(p.grad());

@@ -83,7 +83,8 @@ inline void check_amp_unscale(Device device, const std::vector<ScalarType>& dtyp
                    ValueError, "inv_scale must be a one-element float32 tensor, got Float of shape (2)");
   EXPECT_THROW_MSG(_amp_foreach_non_finite_check_and_unscale_({x, ones({2, 3}, kFloat, device).t()},
                                                               found, inv_t),
-                   ValueError, "self[1] is not contiguous (sizes (3, 2), strides (1, 3))");
+                   ValueError,
+                   "self[1] is neither contiguous nor channels-last (sizes (3, 2), strides (1, 3))");
   EXPECT_THROW_MSG(_amp_foreach_non_finite_check_and_unscale_({ones({3}, kLong, device)}, found, inv_t),
                    NotImplementedError, "self[0] has dtype Long: only floating dtypes");
   EXPECT_THROW_MSG(_amp_foreach_non_finite_check_and_unscale_({x, x.narrow(0, 1, 2)}, found, inv_t),
@@ -116,10 +117,15 @@ void check_foreach_matches_per_tensor(Device device, const std::vector<ScalarTyp
   std::vector<Tensor> init;
   for (ScalarType t : dtypes)
     for (int64_t n : {1, 300, 4097, 70000}) init.push_back(randn({n}).to(device, t));
+  // A channels-last weight with channels-last gradients: multi-tensor too (memory order), its
+  // state made channels-last.
+  const size_t cl = init.size();
+  init.push_back(randn({4, 3, 5, 5}).to(device).contiguous(MemoryFormat::ChannelsLast));
   init.push_back(randn({6, 5}).to(device).t());  // non-contiguous: the per-tensor loop
   auto params_like = [&] {
     std::vector<Tensor> ps;
     for (const Tensor& t : init) ps.push_back(t.clone().requires_grad_());
+    ps[cl] = init[cl].clone().contiguous(MemoryFormat::ChannelsLast).requires_grad_();
     Tensor strided = empty({6, 5}, TensorOptions(init.back().dtype(), device)).t();
     strided.copy_(init.back());
     ps.back() = strided.requires_grad_();
@@ -127,11 +133,14 @@ void check_foreach_matches_per_tensor(Device device, const std::vector<ScalarTyp
   };
   std::vector<Tensor> fused = params_like(), loop = params_like();
   ASSERT_FALSE(fused.back().is_contiguous());
+  ASSERT_TRUE(!fused[cl].is_contiguous() &&
+              fused[cl].is_contiguous(MemoryFormat::ChannelsLast));
   auto opt_f = make_opt(fused, true), opt_l = make_opt(loop, false);
   for (int step = 0; step < 5; ++step) {
     for (size_t i = 0; i < init.size(); ++i) {
       const bool skip = i == 1 && step % 2 == 1;  // no gradient this step
-      const Tensor g = skip ? Tensor() : (randn(init[i].sizes()) * 0.1).to(device, init[i].dtype());
+      Tensor g = skip ? Tensor() : (randn(init[i].sizes()) * 0.1).to(device, init[i].dtype());
+      if (i == cl) g = g.contiguous(MemoryFormat::ChannelsLast);
       fused[i].grad() = g.defined() ? g.clone() : Tensor();
       loop[i].grad() = g.defined() ? g.clone() : Tensor();
     }
@@ -236,6 +245,12 @@ inline void check_fused_step_errors(Device device) {
   EXPECT_THROW_MSG(_fused_adam_({p, p}, {g, g}, {m, m}, {v, v}, {}, ones({2}, kDouble), 1e-3, 0.9,
                                 0.999, 0, 1e-8, false, false, false),
                    ValueError, "two tensors of self share memory");
+  // Dense lists in different orders: the kernels walk memory, so they must agree.
+  const Tensor w = ones({2, 3, 4, 4}, f).contiguous(MemoryFormat::ChannelsLast);
+  EXPECT_THROW_MSG(_fused_sgd_({w}, {ones({2, 3, 4, 4}, f)}, {}, 0, 0, 0.1, 0, false, false, false),
+                   ValueError,
+                   "[_fused_sgd_] grads[0] has strides (48, 16, 4, 1) and self[0] strides (48, 1, "
+                   "12, 3): their elements must lie in the same order");
   if (device.type() != kCPU)
     EXPECT_THROW_MSG(_fused_sgd_({p}, {ones({4})}, {}, 0, 0, 0.1, 0, false, false, false),
                      DeviceError, "grads[0] is on cpu, self[0] on " + p.device().str());

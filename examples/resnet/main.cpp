@@ -12,6 +12,9 @@
 //                           difference between the compiled and the eager logits
 //                           (docs/profiler.md), print the ten ops with the most self CPU time
 //                           and with the most self XPU time, and write a Chrome trace to PATH
+//          [--channels-last] weights and images channels-last (NHWC, docs/memory_format.md) in
+//                           every run; first the CPU float32 pass in the contiguous layout, whose
+//                           logits the channels-last one must equal within 1e-5, and its time
 //          [--int8]         also run the CPU model quantized to INT8 (post-training static
 //                           quantization, docs/quantization.md): calibrated on
 //                           [--calibration PATH] (a safetensors file whose tensor "images" is
@@ -88,6 +91,36 @@ ResNet make_network() {
     }
   });
   return net;
+}
+
+// --channels-last: the CPU float32 pass in the contiguous layout, then in channels-last (a copy
+// of the network and the images): equal within 1e-5 of the largest logit (the convolutions
+// sum in another order), and both times.
+bool check_channels_last(const ResNet& net, const Tensor& images) {
+  xten::NoGradGuard no_grad;
+  const auto cl = xten::MemoryFormat::ChannelsLast;
+  const ResNet cl_net = make_network();
+  cl_net->load_state_dict(net->state_dict());
+  cl_net->to(cl);
+  const Tensor cl_images = images.contiguous(cl);
+  auto timed = [](const ResNet& n, const Tensor& x) {
+    n(x);  // warm-up
+    const auto t0 = std::chrono::steady_clock::now();
+    const Tensor out = n(x);
+    return std::make_pair(
+        out,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  };
+  const auto [want, contiguous_ms] = timed(net, images);
+  const auto [got, cl_ms] = timed(cl_net, cl_images);
+  const double diff = (got - want).abs().max().item<float>() / want.abs().max().item<float>();
+  const bool ok = std::isfinite(diff) && diff <= 1e-5;
+  std::cout << fmt::format(
+      "CPU float32 contiguous {:.1f} ms, channels-last {:.1f} ms ({:.2f}x); max diff {:.2e} "
+      "(tolerance 1e-05) {}\n\n",
+      contiguous_ms, cl_ms, contiguous_ms / cl_ms, diff, ok ? "ok" : "FAILED");
+  if (!ok) std::cerr << "resnet: channels-last logits differ from the contiguous ones\n";
+  return ok;
 }
 
 // --compile: each run's forward compiled with freeze (no autograd: NoGradGuard), against the
@@ -186,7 +219,7 @@ void run_int8(const ResNet& net, const Tensor& images, const Tensor& reference,
 int main(int argc, char** argv) {
   int64_t batch = 2;
   std::string profile;
-  bool compiled = false, int8 = false;
+  bool compiled = false, int8 = false, channels_last = false;
   std::string calibration;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -198,11 +231,13 @@ int main(int argc, char** argv) {
       compiled = true;
     } else if (arg == "--int8") {
       int8 = true;
+    } else if (arg == "--channels-last") {
+      channels_last = true;
     } else if (arg == "--calibration" && i + 1 < argc) {
       calibration = argv[++i];
     } else {
-      std::cerr << "usage: resnet [--batch N] [--profile PATH] [--compile] [--int8 "
-                   "[--calibration PATH]]\n";
+      std::cerr << "usage: resnet [--batch N] [--profile PATH] [--compile] [--channels-last] "
+                   "[--int8 [--calibration PATH]]\n";
       return 2;
     }
   }
@@ -213,9 +248,10 @@ int main(int argc, char** argv) {
   try {
     xten::manual_seed(0);
     const ResNet cpu_net = make_network();
-    const Tensor images = xten::randn({batch, 3, 224, 224});
+    Tensor images = xten::randn({batch, 3, 224, 224});
 
-    std::cout << fmt::format("ResNet-18, batch {} of 3x224x224, random weights (seed 0)\n", batch);
+    std::cout << fmt::format("ResNet-18, batch {} of 3x224x224{}, random weights (seed 0)\n", batch,
+                             channels_last ? ", channels-last" : "");
     std::cout << fmt::format("CPU: {} ({} threads; {})\n", cpu_name(), xten::get_num_threads(),
                              xten::cpu_backend_summary());
     const int xpus = xten::xpu::device_count();
@@ -224,6 +260,13 @@ int main(int argc, char** argv) {
     const ResNet xpu_net = make_network();
     xpu_net->to("xpu");
     xpu_net->load_state_dict(cpu_net->state_dict());  // the same weights, copied to the XPU
+    if (channels_last && !check_channels_last(cpu_net, images)) return 1;
+    if (channels_last) {
+      const auto cl = xten::MemoryFormat::ChannelsLast;
+      cpu_net->to(cl);
+      xpu_net->to(cl);
+      images = images.contiguous(cl);
+    }
     const Tensor xpu_images = images.to("xpu");
 
     // Tolerances relative to the largest logit: float32 runs differ only in summation order

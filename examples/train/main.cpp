@@ -45,6 +45,7 @@ struct Args {
   std::string data_dir = data::kFashionMnistDir;
   std::string checkpoint, csv, svg;
   bool resume = false, eval_xpu = false, quantize = false, compile = false;
+  bool channels_last = false;
   double min_accuracy = 0;
   int64_t compare_steps = 0;
   int64_t stop_after = 0;
@@ -58,6 +59,9 @@ const char* kUsage = R"(usage: train [options]
                           docs/compile.md, "Training steps"); a step with a graph break (the
                           XPU's GradScaler, DDP's all-reduce) runs eagerly, as the summary says
   --model small|resnet18  the small CNN (default) or ResNet-18 with a 28x28 stem
+  --channels-last         the model's 4-d weights and its input images channels-last (NHWC;
+                          docs/memory_format.md): convolutions, pooling and batch norm run
+                          without reorders, and the gradients keep that layout
   --optimizer sgd|adamw   SGD with Nesterov momentum 0.9 (default) or AdamW
   --epochs N              epochs (default 8)
   --batch-size N          (default 64)
@@ -157,6 +161,8 @@ Args parse(int argc, char** argv) {
       a.quantize = true;
     else if (flag == "--compile")
       a.compile = true;
+    else if (flag == "--channels-last")
+      a.channels_last = true;
     else if (flag == "--min-accuracy")
       a.min_accuracy = number();
     else if (flag == "--compare-steps")
@@ -187,13 +193,24 @@ struct Net {
   std::function<Tensor(const Tensor&)> forward;
 };
 
-Net make_net(const std::string& name) {
+// The model on `device`; with `channels_last`, its 4-d weights and every input channels-last.
+Net make_net(const std::string& name, const xten::Device& device, bool channels_last) {
+  Net net;
   if (name == "resnet18") {
     auto m = xten::models::resnet18_small_input(10, 1);
-    return {m.ptr(), [m](const Tensor& x) mutable { return m(x); }};
+    net = {m.ptr(), [m](const Tensor& x) mutable { return m(x); }};
+  } else {
+    xten::models::SmallCNN m(10);
+    net = {m.ptr(), [m](const Tensor& x) mutable { return m(x); }};
   }
-  xten::models::SmallCNN m(10);
-  return {m.ptr(), [m](const Tensor& x) mutable { return m(x); }};
+  net.module->to(device);
+  if (channels_last) {
+    net.module->to(xten::MemoryFormat::ChannelsLast);
+    net.forward = [f = net.forward](const Tensor& x) {
+      return f(x.contiguous(xten::MemoryFormat::ChannelsLast));
+    };
+  }
+  return net;
 }
 
 // Fashion-MNIST's pixel mean and standard deviation over the training set.
@@ -240,9 +257,9 @@ Evaluation evaluate(const Net& net, data::DataLoader& loader, const xten::Device
 // the two are within 0.5 points.
 bool quantize_and_compare(const Args& a, const Net& trained, const data::TensorDataset& train_set,
                           data::DataLoader& test_loader) {
-  Net net = make_net(a.model);
-  net.module->load_state_dict(trained.module->state_dict());
   const xten::Device cpu("cpu");
+  Net net = make_net(a.model, cpu, a.channels_last);
+  net.module->load_state_dict(trained.module->state_dict());
   const Evaluation f = evaluate(net, test_loader, cpu, false);
   net.module->eval();
   const data::TensorDataset calibration =
@@ -325,10 +342,12 @@ void write_curve(const Args& a, const std::vector<EpochRecord>& curve, const Ste
   if (!a.csv.empty()) std::ofstream(a.csv) << to_csv(curve);
   if (a.svg.empty()) return;
   char title[256];
-  std::snprintf(title, sizeof title, "%s on Fashion-MNIST, %s%s, %s lr %g, batch %lld, %lld epochs",
+  std::snprintf(title, sizeof title,
+                "%s on Fashion-MNIST, %s%s%s, %s lr %g, batch %lld, %lld epochs",
                 a.model == "small" ? "SmallCNN" : "ResNet-18", a.device.c_str(),
-                a.amp ? " autocast" : " float32", a.optimizer.c_str(), a.lr,
-                static_cast<long long>(a.batch_size), static_cast<long long>(a.epochs));
+                a.amp ? " autocast" : " float32", a.channels_last ? " channels-last" : "",
+                a.optimizer.c_str(), a.lr, static_cast<long long>(a.batch_size),
+                static_cast<long long>(a.epochs));
   write_svg(a.svg, title, curve, steps);
 }
 
@@ -336,9 +355,9 @@ void write_curve(const Args& a, const std::vector<EpochRecord>& curve, const Ste
 // float32 losses must agree step by step.
 int compare_devices(const Args& a, data::DataLoader& loader) {
   xten::manual_seed(a.seed);
-  Net cpu = make_net(a.model), xpu = make_net(a.model);
+  Net cpu = make_net(a.model, xten::Device("cpu"), a.channels_last),
+      xpu = make_net(a.model, xten::Device("xpu"), a.channels_last);
   xpu.module->load_state_dict(cpu.module->state_dict());
-  xpu.module->to("xpu");
   xten::manual_seed(a.seed);  // both devices' generators at the same offset: the same dropout
   // The training run's optimizer and schedule (the one-cycle warm-up).
   xten::optim::SGD opt_cpu(cpu.module->parameters(), sgd_options(a));
@@ -413,8 +432,7 @@ int run(const Args& a) {
   const int64_t batches =
       a.limit_batches > 0 ? std::min(a.limit_batches, train_loader.size()) : train_loader.size();
   xten::manual_seed(a.seed);
-  Net net = make_net(a.model);
-  net.module->to(device);
+  Net net = make_net(a.model, device, a.channels_last);
   std::unique_ptr<xten::optim::Optimizer> opt;
   if (a.optimizer == "sgd") {
     opt = std::make_unique<xten::optim::SGD>(net.module->parameters(), sgd_options(a));
@@ -442,11 +460,12 @@ int run(const Args& a) {
   int64_t params = 0;
   for (const Tensor& p : net.module->parameters()) params += p.numel();
   std::printf(
-      "%s (%lld parameters) on %s %s, %s, batch %lld, %lld batches/epoch, %d threads\n",
+      "%s (%lld parameters) on %s %s%s, %s, batch %lld, %lld batches/epoch, %d threads\n",
       a.model == "small" ? "SmallCNN" : "ResNet-18 (28x28 stem)", static_cast<long long>(params),
       a.device.c_str(),
       a.amp ? (device.is_cpu() ? "autocast bfloat16" : "autocast float16 + GradScaler") : "float32",
-      a.optimizer.c_str(), static_cast<long long>(a.batch_size), static_cast<long long>(batches),
+      a.channels_last ? " channels-last" : "", a.optimizer.c_str(),
+      static_cast<long long>(a.batch_size), static_cast<long long>(batches),
       xten::get_num_threads());
   if (device.is_cpu()) std::printf("CPU: %s\n", xten::cpu_backend_summary().c_str());
   if (distributed)
@@ -571,9 +590,8 @@ int run(const Args& a) {
   }
   if (a.eval_xpu) {
     // A fresh model from the checkpoint file, on the XPU, under autocast float16.
-    Net reloaded = make_net(a.model);
+    Net reloaded = make_net(a.model, xten::Device("xpu"), a.channels_last);
     reloaded.module->load_state_dict(xten::under_prefix("model.", xten::load(a.checkpoint)));
-    reloaded.module->to("xpu");
     const Evaluation x = evaluate(reloaded, test_loader, xten::Device("xpu"), true);
     const double diff = std::abs(x.accuracy - accuracy);
     std::printf(

@@ -551,11 +551,26 @@ namespace {
 void check_defined(const char* op, const char* what, size_t i, const Tensor& t) {
   XTEN_CHECK(t.defined(), ValueError, op, "{}[{}] is an undefined tensor", what, i);
 }
+// The multi-tensor kernels walk each tensor's elements in memory order, so a tensor must be
+// dense -- contiguous, or channels-last for a 4-d one (a channels-last model's weights) -- and
+// every list's tensor in the same order as self's (docs/optim.md).
+bool channels_last_dense(const Tensor& t) {
+  return t.dim() == 4 && t.is_contiguous(MemoryFormat::ChannelsLast);
+}
 void check_dense(const char* op, const char* what, size_t i, const Tensor& t) {
-  XTEN_CHECK(t.is_contiguous(), ValueError, op,
-             "{}[{}] is not contiguous (sizes {}, strides {}): the multi-tensor ops take dense "
-             "tensors",
+  XTEN_CHECK(t.is_contiguous() || channels_last_dense(t), ValueError, op,
+             "{}[{}] is neither contiguous nor channels-last (sizes {}, strides {}): the "
+             "multi-tensor ops take dense tensors",
              what, i, t.sizes(), t.strides());
+}
+void check_same_order(const char* op, const char* what, size_t i, const Tensor& t,
+                      const Tensor& self) {
+  const bool same = (t.is_contiguous() && self.is_contiguous()) ||
+                    (channels_last_dense(t) && channels_last_dense(self));
+  XTEN_CHECK(same, ValueError, op,
+             "{}[{}] has strides {} and self[{}] strides {}: their elements must lie in the same "
+             "order (both contiguous or both channels-last)",
+             what, i, t.strides(), i, self.strides());
 }
 }  // namespace
 
@@ -610,6 +625,7 @@ void check_list_like(const char* op, const char* what, const std::vector<Tensor>
                "{}[{}] is {} of shape {}, self[{}] {} of shape {}", what, i, to_string(t.dtype()),
                t.sizes(), i, to_string(self[i].dtype()), self[i].sizes());
     check_dense(op, what, i, t);
+    check_same_order(op, what, i, t, self[i]);
   }
 }
 
