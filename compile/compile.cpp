@@ -327,10 +327,9 @@ struct CompiledProgram::Impl {
         if (!kernels.empty()) write_file(fmt::format("{}/graph_{}_kernels.cl", dir, n), kernels);
       }
     }
-    if (!e->eager_reason.empty()) {
-      ++stats.eager_calls;
-      stats.last_eager_reason = e->eager_reason;
-    }
+    // This call is counted as a capture (it ran the program while capturing), not also as an
+    // eager call: captures + compiled_calls + eager_calls = calls.
+    if (!e->eager_reason.empty()) stats.last_eager_reason = e->eager_reason;
     entries.push_back(std::move(e));
     return cap.outputs;  // the capture ran the program: its results are this call's
   }
