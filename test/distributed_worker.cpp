@@ -389,6 +389,38 @@ void ddp(const Device& device) {
     for (size_t i = 0; i < pm.size(); ++i)
       CHECK(diff(pm[i].grad(), pw[i].grad()) <= 1e-5, "no_sync: gradient {} differs", i);
   }
+  // A backward pass that throws after DDP saw some gradients (its finish() never runs): the next
+  // pass starts afresh (autograd's pass count tells) and averages as it should.
+  {
+    manual_seed(14 + rank);
+    auto m = mlp();
+    manual_seed(14);
+    auto whole = mlp();
+    DistributedDataParallel d(m.ptr());
+    bool armed = true;
+    const int64_t hook = m->parameters()[0].register_post_accumulate_grad_hook([&](const Tensor&) {
+      if (!armed) return;
+      armed = false;
+      throw ValueError("a hook failed on purpose");
+    });
+    const int64_t b = 2;
+    bool threw = false;
+    try {
+      mse(m->forward(x.narrow(0, rank * b, b)), y.narrow(0, rank * b, b)).backward();
+    } catch (const ValueError&) {
+      threw = true;
+    }
+    CHECK(threw, "the failing hook did not stop the backward pass");
+    m->zero_grad();
+    mse(m->forward(x.narrow(0, rank * b, b)), y.narrow(0, rank * b, b)).backward();
+    for (int r = 0; r < size; ++r)
+      (mse(whole->forward(x.narrow(0, r * b, b)), y.narrow(0, r * b, b)) / size).backward();
+    auto pm = m->parameters(), pw = whole->parameters();
+    for (size_t i = 0; i < pm.size(); ++i)
+      CHECK(diff(pm[i].grad(), pw[i].grad()) <= 1e-5, "after a failed pass: gradient {} differs",
+            i);
+    pm[0].remove_hook(hook);
+  }
   // GradScaler + autocast: the scaled gradients are averaged; an inf on rank 0 alone makes
   // every rank skip the step and back off, and the parameters stay equal across ranks.
   {
