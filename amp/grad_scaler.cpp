@@ -46,7 +46,7 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   for (const Tensor& p : optimizer.all_params()) {
     Tensor g = p.grad();
     if (!g.defined()) continue;
-    if (!g.is_contiguous() && !(g.dim() == 4 && g.is_contiguous(MemoryFormat::ChannelsLast))) {
+    if (!g.is_contiguous() && !g.is_contiguous(MemoryFormat::ChannelsLast)) {
       strided.emplace_back(g, g.contiguous());
       g = strided.back().second;
     }

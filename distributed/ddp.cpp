@@ -23,6 +23,7 @@
 
 #include <xten/autograd/autograd.h>
 #include <xten/autograd/engine.h>
+#include <xten/core/meta.h>
 #include <xten/dispatch/ops.h>
 #include <xten/distributed/distributed.h>
 #include <xten/profiler/profiler.h>
@@ -42,12 +43,10 @@ namespace {
 
 // The strides of a parameter's place in its bucket: its own when it is dense in a memory
 // format (contiguous or channels-last), else contiguous ones.
-std::vector<int64_t> place_strides(const Tensor& p) {
-  if (p.dim() == 4 && !p.is_contiguous() && p.is_contiguous(MemoryFormat::ChannelsLast))
-    return p.strides().vec();
-  std::vector<int64_t> strides(p.dim(), 1);
-  for (int64_t d = p.dim() - 1; d > 0; --d) strides[d - 1] = strides[d] * p.size(d);
-  return strides;
+DimVector place_strides(const Tensor& p) {
+  if (!p.is_contiguous() && p.is_contiguous(MemoryFormat::ChannelsLast))
+    return DimVector(p.strides());
+  return contiguous_strides(p.sizes());
 }
 
 bool is_place(const Tensor& g, const Tensor& place) {

@@ -128,8 +128,7 @@ void bind_lr(Groups* groups, size_t index, const char* op) {
 // channels-last model's 4-d weights); none for other strides.
 std::optional<MemoryFormat> dense_format(const Tensor& t) {
   if (t.is_contiguous()) return MemoryFormat::Contiguous;
-  if (t.dim() == 4 && t.is_contiguous(MemoryFormat::ChannelsLast))
-    return MemoryFormat::ChannelsLast;
+  if (t.is_contiguous(MemoryFormat::ChannelsLast)) return MemoryFormat::ChannelsLast;
   return std::nullopt;
 }
 

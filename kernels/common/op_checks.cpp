@@ -554,11 +554,8 @@ void check_defined(const char* op, const char* what, size_t i, const Tensor& t) 
 // The multi-tensor kernels walk each tensor's elements in memory order, so a tensor must be
 // dense -- contiguous, or channels-last for a 4-d one (a channels-last model's weights) -- and
 // every list's tensor in the same order as self's (docs/optim.md).
-bool channels_last_dense(const Tensor& t) {
-  return t.dim() == 4 && t.is_contiguous(MemoryFormat::ChannelsLast);
-}
 void check_dense(const char* op, const char* what, size_t i, const Tensor& t) {
-  XTEN_CHECK(t.is_contiguous() || channels_last_dense(t), ValueError, op,
+  XTEN_CHECK(t.is_contiguous() || t.is_contiguous(MemoryFormat::ChannelsLast), ValueError, op,
              "{}[{}] is neither contiguous nor channels-last (sizes {}, strides {}): the "
              "multi-tensor ops take dense tensors",
              what, i, t.sizes(), t.strides());
@@ -566,7 +563,8 @@ void check_dense(const char* op, const char* what, size_t i, const Tensor& t) {
 void check_same_order(const char* op, const char* what, size_t i, const Tensor& t,
                       const Tensor& self) {
   const bool same = (t.is_contiguous() && self.is_contiguous()) ||
-                    (channels_last_dense(t) && channels_last_dense(self));
+                    (t.is_contiguous(MemoryFormat::ChannelsLast) &&
+                     self.is_contiguous(MemoryFormat::ChannelsLast));
   XTEN_CHECK(same, ValueError, op,
              "{}[{}] has strides {} and self[{}] strides {}: their elements must lie in the same "
              "order (both contiguous or both channels-last)",
