@@ -500,6 +500,80 @@ bool matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
          matmul_bias(a, b, Tensor(), out);
 }
 
+// float32 tiles go to dnnl_sgemm (no primitive per shape: Note [sgemm on one thread]), the
+// others to a one-thread matmul primitive.
+struct TileProduct::Impl {
+  std::shared_ptr<const Entry> e;
+  char ta = 'N', tb = 'N';
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+  float beta = 0;
+};
+
+TileProduct TileProduct::make(ScalarType dtype, int64_t m, int64_t n, int64_t k,
+                              std::array<int64_t, 2> a_strides, std::array<int64_t, 2> b_strides,
+                              int64_t ldc, bool accumulate) {
+  TileProduct p;
+  const auto dt = data_type(dtype);
+  if (!dt || m <= 0 || n <= 0 || k <= 0) return p;
+  if (dtype == kFloat) {
+    // sgemm's layouts: rows contiguous ('N', leading dimension the row stride) or columns.
+    auto layout = [](std::array<int64_t, 2> s) -> std::optional<std::pair<char, int64_t>> {
+      if (s[1] == 1) return std::make_pair('N', s[0]);
+      if (s[0] == 1) return std::make_pair('T', s[1]);
+      return std::nullopt;
+    };
+    const auto la = layout(a_strides), lb = layout(b_strides);
+    if (!la || !lb) return p;
+    use_threads(1);
+    cap_isa_once();
+    p.impl_ = std::make_shared<const Impl>(Impl{nullptr, la->first, lb->first, m, n, k, la->second,
+                                                lb->second, ldc, accumulate ? 1.0f : 0.0f});
+    return p;
+  }
+  const std::string key =
+      fmt::format("tile {} {} {} {} {} {} {} {} {} {}", static_cast<int>(dtype), m, n, k,
+                  a_strides[0], a_strides[1], b_strides[0], b_strides[1], ldc, accumulate);
+  // Built for one thread (flops 0): the products run inside the caller's tasks.
+  auto e = cache().get(key, 0.0, [&](Entry& en) {
+    const memory::desc am({m, k}, *dt, {a_strides[0], a_strides[1]});
+    const memory::desc bm({k, n}, *dt, {b_strides[0], b_strides[1]});
+    const memory::desc cm({m, n}, memory::data_type::f32, {ldc, 1});
+    dnnl::primitive_attr attr = user_scratchpad();
+    if (accumulate) {
+      dnnl::post_ops po;
+      po.append_sum(1.0f);
+      attr.set_post_ops(po);
+    }
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(am, bm, cm), attr, engine());
+    // The reference implementation would be far slower than widening to float.
+    if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
+      throw dnnl::error(dnnl_unimplemented, "reference matmul");
+    en.main = step_of<dnnl::matmul>(pd);
+    en.user_src = am;
+    en.user_weights = bm;
+    en.user_dst = cm;
+  });
+  if (e->ok) p.impl_ = std::make_shared<const Impl>(Impl{e});
+  return p;
+}
+
+void TileProduct::run(const void* a, const void* b, float* c) const {
+  const Impl& t = *impl_;
+  if (!t.e) {
+    const dnnl_status_t st =
+        dnnl_sgemm(t.ta, t.tb, t.m, t.n, t.k, 1.0f, static_cast<const float*>(a), t.lda,
+                   static_cast<const float*>(b), t.ldb, t.beta, c, t.ldc);
+    XTEN_ASSERT(st == dnnl_success, "dnnl_sgemm failed ({})", static_cast<int>(st));
+    return;
+  }
+  const Entry& e = *t.e;
+  dnnl::stream s(engine());
+  onednn::run(e.main, s,
+              {{DNNL_ARG_SRC, memory(e.user_src, engine(), const_cast<void*>(a))},
+               {DNNL_ARG_WEIGHTS, memory(e.user_weights, engine(), const_cast<void*>(b))},
+               {DNNL_ARG_DST, memory(e.user_dst, engine(), c)}});
+}
+
 bool linear(const Tensor& x, const Tensor& w, const Tensor& bias, bool relu, const Tensor& out) {
   const Tensor a = x.unsqueeze(0), b = w.t().unsqueeze(0);
   Tensor c = out.unsqueeze(0);

@@ -3,6 +3,7 @@
 // (docs/cpu_kernels.md). Each returns false, computing nothing, where oneDNN does not support the
 // case (a dtype, or an instruction set the machine lacks); the caller then runs its Eigen path.
 // Tensors are CPU tensors of one dtype (float32, bfloat16 or float16), checked by the callers.
+#include <array>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -52,6 +53,29 @@ bool quantized_conv2d(const Tensor& x, int32_t x_zero_point, const Tensor& w, co
 bool quantized_linear(const Tensor& x, int32_t x_zero_point, const Tensor& w, const Tensor& bias,
                       const std::vector<float>& scales, int32_t out_zero_point, bool relu,
                       const Tensor& out);
+
+// Note [Tile products]: a product of small tiles that a kernel runs many times from its own
+// parallel tasks (flash attention, kernels/cpu/attention.cpp): c[m, n] (float32, row-major,
+// leading dimension ldc) = a[m, k] @ b[k, n], or += with `accumulate`; a and b of `dtype` with
+// the element strides given ({row, column}; one of them 1). float32 runs dnnl_sgemm on the
+// calling thread; bfloat16 and float16 a one-thread matmul primitive, built once per shape and
+// run without the cache's look-up. Empty (false) where oneDNN takes the case only with its
+// reference code or not at all (bfloat16 below AVX-512, float16 without AVX512-FP16, or
+// XTEN_CPU_CAPABILITY capping the ISA): the caller then multiplies in float.
+class TileProduct {
+ public:
+  TileProduct() = default;
+  static TileProduct make(ScalarType dtype, int64_t m, int64_t n, int64_t k,
+                          std::array<int64_t, 2> a_strides, std::array<int64_t, 2> b_strides,
+                          int64_t ldc, bool accumulate);
+  explicit operator bool() const { return impl_ != nullptr; }
+  void run(const void* a, const void* b, float* c) const;
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<const Impl> impl_;
+};
 
 // The oneDNN steps of a compiled inference graph (compile/passes.cpp, plan_convolutions;
 // docs/compile.md, "Convolutions"): a convolution as a forward_inference primitive with its
