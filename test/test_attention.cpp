@@ -158,29 +158,33 @@ TEST(Attention, FlashAndMathPathsAgreeOnEveryForm) {
 
 TEST(Attention, FusedBackwardMatchesItsClosedForm) {
   manual_seed(4);
-  for (ScalarType t : {kDouble, kFloat, kBFloat16}) {
-    for (int form = 0; form < 3; ++form) {  // plain, causal, boolean mask; grouped heads
-      SCOPED_TRACE(std::string(to_string(t)) + " form " + std::to_string(form));
-      const Tensor q = randn({2, 4, 130, 16}).to(t), k = randn({2, 2, 300, 16}).to(t),
-                   v = randn({2, 2, 300, 12}).to(t), g = randn({2, 4, 130, 12}).to(t);
-      std::optional<Tensor> m;
-      if (form == 2) m = rand({2, 1, 130, 300}) > 0.5;
-      auto [out, lse] = _scaled_dot_product_flash_attention(q, k, v, m, form == 1, 0.3);
-      auto [dq, dk, dv] =
-          _scaled_dot_product_flash_attention_backward(g, q, k, v, out, lse, m, form == 1, 0.3);
-      // The composite, as a backward with create_graph runs it.
-      const Tensor qd = q.to(kDouble).requires_grad_(), kd = k.to(kDouble).requires_grad_(),
-                   vd = v.to(kDouble).requires_grad_();
-      const Tensor o =
-          std::get<0>(_scaled_dot_product_attention_math(qd, kd, vd, m, 0.0, form == 1, 0.3, true));
-      auto want = autograd::grad({(o * g.to(kDouble)).sum()}, {qd, kd, vd});
-      const double tol = t == kDouble ? 1e-10 : t == kFloat ? 1e-4 : 0.1;
-      EXPECT_LT(max_abs_diff(dq, want[0]), tol);
-      EXPECT_LT(max_abs_diff(dk, want[1]), tol);
-      EXPECT_LT(max_abs_diff(dv, want[2]), tol);
-      EXPECT_EQ(dq.dtype(), t);
+  // 130 queries: a full tile and a ragged one; 100: shorter than a tile, which bfloat16 takes
+  // through the widening path (docs/attention.md, "The CPU kernel").
+  for (int64_t len : {130, 100})
+    for (ScalarType t : {kDouble, kFloat, kBFloat16}) {
+      for (int form = 0; form < 3; ++form) {  // plain, causal, boolean mask; grouped heads
+        SCOPED_TRACE(std::string(to_string(t)) + " form " + std::to_string(form) + " length " +
+                     std::to_string(len));
+        const Tensor q = randn({2, 4, len, 16}).to(t), k = randn({2, 2, 300, 16}).to(t),
+                     v = randn({2, 2, 300, 12}).to(t), g = randn({2, 4, len, 12}).to(t);
+        std::optional<Tensor> m;
+        if (form == 2) m = rand({2, 1, len, 300}) > 0.5;
+        auto [out, lse] = _scaled_dot_product_flash_attention(q, k, v, m, form == 1, 0.3);
+        auto [dq, dk, dv] =
+            _scaled_dot_product_flash_attention_backward(g, q, k, v, out, lse, m, form == 1, 0.3);
+        // The composite, as a backward with create_graph runs it.
+        const Tensor qd = q.to(kDouble).requires_grad_(), kd = k.to(kDouble).requires_grad_(),
+                     vd = v.to(kDouble).requires_grad_();
+        const Tensor o = std::get<0>(
+            _scaled_dot_product_attention_math(qd, kd, vd, m, 0.0, form == 1, 0.3, true));
+        auto want = autograd::grad({(o * g.to(kDouble)).sum()}, {qd, kd, vd});
+        const double tol = t == kDouble ? 1e-10 : t == kFloat ? 1e-4 : 0.1;
+        EXPECT_LT(max_abs_diff(dq, want[0]), tol);
+        EXPECT_LT(max_abs_diff(dk, want[1]), tol);
+        EXPECT_LT(max_abs_diff(dv, want[2]), tol);
+        EXPECT_EQ(dq.dtype(), t);
+      }
     }
-  }
 }
 
 TEST(Attention, TheMathPathTakesWhatTheFlashKernelDoesNot) {
