@@ -431,6 +431,14 @@ TEST(FusedBackward, CpuKernelsMatchTheirComposites) {
       std::tie(comp[0], comp[1], comp[2]) = layer_norm_backward(gg, x, {5, 2}, wt);
       for (int i = 0; i < 3; ++i)
         EXPECT_TRUE(allclose(fused[i], comp[i].detach(), tol, tol * 10)) << i;
+      // A float32 gradient for a lower-precision input (the kernel then runs in float).
+      if (dt == kHalf || dt == kBFloat16) {
+        std::tie(fused[0], fused[1], fused[2]) = layer_norm_backward(g.to(kFloat), x, {5, 2}, wt);
+        std::tie(comp[0], comp[1], comp[2]) = layer_norm_backward(gg.to(kFloat), x, {5, 2}, wt);
+        for (int i = 0; i < 3; ++i)
+          EXPECT_TRUE(allclose(fused[i], comp[i].detach(), tol, tol * 10)) << "mixed " << i;
+        EXPECT_EQ(fused[0].dtype(), dt);
+      }
     }
   }
 }
