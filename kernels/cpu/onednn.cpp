@@ -500,6 +500,20 @@ bool matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
          matmul_bias(a, b, Tensor(), out);
 }
 
+// Whether dnnl_sgemm computes here: a program that also links another oneDNN (libtorch's, in
+// bench/reference's interleaved programs) can bind the symbol to a build without it
+// (dnnl_unimplemented).
+bool sgemm_available() {
+  static const bool ok = [] {
+    cap_isa_once();
+    const float a = 2, b = 3;
+    float c = 0;
+    return dnnl_sgemm('N', 'N', 1, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1) == dnnl_success &&
+           c == 6;
+  }();
+  return ok;
+}
+
 // float32 tiles go to dnnl_sgemm (no primitive per shape: Note [sgemm on one thread]), the
 // others to a one-thread matmul primitive.
 struct TileProduct::Impl {
@@ -523,9 +537,8 @@ TileProduct TileProduct::make(ScalarType dtype, int64_t m, int64_t n, int64_t k,
       return std::nullopt;
     };
     const auto la = layout(a_strides), lb = layout(b_strides);
-    if (!la || !lb) return p;
+    if (!la || !lb || !sgemm_available()) return p;
     use_threads(1);
-    cap_isa_once();
     p.impl_ = std::make_shared<const Impl>(Impl{nullptr, la->first, lb->first, m, n, k, la->second,
                                                 lb->second, ldc, accumulate ? 1.0f : 0.0f});
     return p;
