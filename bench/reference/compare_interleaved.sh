@@ -20,9 +20,10 @@ threads=("$@")
 [ -e "$build/lib/libxten.so" ] || { echo "compare_interleaved: $build/lib/libxten.so not built" >&2; exit 2; }
 torch_dir="$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))')"
 exe="$build/bench/interleaved_$what"
-g++ -O2 -std=c++17 -c "$here/interleaved_${what}_libtorch.cpp" -I"$torch_dir/include" \
-  -I"$torch_dir/include/torch/csrc/api/include" -o "$exe.libtorch.o"
-g++ -O2 -std=c++17 "$here/interleaved_$what.cpp" "$exe.libtorch.o" -I"$build/include" \
-  -L"$build/lib" -lxten -lfmt -L"$torch_dir/lib" -ltorch -ltorch_cpu -lc10 \
-  -Wl,-rpath,"$build/lib" -Wl,-rpath,"$torch_dir/lib" -o "$exe"
+# The libtorch side is a shared object that the program loads apart (reference/interleaved.h).
+g++ -O2 -std=c++17 -fPIC -shared "$here/interleaved_${what}_libtorch.cpp" -I"$torch_dir/include" \
+  -I"$torch_dir/include/torch/csrc/api/include" -L"$torch_dir/lib" -ltorch -ltorch_cpu -lc10 \
+  -Wl,-rpath,"$torch_dir/lib" -o "$exe.libtorch.so"
+g++ -O2 -std=c++17 "$here/interleaved_$what.cpp" -I"$build/include" -L"$build/lib" -lxten -lfmt \
+  -ldl -Wl,-rpath,"$build/lib" -o "$exe"
 for ((r = 1; r <= rounds; ++r)); do "$exe" "${threads[@]}"; done

@@ -1,13 +1,51 @@
 #pragma once
 // What interleaved_nn.cpp and interleaved_cpu.cpp share: xten and libtorch timed in one process,
-// in blocks taken in turns (interleaved_nn.cpp says why). Standard C++ only.
+// in blocks taken in turns (interleaved_nn.cpp says why). Standard C++ and POSIX only.
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "block_timing.h"  // seconds_per_call, median
+
+// The libtorch side of an interleaved program is a shared object beside it (the program's path
+// plus ".libtorch.so", built by compare_interleaved.sh), loaded with RTLD_LOCAL: its symbols
+// stay out of the global scope. Linked into one executable, symbols that libtorch exports took
+// the place of Debian oneDNN's own for calls inside Debian's oneDNN, which xten runs:
+// dnnl_sgemm answered "unimplemented" (xten then ran its other products) and a bfloat16
+// matmul primitive failed to execute. libtorch's own lookups still reach the global scope, so
+// both libraries run on one OpenMP runtime, Debian's libgomp (see restore_libtorch_threads).
+inline void* libtorch_side() {
+  static void* handle = [] {
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const std::string path = std::string(exe, n > 0 ? n : 0) + ".libtorch.so";
+    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      std::fprintf(stderr, "interleaved: cannot load %s: %s\n", path.c_str(), dlerror());
+      std::exit(2);
+    }
+    return h;
+  }();
+  return handle;
+}
+
+// A function of the libtorch side, declared there extern "C".
+template <class F>
+F* libtorch_function(const char* name) {
+  void* f = dlsym(libtorch_side(), name);
+  if (!f) {
+    std::fprintf(stderr, "interleaved: the libtorch side has no %s\n", name);
+    std::exit(2);
+  }
+  return reinterpret_cast<F*>(f);
+}
 
 // The thread counts given as arguments (1 without any); empty, after a message, when one is not
 // positive.
@@ -23,6 +61,19 @@ inline std::vector<int> thread_counts(const char* program, int argc, char** argv
   return threads;
 }
 
+// libtorch's thread count, set again before each of its blocks: on the one OpenMP runtime,
+// xten's oneDNN calls set the calling thread's count (Note [oneDNN threads]; 1 for a small
+// product), and libtorch's parallel regions take theirs from it. Without this, a block of
+// libtorch after an xten case that ended on a one-thread product ran on one thread.
+inline int& libtorch_threads() {
+  static int threads = 0;  // 0: the program sets libtorch's threads itself (interleaved_nn)
+  return threads;
+}
+inline void restore_libtorch_threads() {
+  if (libtorch_threads() > 0)
+    libtorch_function<void(int)>("set_libtorch_threads")(libtorch_threads());
+}
+
 // `pairs` pairs of blocks of xten and libtorch, the pair's order alternating; each block
 // returns its seconds per call. The pairs' ratios are libtorch's time over xten's.
 struct Pairs {
@@ -35,8 +86,10 @@ inline Pairs run_pairs(int pairs, const std::function<double()>& xten_block,
     double x, l;
     if (p % 2 == 0) {
       x = xten_block();
+      restore_libtorch_threads();
       l = libtorch_block();
     } else {
+      restore_libtorch_threads();
       l = libtorch_block();
       x = xten_block();
     }
@@ -53,7 +106,9 @@ inline Pairs run_pairs(int pairs, const std::function<double()>& xten_block,
 inline Pairs pair_blocks(const std::function<void()>& xten_call,
                          const std::function<void()>& libtorch_call, double block_seconds,
                          int pairs) {
-  const double first = std::max(seconds_per_call(xten_call, 1), seconds_per_call(libtorch_call, 1));
+  const double xten_first = seconds_per_call(xten_call, 1);
+  restore_libtorch_threads();
+  const double first = std::max(xten_first, seconds_per_call(libtorch_call, 1));
   const int n = std::max(1, static_cast<int>(block_seconds / first));
   auto block = [n](const std::function<void()>& call) {
     call();

@@ -16,8 +16,14 @@
 #include "../cpu_cases.h"
 #include "interleaved.h"
 
-void set_libtorch_threads(int threads);    // interleaved_cpu_libtorch.cpp
-std::vector<CpuCase> cases_of_libtorch();  // libtorch_cpu_cases(): the same cases, same order
+// interleaved_cpu_libtorch.cpp: libtorch_cpu_cases(), the same cases in the same order.
+void set_libtorch_threads(int threads) {
+  libtorch_threads() = threads;
+  restore_libtorch_threads();
+}
+std::vector<CpuCase> cases_of_libtorch() {
+  return libtorch_function<std::vector<CpuCase>()>("cases_of_libtorch")();
+}
 
 int main(int argc, char** argv) {
   const std::vector<int> threads = thread_counts("interleaved_cpu", argc, argv);

@@ -4,10 +4,10 @@
 
 #include "libtorch_cpu_cases.h"
 
-void set_libtorch_threads(int threads) {
+extern "C" void set_libtorch_threads(int threads) {
   at::set_num_threads(threads);
 }
 
-std::vector<CpuCase> cases_of_libtorch() {
+extern "C" std::vector<CpuCase> cases_of_libtorch() {
   return libtorch_cpu_cases();
 }

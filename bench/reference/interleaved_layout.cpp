@@ -11,8 +11,14 @@
 #include "../layout_cases.h"
 #include "interleaved.h"
 
-void set_libtorch_threads(int threads);    // interleaved_layout_libtorch.cpp
-std::vector<CpuCase> cases_of_libtorch();  // libtorch_layout_cases(): the same cases, same order
+// interleaved_layout_libtorch.cpp: libtorch_layout_cases(), the same cases in the same order.
+void set_libtorch_threads(int threads) {
+  libtorch_threads() = threads;
+  restore_libtorch_threads();
+}
+std::vector<CpuCase> cases_of_libtorch() {
+  return libtorch_function<std::vector<CpuCase>()>("cases_of_libtorch")();
+}
 
 int main(int argc, char** argv) {
   const std::vector<int> threads = thread_counts("interleaved_layout", argc, argv);

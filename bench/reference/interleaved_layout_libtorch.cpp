@@ -4,10 +4,10 @@
 
 #include "libtorch_layout_cases.h"
 
-void set_libtorch_threads(int threads) {
+extern "C" void set_libtorch_threads(int threads) {
   at::set_num_threads(threads);
 }
 
-std::vector<CpuCase> cases_of_libtorch() {
+extern "C" std::vector<CpuCase> cases_of_libtorch() {
   return libtorch_layout_cases();
 }

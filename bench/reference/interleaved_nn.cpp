@@ -8,16 +8,19 @@
 // xten's: above 1, xten is faster); then the same with xten's step compiled whole
 // (docs/compile.md, "Training steps") against libtorch's eager step. Build and run:
 // compare_interleaved.sh nn.
-// In one process both libraries run on one OpenMP runtime: libtorch's own copy of libgomp is
-// loaded, but its symbols bind to the first one loaded, Debian's (through libxten), so libtorch
-// here is not quite the libtorch of libtorch_nn (bench/README.md says what that changed).
+// In one process both libraries run on one OpenMP runtime: the libtorch side (a shared object
+// loaded with RTLD_LOCAL, interleaved.h) binds its OpenMP calls to the runtime already loaded,
+// Debian's (through libxten), so libtorch here is not quite the libtorch of libtorch_nn
+// (bench/README.md says what that changed).
 #include <functional>
 #include <vector>
 
 #include "../mlp_step.h"
 #include "interleaved.h"
 
-std::function<void()> make_libtorch_mlp_step(int threads);  // interleaved_nn_libtorch.cpp
+std::function<void()> make_libtorch_mlp_step(int threads) {  // interleaved_nn_libtorch.cpp
+  return libtorch_function<std::function<void()>(int)>("make_libtorch_mlp_step")(threads);
+}
 
 namespace {
 

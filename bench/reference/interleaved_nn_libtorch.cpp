@@ -4,6 +4,6 @@
 
 #include "libtorch_mlp_step.h"
 
-std::function<void()> make_libtorch_mlp_step(int threads) {
+extern "C" std::function<void()> make_libtorch_mlp_step(int threads) {
   return libtorch_mlp_step(threads);
 }

@@ -18,8 +18,14 @@
 #include "../sweep_xten.h"
 #include "interleaved.h"
 
-void set_libtorch_threads(int threads);         // interleaved_sweep_libtorch.cpp
-std::vector<SweepCase> libtorch_sweep_cases();  // the same cases, same order
+// interleaved_sweep_libtorch.cpp: the same cases in the same order.
+void set_libtorch_threads(int threads) {
+  libtorch_threads() = threads;
+  restore_libtorch_threads();
+}
+std::vector<SweepCase> libtorch_sweep_cases() {
+  return libtorch_function<std::vector<SweepCase>()>("libtorch_sweep_cases")();
+}
 
 constexpr int kPairs = 5;
 

@@ -56,10 +56,10 @@ struct TorchSweepApi {
 };
 }  // namespace
 
-void set_libtorch_threads(int threads) {
+extern "C" void set_libtorch_threads(int threads) {
   at::set_num_threads(threads);
 }
 
-std::vector<SweepCase> libtorch_sweep_cases() {
+extern "C" std::vector<SweepCase> libtorch_sweep_cases() {
   return sweep_cases<TorchSweepApi>();
 }
