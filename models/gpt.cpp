@@ -27,9 +27,10 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GPTConfig& c)
 
 Tensor CausalSelfAttentionImpl::forward(const Tensor& x, KVCache* cache, size_t layer) {
   const int64_t b = x.size(0), t = x.size(1), c = x.size(2), hd = c / n_head;
-  const Tensor qkv = c_attn(x);
+  // split, not three narrows: its derivative is one cat (autograd/derivatives/view.cpp).
+  const std::vector<Tensor> qkv = c_attn(x).split(c, 2);
   auto heads = [&](int64_t i) {  // [B, H, T, hd], a view of the projection
-    return qkv.narrow(2, i * c, c).reshape({b, t, n_head, hd}).transpose(1, 2);
+    return qkv[static_cast<size_t>(i)].reshape({b, t, n_head, hd}).transpose(1, 2);
   };
   const Tensor q = heads(0);
   Tensor k = heads(1), v = heads(2);

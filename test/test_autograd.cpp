@@ -331,6 +331,44 @@ TEST(AutogradInPlace, ViewOfANonLeafRebasesItsBase) {
   EXPECT_TRUE(allclose(c.grad(), tensor({2.0f, 4.0f})));
 }
 
+// split, split_with_sizes, chunk and unbind: one node whose gradient is the outputs' gradients
+// side by side, zeros for an output nothing differentiated; writing an output in place still
+// reaches the input.
+TEST(AutogradViews, SplitAndUnbindGiveOneNodeAndZerosForUnusedOutputs) {
+  const Tensor x = arange(30, TensorOptions(kDouble)).view({5, 6}).requires_grad_();
+  const std::vector<Tensor> parts = x.split(2, 1);
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[0].grad_fn()->name(), "SplitBackward");
+  EXPECT_EQ(parts[0].grad_fn().get(), parts[2].grad_fn().get());
+  ((parts[0] * 2).sum() + (parts[2] * 3).sum()).backward();  // parts[1] unused
+  EXPECT_TRUE(allclose(x.grad(), tensor({2.0, 2.0, 0.0, 0.0, 3.0, 3.0}).expand({5, 6})));
+
+  const Tensor y = randn({4, 6}, kDouble).requires_grad_();
+  const std::vector<Tensor> sized = y.split({2, 0, 4}, 1);
+  EXPECT_EQ(sized[0].grad_fn()->name(), "SplitWithSizesBackward");
+  const std::vector<Tensor> chunks = y.chunk(3, 0);  // through split: sizes 2, 2
+  EXPECT_EQ(chunks[1].grad_fn()->name(), "SplitBackward");
+  (sized[2].sum() + (chunks[1] * 5).sum()).backward();
+  Tensor want = zeros({4, 6}, kDouble);
+  want.narrow(1, 2, 4).fill_(1.0);
+  want.narrow(0, 2, 2).add_(5.0);
+  EXPECT_TRUE(allclose(y.grad(), want));
+
+  const Tensor z = randn({3, 2}, kDouble).requires_grad_();
+  const std::vector<Tensor> rows = z.unbind(0);
+  EXPECT_EQ(rows[0].grad_fn()->name(), "UnbindBackward");
+  (rows[1] * 4).sum().backward();
+  EXPECT_TRUE(allclose(z.grad(), tensor({0.0, 0.0, 4.0, 4.0, 0.0, 0.0}).view({3, 2})));
+
+  const Tensor a = ones({2, 6}, kDouble).requires_grad_();
+  Tensor base = a * 1;
+  std::vector<Tensor> halves = base.split(3, 1);
+  halves[1].mul_(2);
+  EXPECT_EQ(base.grad_fn()->name(), "CopySlices");
+  (base.sum() + halves[0].sum()).backward();
+  EXPECT_TRUE(allclose(a.grad(), tensor({2.0, 2.0, 2.0, 2.0, 2.0, 2.0}).expand({2, 6})));
+}
+
 // batch_norm and layer_norm have closed-form derivatives: they must equal the gradient of the
 // decomposition, written here with the ops it is made of.
 TEST(NormFormulas, MatchTheDecompositionsGradient) {

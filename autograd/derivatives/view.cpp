@@ -1,12 +1,23 @@
 // Derivatives of the view ops (kernels/composite/view.cpp) and of copy_/fill_
 // (kernels/cpu/copy.cpp). A view's output is recorded as a view of its base, so that an in-place
 // op on it updates the base's history (Note [Views and in-place], autograd/autograd_meta.cpp).
-// reshape, flatten, narrow, unbind, split, chunk, contiguous, clone and to are composites of
-// these and need no formula of their own.
+// reshape, flatten, narrow, chunk (through split), contiguous, clone and to are composites of
+// these and need no formula of their own; split, split_with_sizes and unbind have one.
 #include <xten/autograd/derivatives/common.h>
 #include <xten/core/meta.h>
 
 namespace xten::autograd {
+namespace {
+
+// The gradients of a split's outputs, in order.
+std::vector<Tensor> output_grads(const GradContext& c, int64_t outputs) {
+  std::vector<Tensor> grads;
+  grads.reserve(static_cast<size_t>(outputs));
+  for (int64_t i = 0; i < outputs; ++i) grads.push_back(c.grad(static_cast<size_t>(i)));
+  return grads;
+}
+
+}  // namespace
 
 LIBRARY_IMPL(xten, Autograd, m) {
   Derivatives d(m);
@@ -38,6 +49,30 @@ LIBRARY_IMPL(xten, Autograd, m) {
      const int64_t dim = c.arg<int64_t>(1), index = c.arg<int64_t>(2);
      return {embed_grad(c.grad(), c.input_sizes(0),
                         [&](const Tensor& r) { return r.select(dim, index); })};
+   }).saves_only({});
+  // split, split_with_sizes and unbind: the outputs' gradients side by side again, one cat (a
+  // stack for unbind); an output that nothing differentiated gives zeros. Through slice's
+  // derivative every output made a zero tensor of the input's size and the engine added them:
+  // for the GPT's query/key/value split three fills, three copies and two adds of [B, T, 3C],
+  // about 9% of its training step at one thread (bench/README.md, "bench_gpt").
+  d.def("split", [](const GradContext& c) -> variable_list {
+     const IntArrayRef sizes = c.input_sizes(0);
+     const int64_t dim = wrap_dim("split", c.arg<int64_t>(2), static_cast<int64_t>(sizes.size()));
+     const int64_t n = sizes[dim], size = c.arg<int64_t>(1);
+     const int64_t outputs = n == 0 ? 1 : (n + size - 1) / size;
+     return {cat(output_grads(c, outputs), dim)};
+   }).saves_only({});
+  d.def("split_with_sizes", [](const GradContext& c) -> variable_list {
+     const IntArrayRef sizes = c.input_sizes(0);
+     const int64_t dim =
+         wrap_dim("split_with_sizes", c.arg<int64_t>(2), static_cast<int64_t>(sizes.size()));
+     const auto outputs = static_cast<int64_t>(c.arg<IntArrayRef>(1).size());
+     return {cat(output_grads(c, outputs), dim)};
+   }).saves_only({});
+  d.def("unbind", [](const GradContext& c) -> variable_list {
+     const IntArrayRef sizes = c.input_sizes(0);
+     const int64_t dim = wrap_dim("unbind", c.arg<int64_t>(1), static_cast<int64_t>(sizes.size()));
+     return {stack(output_grads(c, sizes[dim]), dim)};
    }).saves_only({});
   // as_strided: positions relative to the input's first element; overlapping outputs add up.
   d.def("as_strided", [](const GradContext& c) -> variable_list {
