@@ -500,16 +500,15 @@ bool matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
          matmul_bias(a, b, Tensor(), out);
 }
 
-// Whether dnnl_sgemm computes here: a program that also links another oneDNN (libtorch's, in
-// bench/reference's interleaved programs) can bind the symbol to a build without it
-// (dnnl_unimplemented).
+// Whether dnnl_sgemm computes here. Where a program also puts libtorch into its global symbol
+// scope, symbols libtorch exports can take the place of oneDNN's own inside oneDNN, and
+// dnnl_sgemm then answered dnnl_unimplemented (bench/reference/interleaved.h).
 bool sgemm_available() {
   static const bool ok = [] {
     cap_isa_once();
     const float a = 2, b = 3;
     float c = 0;
-    return dnnl_sgemm('N', 'N', 1, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1) == dnnl_success &&
-           c == 6;
+    return dnnl_sgemm('N', 'N', 1, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1) == dnnl_success && c == 6;
   }();
   return ok;
 }
