@@ -143,6 +143,60 @@ A exp_row(A* x, int64_t n, A shift) {
   return sum;
 }
 
+// The row steps both forward paths share. The online softmax over one score tile: per row the
+// new maximum m, the tile's exp(s - m) in place (0 where nothing is attended yet), the running
+// sum l and the accumulator `at` rescaled by exp(m_old - m_new).
+template <class A>
+void online_softmax(Tile<A>& sc, A* m, A* l, Tile<A>& at) {
+  constexpr A kNegInf = -std::numeric_limits<A>::infinity();
+  const int64_t nk = sc.cols();
+  for (int64_t r = 0; r < sc.rows(); ++r) {
+    A* row = &sc(r, 0);
+    const A m_new = std::max(m[r], sc.row(r).maxCoeff());
+    if (m_new == kNegInf) {  // nothing attended in this row yet
+      std::fill(row, row + nk, A(0));
+      continue;
+    }
+    const A sum = exp_row(row, nk, m_new);
+    const A alpha = m[r] == kNegInf ? A(0) : std::exp(m[r] - m_new);
+    l[r] = l[r] * alpha + sum;
+    if (alpha != A(1)) at.row(r) *= alpha;
+    m[r] = m_new;
+  }
+}
+
+// The output rows (`out` the first, `row_stride` apart) as the accumulator over l, and each
+// row's logsumexp m + log(l); a row that attends nothing gives 0 and -inf.
+template <class T, class A>
+void write_rows(const Tile<A>& at, const A* m, const A* l, T* out, int64_t row_stride, A* lse) {
+  for (int64_t r = 0; r < at.rows(); ++r) {
+    T* orow = out + r * row_stride;
+    const A inv = l[r] > 0 ? A(1) / l[r] : A(0);
+    for (int64_t c = 0; c < at.cols(); ++c) orow[c] = static_cast<T>(at(r, c) * inv);
+    lse[r] = l[r] > 0 ? m[r] + std::log(l[r]) : -std::numeric_limits<A>::infinity();
+  }
+}
+
+// The backward's row steps. P = exp(s - logsumexp) in place (0 for a row that attends nothing).
+template <class A>
+void probabilities(Tile<A>& p, const A* lse) {
+  for (int64_t r = 0; r < p.rows(); ++r) {
+    A* row = &p(r, 0);
+    if (lse[r] == -std::numeric_limits<A>::infinity()) {  // attended nothing
+      std::fill(row, row + p.cols(), A(0));
+      continue;
+    }
+    exp_row(row, p.cols(), lse[r]);
+  }
+}
+
+// dS = P * (dP - D) in place of dP, D = rowsum(dO * O) per row.
+template <class A>
+void softmax_backward(const Tile<A>& p, const A* d, Tile<A>& ds) {
+  for (int64_t r = 0; r < p.rows(); ++r)
+    ds.row(r).array() = p.row(r).array() * (ds.row(r).array() - d[r]);
+}
+
 // Note [Tile products in attention]
 // The tiles are multiplied by oneDNN (Note [Tile products] in kernels/cpu/onednn.h), reading
 // Q, K, V and dO in place: float32 by sgemm, bfloat16 and float16 in their own dtype where
@@ -259,28 +313,12 @@ bool flash_forward_tiles(const AttentionShape& g, const Tensor& query, const Ten
         Tile<A> sc(sb.data(), nq, nk, Eigen::OuterStride<>(kKeyTile));
         sc *= static_cast<A>(scale);
         apply_mask<T, A>(g, mask, causal, b, h, i0, j0, sc);
-        for (int64_t r = 0; r < nq; ++r) {
-          A* row = &sc(r, 0);
-          const A m_new = std::max(m[r], sc.row(r).maxCoeff());
-          if (m_new == kNegInf) {  // nothing attended in this row yet
-            std::fill(row, row + nk, A(0));
-            continue;
-          }
-          const A sum = exp_row(row, nk, m_new);
-          const A alpha = m[r] == kNegInf ? A(0) : std::exp(m[r] - m_new);
-          l[r] = l[r] * alpha + sum;
-          if (alpha != A(1)) at.row(r) *= alpha;
-          m[r] = m_new;
-        }
+        online_softmax(sc, m.data(), l.data(), at);
         pr[1].run(tile_operand(sb.data(), nq, nk, kKeyTile, pb.data()), v.rows(b, hk, j0),
                   acc.data());
       }
-      for (int64_t r = 0; r < nq; ++r) {
-        T* orow = o + b * os[0] + h * os[1] + (i0 + r) * os[2];
-        const A inv = l[r] > 0 ? A(1) / l[r] : A(0);  // a row that attends nothing gives 0
-        for (int64_t c = 0; c < Ev; ++c) orow[c] = static_cast<T>(at(r, c) * inv);
-        ls[(b * g.heads + h) * L + i0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : kNegInf;
-      }
+      write_rows(at, m.data(), l.data(), o + b * os[0] + h * os[1] + i0 * os[2], os[2],
+                 ls + (b * g.heads + h) * L + i0);
     }
   });
   return true;
@@ -347,20 +385,12 @@ bool flash_backward_tiles(const AttentionShape& g, const Tensor& grad_out, const
             Tile<A> p(sb.data(), nq, nk, Eigen::OuterStride<>(kKeyTile));
             p *= sc_mul;
             apply_mask<T, A>(g, mask, causal, b, h, i0, j0, p);
-            for (int64_t r = 0; r < nq; ++r) {
-              A* row = &p(r, 0);
-              if (lrow[r] == -std::numeric_limits<A>::infinity()) {  // attended nothing
-                std::fill(row, row + nk, A(0));
-                continue;
-              }
-              exp_row(row, nk, lrow[r]);
-            }
+            probabilities(p, lrow);
             pr[1].run(tile_operand(sb.data(), nq, nk, kKeyTile, pb.data()), gt,
                       dvb.data() + j0 * Ev);
             pr[2].run(gt, v.rows(b, hk, j0), db.data());
             Tile<A> ds(db.data(), nq, nk, Eigen::OuterStride<>(kKeyTile));
-            for (int64_t r = 0; r < nq; ++r)
-              ds.row(r).array() = p.row(r).array() * (ds.row(r).array() - d[r]);
+            softmax_backward(p, d.data(), ds);
             const T* dst = tile_operand(db.data(), nq, nk, kKeyTile, dsb.data());
             pr[3].run(dst, k.rows(b, hk, j0), dqb.data());
             pr[4].run(dst, qt, dkb.data() + j0 * E);
@@ -424,27 +454,11 @@ void flash_forward(const AttentionShape& g, const Tensor& query, const Tensor& k
         Tile<A> sc(sb.data(), nq, nk, Eigen::OuterStride<>(nk));
         sc.noalias() = qt * kt.transpose();
         apply_mask<T, A>(g, mask, causal, b, h, i0, j0, sc);
-        for (int64_t r = 0; r < nq; ++r) {
-          A* row = &sc(r, 0);
-          const A m_new = std::max(m[r], sc.row(r).maxCoeff());
-          if (m_new == kNegInf) {  // nothing attended in this row yet
-            std::fill(row, row + nk, A(0));
-            continue;
-          }
-          const A sum = exp_row(row, nk, m_new);
-          const A alpha = m[r] == kNegInf ? A(0) : std::exp(m[r] - m_new);
-          l[r] = l[r] * alpha + sum;
-          if (alpha != A(1)) at.row(r) *= alpha;
-          m[r] = m_new;
-        }
+        online_softmax(sc, m.data(), l.data(), at);
         at.noalias() += sc * vt;
       }
-      for (int64_t r = 0; r < nq; ++r) {
-        T* orow = o + b * os[0] + h * os[1] + (i0 + r) * os[2];
-        const A inv = l[r] > 0 ? A(1) / l[r] : A(0);  // a row that attends nothing gives 0
-        for (int64_t c = 0; c < Ev; ++c) orow[c] = static_cast<T>(at(r, c) * inv);
-        ls[(b * g.heads + h) * L + i0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : kNegInf;
-      }
+      write_rows(at, m.data(), l.data(), o + b * os[0] + h * os[1] + i0 * os[2], os[2],
+                 ls + (b * g.heads + h) * L + i0);
     }
   });
 }
@@ -497,19 +511,11 @@ void flash_backward(const AttentionShape& g, const Tensor& grad_out, const Tenso
             Tile<A> p(sb.data(), nq, nk, Eigen::OuterStride<>(nk));
             p.noalias() = qt * kt.transpose();
             apply_mask<T, A>(g, mask, causal, b, h, i0, j0, p);
-            for (int64_t r = 0; r < nq; ++r) {
-              A* row = &p(r, 0);
-              if (lrow[r] == -std::numeric_limits<A>::infinity()) {  // attended nothing
-                std::fill(row, row + nk, A(0));
-                continue;
-              }
-              exp_row(row, nk, lrow[r]);
-            }
+            probabilities(p, lrow);
             dv_all.middleRows(j0, nk).noalias() += p.transpose() * gt;
             Tile<A> ds(pb.data(), nq, nk, Eigen::OuterStride<>(nk));
             ds.noalias() = gt * vt.transpose();
-            for (int64_t r = 0; r < nq; ++r)
-              ds.row(r).array() = p.row(r).array() * (ds.row(r).array() - d[r]);
+            softmax_backward(p, d.data(), ds);
             dqt.noalias() += ds * kt;
             dk_all.middleRows(j0, nk).noalias() += ds.transpose() * qt;
           }
