@@ -214,6 +214,17 @@ void visit_norm_dtype(const char* op, ScalarType t, F&& f) {
   });
 }
 
+// n values of T as M: `p` itself when T is M, else widened into `buf` (at least n long).
+template <class M, class T>
+const M* as_opmath(const T* p, int64_t n, std::vector<M>& buf) {
+  if constexpr (std::is_same_v<T, M>) {
+    return p;
+  } else {
+    widen_n(p, buf.data(), n);
+    return buf.data();
+  }
+}
+
 // Note [Layer norm backward in the input's dtype]: float16 and bfloat16 rows are widened in a
 // buffer of the task and dx narrowed straight into its output, instead of converting x and the
 // gradient to float tensors first and dx back after (three whole passes more, and float
@@ -227,19 +238,10 @@ void layer_norm_backward_loop(int64_t rows, int64_t n, const T* x, const T* g, c
   const M inv_n = n > 0 ? M(1) / static_cast<M>(n) : M(0);
   parallel_for(rows, grain_for(6 * n), [&](int64_t b, int64_t e) {
     EArray<M> gw(n);
-    std::vector<M> xb(kWiden ? n : 0), gb(kWiden ? n : 0), db_row(kWiden ? n : 0);
+    std::vector<M> xb(kWiden ? n : 0), gb(kWiden ? n : 0), dxb(kWiden ? n : 0);
     for (int64_t r = b; r < e; ++r) {
-      const M *xp, *gp;
-      if constexpr (kWiden) {
-        widen_n(x + r * n, xb.data(), n);
-        widen_n(g + r * n, gb.data(), n);
-        xp = xb.data();
-        gp = gb.data();
-      } else {
-        xp = x + r * n;
-        gp = g + r * n;
-      }
-      const auto xr = ECMap<M>(xp, n), gr = ECMap<M>(gp, n);
+      const auto xr = ECMap<M>(as_opmath(x + r * n, n, xb), n);
+      const auto gr = ECMap<M>(as_opmath(g + r * n, n, gb), n);
       const M mu = xr.sum() * inv_n;
       const M rs = static_cast<M>(1 / std::sqrt((xr - mu).square().sum() * inv_n + eps));
       if (w) {
@@ -250,8 +252,8 @@ void layer_norm_backward_loop(int64_t rows, int64_t n, const T* x, const T* g, c
       // dx = rstd (gw - mean(gw) - xhat mean(gw xhat))
       const M a = gw.sum() * inv_n, bm = (gw * (xr - mu)).sum() * rs * inv_n;
       if constexpr (kWiden) {
-        EMap<M>(db_row.data(), n) = rs * (gw - a - (xr - mu) * rs * bm);
-        narrow_n(db_row.data(), dx + r * n, n);
+        EMap<M>(dxb.data(), n) = rs * (gw - a - (xr - mu) * rs * bm);
+        narrow_n(dxb.data(), dx + r * n, n);
       } else {
         EMap<M>(dx + r * n, n) = rs * (gw - a - (xr - mu) * rs * bm);
       }
@@ -265,18 +267,8 @@ void layer_norm_backward_loop(int64_t rows, int64_t n, const T* x, const T* g, c
     EArray<M> sw = EArray<M>::Zero(cols), sb = EArray<M>::Zero(cols);
     std::vector<M> xb(kWiden ? cols : 0), gb(kWiden ? cols : 0);
     for (int64_t r = 0; r < rows; ++r) {
-      const M *xp, *gp;
-      if constexpr (kWiden) {
-        widen_n(x + r * n + b, xb.data(), cols);
-        widen_n(g + r * n + b, gb.data(), cols);
-        xp = xb.data();
-        gp = gb.data();
-      } else {
-        xp = x + r * n + b;
-        gp = g + r * n + b;
-      }
-      const auto gr = ECMap<M>(gp, cols);
-      sw += gr * (ECMap<M>(xp, cols) - mean[r]) * rstd[r];
+      const auto gr = ECMap<M>(as_opmath(g + r * n + b, cols, gb), cols);
+      sw += gr * (ECMap<M>(as_opmath(x + r * n + b, cols, xb), cols) - mean[r]) * rstd[r];
       sb += gr;
     }
     EMap<M>(dw + b, cols) = sw;
@@ -327,14 +319,11 @@ void normalize_rows(const T* x, T* y, int64_t rows, int64_t n, double eps, const
       out.resize(static_cast<size_t>(n));
     }
     for (int64_t r = b; r < e; ++r) {
-      const M* xr;
+      const M* xr = as_opmath(x + r * n, n, in);
       M* yr;
       if constexpr (std::is_same_v<T, M>) {
-        xr = x + r * n;
         yr = y + r * n;
       } else {
-        widen_n(x + r * n, in.data(), n);
-        xr = in.data();
         yr = out.data();
       }
       const auto xm = ECMap<M>(xr, n);
