@@ -82,9 +82,11 @@ int main(int argc, char** argv) {
   std::vector<int> threads;
   for (int i = 1; i < argc; ++i) threads.push_back(std::atoi(argv[i]));
   if (threads.empty()) threads = {1, static_cast<int>(std::thread::hardware_concurrency())};
+  const char* only = std::getenv("XTEN_SWEEP_ONLY");  // as reference/interleaved_sweep.cpp's
   for (int t : threads) {
     xten::set_num_threads(t);
     for (const SweepCase& c : xten_sweep_cases()) {
+      if (only && c.name.find(only) == std::string::npos) continue;
       const double first = seconds_per_call(c.call, 1);
       const int n = std::max(1, static_cast<int>(0.05 / first));
       std::printf("%-52s %2d threads: %9.3f ms\n", c.name.c_str(), t,

@@ -142,6 +142,27 @@ TEST(Storage, LargeBlocksAreReused) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(other.data_ptr()) % 64, 0u);
 }
 
+// Note [CPU block cache]: a block returned to a full cache (1 GiB) evicts the oldest cached ones
+// and is itself kept, so the next request of its size gets it back; blocks of another size that
+// were returned earlier make room. Address space only: the blocks' pages are never touched.
+TEST(Storage, AFullCacheKeepsTheBlockJustReturned) {
+  empty_cpu_cache();
+  Allocator* a = cpu_allocator();
+  constexpr size_t kBlock = size_t{16} << 20, kOther = size_t{8} << 20;
+  std::vector<DataPtr> blocks;
+  for (int i = 0; i < 64; ++i) blocks.push_back(a->allocate(kBlock, Device(kCPU)));  // 1 GiB
+  DataPtr other = a->allocate(kOther, Device(kCPU));
+  DataPtr last = a->allocate(kBlock, Device(kCPU));
+  void* const last_ptr = last.get();
+  other = DataPtr();  // the oldest in the cache
+  blocks.clear();     // the 64th evicts the 8 MiB block: the cache is full
+  last = DataPtr();   // evicts the oldest 16 MiB block, and stays
+  DataPtr again = a->allocate(kBlock, Device(kCPU));
+  EXPECT_EQ(again.get(), last_ptr);
+  again = DataPtr();
+  empty_cpu_cache();
+}
+
 TEST(Tensor, AccessorsAndViewsShareStorage) {
   Tensor a = arange(24).reshape({2, 3, 4});
   EXPECT_EQ(a.dim(), 3);

@@ -102,6 +102,28 @@ TEST(Copy, SixteenBitCastsMatchTheScalarConversions) {
   }
 }
 
+// int64 -> float by AVX-512 DQ's vector conversion where the level is avx512 (longs_to_floats,
+// kernels/cpu/copy.cpp): the scalar conversion's values, ties to even included, at every level.
+TEST(Copy, LongToFloatMatchesTheScalarConversion) {
+  std::vector<int64_t> ls;
+  uint64_t x = 0x9e3779b97f4a7c15u;
+  for (int i = 0; i < 4099; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    ls.push_back(static_cast<int64_t>(x) >> (i % 63));  // every magnitude
+  }
+  for (int64_t v : {int64_t{0}, int64_t{-1}, (int64_t{1} << 24) + 1, (int64_t{1} << 24) + 3,
+                    (int64_t{1} << 53) + 1, std::numeric_limits<int64_t>::max(),
+                    std::numeric_limits<int64_t>::min()})
+    ls.push_back(v);
+  const Tensor f =
+      from_blob(ls.data(), {static_cast<int64_t>(ls.size())}, kLong).clone().to(kFloat);
+  const float* fp = f.data_ptr<float>();
+  int bad = 0;
+  for (size_t i = 0; i < ls.size(); ++i)
+    if (fp[i] != static_cast<float>(ls[i]) && bad++ < 5)
+      ADD_FAILURE() << "float of " << ls[i] << ": " << fp[i];
+}
+
 // Copies whose last two dims are transposed go by tiles (Note [Tiled transposing copy]): a
 // transposed matrix with edges that are not whole tiles, NCHW -> NHWC (dims merged first), a
 // batch of transposed matrices with a gap between them, every element size; against the
