@@ -89,6 +89,15 @@ TEST(Reduce, SumOverLeadingDimsMatchesTheRowPathAndStaysPairwise) {
   for (int j = 0; j < 3; ++j) EXPECT_NEAR(s.select(0, j).item<double>(), exact, exact * 1e-6);
   // One row, and a dim of size 1: sums of one element.
   EXPECT_TRUE(allclose(full({1, 4}, 2.5).sum({0}), full({4}, 2.5), 0, 0));
+  // Column blocks as wide as the threads allow (64 to 4,096 columns) and a ragged last block.
+  const int threads = get_num_threads();
+  const Tensor wide = random_tensor({300, 4100}, kFloat, -4, 4);
+  const Tensor wide_ref = wide.to(kDouble).t().contiguous().sum({1});
+  for (int t : {1, 3, 64}) {
+    set_num_threads(t);
+    EXPECT_TRUE(allclose(wide.sum({0}), wide_ref, 1e-5, 1e-5)) << t << " threads";
+  }
+  set_num_threads(threads);
 }
 
 // A dense input that is not contiguous (transposed, channels last) is summed on its memory-order
