@@ -57,6 +57,41 @@ TEST(Loss, Regression) {
   EXPECT_THROW_MSG(smooth_l1_loss(x, y, "mean", -1), ValueError, "beta must be non-negative");
 }
 
+// mse_loss's CPU kernel (kernels/cpu/loss.cpp): 'mean' and 'sum' of a same-shape contiguous pair
+// in one pairwise pass over threads' pieces, the rest (a broadcast target, a transposed input,
+// mixed dtypes, 'none') elementwise then reduced; each against double, at 1 and 3 threads.
+TEST(Loss, MseLossOnePassAndGeneralPaths) {
+  manual_seed(92);
+  const int threads = get_num_threads();
+  const Tensor x = random_tensor({300, 1000}, kFloat, -3, 3),
+               y = random_tensor({300, 1000}, kFloat, -3, 3);
+  const Tensor ref_sum = (x.to(kDouble) - y.to(kDouble)).pow(2).sum();
+  for (int t : {1, 3}) {
+    set_num_threads(t);
+    EXPECT_NEAR(mse_loss(x, y, "sum").item<double>(), ref_sum.item<double>(),
+                1e-6 * ref_sum.item<double>());
+    EXPECT_NEAR(mse_loss(x, y).item<double>(), ref_sum.item<double>() / x.numel(), 1e-6);
+    // A transposed input and a broadcast target: the general path.
+    const Tensor xt = x.t().contiguous().t();
+    EXPECT_NEAR(mse_loss(xt, y).item<double>(), ref_sum.item<double>() / x.numel(), 1e-6);
+    const Tensor row = y.select(0, 0);
+    const double ref_b = (x.to(kDouble) - row.to(kDouble)).pow(2).mean().item<double>();
+    EXPECT_NEAR(mse_loss(x, row.expand(x.sizes())).item<double>(), ref_b, 1e-6);
+  }
+  set_num_threads(threads);
+  // bfloat16: summed in float, the result in bfloat16.
+  const Tensor xb = x.to(kBFloat16), yb = y.to(kBFloat16);
+  const Tensor lb = mse_loss(xb, yb);
+  EXPECT_EQ(lb.dtype(), kBFloat16);
+  const double ref_lb = (xb.to(kDouble) - yb.to(kDouble)).pow(2).mean().item<double>();
+  EXPECT_NEAR(lb.item<double>(), ref_lb, ref_lb * 8e-3);
+  // Empty: the mean is NaN and the sum 0, as PyTorch's.
+  EXPECT_TRUE(std::isnan(mse_loss(empty({0}), empty({0})).item<double>()));
+  EXPECT_EQ(mse_loss(empty({0}), empty({0}), "sum").item<double>(), 0.0);
+  EXPECT_THROW_MSG(mse_loss(arange(4), arange(4).to(kFloat)), NotImplementedError,
+                   "[mse_loss] not implemented for input dtype Long");
+}
+
 TEST(Loss, BinaryCrossEntropy) {
   manual_seed(91);
   Tensor logits = random_tensor({6, 3}, kDouble, -5, 5), t = random_tensor({6, 3}, kDouble, 0, 1),

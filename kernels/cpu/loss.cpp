@@ -1,14 +1,16 @@
 // nll_loss and nll_loss_backward on the CPU: one pass over the targets each (the composites in
 // kernels/composite/loss.cpp take about twenty ops: docs/autograd.md, "Fused backward kernels");
-// mse_loss_backward in one pass over the input and target.
+// mse_loss and mse_loss_backward in one pass over the input and target.
 // The input is read as [outer, classes, inner] (N, C and the spatial dims; [C] is 1 x C x 1).
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
+#include <xten/core/parallel.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
 #include <xten/kernels/common/op_checks.h>
 #include <xten/kernels/cpu/elementwise.h>
+#include <xten/kernels/cpu/lane_sum.h>
 #include <xten/kernels/cpu/loops.h>
 
 namespace xten::cpu {
@@ -113,6 +115,84 @@ Tensor nll_loss_backward_kernel(const Tensor& grad_output, const Tensor& input,
   return grad;
 }
 
+// (x - t)^2 summed pairwise (Note [Summation accuracy]): leaves of up to kMseLeaf squares
+// written to a buffer and summed lane by lane, leaves combined as halves.
+template <class M, class T>
+M squared_difference_sum(const T* x, const T* t, int64_t n) {
+  constexpr int64_t kMseLeaf = 1024;
+  if (n <= kMseLeaf) {
+    alignas(64) M sq[kMseLeaf];
+    for (int64_t i = 0; i < n; ++i) {
+      const M d = static_cast<M>(x[i]) - static_cast<M>(t[i]);
+      sq[i] = d * d;
+    }
+    return LaneSum<M>::sum(sq, n);
+  }
+  const int64_t half = (n / 2 + 7) / 8 * 8;
+  return squared_difference_sum<M>(x, t, half) +
+         squared_difference_sum<M>(x + half, t + half, n - half);
+}
+
+// (x - t)^2 elementwise: 'none', and the general case of the reduced forms.
+struct SquaredDifferenceOp {
+  template <class M>
+  M operator()(M x, M t) const {
+    return (x - t) * (x - t);
+  }
+  template <class A>
+  auto vec(const A& x, const A& t) const {
+    return (x - t).square();
+  }
+};
+
+// One pass for 'mean' and 'sum' over an input and target of one shape and dtype, contiguous:
+// the composite's subtraction, square and mean wrote two tensors of the input's size (0.70-0.72x
+// libtorch at 16 threads in the sweep). Threads sum pieces, added in order. Other shapes (the
+// target broadcast) square elementwise and reduce with sum/mean.
+Tensor mse_loss_kernel(const Tensor& self, const Tensor& target, const std::string& reduction) {
+  constexpr const char* op = "mse_loss";
+  XTEN_CHECK(is_floating_type(self.dtype()), NotImplementedError, op,
+             "not implemented for input dtype {}", to_string(self.dtype()));
+  XTEN_CHECK(is_floating_type(target.dtype()), TypeError, op,
+             "expected a floating target, but got {}", to_string(target.dtype()));
+  XTEN_CHECK(reduction == "none" || reduction == "mean" || reduction == "sum", ValueError, op,
+             "reduction must be 'none', 'mean' or 'sum', but got '{}'", reduction);
+  const bool one_pass = reduction != "none" && self.dtype() == target.dtype() &&
+                        self.sizes() == target.sizes() && self.is_contiguous() &&
+                        target.is_contiguous() && self.numel() > 0;
+  if (!one_pass) {
+    Elementwise e(op, Tensor(), {self, target});
+    e.prepare();
+    const Tensor sq = visit_dtype<dtypes::kFloating>(op, e.compute(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      return e.run(make_loop<T, T, T>(SquaredDifferenceOp{}));
+    });
+    return reduction == "none" ? sq : reduction == "sum" ? sq.sum() : sq.mean();
+  }
+  Tensor out = empty_tensor({}, self.dtype(), self.device());
+  visit_dtype<dtypes::kFloating>(op, self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    const T* x = static_cast<const T*>(self.data_ptr());
+    const T* t = static_cast<const T*>(target.data_ptr());
+    const int64_t n = self.numel();
+    const int64_t pieces =
+        std::max<int64_t>(1, std::min<int64_t>(get_num_threads(), n / kParallelGrain));
+    std::vector<M> part(static_cast<size_t>(pieces));
+    parallel_for(pieces, 1, [&](int64_t b, int64_t e) {
+      for (int64_t q = b; q < e; ++q) {
+        const int64_t lo = n * q / pieces, hi = n * (q + 1) / pieces;
+        part[static_cast<size_t>(q)] = squared_difference_sum<M>(x + lo, t + lo, hi - lo);
+      }
+    });
+    M total = part[0];
+    for (int64_t q = 1; q < pieces; ++q) total += part[static_cast<size_t>(q)];
+    *static_cast<T*>(out.data_ptr()) =
+        static_cast<T>(reduction == "sum" ? total : total / static_cast<M>(n));
+  });
+  return out;
+}
+
 // c (x - t), the gradient of a reduced mse_loss (c = 2 grad, over the count for 'mean').
 template <class M>
 struct MseGradOp {
@@ -160,6 +240,7 @@ Tensor mse_loss_backward_kernel(const Tensor& grad_output, const Tensor& self, c
 LIBRARY_IMPL(xten, CPU, m) {
   m.impl("nll_loss", nll_loss_kernel);
   m.impl("nll_loss_backward", nll_loss_backward_kernel);
+  m.impl("mse_loss", mse_loss_kernel);
   m.impl("mse_loss_backward", mse_loss_backward_kernel);
 }
 
