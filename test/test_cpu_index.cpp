@@ -1,4 +1,6 @@
 // Joining and indexing ops.
+#include <numeric>
+
 #include "test_util.h"
 
 using namespace xten;
@@ -306,6 +308,44 @@ TEST(Index, SortArgsortTopk) {
   auto [small, si] = topk(tensor({5.f, 1.f, 3.f}), 2, 0, /*largest=*/false);
   EXPECT_EQ(small.select(0, 1).item<float>(), 3.f);
   EXPECT_THROW_MSG(topk(ones({3}), 4), ValueError, "[topk] k (4) must be in [0, 3]");
+}
+
+// Note [Sorting packed keys] (kernels/cpu/index.cpp): the float sorts (float32, bfloat16,
+// float16) give std::stable_sort's order with NaN last (first descending) and -0.0 equal to +0.0,
+// indices included, on rows full of ties, signed zeros, infinities and NaNs of both signs.
+TEST(Index, SortOfFloatsIsStableWithNaNAndSignedZeros) {
+  std::vector<float> xs;
+  uint32_t state = 12345;
+  const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1.5f, -1.5f};
+  for (int i = 0; i < 3 * 700; ++i) {
+    state = state * 1664525u + 1013904223u;
+    const uint32_t r = state >> 8;
+    xs.push_back(r % 4 == 0 ? specials[r % 8]
+                            : static_cast<float>(static_cast<int>(r % 41) - 20) / 4);
+  }
+  const Tensor base = from_blob(xs.data(), {3, 700}, kFloat).clone();
+  for (ScalarType t : {kFloat, kBFloat16, kHalf})
+    for (bool descending : {false, true}) {
+      const Tensor x = base.to(t);
+      auto [v, i] = sort(x, 1, descending);
+      const Tensor xf = x.to(kFloat).contiguous();
+      for (int64_t row = 0; row < 3; ++row) {
+        const float* p = xf.data_ptr<float>() + row * 700;
+        std::vector<int64_t> order(700);
+        std::iota(order.begin(), order.end(), 0);
+        auto less = [&](int64_t a, int64_t b) {  // NaN greatest
+          const float u = p[a], w = p[b];
+          return descending ? (std::isnan(u) && !std::isnan(w)) || u > w
+                            : (!std::isnan(u) && std::isnan(w)) || u < w;
+        };
+        std::stable_sort(order.begin(), order.end(), less);
+        for (int64_t j = 0; j < 700; ++j)
+          ASSERT_EQ(i.select(0, row).select(0, j).item<int64_t>(), order[j])
+              << to_string(t) << (descending ? " descending" : "") << ", row " << row << ", place "
+              << j;
+      }
+      EXPECT_EQ((v.to(kFloat).isnan() != xf.gather(1, i).isnan()).sum().item<int64_t>(), 0);
+    }
 }
 
 TEST(Index, EmbeddingOneHotPad) {
