@@ -117,26 +117,28 @@ void apply_mask(const AttentionShape& g, const void* mask, bool causal, int64_t 
 // by whole packets from the row's start and the scalar form for the tail, so where the split
 // falls depends on the length only, never on the buffer's address (a run's results do not change
 // with where memory lands; Eigen's array loops switch forms at the first aligned address).
+// With `scale`, exp(x * scale - shift): the product rounded first, as a separate pass scaling x
+// would round it (the tile path's scores, Note [Tile products in attention]).
 template <class A>
-A exp_row(A* x, int64_t n, A shift) {
+A exp_row(A* x, int64_t n, A shift, A scale = A(1)) {
   using namespace Eigen::internal;
   using P = typename packet_traits<A>::type;
   constexpr int64_t kWidth = packet_traits<A>::size;
   const VecExp<A> f;
   // VecExp clamps its argument, so masked entries (-inf) come out tiny, not 0: what lies below
   // the smallest normal number is flushed to 0 (NaN stays).
-  const P tiny = pset1<P>(std::numeric_limits<A>::min()), s = pset1<P>(shift);
+  const P tiny = pset1<P>(std::numeric_limits<A>::min()), s = pset1<P>(shift), k = pset1<P>(scale);
   P acc = pset1<P>(A(0));
   int64_t c = 0;
   for (; c + kWidth <= n; c += kWidth) {
-    P e = f.packetOp(psub(ploadu<P>(x + c), s));
+    P e = f.packetOp(psub(pmul(ploadu<P>(x + c), k), s));
     e = pselect(pcmp_lt(e, tiny), pzero(e), e);
     pstoreu(x + c, e);
     acc = padd(acc, e);
   }
   A sum = predux(acc);
   for (; c < n; ++c) {
-    const A e = f(x[c] - shift);
+    const A e = f(x[c] * scale - shift);
     x[c] = e < std::numeric_limits<A>::min() ? A(0) : e;
     sum += x[c];
   }
@@ -146,18 +148,21 @@ A exp_row(A* x, int64_t n, A shift) {
 // The row steps both forward paths share. The online softmax over one score tile: per row the
 // new maximum m, the tile's exp(s - m) in place (0 where nothing is attended yet), the running
 // sum l and the accumulator `at` rescaled by exp(m_old - m_new).
+// With `scale` (positive), the tile holds unscaled scores: the scaled row's maximum is the scale
+// times the unscaled one (rounding is monotonic), and exp_row scales as it reads, so the values
+// are those of a tile scaled first, without that pass over it.
 template <class A>
-void online_softmax(Tile<A>& sc, A* m, A* l, Tile<A>& at) {
+void online_softmax(Tile<A>& sc, A* m, A* l, Tile<A>& at, A scale = A(1)) {
   constexpr A kNegInf = -std::numeric_limits<A>::infinity();
   const int64_t nk = sc.cols();
   for (int64_t r = 0; r < sc.rows(); ++r) {
     A* row = &sc(r, 0);
-    const A m_new = std::max(m[r], sc.row(r).maxCoeff());
+    const A m_new = std::max(m[r], sc.row(r).maxCoeff() * scale);
     if (m_new == kNegInf) {  // nothing attended in this row yet
       std::fill(row, row + nk, A(0));
       continue;
     }
-    const A sum = exp_row(row, nk, m_new);
+    const A sum = exp_row(row, nk, m_new, scale);
     const A alpha = m[r] == kNegInf ? A(0) : std::exp(m[r] - m_new);
     l[r] = l[r] * alpha + sum;
     if (alpha != A(1)) at.row(r) *= alpha;
@@ -177,16 +182,17 @@ void write_rows(const Tile<A>& at, const A* m, const A* l, T* out, int64_t row_s
   }
 }
 
-// The backward's row steps. P = exp(s - logsumexp) in place (0 for a row that attends nothing).
+// The backward's row steps. P = exp(s - logsumexp) in place (0 for a row that attends nothing);
+// with `scale`, of the unscaled scores s (as online_softmax's).
 template <class A>
-void probabilities(Tile<A>& p, const A* lse) {
+void probabilities(Tile<A>& p, const A* lse, A scale = A(1)) {
   for (int64_t r = 0; r < p.rows(); ++r) {
     A* row = &p(r, 0);
     if (lse[r] == -std::numeric_limits<A>::infinity()) {  // attended nothing
       std::fill(row, row + p.cols(), A(0));
       continue;
     }
-    exp_row(row, p.cols(), lse[r]);
+    exp_row(row, p.cols(), lse[r], scale);
   }
 }
 
@@ -294,6 +300,7 @@ bool flash_forward_tiles(const AttentionShape& g, const Tensor& query, const Ten
   T* o = static_cast<T*>(out.data_ptr());
   const int64_t os[3] = {out.stride(0), out.stride(1), out.stride(2)};
   A* ls = static_cast<A*>(lse.data_ptr());
+  const bool fold = scale > 0 && g.mask != AttentionShape::kAdditive;
   parallel_for(g.batch * g.heads * q_tiles, 1, [&](int64_t t0, int64_t t1) {
     std::vector<A> sb(kQueryTile * kKeyTile), acc(kQueryTile * Ev), m(kQueryTile), l(kQueryTile);
     std::vector<T> pb(std::is_same_v<T, A> ? 0 : kQueryTile * kKeyTile);  // P as T
@@ -311,9 +318,10 @@ bool flash_forward_tiles(const AttentionShape& g, const Tensor& query, const Ten
         const auto& pr = products.of(nq, nk);
         pr[0].run(q.rows(b, h, i0), k.rows(b, hk, j0), sb.data());
         Tile<A> sc(sb.data(), nq, nk, Eigen::OuterStride<>(kKeyTile));
-        sc *= static_cast<A>(scale);
+        // The scale folded into the softmax where no additive mask needs scaled scores.
+        if (!fold) sc *= static_cast<A>(scale);
         apply_mask<T, A>(g, mask, causal, b, h, i0, j0, sc);
-        online_softmax(sc, m.data(), l.data(), at);
+        online_softmax(sc, m.data(), l.data(), at, fold ? static_cast<A>(scale) : A(1));
         pr[1].run(tile_operand(sb.data(), nq, nk, kKeyTile, pb.data()), v.rows(b, hk, j0),
                   acc.data());
       }
@@ -351,6 +359,7 @@ bool flash_backward_tiles(const AttentionShape& g, const Tensor& grad_out, const
   const Tensor lse_c = lse.contiguous();
   const A* ls = static_cast<const A*>(lse_c.data_ptr());
   const A sc_mul = static_cast<A>(scale);
+  const bool fold = scale > 0 && g.mask != AttentionShape::kAdditive;
   parallel_for(g.batch * g.kv_heads, 1, [&](int64_t t0, int64_t t1) {
     std::vector<A> sb(kQueryTile * kKeyTile), db(kQueryTile * kKeyTile), dqb(kQueryTile * E),
         dkb(S * E), dvb(S * Ev), d(kQueryTile);
@@ -383,9 +392,9 @@ bool flash_backward_tiles(const AttentionShape& g, const Tensor& grad_out, const
             const auto& pr = products.of(nq, nk);
             pr[0].run(qt, k.rows(b, hk, j0), sb.data());
             Tile<A> p(sb.data(), nq, nk, Eigen::OuterStride<>(kKeyTile));
-            p *= sc_mul;
+            if (!fold) p *= sc_mul;  // else scaled as probabilities reads it (as the forward)
             apply_mask<T, A>(g, mask, causal, b, h, i0, j0, p);
-            probabilities(p, lrow);
+            probabilities(p, lrow, fold ? sc_mul : A(1));
             pr[1].run(tile_operand(sb.data(), nq, nk, kKeyTile, pb.data()), gt,
                       dvb.data() + j0 * Ev);
             pr[2].run(gt, v.rows(b, hk, j0), db.data());
