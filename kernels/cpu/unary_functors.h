@@ -68,11 +68,13 @@ struct VecCos {
 // polynomial is scaled by 2^m in one multiply (Eigen's pldexp_fast): the same values bit for
 // bit over the range it is used for (|x| <= 87; 88 at the top), 25% faster. Callers declare
 // what lies outside as an edge (Note [Vector math edges]). Double keeps Eigen's pexp.
-// At the avx512 level the scaling is one vscalefps, which also rounds a subnormal result once
-// and gives 0 and inf past the ends: there the vector exp is whole for every float (clamped to
-// [-104, 89], beyond which the results are 0 and inf; NaN passes the clamp), exp(x) itself
-// needs no edge pass (kExpWhole), and it is 25% faster in cache. Where the result is normal the
-// values are those of the other levels, bit for bit (2^m is exact).
+// At the avx512 level the scaling is one vscalefps, which also gives inf past the top: there the
+// vector exp is whole above (exp(x) itself needs no edge pass for large x, kExpWhole) and 25%
+// faster in cache. Below, results that would be subnormal are 0 (x < -87.33, where the
+// argument is clamped): vscalefps takes a microcode assist for each subnormal or underflowing
+// result (4.2 ns a float in cache against 0.2), which a causal mask's -inf scores would hit in
+// every diagonal tile; exp(x) sends x < -87 to the scalar form as before. Where the result is
+// normal the values are those of the other levels, bit for bit (2^m is exact).
 #if defined(__AVX512F__)
 constexpr bool kExpWhole = true;
 #else
@@ -85,9 +87,16 @@ struct VecExp {
   P packetOp(const P& x) const {
     using namespace Eigen::internal;
     if constexpr (std::is_same_v<S, float>) {
-      const float lo = scales_whole<P>() ? -104.0f : -88.723f,
-                  hi = scales_whole<P>() ? 89.0f : 88.723f;
-      const P xc = pmax(pmin(x, pset1<P>(hi)), pset1<P>(lo));
+#if defined(__AVX512F__)
+      if constexpr (scales_whole<P>()) {
+        constexpr float kLowest = -87.33f;  // exp(kLowest) is still a normal float
+        const P xc = pmax(pmin(x, pset1<P>(89.0f)), pset1<P>(kLowest));
+        P m;
+        const P e = from_reduced(reduce(xc, m), m);
+        return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, pset1<P>(kLowest), _CMP_NLT_UQ), e);
+      }
+#endif
+      const P xc = pmax(pmin(x, pset1<P>(88.723f)), pset1<P>(-88.723f));
       P m;
       return from_reduced(reduce(xc, m), m);
     } else {
@@ -103,8 +112,7 @@ struct VecExp {
     return false;
 #endif
   }
-  // exp(hi + lo) for hi in [-87, 88] ([-104, 88] where scales_whole) and lo within an ulp of hi
-  // (its rounding error): lo joins
+  // exp(hi + lo) for hi in [-87, 88] and lo within an ulp of hi (its rounding error): lo joins
   // the reduced argument, where it counts in full; added to hi first, it would round away.
   template <class P>
   static P of_sum(const P& hi, const P& lo) {
@@ -296,10 +304,9 @@ struct VecErf {
 //   off by up to 2e-6, a relative error of 2e-6 in exp (30 ulp).
 // - exp(-x^2 / 2) is phi's as well, so the derivative takes one exp, not two.
 // - Past |x| = 13.2 (x^2 / 2 > 87, where exp leaves the normal floats) c and phi are 0, and
-//   NaN stays NaN (t is NaN). At the avx512 level, where the vector exp is whole (Note [Vector
-//   exp]), they follow it into the subnormals instead, to 0 at |x| = 14.4; and t starts from
-//   vrcp14ps, not a division (one vector op, about 12% of gelu's time in cache, same worst error). Worst error against a double gelu: docs/cpu_kernels.md, "Vector
-//   math"; test_cpu_unary's GeluWithinItsUlpBound samples it. Float only.
+//   NaN stays NaN (t is NaN). At the avx512 level t starts from vrcp14ps, not a division. Worst
+//   error against a double gelu: docs/cpu_kernels.md, "Vector math"; test_cpu_unary's
+//   GeluWithinItsUlpBound samples it. Float only.
 struct NormalCdf {
   // Phi(x); *gauss gets exp(-x^2 / 2), 0 past the range.
   template <class P>
@@ -322,14 +329,9 @@ struct NormalCdf {
     const P xh = pand(x, pset1frombits<P>(0xfffff000u)), xl = psub(x, xh);  // xh^2 is exact
     const P hi = pmul(pmul(xh, xh), half), lo = pmul(pmul(xl, padd(x, xh)), half);
 #endif
-    P e;
-    if constexpr (VecExp<float>::scales_whole<P>()) {
-      e = VecExp<float>::of_sum(pnegate(pmin(hi, pset1<P>(104.0f))), pnegate(lo));  // 0 past 103.9
-    } else {
-      const P limit = pset1<P>(87.0f);
-      const P past = pcmp_lt(limit, hi);
-      e = pandnot(VecExp<float>::of_sum(pnegate(pmin(hi, limit)), pnegate(lo)), past);
-    }
+    const P limit = pset1<P>(87.0f);
+    const P past = pcmp_lt(limit, hi);
+    const P e = pandnot(VecExp<float>::of_sum(pnegate(pmin(hi, limit)), pnegate(lo)), past);
     if (gauss) *gauss = e;
     const P c = pmul(pmul(e, half), pmul(t, q));
     return pselect(pcmp_lt(x, pzero(x)), c, psub(one, c));
@@ -540,8 +542,8 @@ namespace {
 // (double) and in float is exact only where the result is a normal number: where an op's exp
 // argument is past kExpLimit (a margin inside the clamp), the scalar form is used (exp below
 // -kExpLimit is subnormal or 0, which the clamp would not give). exp itself also sends what
-// lies above kExpHigh and NaN to the scalar form, except where the vector exp is whole (float
-// at the avx512 level, kExpWhole).
+// lies above kExpHigh and NaN to the scalar form; where the vector exp is whole above (float at
+// the avx512 level, kExpWhole), only what lies below.
 template <class M>
 constexpr M kExpLimit = sizeof(M) == 4 ? M(87.0) : M(708.0);
 template <class M>
@@ -549,8 +551,9 @@ constexpr M kExpHigh = sizeof(M) == 4 ? M(88.0) : M(708.0);
 struct ExpOp {
   XTEN_UNARY_SCALAR_PART(std::exp(x))
   XTEN_UNARY_VEC_PART(x.unaryExpr(VecExp<S>{}))
-  template <class M, std::enable_if_t<sizeof(M) == 8 || !kExpWhole, int> = 0>
+  template <class M>
   bool edge(M x) const {
+    if (sizeof(M) == 4 && kExpWhole) return !(x >= -kExpLimit<M>);
     return !(x >= -kExpLimit<M>) | !(x <= kExpHigh<M>);  // `|`: vectorizes
   }
 };
