@@ -68,13 +68,13 @@ struct VecCos {
 // polynomial is scaled by 2^m in one multiply (Eigen's pldexp_fast): the same values bit for
 // bit over the range it is used for (|x| <= 87; 88 at the top), 25% faster. Callers declare
 // what lies outside as an edge (Note [Vector math edges]). Double keeps Eigen's pexp.
-// At the avx512 level the scaling is one vscalefps, which also gives inf past the top: there the
-// vector exp is whole above (exp(x) itself needs no edge pass for large x, kExpWhole) and 25%
-// faster in cache. Below, results that would be subnormal are 0 (x < -87.33, where the
-// argument is clamped): vscalefps takes a microcode assist for each subnormal or underflowing
+// At the avx512 level the scaling is one vscalefps, which also gives inf past the top, 25% faster
+// in cache. Results that would be subnormal are 0 there (x < -87.33, where the argument is
+// clamped): vscalefps and vmulps take a microcode assist for each subnormal or underflowing
 // result (4.2 ns a float in cache against 0.2), which a causal mask's -inf scores would hit in
-// every diagonal tile; exp(x) sends x < -87 to the scalar form as before. Where the result is
-// normal the values are those of the other levels, bit for bit (2^m is exact).
+// every diagonal tile. exp(x) itself computes the subnormals in the vector (with_subnormals:
+// the assist only for a packet that has such a lane) and needs no edge pass (kExpWhole). Where
+// the result is normal the values are those of the other levels, bit for bit (2^m is exact).
 #if defined(__AVX512F__)
 constexpr bool kExpWhole = true;
 #else
@@ -112,6 +112,28 @@ struct VecExp {
     return false;
 #endif
   }
+  // exp(x) with subnormal results too, for exp itself at the avx512 level (ExpOp: no edge pass
+  // there). Lanes whose 2^m is below 2^-125 are scaled by 2^(m + 24), normal, then by 2^-24 in
+  // one rounding into the subnormals; that multiply, and its assist, runs only for a packet that
+  // holds such a lane. The argument is clamped to [-104, 89] (0 and inf beyond; NaN passes).
+  template <class P>
+  static P with_subnormals(const P& x) {
+#if defined(__AVX512F__)
+    if constexpr (scales_whole<P>()) {
+      using namespace Eigen::internal;
+      const P xc = pmax(pmin(x, pset1<P>(89.0f)), pset1<P>(-104.0f));
+      P m;
+      const P y = polynomial(reduce(xc, m));
+      const P low_m = pset1<P>(-125.0f);
+      const __mmask16 low = _mm512_cmp_ps_mask(m, low_m, _CMP_LT_OQ);
+      const P e = _mm512_scalef_ps(y, pmax(m, low_m));
+      if (!low) return e;
+      const P tiny = pmul(_mm512_scalef_ps(y, padd(m, pset1<P>(24.0f))), pset1<P>(0x1p-24f));
+      return _mm512_mask_mov_ps(e, low, tiny);
+    }
+#endif
+    return VecExp<float>{}.packetOp(x);
+  }
   // exp(hi + lo) for hi in [-87, 88] and lo within an ulp of hi (its rounding error): lo joins
   // the reduced argument, where it counts in full; added to hi first, it would round away.
   template <class P>
@@ -131,6 +153,14 @@ struct VecExp {
   }
   template <class P>
   static P from_reduced(const P& r, const P& m) {
+    const P y = polynomial(r);
+#if defined(__AVX512F__)
+    if constexpr (scales_whole<P>()) return _mm512_scalef_ps(y, m);
+#endif
+    return Eigen::internal::pldexp_fast_impl<P>::run(y, m);
+  }
+  template <class P>
+  static P polynomial(const P& r) {
     using namespace Eigen::internal;
     const P r2 = pmul(r, r), r3 = pmul(r2, r);
     // Cephes' degree-7 polynomial for exp(r) on [-ln2/2, ln2/2], in two halves.
@@ -139,11 +169,15 @@ struct VecExp {
     y = pmadd(y, r, pset1<P>(8.3334519073E-3f));
     y1 = pmadd(y1, r, pset1<P>(5.0000001201E-1f));
     y = pmadd(y, r3, y1);
-    y = pmadd(y, r2, padd(r, pset1<P>(1.0f)));
-#if defined(__AVX512F__)
-    if constexpr (scales_whole<P>()) return _mm512_scalef_ps(y, m);
-#endif
-    return pldexp_fast_impl<P>::run(y, m);
+    return pmadd(y, r2, padd(r, pset1<P>(1.0f)));
+  }
+};
+// float exp for every input (VecExp::with_subnormals): exp itself at the avx512 level.
+struct VecExpWhole {
+  float operator()(const float& x) const { return std::exp(x); }
+  template <class P>
+  P packetOp(const P& x) const {
+    return VecExp<float>::with_subnormals(x);
   }
 };
 // Note [Vector log]: float log with the exponent and mantissa taken from the bits (Eigen's plog
@@ -449,6 +483,10 @@ struct functor_traits<VecExp<float>> {
   enum { Cost = 20, PacketAccess = 1 };
 };
 template <>
+struct functor_traits<VecExpWhole> {
+  enum { Cost = 20, PacketAccess = 1 };
+};
+template <>
 struct functor_traits<VecExp<double>> {
   enum { Cost = 25, PacketAccess = packet_traits<double>::HasExp };
 };
@@ -550,10 +588,16 @@ template <class M>
 constexpr M kExpHigh = sizeof(M) == 4 ? M(88.0) : M(708.0);
 struct ExpOp {
   XTEN_UNARY_SCALAR_PART(std::exp(x))
-  XTEN_UNARY_VEC_PART(x.unaryExpr(VecExp<S>{}))
-  template <class M>
+  template <class A>
+  auto vec(const A& x) const {
+    using S = typename A::Scalar;
+    if constexpr (std::is_same_v<S, float> && kExpWhole)
+      return x.unaryExpr(VecExpWhole{});
+    else
+      return x.unaryExpr(VecExp<S>{});
+  }
+  template <class M, std::enable_if_t<sizeof(M) == 8 || !kExpWhole, int> = 0>
   bool edge(M x) const {
-    if (sizeof(M) == 4 && kExpWhole) return !(x >= -kExpLimit<M>);
     return !(x >= -kExpLimit<M>) | !(x <= kExpHigh<M>);  // `|`: vectorizes
   }
 };
