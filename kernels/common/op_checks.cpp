@@ -41,8 +41,7 @@ void check_nll_loss(const char* op, const Tensor& input, const Tensor& target,
   if (weight && weight->defined())
     XTEN_CHECK(weight->dim() == 1 && weight->size(0) == classes, ValueError, op,
                "weight must have shape ({}), but got {}", classes, weight->sizes());
-  XTEN_CHECK(reduction == "none" || reduction == "mean" || reduction == "sum", ValueError, op,
-             "reduction must be 'none', 'mean' or 'sum', but got '{}'", reduction);
+  check_loss_reduction(op, reduction);
   if (weight && weight->defined())
     check_same_device(op, {&input, &target, &*weight});
   else
@@ -71,18 +70,26 @@ void check_pointwise_backward(const char* op, const Tensor& grad, const Tensor& 
              "not implemented for dtype {}", to_string(grad.dtype()));
 }
 
+void check_floating_loss(const char* op, const Tensor& input, const Tensor& target) {
+  XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, op,
+             "not implemented for input dtype {}", to_string(input.dtype()));
+  XTEN_CHECK(is_floating_type(target.dtype()), TypeError, op,
+             "expected a floating target, but got {}", to_string(target.dtype()));
+}
+
+void check_loss_reduction(const char* op, const std::string& reduction) {
+  XTEN_CHECK(reduction == "none" || reduction == "mean" || reduction == "sum", ValueError, op,
+             "reduction must be 'none', 'mean' or 'sum', but got '{}'", reduction);
+}
+
 double mse_loss_backward_norm(const Tensor& grad_output, const Tensor& self, const Tensor& target,
                               const std::string& reduction) {
   constexpr const char* op = "mse_loss_backward";
-  XTEN_CHECK(is_floating_type(self.dtype()), NotImplementedError, op,
-             "not implemented for input dtype {}", to_string(self.dtype()));
-  XTEN_CHECK(is_floating_type(target.dtype()), TypeError, op,
-             "expected a floating target, but got {}", to_string(target.dtype()));
+  check_floating_loss(op, self, target);
   XTEN_CHECK(is_floating_type(grad_output.dtype()), TypeError, op,
              "expected a floating grad_output, but got {}", to_string(grad_output.dtype()));
   check_same_device(op, {&grad_output, &self, &target});
-  XTEN_CHECK(reduction == "none" || reduction == "mean" || reduction == "sum", ValueError, op,
-             "reduction must be 'none', 'mean' or 'sum', but got '{}'", reduction);
+  check_loss_reduction(op, reduction);
   const DimVector both = broadcast_shapes(op, self.sizes(), target.sizes());
   (void)broadcast_shapes(op, both, grad_output.sizes());
   if (reduction != "mean") return 2.0;

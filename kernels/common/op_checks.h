@@ -190,6 +190,10 @@ void check_masked_select_mask(const Tensor& mask);
 void check_topk_k(const char* op, int64_t k, int64_t n, int64_t d);
 // gelu's approximate: none or tanh.
 void check_gelu_approximate(const std::string& approximate, const char* op = "gelu");
+// A loss's floating input (else NotImplementedError) and floating target (else TypeError).
+void check_floating_loss(const char* op, const Tensor& input, const Tensor& target);
+// A loss's reduction: 'none', 'mean' or 'sum' (else ValueError).
+void check_loss_reduction(const char* op, const std::string& reduction);
 // mse_loss_backward's checks (floating self and target, a known reduction, one device, and a
 // grad_output that broadcasts with them); returns the factor of (self - target) * grad_output:
 // 2, or 2 over the element count of self and target broadcast for 'mean'.

@@ -17,15 +17,8 @@ Tensor reduce(const char* op, const Tensor& loss, const std::string& reduction) 
   return loss.mean();
 }
 
-void check_floating(const char* op, const Tensor& input, const Tensor& target) {
-  XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, op,
-             "not implemented for input dtype {}", to_string(input.dtype()));
-  XTEN_CHECK(is_floating_type(target.dtype()), TypeError, op,
-             "expected a floating target, but got {}", to_string(target.dtype()));
-}
-
 Tensor mse_loss_kernel(const Tensor& input, const Tensor& target, const std::string& reduction) {
-  check_floating("mse_loss", input, target);
+  check_floating_loss("mse_loss", input, target);
   const Tensor d = input - target;
   return reduce("mse_loss", d * d, reduction);
 }
@@ -38,13 +31,13 @@ Tensor mse_loss_backward_kernel(const Tensor& grad_output, const Tensor& input,
 }
 
 Tensor l1_loss_kernel(const Tensor& input, const Tensor& target, const std::string& reduction) {
-  check_floating("l1_loss", input, target);
+  check_floating_loss("l1_loss", input, target);
   return reduce("l1_loss", (input - target).abs(), reduction);
 }
 
 Tensor smooth_l1_loss_kernel(const Tensor& input, const Tensor& target,
                              const std::string& reduction, double beta) {
-  check_floating("smooth_l1_loss", input, target);
+  check_floating_loss("smooth_l1_loss", input, target);
   XTEN_CHECK(beta >= 0, ValueError, "smooth_l1_loss", "beta must be non-negative, but got {}",
              beta);
   const Tensor d = (input - target).abs();
@@ -54,7 +47,7 @@ Tensor smooth_l1_loss_kernel(const Tensor& input, const Tensor& target,
 
 Tensor huber_loss_kernel(const Tensor& input, const Tensor& target, const std::string& reduction,
                          double delta) {
-  check_floating("huber_loss", input, target);
+  check_floating_loss("huber_loss", input, target);
   XTEN_CHECK(delta > 0, ValueError, "huber_loss", "delta must be positive, but got {}", delta);
   const Tensor d = (input - target).abs();
   return reduce("huber_loss", where(d <= delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction);
@@ -63,7 +56,7 @@ Tensor huber_loss_kernel(const Tensor& input, const Tensor& target, const std::s
 Tensor binary_cross_entropy_kernel(const Tensor& input, const Tensor& target,
                                    const std::optional<Tensor>& weight,
                                    const std::string& reduction) {
-  check_floating("binary_cross_entropy", input, target);
+  check_floating_loss("binary_cross_entropy", input, target);
   XTEN_CHECK(input.sizes() == target.sizes(), ValueError, "binary_cross_entropy",
              "target shape {} must equal input shape {}", target.sizes(), input.sizes());
   check_values_in_range(input, 0, 1, "binary_cross_entropy",
@@ -77,7 +70,7 @@ Tensor binary_cross_entropy_with_logits_kernel(const Tensor& input, const Tensor
                                                const std::optional<Tensor>& weight,
                                                const std::optional<Tensor>& pos_weight,
                                                const std::string& reduction) {
-  check_floating("binary_cross_entropy_with_logits", input, target);
+  check_floating_loss("binary_cross_entropy_with_logits", input, target);
   XTEN_CHECK(input.sizes() == target.sizes(), ValueError, "binary_cross_entropy_with_logits",
              "target shape {} must equal input shape {}", target.sizes(), input.sizes());
   // -log(sigmoid(x)) = softplus(-x), which is linear past its threshold (no overflow) and whose
@@ -95,7 +88,7 @@ Tensor binary_cross_entropy_with_logits_kernel(const Tensor& input, const Tensor
 
 Tensor kl_div_kernel(const Tensor& input, const Tensor& target, const std::string& reduction,
                      bool log_target) {
-  check_floating("kl_div", input, target);
+  check_floating_loss("kl_div", input, target);
   const Tensor l =
       log_target ? exp(target) * (target - input)
                  : where(target > 0, target * (log(target) - input), zeros({}, input.options()));

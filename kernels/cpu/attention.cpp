@@ -182,6 +182,13 @@ void write_rows(const Tile<A>& at, const A* m, const A* l, T* out, int64_t row_s
   }
 }
 
+// Whether the oneDNN tile path applies the scale as the softmax reads the unscaled scores
+// (online_softmax, probabilities) instead of in a pass of its own: a positive scale, and no
+// additive mask, which is added to scaled scores.
+bool scale_folds(const AttentionShape& g, double scale) {
+  return scale > 0 && g.mask != AttentionShape::kAdditive;
+}
+
 // The backward's row steps. P = exp(s - logsumexp) in place (0 for a row that attends nothing);
 // with `scale`, of the unscaled scores s (as online_softmax's).
 template <class A>
@@ -300,7 +307,7 @@ bool flash_forward_tiles(const AttentionShape& g, const Tensor& query, const Ten
   T* o = static_cast<T*>(out.data_ptr());
   const int64_t os[3] = {out.stride(0), out.stride(1), out.stride(2)};
   A* ls = static_cast<A*>(lse.data_ptr());
-  const bool fold = scale > 0 && g.mask != AttentionShape::kAdditive;
+  const bool fold = scale_folds(g, scale);
   parallel_for(g.batch * g.heads * q_tiles, 1, [&](int64_t t0, int64_t t1) {
     std::vector<A> sb(kQueryTile * kKeyTile), acc(kQueryTile * Ev), m(kQueryTile), l(kQueryTile);
     std::vector<T> pb(std::is_same_v<T, A> ? 0 : kQueryTile * kKeyTile);  // P as T
@@ -359,7 +366,7 @@ bool flash_backward_tiles(const AttentionShape& g, const Tensor& grad_out, const
   const Tensor lse_c = lse.contiguous();
   const A* ls = static_cast<const A*>(lse_c.data_ptr());
   const A sc_mul = static_cast<A>(scale);
-  const bool fold = scale > 0 && g.mask != AttentionShape::kAdditive;
+  const bool fold = scale_folds(g, scale);
   parallel_for(g.batch * g.kv_heads, 1, [&](int64_t t0, int64_t t1) {
     std::vector<A> sb(kQueryTile * kKeyTile), db(kQueryTile * kKeyTile), dqb(kQueryTile * E),
         dkb(S * E), dvb(S * Ev), d(kQueryTile);

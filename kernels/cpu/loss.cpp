@@ -151,12 +151,8 @@ struct SquaredDifferenceOp {
 // target broadcast) square elementwise and reduce with sum/mean.
 Tensor mse_loss_kernel(const Tensor& self, const Tensor& target, const std::string& reduction) {
   constexpr const char* op = "mse_loss";
-  XTEN_CHECK(is_floating_type(self.dtype()), NotImplementedError, op,
-             "not implemented for input dtype {}", to_string(self.dtype()));
-  XTEN_CHECK(is_floating_type(target.dtype()), TypeError, op,
-             "expected a floating target, but got {}", to_string(target.dtype()));
-  XTEN_CHECK(reduction == "none" || reduction == "mean" || reduction == "sum", ValueError, op,
-             "reduction must be 'none', 'mean' or 'sum', but got '{}'", reduction);
+  check_floating_loss(op, self, target);
+  check_loss_reduction(op, reduction);
   const bool one_pass = reduction != "none" && self.dtype() == target.dtype() &&
                         self.sizes() == target.sizes() && self.is_contiguous() &&
                         target.is_contiguous() && self.numel() > 0;
