@@ -130,6 +130,19 @@ struct has_vec<Op, M, 3,
                    std::declval<ECMap<M>>(), std::declval<ECMap<M>>(), std::declval<ECMap<M>>()))>>
     : std::true_type {};
 
+// Note [Vector forms for 16-bit results]: an op may add vec_rounded(), a cheaper vector form
+// for a result that is stored as bfloat16 or float16 (output type R of 16 bits; the inputs are
+// widened to float as for vec()). Its relative error must stay below 2^-18 (a 64th of float16's
+// half ulp), so that the stored values are those of vec() but for rare ties. gelu's exact form
+// uses it (unary_functors.h, VecGeluErfRounded): VecGeluErf keeps 5 ulp in float, which costs
+// twice the operations. docs/cpu_kernels.md, "Vector math".
+template <class Op, class M, int N, class = void>
+struct has_vec_rounded : std::false_type {};
+template <class Op, class M>
+struct has_vec_rounded<
+    Op, M, 1, std::void_t<decltype(std::declval<const Op&>().vec_rounded(std::declval<ECMap<M>>()))>>
+    : std::true_type {};
+
 // Note [Vector math edges]: an Op whose vectorized form is wrong on some inputs (Eigen's exp
 // clamps its argument, so exp(-inf) is not 0) declares edge(x); the loop then recomputes those
 // elements with the scalar form after the vector pass.
@@ -295,8 +308,12 @@ auto make_loop(const Op& op) {
     if constexpr (same_types && N <= 3 &&
                   std::conjunction_v<std::is_floating_point<M>, has_vec<Op, M, N>>) {
       // The vector form over m elements of each input, p[k] + offset.
+      constexpr bool rounded = (std::is_same_v<R, BFloat16> || std::is_same_v<R, Half>) &&
+                               has_vec_rounded<Op, M, N>::value;
       auto vec = [&op](const M* const* p, int64_t offset, int64_t m) {
-        if constexpr (N == 1)
+        if constexpr (rounded)
+          return op.vec_rounded(ECMap<M>(p[0] + offset, m));
+        else if constexpr (N == 1)
           return op.vec(ECMap<M>(p[0] + offset, m));
         else if constexpr (N == 2)
           return op.vec(ECMap<M>(p[0] + offset, m), ECMap<M>(p[1] + offset, m));

@@ -134,6 +134,15 @@ struct VecExp {
 #endif
     return VecExp<float>{}.packetOp(x);
   }
+  // exp(x) for x <= 88, and 0 where the result would not be a normal float (x below -87; -87.33
+  // at the avx512 level, whose vector exp already gives 0 there). NaN stays NaN.
+  template <class P>
+  static P normal_or_zero(const P& x) {
+    using namespace Eigen::internal;
+    if constexpr (scales_whole<P>()) return VecExp{}.packetOp(x);
+    const P limit = pset1<P>(-87.0f);
+    return pandnot(VecExp{}.packetOp(pmax(x, limit)), pcmp_lt(x, limit));
+  }
   // exp(hi + lo) for hi in [-87, 88] and lo within an ulp of hi (its rounding error): lo joins
   // the reduced argument, where it counts in full; added to hi first, it would round away.
   template <class P>
@@ -422,6 +431,31 @@ struct VecGeluErf {
     return por(r, pcmp_eq(pabs(x), inf));  // all ones: a NaN
   }
 };
+// gelu's exact form for a result rounded to 16 bits (vec_rounded, Note [Vector forms for
+// 16-bit results] in loops.h): Phi(-|x|) = exp(-x^2 / 2) t Q(t) as in Note [Vector normal cdf],
+// but t from one Newton step (the avx512 level's vrcp14ps, or the division), x^2 / 2 in one
+// part, and Q of degree 6 (fitted as NormalCdf's P, with its 0.5 folded in: relative error
+// 7e-7 for |x| <= 13.2). Relative error below 2e-6 up to |x| = 10 (5e-6 at 13.2, x^2 / 2's
+// rounding), against bfloat16's 2^-9 and float16's 2^-12 of rounding: half the operations of
+// VecGeluErf. An infinite x gives NaN (the Newton step's inf * 0), as the scalar form; NaN stays.
+struct VecGeluErfRounded {
+  float operator()(const float& x) const { return VecGeluErf<float>{}(x); }
+  template <class P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    const P one = pset1<P>(1.0f);
+    const P d = pmadd(pset1<P>(NormalCdf::kP), pabs(x), one);
+    const P t0 = NormalCdf::reciprocal(d);
+    const P t = pmadd(t0, pmadd(pnegate(d), t0, one), t0);
+    P q = pset1<P>(kQ[0]);
+    for (int i = 1; i < 7; ++i) q = pmadd(q, t, pset1<P>(kQ[i]));
+    const P c = pmul(VecExp<float>::normal_or_zero(pmul(x, pmul(x, pset1<P>(-0.5f)))), pmul(t, q));
+    return pmul(x, pselect(pcmp_lt(x, pzero(x)), c, psub(one, c)));
+  }
+  static constexpr float kQ[7] = {-6.6888168454e-02f, 1.9038030505e-01f, -6.0525067151e-02f,
+                                  1.3891971111e-01f,  8.4375776350e-02f, 1.0787319392e-01f,
+                                  1.0586391389e-01f};
+};
 // gelu's derivatives, times the incoming gradient g (gelu_backward). The exact form's is
 // Phi(x) + x phi(x) (Note [Vector normal cdf]); phi is 0 past |x| = 13.2, where the scalar exp
 // is below 1e-37; NaN stays NaN and an infinite x gives NaN (x times phi's 0), as the formula
@@ -527,6 +561,10 @@ struct functor_traits<VecErf<double>> {  // no packet erf for double: the C libr
 template <class S>
 struct functor_traits<VecGeluErf<S>> {
   enum { Cost = 50, PacketAccess = std::is_same_v<S, float> };
+};
+template <>
+struct functor_traits<VecGeluErfRounded> {
+  enum { Cost = 30, PacketAccess = true };
 };
 template <class S>
 struct functor_traits<VecGeluErfGrad<S>> {
@@ -720,6 +758,10 @@ struct GeluErfOp {
   template <class A>
   auto vec(const A& x) const {
     return x.unaryExpr(VecGeluErf<typename A::Scalar>{});
+  }
+  template <class A>
+  auto vec_rounded(const A& x) const {
+    return x.unaryExpr(VecGeluErfRounded{});
   }
   // Double: the C library's erf (no vector form), so the scalar operator() throughout.
   template <class M, std::enable_if_t<sizeof(M) == 8, int> = 0>
