@@ -147,6 +147,33 @@ TEST(Index, ScatterOfARepeatedLineMovesWholeRows) {
   EXPECT_EQ(w.grad().select(0, 1).abs().sum().item<float>(), 0.f);
 }
 
+// gather and scatter_add read an index whose values are all in [0, size) as they are, and
+// wrap each one otherwise (Note [Indices read as they are]): with negative values mixed in, in
+// int64 and int32, the results equal those of the wrapped index; a value out of range in the
+// 8-wide part of the range check or in its tail is an IndexError.
+TEST(Index, GatherAndScatterAddWithNegativeIndices) {
+  manual_seed(23);
+  const Tensor x = randn({6, 300}), src = randn({6, 37});
+  const Tensor idx = randint(-300, 300, {6, 37});
+  const Tensor wrapped = where(lt(idx, 0), idx + 300, idx);
+  ASSERT_GT(lt(idx, 0).sum().item<int64_t>(), 0);
+  for (ScalarType t : {kLong, kInt}) {
+    EXPECT_TRUE(same_bytes(gather(x, 1, idx.to(t)), gather(x, 1, wrapped))) << to_string(t);
+    EXPECT_TRUE(
+        same_bytes(scatter_add(zeros({6, 300}), 1, idx.to(t), src),
+                   scatter_add(zeros({6, 300}), 1, wrapped, src)))
+        << to_string(t);
+  }
+  for (int64_t at : {int64_t{9}, int64_t{6 * 37 - 1}}) {  // in a vector of 8, in the tail
+    Tensor bad = wrapped.clone();
+    bad.view({-1}).select(0, at).fill_(300);
+    EXPECT_THROW_MSG(gather(x, 1, bad), IndexError,
+                     "[gather] index 300 is out of range for dim 1 of size 300");
+    EXPECT_THROW_MSG(scatter_add(zeros({6, 300}), 1, bad, src), IndexError,
+                     "[scatter_add] index 300 is out of range for dim 1 of size 300");
+  }
+}
+
 // gather along every dim of contiguous and transposed inputs, against element-wise picks.
 TEST(Index, GatherAlongEveryDimOfStridedInputs) {
   manual_seed(19);

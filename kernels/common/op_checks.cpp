@@ -357,30 +357,38 @@ void check_index_dtype(const char* op, const Tensor& index) {
              "expected an int64 or int32 index tensor, but got {}", to_string(index.dtype()));
 }
 
-std::vector<int64_t> index_values(const char* op, const Tensor& index, int64_t size, int64_t dim) {
+Tensor index_as_long(const char* op, const Tensor& index) {
   check_index_dtype(op, index);
-  const Tensor flat = index.to(kLong).contiguous();
-  const int64_t n = flat.numel();
-  const int64_t* p = static_cast<const int64_t*>(flat.data_ptr());
-  std::vector<int64_t> v(static_cast<size_t>(n));
+  return index.to(kLong).contiguous();
+}
+
+void check_index_range(const char* op, const Tensor& index_long, int64_t size, int64_t dim) {
+  const int64_t n = index_long.numel();
+  const int64_t* p = static_cast<const int64_t*>(index_long.data_ptr());
   // Threads over chunks (max_pool2d's gradient reads 1.6M indices; one thread took most of its
   // time); the error names the first bad index in order, as a serial loop would.
   std::atomic<int64_t> first_bad{n};
   parallel_for(n, kParallelGrain, [&](int64_t b, int64_t e) {
     for (int64_t k = b; k < e; ++k) {
-      const int64_t i = p[k];
-      if (i < -size || i >= size) {
+      if (p[k] < -size || p[k] >= size) {
         int64_t seen = first_bad.load();
         while (k < seen && !first_bad.compare_exchange_weak(seen, k)) {
         }
         return;
       }
-      v[static_cast<size_t>(k)] = i < 0 ? i + size : i;
     }
   });
   XTEN_CHECK(first_bad.load() == n, IndexError, op,
              "index {} is out of range for dim {} of size {}", p[std::min(first_bad.load(), n - 1)],
              dim, size);
+}
+
+std::vector<int64_t> index_values(const char* op, const Tensor& index, int64_t size, int64_t dim) {
+  const Tensor flat = index_as_long(op, index);
+  check_index_range(op, flat, size, dim);
+  const int64_t* p = static_cast<const int64_t*>(flat.data_ptr());
+  std::vector<int64_t> v(p, p + flat.numel());
+  for (int64_t& i : v) i += i < 0 ? size : 0;
   return v;
 }
 
