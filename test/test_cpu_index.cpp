@@ -174,6 +174,33 @@ TEST(Index, GatherAndScatterAddWithNegativeIndices) {
   }
 }
 
+// index_put_'s rows (embedding's and index_select's gradients along dim 0) at 1, 3 and 8 threads:
+// tasks own blocks of destination rows, so rows picked many times get the same sums bit for bit,
+// equal to scatter_add's of the expanded index; without accumulate the last write wins.
+TEST(Index, IndexPutRowsInSerialOrderAtAnyThreadCount) {
+  manual_seed(31);
+  const Tensor idx = randint(500, {6000}), g = randn({6000, 40});
+  const Tensor expanded = idx.reshape({6000, 1}).expand({6000, 40});
+  const Tensor by_scatter = scatter_add(zeros({500, 40}), 0, expanded, g);
+  const int threads = get_num_threads();
+  for (int th : {1, 3, 8}) {
+    set_num_threads(th);
+    Tensor acc = zeros({500, 40});
+    acc.index_put_({idx}, g, true);
+    EXPECT_TRUE(same_bytes(acc, by_scatter)) << th << " threads";
+    Tensor last = zeros({500, 40});
+    last.index_put_({idx}, g, false);
+    std::vector<int64_t> last_j(500, -1);  // the last j that names each row
+    for (int64_t j = 0; j < 6000; ++j) last_j[idx.data_ptr<int64_t>()[j]] = j;
+    for (int64_t r = 0; r < 500; r += 37)
+      if (last_j[r] >= 0) EXPECT_TRUE(same_bytes(last.select(0, r), g.select(0, last_j[r])));
+    const Tensor w = randn({500, 40}).requires_grad_(true);
+    embedding(w, idx).backward(g);
+    EXPECT_TRUE(same_bytes(w.grad(), by_scatter)) << "embedding's gradient, " << th;
+  }
+  set_num_threads(threads);
+}
+
 // gather along every dim of contiguous and transposed inputs, against element-wise picks.
 TEST(Index, GatherAlongEveryDimOfStridedInputs) {
   manual_seed(19);

@@ -416,19 +416,32 @@ Tensor index_put_rows_kernel(const Tensor& self, const Tensor& index, const Tens
   vshape[0] = static_cast<int64_t>(idx.size());
   const Tensor v = values.to(self.dtype()).expand(vshape).contiguous();
   XTEN_CHECK(self.is_contiguous(), ValueError, "index_put_", "internal: rows must be contiguous");
-  const int64_t inner = self.numel() / std::max<int64_t>(self.size(0), 1);
+  const int64_t rows = self.size(0), inner = self.numel() / std::max<int64_t>(rows, 1);
+  const int64_t n = static_cast<int64_t>(idx.size());
+  // Tasks own blocks of destination rows and each scans every j in order, so a row picked twice
+  // gets its values in the serial order at any thread count (the sums bit for bit; the last
+  // write wins without accumulate). embedding's and index_select's gradients come here.
+  const int64_t blocks =
+      n * inner < kParallelGrain ? 1 : std::min<int64_t>(rows, 4 * get_num_threads());
+  const int64_t per_block = (rows + blocks - 1) / blocks;
   visit_dtype<dtypes::kAll>("index_put_", self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
     T* dst = static_cast<T*>(self.data_ptr());
     const T* src = static_cast<const T*>(v.data_ptr());
-    for (size_t j = 0; j < idx.size(); ++j)
-      for (int64_t i = 0; i < inner; ++i) {
-        T& o = dst[idx[j] * inner + i];
-        const T s = src[static_cast<int64_t>(j) * inner + i];
-        o = accumulate
-                ? cast_value<T>(wrap_add(static_cast<opmath_t<T>>(o), static_cast<opmath_t<T>>(s)))
-                : s;
+    parallel_for(blocks, 1, [&](int64_t b, int64_t e) {
+      const int64_t lo = b * per_block, hi = std::min(rows, e * per_block);
+      for (int64_t j = 0; j < n; ++j) {
+        if (idx[j] < lo || idx[j] >= hi) continue;
+        T* o = dst + idx[j] * inner;
+        const T* from = src + j * inner;
+        if (accumulate)
+          for (int64_t i = 0; i < inner; ++i)
+            o[i] = cast_value<T>(wrap_add(static_cast<M>(o[i]), static_cast<M>(from[i])));
+        else
+          std::copy(from, from + inner, o);
       }
+    });
   });
   return self;
 }
