@@ -159,9 +159,8 @@ TEST(Index, GatherAndScatterAddWithNegativeIndices) {
   ASSERT_GT(lt(idx, 0).sum().item<int64_t>(), 0);
   for (ScalarType t : {kLong, kInt}) {
     EXPECT_TRUE(same_bytes(gather(x, 1, idx.to(t)), gather(x, 1, wrapped))) << to_string(t);
-    EXPECT_TRUE(
-        same_bytes(scatter_add(zeros({6, 300}), 1, idx.to(t), src),
-                   scatter_add(zeros({6, 300}), 1, wrapped, src)))
+    EXPECT_TRUE(same_bytes(scatter_add(zeros({6, 300}), 1, idx.to(t), src),
+                           scatter_add(zeros({6, 300}), 1, wrapped, src)))
         << to_string(t);
   }
   for (int64_t at : {int64_t{9}, int64_t{6 * 37 - 1}}) {  // in a vector of 8, in the tail

@@ -164,3 +164,36 @@ TEST(Norm, LayerNormAndGroupNormKernelsMatchTheDefinition) {
   EXPECT_THROW_MSG(group_norm(ones({2, 4, 3}), 2, std::nullopt, ones({3})), ValueError,
                    "[group_norm] bias must have shape (4), but got (3)");
 }
+
+// layer_norm_backward's weight and bias gradients are summed per part of 32 rows while each row
+// is in cache, then over the parts in order (Note [Layer norm weight gradients in one pass]):
+// the same bits at 1, 3 and 8 threads, with a last part of 8 rows, in float32 and bfloat16, and
+// all three gradients against double precision.
+TEST(Norm, LayerNormBackwardWeightGradientsAtAnyThreadCount) {
+  manual_seed(12);
+  const Tensor x = randn({1000, 300}) * 3 + 1, g = randn({1000, 300}), w = randn({300});
+  const auto [rx, rw, rb] =
+      layer_norm_backward(g.to(kDouble), x.to(kDouble), {300}, w.to(kDouble), 1e-5);
+  const int threads = get_num_threads();
+  for (ScalarType t : {kFloat, kBFloat16}) {
+    Tensor first[3];
+    for (int th : {1, 3, 8}) {
+      set_num_threads(th);
+      const auto [dx, dw, db] = layer_norm_backward(g.to(t), x.to(t), {300}, w.to(t), 1e-5);
+      if (th == 1) {
+        first[0] = dx, first[1] = dw, first[2] = db;
+        const double tol = t == kFloat ? 1e-4 : 3e-2;
+        EXPECT_TRUE(allclose(dx.to(kDouble), rx, tol, tol)) << to_string(t);
+        if (t == kFloat) {  // bfloat16's inputs are rounded: compare in float32 only
+          EXPECT_TRUE(allclose(dw.to(kDouble), rw, 1e-4, 1e-3));
+          EXPECT_TRUE(allclose(db.to(kDouble), rb, 1e-4, 1e-3));
+        }
+      } else {
+        EXPECT_TRUE(same_bytes(dx, first[0])) << to_string(t) << " " << th;
+        EXPECT_TRUE(same_bytes(dw, first[1])) << to_string(t) << " " << th;
+        EXPECT_TRUE(same_bytes(db, first[2])) << to_string(t) << " " << th;
+      }
+    }
+  }
+  set_num_threads(threads);
+}

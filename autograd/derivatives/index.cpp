@@ -60,9 +60,9 @@ LIBRARY_IMPL(xten, Autograd, m) {
   d.def("scatter.src", [](const GradContext& c) -> variable_list {
      const int64_t dim = c.arg<int64_t>(1);
      const Tensor index = c.input(2);
-     return {c.needs_grad(0) ? scatter(c.grad(), dim, index, Scalar(0)) : Tensor(), Tensor(),
-             c.needs_grad(2) ? scattered_src_grad(c.grad(), dim, index, c.input_sizes(3))
-                             : Tensor()};
+     return {
+         c.needs_grad(0) ? scatter(c.grad(), dim, index, Scalar(0)) : Tensor(), Tensor(),
+         c.needs_grad(2) ? scattered_src_grad(c.grad(), dim, index, c.input_sizes(3)) : Tensor()};
    }).saves_only({2});
   d.def("scatter.value", [](const GradContext& c) -> variable_list {
      return {scatter(c.grad(), c.arg<int64_t>(1), c.input(2), Scalar(0)), Tensor()};

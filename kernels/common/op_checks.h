@@ -187,7 +187,8 @@ Tensor index_as_long(const char* op, const Tensor& index);
 void check_index_range(const char* op, const Tensor& index_long, int64_t size, int64_t dim);
 // i in [-size, size) wrapped into [0, size); any other value gives 0 and sets `bad`.
 inline int64_t wrap_index(int64_t i, int64_t size, bool& bad) {
-  const bool ok = static_cast<uint64_t>(i) + static_cast<uint64_t>(size) < 2 * static_cast<uint64_t>(size);
+  const bool ok =
+      static_cast<uint64_t>(i) + static_cast<uint64_t>(size) < 2 * static_cast<uint64_t>(size);
   bad |= !ok;
   return ok ? (i < 0 ? i + size : i) : 0;
 }

@@ -140,7 +140,8 @@ template <class Op, class M, int N, class = void>
 struct has_vec_rounded : std::false_type {};
 template <class Op, class M>
 struct has_vec_rounded<
-    Op, M, 1, std::void_t<decltype(std::declval<const Op&>().vec_rounded(std::declval<ECMap<M>>()))>>
+    Op, M, 1,
+    std::void_t<decltype(std::declval<const Op&>().vec_rounded(std::declval<ECMap<M>>()))>>
     : std::true_type {};
 
 // Note [Vector math edges]: an Op whose vectorized form is wrong on some inputs (Eigen's exp
@@ -308,8 +309,8 @@ auto make_loop(const Op& op) {
     if constexpr (same_types && N <= 3 &&
                   std::conjunction_v<std::is_floating_point<M>, has_vec<Op, M, N>>) {
       // The vector form over m elements of each input, p[k] + offset.
-      constexpr bool rounded = (std::is_same_v<R, BFloat16> || std::is_same_v<R, Half>) &&
-                               has_vec_rounded<Op, M, N>::value;
+      constexpr bool rounded = (std::is_same_v<R, BFloat16> ||
+                                std::is_same_v<R, Half>)&&has_vec_rounded<Op, M, N>::value;
       auto vec = [&op](const M* const* p, int64_t offset, int64_t m) {
         if constexpr (rounded)
           return op.vec_rounded(ECMap<M>(p[0] + offset, m));

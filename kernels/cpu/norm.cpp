@@ -234,45 +234,56 @@ template <class T, class M>
 void layer_norm_backward_loop(int64_t rows, int64_t n, const T* x, const T* g, const M* w,
                               double eps, T* dx, M* dw, M* db) {
   constexpr bool kWiden = !std::is_same_v<T, M>;
-  std::vector<M> mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows));
   const M inv_n = n > 0 ? M(1) / static_cast<M>(n) : M(0);
-  parallel_for(rows, grain_for(6 * n), [&](int64_t b, int64_t e) {
-    EArray<M> gw(n);
+  // Note [Layer norm weight gradients in one pass]: dw = sum over rows of g xhat and db = sum of
+  // g are added while each row is in cache for dx, into one partial sum per part of
+  // kRowsPerPart rows; the parts are then added in order. A second pass over x and g by blocks
+  // of columns read them from memory again (0.76-0.86x libtorch at [4096, 768], 16 threads).
+  // The parts do not depend on the thread count, so neither do the sums.
+  constexpr int64_t kRowsPerPart = 32;
+  const int64_t parts = (rows + kRowsPerPart - 1) / kRowsPerPart;
+  std::vector<M> part_w(static_cast<size_t>(parts * n)), part_b(static_cast<size_t>(parts * n));
+  parallel_for(parts, grain_for(6 * n * kRowsPerPart), [&](int64_t pb, int64_t pe) {
+    EArray<M> gw(n), xhat(n);
     std::vector<M> xb(kWiden ? n : 0), gb(kWiden ? n : 0), dxb(kWiden ? n : 0);
-    for (int64_t r = b; r < e; ++r) {
-      const auto xr = ECMap<M>(as_opmath(x + r * n, n, xb), n);
-      const auto gr = ECMap<M>(as_opmath(g + r * n, n, gb), n);
-      const M mu = xr.sum() * inv_n;
-      const M rs = static_cast<M>(1 / std::sqrt((xr - mu).square().sum() * inv_n + eps));
-      if (w) {
-        gw = gr * ECMap<M>(w, n);
-      } else {
-        gw = gr;
+    for (int64_t part = pb; part < pe; ++part) {
+      EMap<M> sw(part_w.data() + part * n, n), sb(part_b.data() + part * n, n);
+      sw.setZero();
+      sb.setZero();
+      for (int64_t r = part * kRowsPerPart; r < std::min(rows, (part + 1) * kRowsPerPart); ++r) {
+        const auto xr = ECMap<M>(as_opmath(x + r * n, n, xb), n);
+        const auto gr = ECMap<M>(as_opmath(g + r * n, n, gb), n);
+        const M mu = xr.sum() * inv_n;
+        const M rs = static_cast<M>(1 / std::sqrt((xr - mu).square().sum() * inv_n + eps));
+        xhat = (xr - mu) * rs;
+        if (w) {
+          gw = gr * ECMap<M>(w, n);
+        } else {
+          gw = gr;
+        }
+        // dx = rstd (gw - mean(gw) - xhat mean(gw xhat))
+        const M a = gw.sum() * inv_n, bm = (gw * xhat).sum() * inv_n;
+        if constexpr (kWiden) {
+          EMap<M>(dxb.data(), n) = rs * (gw - a - xhat * bm);
+          narrow_n(dxb.data(), dx + r * n, n);
+        } else {
+          EMap<M>(dx + r * n, n) = rs * (gw - a - xhat * bm);
+        }
+        sw += gr * xhat;
+        sb += gr;
       }
-      // dx = rstd (gw - mean(gw) - xhat mean(gw xhat))
-      const M a = gw.sum() * inv_n, bm = (gw * (xr - mu)).sum() * rs * inv_n;
-      if constexpr (kWiden) {
-        EMap<M>(dxb.data(), n) = rs * (gw - a - (xr - mu) * rs * bm);
-        narrow_n(dxb.data(), dx + r * n, n);
-      } else {
-        EMap<M>(dx + r * n, n) = rs * (gw - a - (xr - mu) * rs * bm);
-      }
-      mean[r] = mu;
-      rstd[r] = rs;
     }
   });
-  // dw = sum over rows of g * xhat, db = sum of g: a block of columns per task.
-  parallel_for(n, grain_for(2 * rows), [&](int64_t b, int64_t e) {
-    const int64_t cols = e - b;
-    EArray<M> sw = EArray<M>::Zero(cols), sb = EArray<M>::Zero(cols);
-    std::vector<M> xb(kWiden ? cols : 0), gb(kWiden ? cols : 0);
-    for (int64_t r = 0; r < rows; ++r) {
-      const auto gr = ECMap<M>(as_opmath(g + r * n + b, cols, gb), cols);
-      sw += gr * (ECMap<M>(as_opmath(x + r * n + b, cols, xb), cols) - mean[r]) * rstd[r];
-      sb += gr;
+  parallel_for(n, grain_for(2 * parts), [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      M sw = 0, sb = 0;
+      for (int64_t part = 0; part < parts; ++part) {
+        sw += part_w[static_cast<size_t>(part * n + c)];
+        sb += part_b[static_cast<size_t>(part * n + c)];
+      }
+      dw[c] = sw;
+      db[c] = sb;
     }
-    EMap<M>(dw + b, cols) = sw;
-    EMap<M>(db + b, cols) = sb;
   });
 }
 
