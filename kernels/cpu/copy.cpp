@@ -98,6 +98,41 @@ bool vector_cast(const S* in, D* out, int64_t n) {
   }
 }
 
+// One tile of the transposing copy below for 4-byte elements: out[r * cols + c] =
+// in[r + c * ld] for r in [r0, r1), c in [c0, c1), by 8 x 8 blocks transposed in AVX registers
+// (8 loads along r, 24 shuffles, 8 stores along c), the ragged edges element by element. One
+// element at a time, the NCHW -> NHWC copy of [8, 64, 56, 56] floats was 0.52-0.79x libtorch.
+[[gnu::target("avx2")]] void transpose_tile_4byte(const float* in, float* out, int64_t r0,
+                                                  int64_t r1, int64_t c0, int64_t c1, int64_t ld,
+                                                  int64_t cols) {
+  const int64_t r8 = r0 + (r1 - r0) / 8 * 8, c8 = c0 + (c1 - c0) / 8 * 8;
+  for (int64_t r = r0; r < r8; r += 8) {
+    for (int64_t c = c0; c < c8; c += 8) {
+      __m256 v[8], t[8];
+      for (int k = 0; k < 8; ++k) v[k] = _mm256_loadu_ps(in + r + (c + k) * ld);
+      for (int k = 0; k < 8; k += 2) {
+        t[k] = _mm256_unpacklo_ps(v[k], v[k + 1]);
+        t[k + 1] = _mm256_unpackhi_ps(v[k], v[k + 1]);
+      }
+      for (int k = 0; k < 8; k += 4) {
+        v[k] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        v[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        v[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        v[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+      }
+      for (int k = 0; k < 4; ++k) {
+        _mm256_storeu_ps(out + (r + k) * cols + c, _mm256_permute2f128_ps(v[k], v[k + 4], 0x20));
+        _mm256_storeu_ps(out + (r + k + 4) * cols + c,
+                         _mm256_permute2f128_ps(v[k], v[k + 4], 0x31));
+      }
+    }
+    for (int64_t k = r; k < r + 8; ++k)
+      for (int64_t c = c8; c < c1; ++c) out[k * cols + c] = in[k + c * ld];
+  }
+  for (int64_t r = r8; r < r1; ++r)
+    for (int64_t c = c0; c < c1; ++c) out[r * cols + c] = in[r + c * ld];
+}
+
 // Note [Tiled transposing copy]
 // A copy into a contiguous tensor from one whose last two dims (after merging the dims its
 // strides allow) are transposed: dst's rows are src's columns (a transposed matrix made
@@ -131,6 +166,7 @@ bool copy_transposed(const Tensor& dst, const Tensor& src) {
   if (rows < 8 || cols < 8) return false;
   const int64_t tr = (rows + kTile - 1) / kTile, tc = (cols + kTile - 1) / kTile;
   const int64_t batches = src.numel() / (rows * cols), tiles = tr * tc;
+  static const bool avx2 = cpu_capability() != CpuCapability::Default;
   visit_element_size("copy_", src.element_size(), [&](auto tag) {
     using U = typename decltype(tag)::type;
     const U* in = static_cast<const U*>(src.data_ptr());
@@ -147,6 +183,13 @@ bool copy_transposed(const Tensor& dst, const Tensor& src) {
         const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
         U* o = out + batch * rows * cols;
         const U* i = in + base;
+        if constexpr (sizeof(U) == 4) {
+          if (avx2) {
+            transpose_tile_4byte(reinterpret_cast<const float*>(i), reinterpret_cast<float*>(o), r0,
+                                 r1, c0, c1, ld, cols);
+            continue;
+          }
+        }
         for (int64_t r = r0; r < r1; ++r)
           for (int64_t c = c0; c < c1; ++c) o[r * cols + c] = i[r + c * ld];
       }
