@@ -452,3 +452,48 @@ TEST(Binary, TensorsOnDifferentDevices) {
   EXPECT_EQ((ones({2}) + ones({})).numel(), 2);
   EXPECT_EQ(rand({2}, {kHalf, Device("cpu")}).dtype(), kHalf);
 }
+
+// Runs of contiguous bfloat16 or float16 operands go 16 elements at a time in registers at the
+// avx512 level (Note [16-bit runs in registers] in kernels/cpu/loops.h), strided ones through the
+// float blocks: both give the float result rounded once to the 16-bit type, NaN, infinities,
+// signed zeros and values that round to subnormals included, with a tail of n % 16 elements.
+TEST(Binary, SixteenBitRunsMatchTheFloatResultRoundedOnce) {
+  manual_seed(88);
+  const int64_t n = 16 * 70 + 13;
+  Tensor a = randn({n}) * 4, b = randn({n}) + 0.25;
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            -0.0f,
+                            0.0f,
+                            3e-39f,
+                            -1e-40f,
+                            65504.0f,
+                            1e-7f};
+  for (size_t k = 0; k < std::size(specials); ++k) {
+    a.select(0, static_cast<int64_t>(7 * k + 3)).fill_(specials[k]);
+    b.select(0, static_cast<int64_t>(11 * k + 5)).fill_(specials[k]);
+  }
+  const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&, const Tensor&)>>>
+      ops = {{"add", [](const Tensor& x, const Tensor& y) { return x + y; }},
+             {"mul", [](const Tensor& x, const Tensor& y) { return x * y; }},
+             {"div", [](const Tensor& x, const Tensor& y) { return x / y; }},
+             {"square", [](const Tensor& x, const Tensor&) { return pow(x, 2); }},
+             {"sqrt", [](const Tensor& x, const Tensor&) { return sqrt(x); }},
+             {"rsqrt", [](const Tensor& x, const Tensor&) { return rsqrt(x); }}};
+  for (ScalarType t : {kBFloat16, kHalf}) {
+    const Tensor a16 = a.to(t), b16 = b.to(t);
+    // The same values every other element of a longer tensor: strided, through the blocks.
+    const Tensor a_strided = empty({2 * n}, t).narrow(0, 0, 2 * n).view({n, 2}).select(1, 0);
+    const Tensor b_strided = empty({2 * n}, t).view({n, 2}).select(1, 1);
+    Tensor(a_strided).copy_(a16);
+    Tensor(b_strided).copy_(b16);
+    for (const auto& [name, f] : ops) {
+      const Tensor run = f(a16, b16);
+      const Tensor once = f(a16.to(kFloat), b16.to(kFloat)).to(t);
+      EXPECT_TRUE(same_bytes(run, once)) << name << " " << to_string(t);
+      EXPECT_TRUE(same_bytes(f(a_strided, b_strided).contiguous(), run))
+          << name << " strided " << to_string(t);
+    }
+  }
+}
