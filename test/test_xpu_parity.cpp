@@ -1006,6 +1006,35 @@ TEST(XpuParity, CompositesMatchTheCpu) {
   }
 }
 
+// layer_norm and group_norm forward have XPU kernels of one work-group per row (norm.cl), as the
+// CPU has one task per row: rows longer than a work-group (1,000 and 2 x 6 x 7 x 9 elements),
+// with and without weight and bias, every floating dtype, against the CPU kernels.
+TEST(XpuParity, NormalizationForwardKernelsMatchTheCpu) {
+  manual_seed(61);
+  for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf}) {
+    const Tensor x = (randn({5, 1000}) * 3 + 2).to(t), w = randn({1000}).to(t),
+                 b = randn({1000}).to(t);
+    const Device xpu("xpu");
+    for (int affine = 0; affine < 3; ++affine) {
+      const std::optional<Tensor> wc = affine > 0 ? std::optional<Tensor>(w) : std::nullopt;
+      const std::optional<Tensor> bc = affine > 1 ? std::optional<Tensor>(b) : std::nullopt;
+      const std::optional<Tensor> wx = affine > 0 ? std::optional<Tensor>(w.to(xpu)) : std::nullopt;
+      const std::optional<Tensor> bx = affine > 1 ? std::optional<Tensor>(b.to(xpu)) : std::nullopt;
+      EXPECT_TRUE(
+          agree(layer_norm(x, {1000}, wc, bc), layer_norm(x.to(xpu), {1000}, wx, bx), Tol::kReduce))
+          << "layer_norm " << to_string(t) << " affine " << affine;
+    }
+    const Tensor g = (randn({2, 12, 7, 9}) - 1).to(t), gw = randn({12}).to(t),
+                 gb = randn({12}).to(t);
+    EXPECT_TRUE(agree(group_norm(g, 2, gw, gb), group_norm(g.to(xpu), 2, gw.to(xpu), gb.to(xpu)),
+                      Tol::kReduce))
+        << "group_norm " << to_string(t);
+    EXPECT_TRUE(agree(group_norm(g, 4), group_norm(g.to(xpu), 4), Tol::kReduce))
+        << "group_norm without affine " << to_string(t);
+  }
+  EXPECT_EQ(layer_norm(empty({0, 8}, Device("xpu")), {8}).sizes(), IntArrayRef({0, 8}));
+}
+
 TEST(XpuParity, IndexErrorsMatchTheCpu) {
   const Tensor bad = tensor({1, 7, -9, 2}).to(kLong);
   both(

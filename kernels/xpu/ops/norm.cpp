@@ -1,4 +1,5 @@
-// XPU batch_norm_backward and layer_norm_backward (norm.cl), with the CPU kernels' checks and
+// XPU layer_norm and group_norm forward, batch_norm_backward and layer_norm_backward (norm.cl),
+// with the CPU kernels' checks and
 // results (kernels/cpu/norm.cpp): the input and its gradient in the input's dtype, the weight and
 // running statistics, and the weight and bias gradients, in opmath (float, or double for
 // float64).
@@ -89,9 +90,60 @@ TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor&
   return norm_backward_results(input, weight, dx, dw, db);
 }
 
+// The forward kernels: one work-group per row (layer_norm's normalized slice, group_norm's
+// (sample, group) block), as the CPU's normalize_rows.
+Tensor layer_norm_kernel(const Tensor& input, IntArrayRef normalized_shape,
+                         const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                         double eps) {
+  const NormMeta m = layer_norm_meta(input, normalized_shape, weight, bias);
+  const ScalarType t = input.dtype(), mt = t == kDouble ? kDouble : kFloat;
+  const Tensor x = input.contiguous();
+  Tensor y = empty(input.sizes(), t, input.device());
+  if (m.outer == 0 || m.inner == 0) return y;
+  const Tensor w = opmath_or_dummy(weight, mt, x), b = opmath_or_dummy(bias, mt, x);
+  Kernel& k = get_kernel(device_of(x), "layer_norm", family_for("norm", {t}),
+                         std::string("layer_norm_") + dtype_tag(t));
+  const int32_t has_w = weight && weight->defined() ? 1 : 0, has_b = bias && bias->defined();
+  auto run = [&](auto eps_m) {
+    launch_groups(stream_of(x), k, static_cast<uint64_t>(m.outer), y.data_ptr(), x.data_ptr(),
+                  w.data_ptr(), b.data_ptr(), m.inner, has_w, has_b, eps_m);
+  };
+  if (mt == kDouble)
+    run(eps);
+  else
+    run(static_cast<float>(eps));
+  return y;
+}
+
+Tensor group_norm_kernel(const Tensor& input, int64_t groups, const std::optional<Tensor>& weight,
+                         const std::optional<Tensor>& bias, double eps) {
+  const NormMeta m = group_norm_meta(input, groups, weight, bias);
+  const ScalarType t = input.dtype(), mt = t == kDouble ? kDouble : kFloat;
+  const Tensor x = input.contiguous();
+  Tensor y = empty(input.sizes(), t, input.device());
+  if (m.outer * m.channels == 0 || m.inner == 0) return y;
+  const int64_t spatial = m.inner / (input.size(1) / groups);
+  const Tensor w = opmath_or_dummy(weight, mt, x), b = opmath_or_dummy(bias, mt, x);
+  Kernel& k = get_kernel(device_of(x), "group_norm", family_for("norm", {t}),
+                         std::string("group_norm_") + dtype_tag(t));
+  const int32_t has_w = weight && weight->defined() ? 1 : 0, has_b = bias && bias->defined();
+  auto run = [&](auto eps_m) {
+    launch_groups(stream_of(x), k, static_cast<uint64_t>(m.outer * groups), y.data_ptr(),
+                  x.data_ptr(), w.data_ptr(), b.data_ptr(), m.inner, groups, spatial, has_w, has_b,
+                  eps_m);
+  };
+  if (mt == kDouble)
+    run(eps);
+  else
+    run(static_cast<float>(eps));
+  return y;
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, XPU, m) {
+  m.impl("layer_norm", layer_norm_kernel);
+  m.impl("group_norm", group_norm_kernel);
   m.impl("batch_norm_backward", batch_norm_backward_kernel);
   m.impl("layer_norm_backward", layer_norm_backward_kernel);
 }
