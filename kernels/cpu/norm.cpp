@@ -5,6 +5,7 @@
 // layer_norm one task per row and then one per block of columns for the weight and bias
 // gradients. float16 and bfloat16 are computed in float.
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include <Eigen/Core>
@@ -242,12 +243,14 @@ void layer_norm_backward_loop(int64_t rows, int64_t n, const T* x, const T* g, c
   // The parts do not depend on the thread count, so neither do the sums.
   constexpr int64_t kRowsPerPart = 32;
   const int64_t parts = (rows + kRowsPerPart - 1) / kRowsPerPart;
-  std::vector<M> part_w(static_cast<size_t>(parts * n)), part_b(static_cast<size_t>(parts * n));
+  // Not zeroed here: each part's task sets its own.
+  const std::unique_ptr<M[]> part_w(new M[static_cast<size_t>(parts * n)]),
+      part_b(new M[static_cast<size_t>(parts * n)]);
   parallel_for(parts, grain_for(6 * n * kRowsPerPart), [&](int64_t pb, int64_t pe) {
     EArray<M> gw(n), xhat(n);
     std::vector<M> xb(kWiden ? n : 0), gb(kWiden ? n : 0), dxb(kWiden ? n : 0);
     for (int64_t part = pb; part < pe; ++part) {
-      EMap<M> sw(part_w.data() + part * n, n), sb(part_b.data() + part * n, n);
+      EMap<M> sw(part_w.get() + part * n, n), sb(part_b.get() + part * n, n);
       sw.setZero();
       sb.setZero();
       for (int64_t r = part * kRowsPerPart; r < std::min(rows, (part + 1) * kRowsPerPart); ++r) {
@@ -274,15 +277,16 @@ void layer_norm_backward_loop(int64_t rows, int64_t n, const T* x, const T* g, c
       }
     }
   });
+  // dw and db by blocks of columns, each adding the parts' slices in order: contiguous, vector
+  // adds (a column at a time read the parts a row apart, in scalar adds; [4096, 768] on the VM:
+  // 2.5-2.8 -> 2.4-2.55 ms on one thread, 1.54-1.62 -> 1.38-1.40 on two).
   parallel_for(n, grain_for(2 * parts), [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) {
-      M sw = 0, sb = 0;
-      for (int64_t part = 0; part < parts; ++part) {
-        sw += part_w[static_cast<size_t>(part * n + c)];
-        sb += part_b[static_cast<size_t>(part * n + c)];
-      }
-      dw[c] = sw;
-      db[c] = sb;
+    EMap<M> sw(dw + b, e - b), sb(db + b, e - b);
+    sw.setZero();
+    sb.setZero();
+    for (int64_t part = 0; part < parts; ++part) {
+      sw += ECMap<M>(part_w.get() + part * n + b, e - b);
+      sb += ECMap<M>(part_b.get() + part * n + b, e - b);
     }
   });
 }
