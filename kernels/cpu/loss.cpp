@@ -48,9 +48,9 @@ Targets targets_of(const Tensor& input, const Tensor& target, int64_t ignore_ind
 }
 
 // f(i, offset of the target's class in the input, w[target], lane) for each target not ignored,
-// and the sum of those weights; a target out of range raises (after the pass: f sees class 0 for
-// it). `lane` (i mod 4) lets f keep four partial sums: one chain of double adds, 4 cycles each,
-// was a quarter of nll_loss's time (the sum of weights has four lanes here).
+// and the sum of those weights; a target out of range raises after the pass (f does not see it).
+// `lane` (i mod 4) lets f keep four partial sums: one chain of double adds, 4 cycles each, was a
+// quarter of nll_loss's time (the sum of weights has four lanes here).
 template <class M, class F>
 double for_each_target(const char* op, const Targets& r, const M* w, F&& f) {
   double total[4] = {0, 0, 0, 0};
@@ -60,11 +60,14 @@ double for_each_target(const char* op, const Targets& r, const M* w, F&& f) {
     for (int64_t j = 0; j < r.inner; ++j) {
       const int64_t i = o * r.inner + j, c = r.t[i];
       if (c == r.ignore_index) continue;
-      const bool in_range = static_cast<uint64_t>(c) < classes;
-      bad |= !in_range;
-      const int64_t cc = in_range ? c : 0;
-      const M wi = w ? w[cc] : M(1);
-      f(i, (o * r.classes + cc) * r.inner + j, wi, i & 3);
+      // A branch, not a select of a safe class: the read's address then waits on nothing but c
+      // (Note [Indices read as they are] in index.cpp); out of range is rare and raises.
+      if (static_cast<uint64_t>(c) >= classes) {
+        bad = true;
+        continue;
+      }
+      const M wi = w ? w[c] : M(1);
+      f(i, (o * r.classes + c) * r.inner + j, wi, i & 3);
       total[i & 3] += static_cast<double>(wi);
     }
   if (bad) raise_bad_target(op, r);
