@@ -150,7 +150,8 @@ TEST(Index, ScatterOfARepeatedLineMovesWholeRows) {
 // gather and scatter_add read an index whose values are all in [0, size) as they are, and
 // wrap each one otherwise (Note [Indices read as they are]): with negative values mixed in, in
 // int64 and int32, the results equal those of the wrapped index; a value out of range in the
-// 8-wide part of the range check or in its tail is an IndexError.
+// 8-wide part of the range check or in its tail is an IndexError, as is any index along a dim of
+// size 0.
 TEST(Index, GatherAndScatterAddWithNegativeIndices) {
   manual_seed(23);
   const Tensor x = randn({6, 300}), src = randn({6, 37});
@@ -163,6 +164,11 @@ TEST(Index, GatherAndScatterAddWithNegativeIndices) {
                            scatter_add(zeros({6, 300}), 1, wrapped, src)))
         << to_string(t);
   }
+  // Along a dim of size 0 every index is out of range: raised before anything is read or written.
+  EXPECT_THROW_MSG(gather(zeros({3, 0}), 1, zeros({3, 2}, kLong)), IndexError,
+                   "[gather] index 0 is out of range for dim 1 of size 0");
+  EXPECT_THROW_MSG(scatter_add(zeros({3, 0}), 1, zeros({3, 2}, kLong), ones({3, 2})), IndexError,
+                   "[scatter_add] index 0 is out of range for dim 1 of size 0");
   for (int64_t at : {int64_t{9}, int64_t{6 * 37 - 1}}) {  // in a vector of 8, in the tail
     Tensor bad = wrapped.clone();
     bad.view({-1}).select(0, at).fill_(300);

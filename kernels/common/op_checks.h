@@ -179,18 +179,14 @@ constexpr uint32_t kPredicate = dtypes::kAll;  // isnan, isinf, isfinite, logica
 // range on the device and call this on a host copy only to raise the same error.
 std::vector<int64_t> index_values(const char* op, const Tensor& index, int64_t size, int64_t dim);
 // The same checks without the copy, for kernels that read many indices (gather, scatter): the
-// index as contiguous int64 (a new tensor only if it was int32 or strided), read in place with
-// wrap_index, which flags a value out of range; a kernel that saw one calls check_index_range,
-// which raises the IndexError naming the first bad index in order. A 1 MB copy (zeroed, new
-// pages each call) cost gather of a [2048, 64] index a quarter of its time.
+// index as contiguous int64 (a new tensor only if it was int32 or strided), checked in place by
+// check_index_range (the IndexError naming the first bad index), read in place, negatives
+// wrapped by wrap_index. A 1 MB copy (zeroed, new pages each call) was a cost of its own.
 Tensor index_as_long(const char* op, const Tensor& index);
 void check_index_range(const char* op, const Tensor& index_long, int64_t size, int64_t dim);
-// i in [-size, size) wrapped into [0, size); any other value gives 0 and sets `bad`.
-inline int64_t wrap_index(int64_t i, int64_t size, bool& bad) {
-  const bool ok =
-      static_cast<uint64_t>(i) + static_cast<uint64_t>(size) < 2 * static_cast<uint64_t>(size);
-  bad |= !ok;
-  return ok ? (i < 0 ? i + size : i) : 0;
+// i in [-size, size) wrapped into [0, size).
+inline int64_t wrap_index(int64_t i, int64_t size) {
+  return i < 0 ? i + size : i;
 }
 // The index dtype check alone (int64 or int32).
 void check_index_dtype(const char* op, const Tensor& index);

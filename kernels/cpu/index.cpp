@@ -93,11 +93,13 @@ LineStart line_start(int64_t l, int64_t d, IntArrayRef isizes, IntArrayRef astri
 }
 
 // Note [Indices read as they are]: whether all n indices are in [0, size). gather and scatter
-// then use them as they are; otherwise each is wrapped (wrap_index) and one out of range is
-// flagged. Wrapping each costs little in instructions, but the random read's address then waits
-// on the compare and select, fewer reads are in flight, and gather of a [2048, 64] index from a
-// [2048, 2048] float matrix took 1.5x as long (one thread on the VM: 570 against 385 us). The
-// check reads 8 indices an instruction at the avx512 level.
+// then use them as they are; otherwise the range is checked (check_index_range raises the
+// IndexError naming the first bad index, before anything is read or written: a dim of size 0
+// has no element to stand in) and each index is wrapped. Wrapping each costs little in
+// instructions, but the random read's address then waits on the compare and select, fewer reads
+// are in flight, and gather of a [2048, 64] index from a [2048, 2048] float matrix took 1.5x as
+// long (one thread on the VM: 570 against 385 us). The check reads 8 indices an instruction at
+// the avx512 level.
 [[gnu::target("avx512f")]] static bool all_in_range_avx512(const int64_t* p, int64_t n,
                                                            int64_t size) {
   const __m512i limit = _mm512_set1_epi64(size);
@@ -133,7 +135,7 @@ Tensor gather_kernel(const Tensor& self, int64_t dim, const Tensor& index) {
   const int64_t* ip = static_cast<const int64_t*>(idx.data_ptr());
   const int64_t size = self.size(d);
   const bool as_they_are = all_in_range(ip, index.numel(), size);
-  std::atomic<bool> any_bad{false};
+  if (!as_they_are) check_index_range("gather", idx, size, d);  // negatives pass, wrapped below
   const IntArrayRef isizes = index.sizes();
   const int64_t len = isizes[d], lines = index.numel() / len;
   int64_t inner = 1;  // row-major step of dim d in the index (and in out)
@@ -146,7 +148,6 @@ Tensor gather_kernel(const Tensor& self, int64_t dim, const Tensor& index) {
     // A pick is a random read, worth several elements of a streaming op: grain_for(len) gave a
     // [2048, 64] index 4 tasks, and 16 threads ran it at 0.37x libtorch's speed.
     parallel_for(lines, grain_for(8 * len), [&](int64_t b, int64_t e) {
-      bool bad = false;
       for (int64_t l = b; l < e; ++l) {
         const LineStart at = line_start(l, d, isizes, out.strides(), self.strides());
         U* o = dst + at.a;
@@ -156,13 +157,11 @@ Tensor gather_kernel(const Tensor& self, int64_t dim, const Tensor& index) {
           for (int64_t t = 0; t < len; ++t) o[t * inner] = row[ix[t * inner] * step];
         } else {
           for (int64_t t = 0; t < len; ++t)
-            o[t * inner] = row[wrap_index(ix[t * inner], size, bad) * step];
+            o[t * inner] = row[wrap_index(ix[t * inner], size) * step];
         }
       }
-      if (bad) any_bad = true;
     });
   });
-  if (any_bad) check_index_range("gather", idx, size, d);  // raises
   return out;
 }
 
@@ -228,7 +227,7 @@ Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tenso
   const int64_t* ip = static_cast<const int64_t*>(idx.data_ptr());
   const int64_t size = self.size(d);
   const bool as_they_are = all_in_range(ip, index.numel(), size);
-  std::atomic<bool> any_bad{false};
+  if (!as_they_are) check_index_range(op, idx, size, d);  // negatives pass, wrapped below
   visit_dtype<dtypes::kAll>(op, self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* s = static_cast<const T*>(src.data_ptr());
@@ -243,12 +242,11 @@ Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tenso
     for (int64_t k = d + 1; k < self.dim(); ++k) inner *= isizes[k];
     const int64_t lines = index.numel() / len;
     parallel_for(lines, grain_for(len), [&](int64_t b, int64_t e) {
-      bool bad = false;
       for (int64_t l = b; l < e; ++l) {
         const LineStart at = line_start(l, d, isizes, out.strides(), src.strides());
         for (int64_t t = 0; t < len; ++t) {
           const int64_t i = ip[at.p + t * inner];  // Note [Indices read as they are]
-          const int64_t off = at.a + (as_they_are ? i : wrap_index(i, size, bad)) * ostep;
+          const int64_t off = at.a + (as_they_are ? i : wrap_index(i, size)) * ostep;
           const int64_t soff = at.b + t * sstep;
           if (add)
             o[off] = cast_value<T>(
@@ -257,10 +255,8 @@ Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tenso
             o[off] = s[soff];
         }
       }
-      if (bad) any_bad = true;
     });
   });
-  if (any_bad) check_index_range(op, idx, size, d);  // raises; `out` is dropped
   return out;
 }
 

@@ -187,15 +187,7 @@ inline void widen_n(const T* in, M* out, int64_t n) {
 #endif
   for (; i < n; ++i) out[i] = static_cast<M>(in[i]);
 }
-// float -> bfloat16, core/half.h's rounding (to nearest even, NaN kept quiet) written without a
-// branch, which the compiler vectorizes (the scalar conversion's NaN branch kept it one element
-// at a time: every bfloat16 output of the elementwise engine, and the casts of copy.cpp).
-// The same rounding 16 lanes at a time with AVX-512 BW (a mask select for NaN, vpmovdw to pack):
-// GCC's vectorization of the loop below packed through shuffles and ran 1.6x an F16C float16
-// cast. Compiled for AVX-512 by its attribute, so that copy.cpp (built for the baseline) can
-// call it where the level chosen at load time is avx512; `n` a multiple of 16. Internal linkage:
-// no shared (weak) copy with AVX-512 instructions for the linker to pick (cpu_levels_isolated).
-// 16 floats (as bits) rounded to 16 bfloat16s.
+// 16 floats (as bits) rounded to 16 bfloat16s, as narrow_to_bfloat16 below rounds them.
 [[gnu::target("avx512f,avx512bw")]] static inline __m256i bfloat16s_of_x16(__m512i x) {
   const __m512i hi = _mm512_srli_epi32(x, 16);
   const __m512i rounded =
@@ -207,6 +199,14 @@ inline void widen_n(const T* in, M* out, int64_t n) {
   return _mm512_cvtepi32_epi16(
       _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40))));
 }
+// float -> bfloat16, core/half.h's rounding (to nearest even, NaN kept quiet) written without a
+// branch, which the compiler vectorizes (the scalar conversion's NaN branch kept it one element
+// at a time: every bfloat16 output of the elementwise engine, and the casts of copy.cpp).
+// The same rounding 16 lanes at a time with AVX-512 BW (a mask select for NaN, vpmovdw to pack):
+// GCC's vectorization of the loop below packed through shuffles and ran 1.6x an F16C float16
+// cast. Compiled for AVX-512 by its attribute, so that copy.cpp (built for the baseline) can
+// call it where the level chosen at load time is avx512; `n` a multiple of 16. Internal linkage:
+// no shared (weak) copy with AVX-512 instructions for the linker to pick (cpu_levels_isolated).
 [[gnu::target("avx512f,avx512bw")]] static inline void narrow_to_bfloat16_x16(
     const float* __restrict__ in, BFloat16* __restrict__ out, int64_t n) {
   for (int64_t i = 0; i < n; i += 16)
@@ -313,8 +313,8 @@ auto make_loop(const Op& op) {
     if constexpr (same_types && N <= 3 &&
                   std::conjunction_v<std::is_floating_point<M>, has_vec<Op, M, N>>) {
       // The vector form over m elements of each input, p[k] + offset.
-      constexpr bool rounded = (std::is_same_v<R, BFloat16> ||
-                                std::is_same_v<R, Half>)&&has_vec_rounded<Op, M, N>::value;
+      constexpr bool kSixteenOut = std::is_same_v<R, BFloat16> || std::is_same_v<R, Half>;
+      constexpr bool rounded = kSixteenOut && has_vec_rounded<Op, M, N>::value;
       auto vec = [&op](const M* const* p, int64_t offset, int64_t m) {
         if constexpr (rounded)
           return op.vec_rounded(ECMap<M>(p[0] + offset, m));
