@@ -13,6 +13,22 @@
   result = scratch[0];                                                                             \
   barrier(CLK_LOCAL_MEM_FENCE);
 
+// A row's mean and 1 / sqrt(var + eps) (two passes over x[base, base + n)), to every work-item.
+#define ROW_STATS(T, scratch, l, x, base, n, eps, mean, rstd)                                      \
+  {                                                                                                \
+    T##_m acc = 0, var;                                                                            \
+    for (long j = l; j < n; j += XTEN_GROUP_SIZE) acc += T##_load(x, base + j);                    \
+    GROUP_SUM(T, scratch, l, acc, mean)                                                            \
+    mean /= n;                                                                                     \
+    acc = 0;                                                                                       \
+    for (long j = l; j < n; j += XTEN_GROUP_SIZE) {                                                \
+      const T##_m d = T##_load(x, base + j) - mean;                                                \
+      acc += d * d;                                                                                \
+    }                                                                                              \
+    GROUP_SUM(T, scratch, l, acc, var)                                                             \
+    rstd = 1 / sqrt(var / n + eps);                                                                \
+  }
+
 // batch_norm over an [n, channels, inner] input: one work-group per channel c, its elements
 // k = i * inner + j (batch i, position j) at i * channels * inner + c * inner + j.
 #define BATCH_NORM_BACKWARD(T, unused)                                                             \
@@ -77,17 +93,8 @@
     local T##_m scratch[XTEN_GROUP_SIZE];                                                          \
     const long row = get_group_id(0), base = row * n;                                              \
     const int l = (int)get_local_id(0);                                                            \
-    T##_m acc = 0, mean, var;                                                                      \
-    for (long j = l; j < n; j += XTEN_GROUP_SIZE) acc += T##_load(x, base + j);                    \
-    GROUP_SUM(T, scratch, l, acc, mean)                                                            \
-    mean /= n;                                                                                     \
-    acc = 0;                                                                                       \
-    for (long j = l; j < n; j += XTEN_GROUP_SIZE) {                                                \
-      const T##_m d = T##_load(x, base + j) - mean;                                                \
-      acc += d * d;                                                                                \
-    }                                                                                              \
-    GROUP_SUM(T, scratch, l, acc, var)                                                             \
-    const T##_m rstd = 1 / sqrt(var / n + eps);                                                    \
+    T##_m mean, rstd;                                                                              \
+    ROW_STATS(T, scratch, l, x, base, n, eps, mean, rstd)                                          \
     T##_m a_part = 0, b_part = 0;                                                                  \
     for (long j = l; j < n; j += XTEN_GROUP_SIZE) {                                                \
       const T##_m gw = T##_load(g, base + j) * (has_weight ? w[j] : (T##_m)1);                     \
@@ -125,21 +132,6 @@
     }                                                                                              \
   }
 
-// A row's mean and 1 / sqrt(var + eps) (two passes over x[base, base + n)), to every work-item.
-#define ROW_STATS(T, scratch, l, x, base, n, eps, mean, rstd)                                      \
-  {                                                                                                \
-    T##_m acc = 0, var;                                                                            \
-    for (long j = l; j < n; j += XTEN_GROUP_SIZE) acc += T##_load(x, base + j);                    \
-    GROUP_SUM(T, scratch, l, acc, mean)                                                            \
-    mean /= n;                                                                                     \
-    acc = 0;                                                                                       \
-    for (long j = l; j < n; j += XTEN_GROUP_SIZE) {                                                \
-      const T##_m d = T##_load(x, base + j) - mean;                                                \
-      acc += d * d;                                                                                \
-    }                                                                                              \
-    GROUP_SUM(T, scratch, l, acc, var)                                                             \
-    rstd = 1 / sqrt(var / n + eps);                                                                \
-  }
 
 // layer_norm over [rows, n]: one work-group per row, its statistics and then
 // y = (x - mean) rstd w + b. The composite took seven kernels and three temporaries (115-185x
