@@ -375,9 +375,6 @@ int64_t quantize_dynamic(nn::Module& model) {
   for (auto& [path, m] : model.named_modules()) {
     auto* lin = dynamic_cast<nn::LinearImpl*>(m.get());
     if (!lin) continue;
-    XTEN_CHECK(lin->weight.is_cpu(), NotImplementedError, "quantization::quantize_dynamic",
-               "Linear '{}' is on {}: dynamic quantization runs on the CPU", path,
-               lin->weight.device().str());
     auto d = std::make_shared<DynamicLinear>();
     d->qweight = quantize_weight(lin->weight.detach(), QConfig{});
     if (lin->bias.defined()) d->bias = lin->bias.detach().to(kFloat).contiguous();

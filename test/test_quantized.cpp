@@ -7,6 +7,7 @@
 #include <xten/quantization/ops.h>
 #include <xten/xten.h>
 
+#include "quantized_models.h"
 #include "test_util.h"
 
 using namespace xten;
@@ -132,7 +133,7 @@ TEST(Quantized, ClearErrors) {
   EXPECT_THROW_MSG(q.sum(), NotImplementedError, "sum");
   EXPECT_THROW_MSG(q.exp(), NotImplementedError, "exp");
   EXPECT_THROW_MSG(q.to(kFloat), NotImplementedError, "dequantize() it first");
-  EXPECT_THROW_MSG(q.to(Device("xpu")), NotImplementedError, "dequantize() it first");
+  EXPECT_THROW_MSG(q.to(Device("xpu"), kFloat), NotImplementedError, "dequantize() it first");
   EXPECT_TRUE(q.to(kQUInt8).is_same(q));
   Tensor mutable_q = q;
   EXPECT_THROW_MSG(mutable_q.requires_grad_(true), TypeError, "requires_grad");
@@ -149,9 +150,6 @@ TEST(Quantized, ClearErrors) {
   EXPECT_THROW_MSG(x.q_scale(), TypeError, "q_scale");
   EXPECT_THROW_MSG(x.int_repr(), NotImplementedError, "int_repr");
   EXPECT_THROW_MSG(promote_types(kQUInt8, kFloat), TypeError, "quantized");
-  // No XPU kernels yet: an XPU tensor is refused, not computed on the host.
-  EXPECT_THROW_MSG(quantize_per_tensor(x.to(Device("xpu")), 0.1, 0, kQUInt8), NotImplementedError,
-                   "XPU");
   EXPECT_THROW_MSG(save(NamedTensorList{{"q", q}}, "/tmp/xten_quantized_never_written.safetensors"),
                    NotImplementedError, "quantized checkpoints are not supported");
   // copy_ between different quantizers.
@@ -210,7 +208,9 @@ TEST(Quantized, ReluAndPooling) {
       EXPECT_EQ(a.q_zero_point(), 120);
       // Within half a step of the float average (the mean of the integers, rounded).
       EXPECT_TRUE(allclose(a.dequantize(), adaptive_avg_pool2d(d, size), 0, 0.005 + 1e-6));
-      if (size[0] > 1) EXPECT_EQ(a.suggest_memory_format(), fmt);  // 1x1 is both layouts
+      if (size[0] > 1) {
+        EXPECT_EQ(a.suggest_memory_format(), fmt);  // 1x1 is both layouts
+      }
     }
   }
 }
@@ -406,45 +406,8 @@ TEST(QuantizationObservers, HistogramNarrowsHeavyTails) {
 // ---- prepare / convert
 // ---------------------------------------------------------------------------
 
-namespace {
-// A small CNN with every pattern prepare handles: conv-bn-relu chains, a pooling, flatten,
-// linear-relu, a residual Add.
-class TinyNetImpl : public nn::Module {
- public:
-  TinyNetImpl() : nn::Module("TinyNet") {
-    features = register_module("features",
-                               nn::Sequential(nn::Conv2d(nn::Conv2dOptions(3, 8, 3).padding(1)),
-                                              nn::BatchNorm2d(8), nn::ReLU(), nn::MaxPool2d(2)));
-    branch =
-        register_module("branch", nn::Conv2d(nn::Conv2dOptions(8, 8, 3).padding(1).bias(false)));
-    bn = register_module("bn", nn::BatchNorm2d(8));
-    skip = register_module("skip", nn::Add());
-    head = register_module("head", nn::Sequential(nn::Flatten(), nn::Linear(8 * 4 * 4, 16),
-                                                  nn::ReLU(), nn::Linear(16, 5)));
-  }
-  Tensor forward(const Tensor& x) {
-    const Tensor y = features(x);
-    return head(relu(skip(bn(branch(y)), y)));
-  }
-  nn::Sequential features{nullptr}, head{nullptr};
-  nn::Conv2d branch{nullptr};
-  nn::BatchNorm2d bn{nullptr};
-  nn::Add skip{nullptr};
-};
-XTEN_MODULE(TinyNet);
-
-TinyNet trained_tiny_net() {
-  manual_seed(3);
-  TinyNet net;
-  // Running statistics that differ from (0, 1), so that folding them matters.
-  for (int i = 0; i < 5; ++i) net(rand({16, 3, 8, 8}) * 2 + 0.5);
-  net->eval();
-  return net;
-}
-}  // namespace
-
 TEST(QuantizationPrepareConvert, TinyNetMatchesFloat) {
-  TinyNet net = trained_tiny_net();
+  xten::testing::TinyNet net = xten::testing::trained_tiny_net();
   const Tensor calib = rand({64, 3, 8, 8}) * 2 + 0.5, test = rand({32, 3, 8, 8}) * 2 + 0.5;
   NoGradGuard no_grad;
   const Tensor want = net(test);
@@ -473,7 +436,7 @@ TEST(QuantizationPrepareConvert, TinyNetMatchesFloat) {
 }
 
 TEST(QuantizationPrepareConvert, Errors) {
-  TinyNet net = trained_tiny_net();
+  xten::testing::TinyNet net = xten::testing::trained_tiny_net();
   net->train();
   EXPECT_THROW_MSG(quantization::prepare(net, rand({2, 3, 8, 8})), ValueError, "evaluation mode");
   net->eval();

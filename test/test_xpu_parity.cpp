@@ -1155,10 +1155,7 @@ TEST(XpuParity, SameErrorsOnBothDevices) {
 // Ops that may have a CPU kernel and no XPU kernel, each with its reason (the issue's
 // exceptions list). Empty: every op with a CPU kernel has an XPU kernel.
 const std::set<std::string>& not_yet() {
-  static const std::set<std::string> s = {
-      // INT8 on the XPU is the later part of issue 38 (docs/quantization.md): an XPU tensor
-      // gets NotImplementedError from these (test_quantized).
-      "quantize_per_tensor", "quantize_per_channel"};
+  static const std::set<std::string> s = {};
   return s;
 }
 

@@ -35,6 +35,7 @@ namespace {
 
 struct Args {
   std::string device = "cpu";
+  std::string quantize_device;  // --quantize-device; empty: the training device
   bool amp = false;
   std::string model = "small";    // small | resnet18
   std::string optimizer = "sgd";  // sgd | adamw
@@ -79,9 +80,11 @@ const char* kUsage = R"(usage: train [options]
   --eval-xpu              reload the checkpoint onto the XPU and evaluate it with autocast
                           float16; exit 1 if its accuracy differs by more than 0.2 points
   --min-accuracy X        exit 1 if the final test accuracy is below X percent
-  --quantize              after training, quantize the model to INT8 on the CPU (calibrated
-                          on 1,000 training images, docs/quantization.md) and report float32
-                          and INT8 test accuracy; exit 1 if they differ by more than 0.5 points
+  --quantize              after training, quantize the model to INT8 on the training device
+                          (calibrated on 1,000 training images, docs/quantization.md) and
+                          report float32 and INT8 test accuracy; exit 1 if they differ by more
+                          than 0.5 points
+  --quantize-device D     quantize and test on D (cpu or xpu) instead
   --compare-steps N       train the same model on CPU and XPU (float32) side by side for N
                           steps and compare their losses; exit 1 if they part
   --stop-after N          stop after epoch N as if interrupted (to try --resume)
@@ -159,6 +162,8 @@ Args parse(int argc, char** argv) {
       a.eval_xpu = true;
     else if (flag == "--quantize")
       a.quantize = true;
+    else if (flag == "--quantize-device")
+      a.quantize_device = value();
     else if (flag == "--compile")
       a.compile = true;
     else if (flag == "--channels-last")
@@ -179,6 +184,9 @@ Args parse(int argc, char** argv) {
     }
   }
   if (a.device != "cpu" && a.device != "xpu") usage_error("--device must be cpu or xpu");
+  if (!a.quantize_device.empty() && a.quantize_device != "cpu" && a.quantize_device != "xpu")
+    usage_error("--quantize-device must be cpu or xpu");
+  if (!a.quantize_device.empty() && !a.quantize) usage_error("--quantize-device needs --quantize");
   if (a.model != "small" && a.model != "resnet18") usage_error("--model must be small or resnet18");
   if (a.optimizer != "sgd" && a.optimizer != "adamw")
     usage_error("--optimizer must be sgd or adamw");
@@ -252,32 +260,35 @@ Evaluation evaluate(const Net& net, data::DataLoader& loader, const xten::Device
   return {100.0 * correct / seen, loss_sum / seen};
 }
 
-// --quantize: the trained weights on the CPU, float32 accuracy, then post-training static
-// quantization calibrated on the first 1,000 training images, and INT8 accuracy. Returns whether
+// --quantize: a copy of the trained weights on --quantize-device (default: the training device),
+// float32 accuracy,
+// then post-training static quantization calibrated on the first 1,000 training images, and INT8
+// accuracy (oneDNN's int8 kernels on the CPU, the XPU's integer kernels there). Returns whether
 // the two are within 0.5 points.
 bool quantize_and_compare(const Args& a, const Net& trained, const data::TensorDataset& train_set,
                           data::DataLoader& test_loader) {
-  const xten::Device cpu("cpu");
-  Net net = make_net(a.model, cpu, a.channels_last);
+  const xten::Device device(a.quantize_device.empty() ? a.device : a.quantize_device);
+  Net net = make_net(a.model, device, a.channels_last);
   net.module->load_state_dict(trained.module->state_dict());
-  const Evaluation f = evaluate(net, test_loader, cpu, false);
+  const Evaluation f = evaluate(net, test_loader, device, false);
   net.module->eval();
   const data::TensorDataset calibration =
       train_set.slice(0, std::min<int64_t>(1000, train_set.size()));
   data::DataLoader calib_loader(calibration, data::DataLoaderOptions().batch_size(100));
   xten::NoGradGuard no_grad;
   std::vector<Tensor> batches;
-  for (data::Batch& b : calib_loader) batches.push_back(b.data);
+  for (data::Batch& b : calib_loader) batches.push_back(b.data.to(device));
   const Tensor example = batches.front().narrow(0, 0, 2);
   xten::quantization::prepare(*net.module, [&] { return net.forward(example); });
   for (const Tensor& b : batches) net.forward(b);
   xten::quantization::convert(*net.module);
-  const Evaluation q = evaluate(net, test_loader, cpu, false);
+  const Evaluation q = evaluate(net, test_loader, device, false);
   const double diff = std::abs(q.accuracy - f.accuracy);
   std::printf(
-      "test accuracy on the CPU: float32 %.2f%%, INT8 %.2f%% (difference %.2f points; "
+      "test accuracy on the %s: float32 %.2f%%, INT8 %.2f%% (difference %.2f points; "
       "calibrated on %lld training images)\n",
-      f.accuracy, q.accuracy, diff, static_cast<long long>(calibration.size()));
+      device.type() == xten::kXPU ? "XPU" : "CPU", f.accuracy, q.accuracy, diff,
+      static_cast<long long>(calibration.size()));
   if (diff > 0.5) std::printf("FAIL: INT8 differs from float32 by more than 0.5 points\n");
   return diff <= 0.5;
 }

@@ -1,7 +1,9 @@
-// Quantized tensors on the CPU (docs/quantization.md): quantize / dequantize / int_repr, and the
-// quantized ops models run: conv2d and linear (oneDNN's int8 primitives, kernels/cpu/onednn.cpp),
-// add, relu, max_pool2d, adaptive_avg_pool2d, clone. Quantized tensors carry the QuantizedCPU key
-// (dispatch/dispatch_key.h): an op not registered here raises NotImplementedError naming it.
+// Quantized tensors on the CPU (docs/quantization.md): quantize / dequantize, and the quantized
+// ops models run: conv2d and linear (oneDNN's int8 primitives, kernels/cpu/onednn.cpp), add,
+// relu, max_pool2d, adaptive_avg_pool2d. Quantized tensors carry the QuantizedCPU key
+// (dispatch/dispatch_key.h): an op registered neither here nor in kernels/common/quantized.cpp
+// (the copies of the integers, and the checks both devices share) raises NotImplementedError
+// naming it.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,6 +16,7 @@
 #include <xten/core/parallel.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
+#include <xten/kernels/common/quantized.h>
 #include <xten/kernels/common/window.h>
 #include <xten/kernels/cpu/onednn.h>
 
@@ -25,20 +28,7 @@ constexpr int64_t kGrain = kParallelGrain / 4;
 // A fresh quantized CPU tensor in format `fmt`.
 Tensor new_quantized(IntArrayRef sizes, std::shared_ptr<const Quantizer> q,
                      MemoryFormat fmt = MemoryFormat::Contiguous) {
-  Tensor t =
-      empty_tensor(sizes, strides_for_format("quantize", sizes, fmt), q->dtype, Device(kCPU));
-  t.impl()->set_quantizer(std::move(q));
-  return t;
-}
-
-// The integers of a quantized tensor as a plain tensor over the same memory.
-Tensor int_alias(const Tensor& q) {
-  return Tensor(std::make_shared<TensorImpl>(q.storage(), underlying_type(q.dtype()), q.sizes(),
-                                             q.strides(), q.storage_offset()));
-}
-
-const Quantizer& quantizer(const Tensor& t) {
-  return *t.impl()->quantizer();
+  return xten::new_quantized(sizes, std::move(q), Device(kCPU), fmt);
 }
 
 // The integers' C++ type of a quantized dtype.
@@ -105,11 +95,6 @@ ChannelOf channel_of(IntArrayRef sizes, int64_t axis) {
   return {sizes[static_cast<size_t>(axis)], inner};
 }
 
-void check_float_input(const char* op, const Tensor& self) {
-  XTEN_CHECK(self.is_floating_point(), TypeError, op,
-             "expects a floating-point tensor, but got dtype {}", dtype_name(self.dtype()));
-}
-
 Tensor quantize_per_tensor_kernel(const Tensor& self, double scale, int64_t zero_point,
                                   ScalarType dtype) {
   constexpr const char* op = "quantize_per_tensor";
@@ -133,23 +118,10 @@ Tensor quantize_per_tensor_kernel(const Tensor& self, double scale, int64_t zero
 Tensor quantize_per_channel_kernel(const Tensor& self, const Tensor& scales,
                                    const Tensor& zero_points, int64_t axis, ScalarType dtype) {
   constexpr const char* op = "quantize_per_channel";
-  check_float_input(op, self);
-  XTEN_CHECK(axis >= 0 && axis < self.dim(), IndexError, op,
-             "axis {} is out of range for a tensor of {} dims", axis, self.dim());
+  auto q = per_channel_quantizer(op, self, scales, zero_points, axis, dtype);
+  const std::vector<double>& sv = q->scales;
+  const std::vector<int64_t>& zv = q->zero_points;
   const int64_t channels = self.size(axis);
-  XTEN_CHECK(scales.dim() == 1 && scales.numel() == channels && zero_points.dim() == 1 &&
-                 zero_points.numel() == channels,
-             ValueError, op,
-             "scales (shape {}) and zero_points (shape {}) must be 1-D with one value for each of "
-             "the {} channels along axis {}",
-             scales.sizes(), zero_points.sizes(), channels, axis);
-  XTEN_CHECK(!zero_points.is_floating_point(), TypeError, op,
-             "zero_points must be integers, but got dtype {}", dtype_name(zero_points.dtype()));
-  const Tensor s = scales.to(Device(kCPU), kDouble).contiguous();
-  const Tensor z = zero_points.to(Device(kCPU), kLong).contiguous();
-  std::vector<double> sv(s.data_ptr<double>(), s.data_ptr<double>() + channels);
-  std::vector<int64_t> zv(z.data_ptr<int64_t>(), z.data_ptr<int64_t>() + channels);
-  auto q = Quantizer::per_channel(op, dtype, sv, zv, axis);
   const Tensor x = self.contiguous().to(kFloat);
   Tensor out = new_quantized(self.sizes(), q);
   std::vector<Quantize> fs;
@@ -169,7 +141,7 @@ Tensor quantize_per_channel_kernel(const Tensor& self, const Tensor& scales,
 // float32 (q - zero_point) * scale, in the input's layout.
 Tensor dequantize_kernel(const Tensor& self) {
   constexpr const char* op = "dequantize";
-  const Quantizer& q = quantizer(self);
+  const Quantizer& q = quantizer_of(self);
   const MemoryFormat fmt =
       q.per_channel() ? MemoryFormat::Contiguous : self.suggest_memory_format();
   const Tensor ints = int_alias(self).contiguous(fmt);
@@ -196,46 +168,10 @@ Tensor dequantize_kernel(const Tensor& self) {
   return out;
 }
 
-Tensor int_repr_kernel(const Tensor& self) {
-  return int_alias(self).clone();
-}
-
-// A copy with the same quantizer, in the input's layout (contiguous() of a strided quantized
-// view comes here).
-Tensor clone_kernel(const Tensor& self) {
-  const MemoryFormat fmt =
-      quantizer(self).per_channel() ? MemoryFormat::Contiguous : self.suggest_memory_format();
-  Tensor out = new_quantized(self.sizes(), self.impl()->quantizer(), fmt);
-  int_alias(out).copy_(int_alias(self));
-  return out;
-}
-
-Tensor contiguous_kernel(const Tensor& self) {
-  if (self.is_contiguous()) return self;
-  Tensor out = new_quantized(self.sizes(), self.impl()->quantizer());
-  int_alias(out).copy_(int_alias(self));
-  return out;
-}
-
-// A quantized tensor stays what it is: converting it is dequantize()'s job.
-Tensor to_kernel(const Tensor& self, Device device, ScalarType dtype, bool copy) {
-  XTEN_CHECK(dtype == self.dtype() && device == self.device(), NotImplementedError, "to",
-             "a {} tensor on {} cannot be converted to {} on {}: dequantize() it first "
-             "(quantized tensors live on the CPU)",
-             dtype_name(self.dtype()), self.device().str(), dtype_name(dtype), device.str());
-  return copy ? clone_kernel(self) : self;
-}
-
-void check_per_tensor(const char* op, const Tensor& t, const char* what) {
-  XTEN_CHECK(!quantizer(t).per_channel(), NotImplementedError, op,
-             "{} must be quantized per tensor, but it is {}", what, to_string(quantizer(t).scheme));
-}
-
-// relu in the quantized domain: max(q, zero_point), same quantizer.
 Tensor relu_kernel(const Tensor& self) {
   check_per_tensor("relu", self, "the input");
-  Tensor out = clone_kernel(self);
-  const int64_t z = quantizer(self).zero_point;
+  Tensor out = self.clone();
+  const int64_t z = quantizer_of(self).zero_point;
   visit_quantized("relu", self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = static_cast<T*>(out.data_ptr());
@@ -253,17 +189,6 @@ Tensor relu__kernel(const Tensor& self) {
 }
 
 // copy_ between quantized tensors of one quantizer (what contiguous() and views need).
-Tensor copy__kernel(const Tensor& self, const Tensor& src) {
-  constexpr const char* op = "copy_";
-  XTEN_CHECK(self.is_quantized() && src.is_quantized() && quantizer(self).same_as(quantizer(src)),
-             NotImplementedError, op,
-             "copies into or out of a quantized tensor need the same dtype and quantization "
-             "parameters on both sides (got {} and {}); use quantize_per_tensor / dequantize",
-             dtype_name(self.dtype()), dtype_name(src.dtype()));
-  int_alias(self).copy_(int_alias(src));
-  return self;
-}
-
 bool is_channels_last(const Tensor& t) {
   return t.dim() == 4 && t.suggest_memory_format() == MemoryFormat::ChannelsLast;
 }
@@ -446,27 +371,14 @@ int64_t add_u8_sse2(const uint8_t* pa, const uint8_t* pb, uint8_t* po, int64_t b
 // qa + qb requantized to (scale, zero_point), optionally relu'd; one shape, both per tensor.
 Tensor add_kernel(const Tensor& qa, const Tensor& qb, double scale, int64_t zero_point, bool relu) {
   constexpr const char* op = "quantized::add";
-  XTEN_CHECK(qa.is_quantized() && qb.is_quantized() && qa.dtype() == qb.dtype(), TypeError, op,
-             "expects two quantized tensors of one dtype, but got {} and {}",
-             dtype_name(qa.dtype()), dtype_name(qb.dtype()));
-  check_per_tensor(op, qa, "self");
-  check_per_tensor(op, qb, "other");
-  XTEN_CHECK(qa.sizes() == qb.sizes(), NotImplementedError, op,
-             "expects operands of one shape (no broadcasting), but got {} and {}", qa.sizes(),
-             qb.sizes());
+  check_add_operands(op, qa, qb);
   auto q = Quantizer::per_tensor(op, qa.dtype(), scale, zero_point);
   const MemoryFormat fmt = qa.suggest_memory_format();
   const Tensor a = int_alias(qa).contiguous(fmt), b = int_alias(qb).contiguous(fmt);
   Tensor out = new_quantized(qa.sizes(), q, fmt);
   // In the output's integers: q = a * ka + b * kb + c, c folding in the three zero points;
   // clamped (to the zero point from below for relu) and rounded half to even.
-  const Quantizer &A = quantizer(qa), &B = quantizer(qb);
-  const float ka = static_cast<float>(A.scale / scale), kb = static_cast<float>(B.scale / scale);
-  const float c =
-      static_cast<float>(static_cast<double>(zero_point) - A.zero_point * (A.scale / scale) -
-                         B.zero_point * (B.scale / scale));
-  const float lo = static_cast<float>(relu ? zero_point : quant_min(qa.dtype()));
-  const float hi = static_cast<float>(quant_max(qa.dtype()));
+  const auto [ka, kb, c, lo, hi] = add_params(qa, qb, scale, zero_point, relu);
   visit_quantized(op, qa.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* pa = static_cast<const T*>(a.data_ptr());
@@ -485,68 +397,11 @@ Tensor add_kernel(const Tensor& qa, const Tensor& qb, double scale, int64_t zero
   return out;
 }
 
-// The weight's scale per output channel (per tensor: one for all), checking that its zero
-// points are 0 (oneDNN's int8 products take symmetric weights only).
-std::vector<double> weight_scales(const char* op, const Tensor& w) {
-  const Quantizer& q = quantizer(w);
-  XTEN_CHECK(w.dtype() == kQInt8, TypeError, op, "the weight must be qint8, but got {}",
-             dtype_name(w.dtype()));
-  if (!q.per_channel()) {
-    XTEN_CHECK(q.zero_point == 0, NotImplementedError, op,
-               "the weight's zero point must be 0 (symmetric), but got {}", q.zero_point);
-    return std::vector<double>(static_cast<size_t>(w.size(0)), q.scale);
-  }
-  XTEN_CHECK(q.axis == 0, NotImplementedError, op,
-             "a per-channel weight must be quantized along axis 0 (output channels), but got {}",
-             q.axis);
-  for (int64_t z : q.zero_points)
-    XTEN_CHECK(z == 0, NotImplementedError, op,
-               "the weight's zero points must be 0 (symmetric), but got {}", z);
-  return q.scales;
-}
-
-// The output scales oneDNN applies: input scale * weight scale[o] / output scale.
-std::vector<float> product_scales(const Tensor& x, const std::vector<double>& w_scales,
-                                  double out_scale) {
-  std::vector<float> s;
-  for (double ws : w_scales) s.push_back(static_cast<float>(quantizer(x).scale * ws / out_scale));
-  return s;
-}
-
-void check_activation(const char* op, const Tensor& x) {
-  XTEN_CHECK(x.is_quantized() && (x.dtype() == kQUInt8 || x.dtype() == kQInt8), TypeError, op,
-             "the input must be quint8 or qint8, but got {}", dtype_name(x.dtype()));
-  check_per_tensor(op, x, "the input");
-}
-
-// oneDNN adds the bias to the int32 sum before the output scale: in the sum's units, the bias
-// is divided by input scale * weight scale[o].
-Tensor accumulator_bias(const char* op, const std::optional<Tensor>& bias, const Tensor& x,
-                        const std::vector<double>& w_scales) {
-  if (!bias) return Tensor();
-  const int64_t channels = static_cast<int64_t>(w_scales.size());
-  XTEN_CHECK(
-      bias->is_floating_point() && bias->is_cpu() && bias->dim() == 1 && bias->numel() == channels,
-      ValueError, op,
-      "the bias must be a 1-D floating-point CPU tensor of {} values, but got {} of "
-      "shape {}",
-      channels, dtype_name(bias->dtype()), bias->sizes());
-  const Tensor b = bias->to(kDouble).contiguous();
-  Tensor out = empty_tensor({channels}, kFloat, Device(kCPU));
-  const double xs = quantizer(x).scale;
-  for (int64_t o = 0; o < channels; ++o)
-    out.data_ptr<float>()[o] =
-        static_cast<float>(b.data_ptr<double>()[o] / (xs * w_scales[static_cast<size_t>(o)]));
-  return out;
-}
-
 Tensor conv2d_kernel(const Tensor& qx, const Tensor& qw, const std::optional<Tensor>& bias,
                      IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups,
                      double output_scale, int64_t output_zero_point, bool relu) {
   constexpr const char* op = "quantized::conv2d";
   check_activation(op, qx);
-  XTEN_CHECK(qw.is_quantized(), TypeError, op, "the weight must be quantized, but got {}",
-             dtype_name(qw.dtype()));
   const std::vector<double> ws = weight_scales(op, qw);
   const ConvGeometry g = conv2d_geometry(qx, qw, bias, stride, padding, dilation, groups);
   const Tensor b = accumulator_bias(op, bias, qx, ws);
@@ -559,7 +414,7 @@ Tensor conv2d_kernel(const Tensor& qx, const Tensor& qw, const std::optional<Ten
       qw.is_contiguous() || qw.is_contiguous(MemoryFormat::ChannelsLast) ? qw : qw.contiguous();
   auto q = Quantizer::per_tensor(op, qx.dtype(), output_scale, output_zero_point);
   Tensor out = new_quantized({g.n, g.o, g.ho, g.wo}, q, fmt);
-  XTEN_CHECK(onednn::quantized_conv2d(x, static_cast<int32_t>(quantizer(qx).zero_point), w, b,
+  XTEN_CHECK(onednn::quantized_conv2d(x, static_cast<int32_t>(quantizer_of(qx).zero_point), w, b,
                                       product_scales(qx, ws, output_scale),
                                       static_cast<int32_t>(output_zero_point), relu, g, out, nhwc),
              NotImplementedError, op, "oneDNN has no int8 convolution for this case (input {}, {})",
@@ -571,13 +426,11 @@ Tensor conv2d_kernel(const Tensor& qx, const Tensor& qw, const std::optional<Ten
 Tensor linear_into(const char* op, const Tensor& qx, const Tensor& qw,
                    const std::optional<Tensor>& bias, bool relu, const Tensor& out2d,
                    double out_scale, int64_t out_zp) {
-  XTEN_CHECK(qw.dim() == 2 && qx.dim() >= 1 && qx.size(-1) == qw.size(1), ValueError, op,
-             "input of shape {} and weight of shape {} do not multiply (the weight is [out, in])",
-             qx.sizes(), qw.sizes());
+  check_linear_operands(op, qx, qw);
   const std::vector<double> ws = weight_scales(op, qw);
   const Tensor b = accumulator_bias(op, bias, qx, ws);
   const Tensor x = qx.reshape({-1, qx.size(-1)}).contiguous();
-  XTEN_CHECK(onednn::quantized_linear(x, static_cast<int32_t>(quantizer(qx).zero_point),
+  XTEN_CHECK(onednn::quantized_linear(x, static_cast<int32_t>(quantizer_of(qx).zero_point),
                                       qw.contiguous(), b, product_scales(qx, ws, out_scale),
                                       static_cast<int32_t>(out_zp), relu, out2d),
              NotImplementedError, op, "oneDNN has no int8 product for this case (input {})",
@@ -585,18 +438,10 @@ Tensor linear_into(const char* op, const Tensor& qx, const Tensor& qw,
   return out2d;
 }
 
-DimVector linear_shape(const Tensor& x, const Tensor& w) {
-  DimVector s(x.sizes());
-  s.back() = w.size(0);
-  return s;
-}
-
 Tensor linear_kernel(const Tensor& qx, const Tensor& qw, const std::optional<Tensor>& bias,
                      double output_scale, int64_t output_zero_point, bool relu) {
   constexpr const char* op = "quantized::linear";
   check_activation(op, qx);
-  XTEN_CHECK(qw.is_quantized(), TypeError, op, "the weight must be quantized, but got {}",
-             dtype_name(qw.dtype()));
   const DimVector shape = linear_shape(qx, qw);
   auto q = Quantizer::per_tensor(op, qx.dtype(), output_scale, output_zero_point);
   Tensor out = new_quantized({qx.numel() / std::max<int64_t>(qx.size(-1), 1), qw.size(0)}, q);
@@ -613,8 +458,6 @@ Tensor linear_dynamic_kernel(const Tensor& x, const Tensor& qw, const std::optio
   check_float_input(op, x);
   XTEN_CHECK(x.is_cpu(), NotImplementedError, op, "expects a CPU input, but got one on {}",
              x.device().str());
-  XTEN_CHECK(qw.is_quantized(), TypeError, op, "the weight must be quantized, but got {}",
-             dtype_name(qw.dtype()));
   const Tensor xf = x.to(kFloat).contiguous();
   const float* p = xf.data_ptr<float>();
   float lo = 0.0f, hi = 0.0f;  // the range always holds 0, so that 0 is exact
@@ -622,11 +465,8 @@ Tensor linear_dynamic_kernel(const Tensor& x, const Tensor& qw, const std::optio
     lo = std::min(lo, p[i]);
     hi = std::max(hi, p[i]);
   }
-  constexpr int64_t qmax = 127;
-  const double scale = hi > lo ? static_cast<double>(hi - lo) / qmax : 1.0;
-  const int64_t zp = std::min<int64_t>(
-      qmax, std::max<int64_t>(0, static_cast<int64_t>(std::nearbyint(-lo / scale))));
-  const Tensor qx = quantize_per_tensor_kernel(xf, scale, zp, kQUInt8);
+  const DynamicParams d = dynamic_params(lo, hi);
+  const Tensor qx = quantize_per_tensor_kernel(xf, d.scale, d.zero_point, kQUInt8);
   const DimVector shape = linear_shape(x, qw);
   Tensor out = empty_tensor({x.numel() / std::max<int64_t>(x.size(-1), 1), qw.size(0)}, kFloat,
                             Device(kCPU));
@@ -643,7 +483,6 @@ LIBRARY_IMPL(quantized, CPU, m) {
 
 LIBRARY_IMPL(quantized, QuantizedCPU, m) {
   m.impl("dequantize", dequantize_kernel);
-  m.impl("int_repr", int_repr_kernel);
   m.impl("conv2d", conv2d_kernel);
   m.impl("linear", linear_kernel);
   m.impl("linear_dynamic", linear_dynamic_kernel);
@@ -651,10 +490,6 @@ LIBRARY_IMPL(quantized, QuantizedCPU, m) {
 }
 
 LIBRARY_IMPL(xten, QuantizedCPU, m) {
-  m.impl("clone", clone_kernel);
-  m.impl("contiguous", contiguous_kernel);
-  m.impl("to", to_kernel);
-  m.impl("copy_", copy__kernel);
   m.impl("relu", relu_kernel);
   m.impl("relu_", relu__kernel);
   m.impl("max_pool2d", max_pool2d_kernel);
