@@ -197,3 +197,66 @@ TEST(Norm, LayerNormBackwardWeightGradientsAtAnyThreadCount) {
   }
   set_num_threads(threads);
 }
+
+// Note [Batch norm statistics] and Note [Channels-last batch norm backward]: batch_norm's
+// training forward and its channels-last backward from one pass of sums, against float64, in
+// every layout the kernel walks (NCHW planes, NHWC and [N, C] columns), with a mean far from 0
+// (the shifted sums), and the same bits at any thread count.
+TEST(Norm, BatchNormOnePassStatisticsAtAnyThreadCount) {
+  manual_seed(13);
+  const int threads = get_num_threads();
+  const MemoryFormat cl = MemoryFormat::ChannelsLast;
+  for (auto shape : {std::vector<int64_t>{8, 6, 30, 20}, std::vector<int64_t>{700, 5},
+                     std::vector<int64_t>{4, 3, 40}}) {
+    for (bool nhwc : {false, true}) {
+      if (nhwc && shape.size() != 4) continue;
+      // Around 300 with std 1: without the shift, a float sum of squares (9e4 per value) would
+      // leave the variance ~1e-3 off. The references take the float32 values the kernels see.
+      const Tensor x64 = (randn(shape) + 300).to(kDouble);
+      const Tensor g64 = randn(shape).to(kDouble);
+      const int64_t c = shape[1];
+      const Tensor w64 = randn({c}).to(kDouble);
+      const Tensor y_ref = batch_norm(x64, w64, std::nullopt, std::nullopt, std::nullopt, true);
+      const auto [dx_ref, dw_ref, db_ref] =
+          batch_norm_backward(g64, x64, w64, std::nullopt, std::nullopt, true);
+      Tensor first[4];
+      for (int th : {1, 3, 8}) {
+        set_num_threads(th);
+        Tensor x = x64.to(kFloat), g = g64.to(kFloat);
+        if (nhwc) x = x.contiguous(cl), g = g.contiguous(cl);
+        const Tensor w = w64.to(kFloat);
+        Tensor rm = zeros({c}), rv = ones({c});
+        const Tensor y = batch_norm(x, w, std::nullopt, rm, rv, true, 1.0);
+        const auto [dx, dw, db] = batch_norm_backward(g, x, w, std::nullopt, std::nullopt, true);
+        const std::string what =
+            fmt::format("{} nhwc {} threads {}", to_string(IntArrayRef(shape)), nhwc, th);
+        EXPECT_EQ(dx.is_contiguous(cl), nhwc) << what;
+        if (th == 1) {
+          // The statistics: momentum 1 puts the batch's own into the running buffers.
+          const Tensor xs = x64.transpose(0, 1).reshape({c, -1});
+          const Tensor count = full({}, static_cast<double>(xs.size(1)), kDouble);
+          EXPECT_TRUE(allclose(rm.to(kDouble), xs.mean({1}), 1e-6, 0)) << what;
+          EXPECT_TRUE(allclose(rv.to(kDouble), xs.var({1}, 1), 2e-5, 0)) << what;
+          EXPECT_TRUE(allclose(y.to(kDouble), y_ref, 1e-4, 1e-4)) << what;
+          EXPECT_TRUE(allclose(dx.to(kDouble), dx_ref, 1e-4, 1e-3)) << what;
+          EXPECT_TRUE(allclose(db.to(kDouble), db_ref, 1e-5, 1e-3)) << what;
+          EXPECT_TRUE(allclose(dw.to(kDouble), dw_ref, 1e-4, 1e-3)) << what;
+          first[0] = y, first[1] = dx, first[2] = dw, first[3] = db;
+        } else {
+          EXPECT_TRUE(same_bytes(y, first[0])) << what;
+          EXPECT_TRUE(same_bytes(dx, first[1])) << what;
+          EXPECT_TRUE(same_bytes(dw, first[2])) << what;
+          EXPECT_TRUE(same_bytes(db, first[3])) << what;
+        }
+      }
+    }
+  }
+  set_num_threads(threads);
+  // 16-bit inputs are widened as they are read: the statistics of their values.
+  const Tensor xb = (randn({6, 4, 9, 9}) * 3 + 2).to(kBFloat16).contiguous(cl);
+  Tensor rm = zeros({4}), rv = ones({4});
+  (void)batch_norm(xb, std::nullopt, std::nullopt, rm, rv, true, 1.0);
+  const Tensor xs = xb.to(kDouble).transpose(0, 1).reshape({4, -1});
+  EXPECT_TRUE(allclose(rm.to(kDouble), xs.mean({1}), 1e-6, 1e-6));
+  EXPECT_TRUE(allclose(rv.to(kDouble), xs.var({1}, 1), 1e-5, 0));
+}

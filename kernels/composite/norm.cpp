@@ -1,6 +1,7 @@
 // Normalization written with reductions and pointwise ops (valid on every backend):
 // batch_norm, layer_norm, group_norm. Half and BFloat16 inputs compute their statistics in
 // float and return their own dtype.
+#include <xten/autograd/derivative.h>
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/op_handles.h>
@@ -30,6 +31,18 @@ Tensor affine(Tensor x, const std::optional<Tensor>& weight, const std::optional
   return x;
 }
 
+using BatchNormStats = TensorPair(const Tensor&);
+
+// norms::batch_norm_stats: batch_norm's mean and biased variance per channel (dim 1), in
+// float32 (float64 for a float64 input). The CPU computes both in one pass (Note [Batch norm
+// statistics], kernels/cpu/norm.cpp); this composite elsewhere.
+TensorPair batch_norm_stats_kernel(const Tensor& input) {
+  DimVector dims{0};
+  for (int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
+  const Tensor x = input.to(stats_dtype(input));
+  return {x.mean(dims), x.var(dims, /*correction=*/0)};
+}
+
 Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weight,
                          const std::optional<Tensor>& bias,
                          const std::optional<Tensor>& running_mean,
@@ -44,18 +57,18 @@ Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weigh
   check_channels("batch_norm", "bias", bias, c);
   check_channels("batch_norm", "running_mean", running_mean, c);
   check_channels("batch_norm", "running_var", running_var, c);
-  DimVector dims{0}, shape(static_cast<size_t>(input.dim()), 1);
-  for (int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
+  DimVector shape(static_cast<size_t>(input.dim()), 1);
   shape[1] = c;
-  const Tensor x = input.to(stats_dtype(input));
+  const ScalarType st = stats_dtype(input);
   Tensor mean, var;
   if (training) {
     const int64_t count = input.numel() / std::max<int64_t>(c, 1);
     XTEN_CHECK(count > 1, ValueError, "batch_norm",
                "expected more than 1 value per channel when training, but got input of shape {}",
                input.sizes());
-    mean = x.mean(dims);
-    var = x.var(dims, /*correction=*/0);
+    static const auto stats =
+        Dispatcher::singleton().find("norms::batch_norm_stats").typed<BatchNormStats>();
+    std::tie(mean, var) = stats.call(input);
     // Running statistics: exponential averages, the variance unbiased. Buffers, never part of
     // the autograd graph (detached statistics).
     if (running_mean && running_mean->defined()) {
@@ -70,8 +83,8 @@ Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weigh
     XTEN_CHECK(running_mean && running_mean->defined() && running_var && running_var->defined(),
                ValueError, "batch_norm",
                "running_mean and running_var must be given in evaluation mode (training=false)");
-    mean = running_mean->to(x.dtype());
-    var = running_var->to(x.dtype());
+    mean = running_mean->to(st);
+    var = running_var->to(st);
   }
   // y = x * scale + shift per channel, scale = weight / sqrt(var + eps) and
   // shift = bias - mean * scale computed on [C] first (as PyTorch's CPU kernel does): one
@@ -79,10 +92,10 @@ Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weigh
   // add; graph capture records the mul and the add either way, for the fold into a convolution
   // (compile/passes.cpp) and the pointwise groups.
   Tensor scale = rsqrt(var + eps);
-  if (weight && weight->defined()) scale = scale * weight->to(x.dtype());
+  if (weight && weight->defined()) scale = scale * weight->to(st);
   Tensor shift = -mean * scale;
-  if (bias && bias->defined()) shift = shift + bias->to(x.dtype());
-  return addcmul(shift.view(shape), x, scale.view(shape)).to(input.dtype());
+  if (bias && bias->defined()) shift = shift + bias->to(st);
+  return addcmul(shift.view(shape), input.to(st), scale.view(shape)).to(input.dtype());
 }
 
 Tensor layer_norm_kernel(const Tensor& input, IntArrayRef normalized_shape,
@@ -157,6 +170,17 @@ TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor&
 }
 
 }  // namespace
+
+LIBRARY(norms, m) {
+  m.def<BatchNormStats>("batch_norm_stats(Tensor input) -> (Tensor, Tensor)");
+}
+LIBRARY_IMPL(norms, CompositeImplicit, m) {
+  m.impl("batch_norm_stats", batch_norm_stats_kernel);
+}
+LIBRARY_IMPL(norms, Autograd, m) {
+  autograd::Derivatives d(m);
+  d.nondifferentiable({"batch_norm_stats"});
+}
 
 LIBRARY_IMPL(xten, CompositeImplicit, m) {
   m.impl("batch_norm", batch_norm_kernel);
