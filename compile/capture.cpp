@@ -177,11 +177,12 @@ bool kept_whole(const OperatorHandle& op) {
 }
 
 // The opposite: ops with a fused backend kernel that are recorded as their composite's
-// primitives, which the passes fuse further. addcmul is batch_norm's per-channel scale and
-// shift: as a mul and an add, the fold into a preceding convolution and the pointwise groups
-// (the ReLU after it) see them.
+// primitives, which the passes fuse further. batch_norm (the CPU has a kernel of one pass) is
+// its statistics and an addcmul; addcmul is its per-channel scale and shift: as a mul and an
+// add, the fold into a preceding convolution and the pointwise groups (the ReLU after it) see
+// them.
 bool recorded_as_composite(const OperatorHandle& op) {
-  return op.name() == "xten::addcmul";
+  return op.name() == "xten::addcmul" || op.name() == "xten::batch_norm";
 }
 
 void capture_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {

@@ -260,3 +260,49 @@ TEST(Norm, BatchNormOnePassStatisticsAtAnyThreadCount) {
   EXPECT_TRUE(allclose(rm.to(kDouble), xs.mean({1}), 1e-6, 1e-6));
   EXPECT_TRUE(allclose(rv.to(kDouble), xs.var({1}, 1), 1e-5, 0));
 }
+
+// The CPU batch_norm kernel (one pass in the input's dtype) against the composite's formula,
+// addcmul(shift, x in float, scale) rounded once: the same bits in every dtype and layout
+// (evaluation, whose scale and shift the test can form). Its backward in 16-bit dtypes (widened
+// as read) against the float32 backward of the same values.
+TEST(Norm, BatchNormKernelMatchesTheCompositeInEveryDtypeAndLayout) {
+  manual_seed(14);
+  const MemoryFormat cl = MemoryFormat::ChannelsLast;
+  for (auto shape : {std::vector<int64_t>{4, 6, 7, 5}, std::vector<int64_t>{33, 6},
+                     std::vector<int64_t>{3, 6, 11}}) {
+    for (bool nhwc : {false, true}) {
+      if (nhwc && shape.size() != 4) continue;
+      for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf}) {
+        Tensor x = (randn(shape) * 2 + 1).to(t);
+        if (nhwc) x = x.contiguous(cl);
+        const ScalarType st = t == kDouble ? kDouble : kFloat;
+        const Tensor w = randn({6}).to(t), b = randn({6}).to(t);
+        const Tensor rm = randn({6}).to(st), rv = (rand({6}) + 0.5).to(st);
+        const std::string what =
+            fmt::format("{} {} nhwc {}", to_string(IntArrayRef(shape)), to_string(t), nhwc);
+        const Tensor y = batch_norm(x, w, b, rm, rv, false, 0.1, 1e-5);
+        const Tensor scale = rsqrt(rv + 1e-5) * w.to(st), shift = -rm * scale + b.to(st);
+        DimVector view(shape.size(), 1);
+        view[1] = 6;
+        const Tensor want = addcmul(shift.view(view), x.to(st), scale.view(view)).to(t);
+        EXPECT_EQ(y.dtype(), t) << what;
+        EXPECT_EQ(y.is_contiguous(cl), nhwc) << what;
+        EXPECT_TRUE(same_bytes(y.contiguous(), want.contiguous())) << what;
+        if (t == kBFloat16 || t == kHalf) {
+          const Tensor g = randn(shape).to(t).contiguous(nhwc ? cl : MemoryFormat::Contiguous);
+          for (bool training : {true, false}) {
+            const auto [dx, dw, db] = batch_norm_backward(g, x, w, rm, rv, training);
+            const auto [fx, fw, fb] =
+                batch_norm_backward(g.to(kFloat), x.to(kFloat), w.to(kFloat), rm, rv, training);
+            EXPECT_EQ(dx.dtype(), t);
+            EXPECT_EQ(dx.is_contiguous(cl), nhwc) << what;
+            // dx is rounded once from float; dw and db are float sums returned in w's dtype.
+            EXPECT_TRUE(allclose(dx.to(kFloat), fx, 1e-2, 1e-2)) << what << " " << training;
+            EXPECT_TRUE(same_bytes(dw, fw.to(t))) << what << " " << training;
+            EXPECT_TRUE(same_bytes(db, fb.to(t))) << what << " " << training;
+          }
+        }
+      }
+    }
+  }
+}

@@ -43,11 +43,14 @@ TensorPair batch_norm_stats_kernel(const Tensor& input) {
   return {x.mean(dims), x.var(dims, /*correction=*/0)};
 }
 
-Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weight,
-                         const std::optional<Tensor>& bias,
-                         const std::optional<Tensor>& running_mean,
-                         const std::optional<Tensor>& running_var, bool training, double momentum,
-                         double eps) {
+}  // namespace
+
+std::pair<Tensor, Tensor> batch_norm_scale_shift(const Tensor& input,
+                                                 const std::optional<Tensor>& weight,
+                                                 const std::optional<Tensor>& bias,
+                                                 const std::optional<Tensor>& running_mean,
+                                                 const std::optional<Tensor>& running_var,
+                                                 bool training, double momentum, double eps) {
   XTEN_CHECK(input.dim() >= 2, ValueError, "batch_norm",
              "expected an input of at least 2 dims (N, C, ...), but got shape {}", input.sizes());
   XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, "batch_norm",
@@ -57,8 +60,6 @@ Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weigh
   check_channels("batch_norm", "bias", bias, c);
   check_channels("batch_norm", "running_mean", running_mean, c);
   check_channels("batch_norm", "running_var", running_var, c);
-  DimVector shape(static_cast<size_t>(input.dim()), 1);
-  shape[1] = c;
   const ScalarType st = stats_dtype(input);
   Tensor mean, var;
   if (training) {
@@ -86,16 +87,31 @@ Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weigh
     mean = running_mean->to(st);
     var = running_var->to(st);
   }
-  // y = x * scale + shift per channel, scale = weight / sqrt(var + eps) and
-  // shift = bias - mean * scale computed on [C] first (as PyTorch's CPU kernel does): one
-  // pass over the input where the backend has addcmul's kernel (the CPU), else a mul and an
-  // add; graph capture records the mul and the add either way, for the fold into a convolution
-  // (compile/passes.cpp) and the pointwise groups.
+  // scale = weight / sqrt(var + eps) and shift = bias - mean * scale, on [C] (as PyTorch's CPU
+  // kernel does).
   Tensor scale = rsqrt(var + eps);
   if (weight && weight->defined()) scale = scale * weight->to(st);
   Tensor shift = -mean * scale;
   if (bias && bias->defined()) shift = shift + bias->to(st);
-  return addcmul(shift.view(shape), input.to(st), scale.view(shape)).to(input.dtype());
+  return {scale, shift};
+}
+
+namespace {
+
+// y = x * scale + shift per channel: one addcmul, in the statistics' dtype. The CPU has a kernel
+// of its own (one pass in the input's dtype, kernels/cpu/norm.cpp); graph capture records this
+// composite on every backend (compile/capture.cpp, recorded_as_composite), and addcmul as a mul
+// and an add, for the fold into a convolution (compile/passes.cpp) and the pointwise groups.
+Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weight,
+                         const std::optional<Tensor>& bias,
+                         const std::optional<Tensor>& running_mean,
+                         const std::optional<Tensor>& running_var, bool training, double momentum,
+                         double eps) {
+  const auto [scale, shift] = batch_norm_scale_shift(input, weight, bias, running_mean, running_var,
+                                                     training, momentum, eps);
+  DimVector shape(static_cast<size_t>(input.dim()), 1);
+  shape[1] = input.size(1);
+  return addcmul(shift.view(shape), input.to(scale.dtype()), scale.view(shape)).to(input.dtype());
 }
 
 Tensor layer_norm_kernel(const Tensor& input, IntArrayRef normalized_shape,

@@ -43,21 +43,39 @@ void visit_opmath(ScalarType m, F&& f) {
   }
 }
 
-template <class T>
-void batch_norm_backward_loop(const NormMeta& m, const T* x, const T* g, const T* w, const T* rm,
-                              const T* rv, bool training, double eps, T* dx, T* dw, T* db) {
+// One task per channel over its n runs of `in` values. float16 and bfloat16 runs are widened
+// once into buffers of the task (the channel's plane, in cache for the passes) and dx narrowed
+// into its output, as Note [Layer norm backward in the input's dtype] says why.
+template <class T, class M>
+void batch_norm_backward_loop(const NormMeta& m, const T* x, const T* g, const M* w, const M* rm,
+                              const M* rv, bool training, double eps, T* dx, M* dw, M* db) {
+  constexpr bool kWiden = !std::is_same_v<T, M>;
   const int64_t n = m.outer, ch = m.channels, in = m.inner;
   const double count = static_cast<double>(n * in);
   parallel_for(ch, grain_for(4 * n * in), [&](int64_t b, int64_t e) {
+    std::vector<M> bx(kWiden ? static_cast<size_t>(n * in) : 0), bg(bx.size()), bd(bx.size());
     for (int64_t c = b; c < e; ++c) {
       auto at = [&](int64_t i) { return (i * ch + c) * in; };
+      // Run i of x, g and dx: in place for M inputs, else the buffers'.
+      const M *xs = nullptr, *gs = nullptr;
+      int64_t stride = ch * in;
+      if constexpr (kWiden) {
+        for (int64_t i = 0; i < n; ++i) {
+          widen_n(x + at(i), bx.data() + i * in, in);
+          widen_n(g + at(i), bg.data() + i * in, in);
+        }
+        xs = bx.data(), gs = bg.data(), stride = in;
+      } else {
+        xs = x + c * in, gs = g + c * in;
+      }
+      auto xrun = [&](int64_t i) { return ECMap<M>(xs + i * stride, in); };
+      auto grun = [&](int64_t i) { return ECMap<M>(gs + i * stride, in); };
       double mean = 0, rstd = 0;
       if (training) {
         double s = 0, v = 0;
-        for (int64_t i = 0; i < n; ++i) s += ECMap<T>(x + at(i), in).sum();
+        for (int64_t i = 0; i < n; ++i) s += xrun(i).sum();
         mean = count > 0 ? s / count : 0;
-        for (int64_t i = 0; i < n; ++i)
-          v += (ECMap<T>(x + at(i), in) - static_cast<T>(mean)).square().sum();
+        for (int64_t i = 0; i < n; ++i) v += (xrun(i) - static_cast<M>(mean)).square().sum();
         rstd = 1 / std::sqrt((count > 0 ? v / count : 0) + eps);
       } else {
         mean = rm[c];
@@ -65,19 +83,24 @@ void batch_norm_backward_loop(const NormMeta& m, const T* x, const T* g, const T
       }
       double sg = 0, sgx = 0;
       for (int64_t i = 0; i < n; ++i) {
-        const auto gi = ECMap<T>(g + at(i), in);
-        sg += gi.sum();
-        sgx += (gi * (ECMap<T>(x + at(i), in) - static_cast<T>(mean))).sum();
+        sg += grun(i).sum();
+        sgx += (grun(i) * (xrun(i) - static_cast<M>(mean))).sum();
       }
-      dw[c] = static_cast<T>(sgx * rstd);
-      db[c] = static_cast<T>(sg);
+      dw[c] = static_cast<M>(sgx * rstd);
+      db[c] = static_cast<M>(sg);
       // dx = w rstd (g - mean(g) - xhat mean(g xhat)) in training, w rstd g in evaluation.
-      const T k = static_cast<T>((w ? w[c] : 1) * rstd), r = static_cast<T>(rstd);
-      const T mg = training && count > 0 ? static_cast<T>(sg / count) : T(0);
-      const T mgx = training && count > 0 ? static_cast<T>(sgx * rstd / count) : T(0);
-      for (int64_t i = 0; i < n; ++i)
-        EMap<T>(dx + at(i), in) = k * (ECMap<T>(g + at(i), in) - mg -
-                                       (ECMap<T>(x + at(i), in) - static_cast<T>(mean)) * r * mgx);
+      const M k = static_cast<M>((w ? w[c] : 1) * rstd), r = static_cast<M>(rstd);
+      const M mg = training && count > 0 ? static_cast<M>(sg / count) : M(0);
+      const M mgx = training && count > 0 ? static_cast<M>(sgx * rstd / count) : M(0);
+      for (int64_t i = 0; i < n; ++i) {
+        const auto d = k * (grun(i) - mg - (xrun(i) - static_cast<M>(mean)) * r * mgx);
+        if constexpr (kWiden) {
+          EMap<M>(bd.data(), in) = d;
+          narrow_n(bd.data(), dx + at(i), in);
+        } else {
+          EMap<M>(dx + at(i), in) = d;
+        }
+      }
     }
   });
 }
@@ -209,19 +232,20 @@ TensorPair batch_norm_stats_kernel(const Tensor& input) {
 // gradient in and of the result out, and its NCHW result made the relu backward after it walk
 // two layouts. (Written with ops instead, a ResNet-18 step spent 1.7x the time of its NCHW
 // twin; with one pass per sum, 1.8x the plane loop's time.)
-template <class T>
-void batch_norm_backward_nhwc(int64_t rows, int64_t ch, const T* x, const T* g, const T* w,
-                              const T* rm, const T* rv, bool training, double eps, T* dx, T* dw,
-                              T* db) {
+template <class T, class M>
+void batch_norm_backward_nhwc(int64_t rows, int64_t ch, const T* x, const T* g, const M* w,
+                              const M* rm, const M* rv, bool training, double eps, T* dx, M* dw,
+                              M* db) {
   const double count = static_cast<double>(rows);
   // The shift: the column's first value in training, the running mean in evaluation.
-  std::vector<T> shift(static_cast<size_t>(ch));
-  for (int64_t c = 0; c < ch; ++c) shift[c] = training ? (rows > 0 ? x[c] : T(0)) : rm[c];
-  const T* sh = shift.data();
-  const std::vector<double> s = column_sums<4, T>(rows, ch, [&](int64_t r, T* __restrict a) {
+  std::vector<M> shift(static_cast<size_t>(ch));
+  for (int64_t c = 0; c < ch; ++c)
+    shift[c] = training ? (rows > 0 ? static_cast<M>(x[c]) : M(0)) : rm[c];
+  const M* sh = shift.data();
+  const std::vector<double> s = column_sums<4, M>(rows, ch, [&](int64_t r, M* __restrict a) {
     const T *xr = x + r * ch, *gr = g + r * ch;
     for (int64_t c = 0; c < ch; ++c) {
-      const T d = xr[c] - sh[c], gv = gr[c];
+      const M d = static_cast<M>(xr[c]) - sh[c], gv = static_cast<M>(gr[c]);
       a[c] += d;
       a[ch + c] += d * d;
       a[2 * ch + c] += gv;
@@ -229,7 +253,7 @@ void batch_norm_backward_nhwc(int64_t rows, int64_t ch, const T* x, const T* g, 
     }
   });
   // dx = w rstd (g - mean(g) - xhat mean(g xhat)) in training, w rstd g in evaluation.
-  std::vector<T> k(static_cast<size_t>(ch)), mu(k.size()), rmg(k.size()), mg(k.size());
+  std::vector<M> k(static_cast<size_t>(ch)), mu(k.size()), rmg(k.size()), mg(k.size());
   for (int64_t c = 0; c < ch; ++c) {
     double mean = static_cast<double>(shift[c]), rstd = 0, sg = s[2 * ch + c], sgx = s[3 * ch + c];
     if (training) {
@@ -240,19 +264,21 @@ void batch_norm_backward_nhwc(int64_t rows, int64_t ch, const T* x, const T* g, 
     } else {
       rstd = 1 / std::sqrt(static_cast<double>(rv[c]) + eps);
     }
-    dw[c] = static_cast<T>(sgx * rstd);
-    db[c] = static_cast<T>(sg);
-    k[c] = static_cast<T>((w ? w[c] : 1) * rstd);
-    mu[c] = static_cast<T>(mean);
-    mg[c] = training && count > 0 ? static_cast<T>(sg / count) : T(0);
+    dw[c] = static_cast<M>(sgx * rstd);
+    db[c] = static_cast<M>(sg);
+    k[c] = static_cast<M>((w ? w[c] : 1) * rstd);
+    mu[c] = static_cast<M>(mean);
+    mg[c] = training && count > 0 ? static_cast<M>(sg / count) : M(0);
     // rstd * mean(g xhat) = rstd^2 * sum(g (x - mean)) / count
-    rmg[c] = training && count > 0 ? static_cast<T>(sgx * rstd * rstd / count) : T(0);
+    rmg[c] = training && count > 0 ? static_cast<M>(sgx * rstd * rstd / count) : M(0);
   }
   parallel_for(rows, grain_for(4 * ch), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const T *xr = x + r * ch, *gr = g + r * ch;
       T* out = dx + r * ch;
-      for (int64_t c = 0; c < ch; ++c) out[c] = k[c] * (gr[c] - mg[c] - (xr[c] - mu[c]) * rmg[c]);
+      for (int64_t c = 0; c < ch; ++c)
+        out[c] = static_cast<T>(
+            k[c] * (static_cast<M>(gr[c]) - mg[c] - (static_cast<M>(xr[c]) - mu[c]) * rmg[c]));
     }
   });
 }
@@ -262,45 +288,93 @@ TensorTriple batch_norm_backward_kernel(const Tensor& grad_output, const Tensor&
                                         const std::optional<Tensor>& running_mean,
                                         const std::optional<Tensor>& running_var, bool training,
                                         double eps) {
+  constexpr const char* op = "batch_norm_backward";
   const NormMeta m =
       batch_norm_backward_meta(grad_output, input, weight, running_mean, running_var, training);
-  const ScalarType t = input.dtype() == kDouble ? kDouble : kFloat;
+  const ScalarType mt = input.dtype() == kDouble ? kDouble : kFloat;
   // Note [Channels-last batch norm backward]
   const bool nhwc = input.dim() == 4 && input.suggest_memory_format() == MemoryFormat::ChannelsLast;
-  if (nhwc) {
-    const MemoryFormat cl = MemoryFormat::ChannelsLast;
-    const Tensor x = input.to(t).contiguous(cl), g = grad_output.to(t).contiguous(cl);
-    const Tensor w = opmath_copy(weight, t);
-    const Tensor rm = training ? Tensor() : opmath_copy(running_mean, t);
-    const Tensor rv = training ? Tensor() : opmath_copy(running_var, t);
-    Tensor dx = empty_tensor(x.sizes(), x.strides(), t, x.device());
-    Tensor dw = empty_tensor({m.channels}, t, x.device()),
-           db = empty_tensor({m.channels}, t, x.device());
-    visit_opmath(t, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      batch_norm_backward_nhwc<T>(x.numel() / std::max<int64_t>(m.channels, 1), m.channels,
-                                  ptr_or_null<T>(x), ptr_or_null<T>(g), ptr_or_null<T>(w),
-                                  ptr_or_null<T>(rm), ptr_or_null<T>(rv), training, eps,
-                                  static_cast<T*>(dx.data_ptr()), static_cast<T*>(dw.data_ptr()),
-                                  static_cast<T*>(db.data_ptr()));
-    });
-    return norm_backward_results(input, weight, dx, dw, db);
-  }
-  const Tensor x = input.to(t).contiguous(), g = grad_output.to(t).contiguous();
-  const Tensor w = opmath_copy(weight, t);
-  const Tensor rm = training ? Tensor() : opmath_copy(running_mean, t);
-  const Tensor rv = training ? Tensor() : opmath_copy(running_var, t);
-  Tensor dx = empty_tensor(x.sizes(), t, x.device());
-  Tensor dw = empty_tensor({m.channels}, t, x.device()),
-         db = empty_tensor({m.channels}, t, x.device());
-  visit_opmath(t, [&](auto tag) {
+  const MemoryFormat fmt = nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  const Tensor x = input.contiguous(fmt), g = grad_output.to(input.dtype()).contiguous(fmt);
+  const Tensor w = opmath_copy(weight, mt);
+  const Tensor rm = training ? Tensor() : opmath_copy(running_mean, mt);
+  const Tensor rv = training ? Tensor() : opmath_copy(running_var, mt);
+  Tensor dx = empty_tensor(x.sizes(), x.strides(), x.dtype(), x.device());
+  Tensor dw = empty_tensor({m.channels}, mt, x.device()),
+         db = empty_tensor({m.channels}, mt, x.device());
+  visit_norm_dtype(op, x.dtype(), [&](auto tag, auto mtag) {
     using T = typename decltype(tag)::type;
-    batch_norm_backward_loop<T>(m, ptr_or_null<T>(x), ptr_or_null<T>(g), ptr_or_null<T>(w),
-                                ptr_or_null<T>(rm), ptr_or_null<T>(rv), training, eps,
-                                static_cast<T*>(dx.data_ptr()), static_cast<T*>(dw.data_ptr()),
-                                static_cast<T*>(db.data_ptr()));
+    using M = typename decltype(mtag)::type;
+    const T *px = static_cast<const T*>(x.data_ptr()), *pg = static_cast<const T*>(g.data_ptr());
+    T* pdx = static_cast<T*>(dx.data_ptr());
+    M *pdw = static_cast<M*>(dw.data_ptr()), *pdb = static_cast<M*>(db.data_ptr());
+    if (nhwc) {
+      batch_norm_backward_nhwc<T, M>(x.numel() / std::max<int64_t>(m.channels, 1), m.channels, px,
+                                     pg, ptr_or_null<M>(w), ptr_or_null<M>(rm), ptr_or_null<M>(rv),
+                                     training, eps, pdx, pdw, pdb);
+    } else {
+      batch_norm_backward_loop<T, M>(m, px, pg, ptr_or_null<M>(w), ptr_or_null<M>(rm),
+                                     ptr_or_null<M>(rv), training, eps, pdx, pdw, pdb);
+    }
   });
   return norm_backward_results(input, weight, dx, dw, db);
+}
+
+// batch_norm's CPU kernel: the statistics and the per-channel scale and shift as the composite
+// computes them (batch_norm_scale_shift, kernels/common/op_checks.h), then y = x * scale + shift
+// in one pass in the input's dtype and layout, 16-bit values widened and the result rounded once
+// (the composite converts to float and back: two passes more). Graph capture records the
+// composite instead (compile/capture.cpp).
+Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weight,
+                         const std::optional<Tensor>& bias,
+                         const std::optional<Tensor>& running_mean,
+                         const std::optional<Tensor>& running_var, bool training, double momentum,
+                         double eps) {
+  constexpr const char* op = "batch_norm";
+  const auto [scale, shift] = batch_norm_scale_shift(input, weight, bias, running_mean, running_var,
+                                                     training, momentum, eps);
+  const int64_t ch = input.size(1), n = input.size(0);
+  const int64_t in = input.numel() / std::max<int64_t>(1, n * ch);
+  const bool columns =
+      in == 1 || (input.dim() == 4 && input.suggest_memory_format() == MemoryFormat::ChannelsLast);
+  const Tensor x =
+      columns && in != 1 ? input.contiguous(MemoryFormat::ChannelsLast) : input.contiguous();
+  Tensor y = empty_tensor(x.sizes(), x.strides(), x.dtype(), x.device());
+  const Tensor sc = scale.contiguous(), sh = shift.contiguous();
+  visit_norm_dtype(op, x.dtype(), [&](auto tag, auto mtag) {
+    using T = typename decltype(tag)::type;
+    using M = typename decltype(mtag)::type;
+    constexpr bool kWiden = !std::is_same_v<T, M>;
+    const T* px = static_cast<const T*>(x.data_ptr());
+    T* py = static_cast<T*>(y.data_ptr());
+    const M *ps = static_cast<const M*>(sc.data_ptr()), *pt = static_cast<const M*>(sh.data_ptr());
+    if (columns) {
+      parallel_for(x.numel() / std::max<int64_t>(ch, 1), grain_for(2 * ch),
+                   [&](int64_t b, int64_t e) {
+                     for (int64_t r = b; r < e; ++r) {
+                       const T* xr = px + r * ch;
+                       T* yr = py + r * ch;
+                       for (int64_t c = 0; c < ch; ++c)
+                         yr[c] = static_cast<T>(static_cast<M>(xr[c]) * ps[c] + pt[c]);
+                     }
+                   });
+      return;
+    }
+    parallel_for(n * ch, grain_for(2 * in), [&](int64_t b, int64_t e) {
+      std::vector<M> buf(kWiden ? static_cast<size_t>(in) : 0);
+      for (int64_t p = b; p < e; ++p) {
+        const int64_t c = p % ch;
+        const auto v = ECMap<M>(as_opmath(px + p * in, in, buf), in) * ps[c] + pt[c];
+        if constexpr (kWiden) {
+          EMap<M>(buf.data(), in) = v;
+          narrow_n(buf.data(), py + p * in, in);
+        } else {
+          EMap<M>(py + p * in, in) = v;
+        }
+      }
+    });
+  });
+  return y;
 }
 
 // Note [Layer norm backward in the input's dtype]: float16 and bfloat16 rows are widened in a
@@ -492,6 +566,7 @@ Tensor group_norm_kernel(const Tensor& input, int64_t groups, const std::optiona
 }  // namespace
 
 XTEN_CPU_KERNELS(norm, m) {
+  m.impl("batch_norm", batch_norm_kernel);
   m.impl("norms::batch_norm_stats", batch_norm_stats_kernel);
   m.impl("layer_norm", layer_norm_kernel);
   m.impl("group_norm", group_norm_kernel);
