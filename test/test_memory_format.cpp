@@ -197,5 +197,57 @@ TEST(MemoryFormat, OpDatabaseWithChannelsLastInputs) {
     EXPECT_TRUE(ran.count(name)) << name << " is not in the op database with a 4-d input";
 }
 
+// Note [Channels-last max pool]: the NHWC kernels give the plane kernels' values, indices and
+// gradients bit for bit, on windows with NaN, infinities, signed zeros and ties (first NaN,
+// else first maximum), with padding, dilation and ceil_mode, in each floating dtype; and they
+// name the first bad index in the same order.
+TEST(MemoryFormat, ChannelsLastMaxPoolEqualsThePlaneKernel) {
+  struct Case {
+    std::vector<int64_t> k, s, p, d;
+    bool ceil;
+  };
+  const std::vector<Case> cases = {{{3, 3}, {2, 2}, {1, 1}, {1, 1}, false},
+                                   {{2, 3}, {1, 2}, {0, 1}, {2, 1}, true},
+                                   {{3, 2}, {3, 1}, {1, 0}, {1, 2}, true}};
+  manual_seed(21);
+  for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf}) {
+    // Few distinct values (ties), both zeros, infinities and some NaNs; 19 channels (a tail).
+    Tensor x = (randint(-3, 4, {3, 19, 9, 8}).to(kFloat) * 0.5);
+    x.view({-1}).narrow(0, 0, 40).copy_(tensor(std::vector<float>(40, -0.0f)));
+    x.view({-1}).narrow(0, 100, 3).copy_(tensor({NAN, INFINITY, -INFINITY}));
+    x.view({-1}).narrow(0, 1500, 2).copy_(tensor({NAN, NAN}));
+    x = x.to(t);
+    const Tensor xc = x.contiguous(kCL);
+    for (const Case& c : cases) {
+      const std::string what = fmt::format(
+          "{} k {} s {}", to_string(t), to_string(IntArrayRef(c.k)), to_string(IntArrayRef(c.s)));
+      const auto [v, i] = max_pool2d_with_indices(x, c.k, c.s, c.p, c.d, c.ceil);
+      const auto [vc, ic] = max_pool2d_with_indices(xc, c.k, c.s, c.p, c.d, c.ceil);
+      EXPECT_TRUE(vc.is_contiguous(kCL) && ic.is_contiguous(kCL)) << what;
+      EXPECT_TRUE(testing::same_bytes(vc.contiguous(), v)) << what;
+      EXPECT_TRUE(testing::same_bytes(ic.contiguous(), i)) << what;
+      const Tensor g = randn(v.sizes()).to(t);
+      const Tensor gi = max_pool2d_with_indices_backward(g, x, c.k, c.s, c.p, c.d, c.ceil, i);
+      const Tensor gic =
+          max_pool2d_with_indices_backward(g.contiguous(kCL), xc, c.k, c.s, c.p, c.d, c.ceil, ic);
+      EXPECT_TRUE(gic.is_contiguous(kCL)) << what;
+      EXPECT_TRUE(testing::same_bytes(gic.contiguous(), gi)) << what;
+    }
+  }
+  // Two bad indices: both layouts name the first in (plane, position) order, not the first
+  // one the NHWC loop meets.
+  const Tensor x = randn({2, 3, 4, 4});
+  auto [v, i] = max_pool2d_with_indices(x, {2, 2});
+  i.view({-1}).narrow(0, 1 * 4 + 2, 1).fill_(16);  // plane 1 (image 0, channel 1), position 2
+  i.view({-1}).narrow(0, 0 * 4 + 3, 1).fill_(-1);  // plane 0, position 3: first in NCHW order
+  const Tensor g = ones(v.sizes());
+  for (bool cl : {false, true}) {
+    EXPECT_THROW_MSG(max_pool2d_with_indices_backward(
+                         cl ? g.contiguous(kCL) : g, cl ? x.contiguous(kCL) : x, {2, 2}, {2, 2},
+                         {0, 0}, {1, 1}, false, cl ? i.contiguous(kCL) : i),
+                     IndexError, "index -1 is out of range for an input plane of 4 x 4");
+  }
+}
+
 }  // namespace
 }  // namespace xten

@@ -29,9 +29,106 @@ void for_each_plane(int64_t planes, int64_t work, const F& f) {
   });
 }
 
+bool is_channels_last_4d(const Tensor& t) {
+  return t.dim() == 4 && t.suggest_memory_format() == MemoryFormat::ChannelsLast;
+}
+
+// Note [Channels-last max pool]: an NHWC batch pools each image's [H, W] grid of C-vectors: per
+// output position, the window's C-vectors are visited in PyTorch's order (rows, then columns)
+// and merged lane by lane with Note [Max pool in two passes]'s rule (the first NaN, else the
+// first maximum), so values and indices are those of the NCHW kernel, without the reorder of
+// the input, the result and the indices that the plane kernel needs (ResNet-18's pool under
+// autocast, batch 16: 58 of the step's ~500 ms on one VM thread were those copies). The
+// backward adds each gradient at its index in the image's [H, W, C] buffer, outputs in order:
+// the same additions in the same order as the plane kernel's.
+template <class T>
+void max_pool2d_nhwc(const T* x, T* y, int64_t* ind, int64_t n, int64_t c, int64_t h, int64_t wd,
+                     const Window& w) {
+  using M = opmath_t<T>;
+  constexpr bool kWiden = !std::is_same_v<T, M>;
+  const int64_t ho = w.ho, wo = w.wo, row_len = wd * c;
+  parallel_for(n * ho, grain_for(wo * w.kh * w.kw * c), [&](int64_t b, int64_t e) {
+    // The window's input rows (16-bit ones widened once per output row), and per channel the
+    // best value so far and its position (int32: lanes as wide as the values').
+    std::vector<M> rows(kWiden ? static_cast<size_t>(w.kh * row_len) : 0);
+    std::vector<const M*> row_at(static_cast<size_t>(w.kh));
+    std::vector<M> best(static_cast<size_t>(c));
+    std::vector<int32_t> at(static_cast<size_t>(c));
+    M* __restrict bp = best.data();
+    int32_t* __restrict ap = at.data();
+    for (int64_t row = b; row < e; ++row) {
+      const int64_t img = row / ho, oy = row % ho;
+      const T* xi = x + img * h * row_len;
+      for (int64_t i = 0; i < w.kh; ++i) {
+        const int64_t iy = oy * w.sh - w.ph + i * w.dh;
+        row_at[i] = nullptr;
+        if (iy < 0 || iy >= h) continue;
+        if constexpr (kWiden) {
+          widen_n(xi + iy * row_len, rows.data() + i * row_len, row_len);
+          row_at[i] = rows.data() + i * row_len;
+        } else {
+          row_at[i] = xi + iy * row_len;
+        }
+      }
+      for (int64_t ox = 0; ox < wo; ++ox) {
+        bool first = true;
+        for (int64_t i = 0; i < w.kh; ++i) {
+          if (!row_at[i]) continue;
+          const int64_t iy = oy * w.sh - w.ph + i * w.dh;
+          for (int64_t j = 0; j < w.kw; ++j) {
+            const int64_t ix = ox * w.sw - w.pw + j * w.dw;
+            if (ix < 0 || ix >= wd) continue;
+            const int32_t pos = static_cast<int32_t>(iy * wd + ix);
+            const M* __restrict v = row_at[i] + ix * c;
+            if (first) {
+              for (int64_t ch = 0; ch < c; ++ch) bp[ch] = v[ch], ap[ch] = pos;
+              first = false;
+              continue;
+            }
+            for (int64_t ch = 0; ch < c; ++ch) {
+              const M vv = v[ch], bb = bp[ch];
+              const bool take = (bb == bb) & ((vv > bb) | (vv != vv));  // NaN sticks
+              bp[ch] = branchless_select(take, vv, bb);
+              ap[ch] = branchless_select(take, pos, ap[ch]);
+            }
+          }
+        }
+        T* yo = y + (row * wo + ox) * c;
+        int64_t* io = ind + (row * wo + ox) * c;
+        for (int64_t ch = 0; ch < c; ++ch) {
+          if (first) {  // a window without an element (not reachable from the checks)
+            io[ch] = -1;
+            yo[ch] = cast_value<T>(-std::numeric_limits<M>::infinity());
+            continue;
+          }
+          io[ch] = ap[ch];
+          yo[ch] = xi[ap[ch] * c + ch];  // the element itself (its sign of zero, its NaN)
+        }
+      }
+    }
+  });
+}
+
 std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, IntArrayRef kernel,
                                                           IntArrayRef stride, IntArrayRef padding,
                                                           IntArrayRef dilation, bool ceil_mode) {
+  if (is_channels_last_4d(input)) {  // Note [Channels-last max pool]
+    const Planes p = planes_of("max_pool2d", input);
+    const Window w = window_args("max_pool2d", p, kernel, stride, padding, dilation, ceil_mode);
+    const MemoryFormat cl = MemoryFormat::ChannelsLast;
+    const Tensor x = input.contiguous(cl);
+    const int64_t n = input.size(0), c = input.size(1);
+    const DimVector shape = p.shape(w.ho, w.wo);
+    Tensor out = empty_tensor(shape, strides_for_format("max_pool2d", shape, cl), input.dtype(),
+                              input.device());
+    Tensor idx = empty_tensor(shape, out.strides(), kLong, input.device());
+    visit_dtype<dtypes::kFloating>("max_pool2d", input.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      max_pool2d_nhwc<T>(static_cast<const T*>(x.data_ptr()), static_cast<T*>(out.data_ptr()),
+                         static_cast<int64_t*>(idx.data_ptr()), n, c, p.h, p.w, w);
+    });
+    return {out, idx};
+  }
   const PoolMeta m = max_pool2d_meta(input, kernel, stride, padding, dilation, ceil_mode);
   const Planes& p = m.p;
   const Window& w = m.w;
@@ -193,6 +290,65 @@ void plane_backward(const Tensor& out, int64_t planes, int64_t hw, int64_t work,
   });
 }
 
+// The first index outside [0, h * w) in the NCHW order of the outputs (plane, then position), as
+// the plane kernel names it.
+[[noreturn]] void raise_bad_pool_index(const char* op, int64_t index, const Planes& p) {
+  XTEN_FAIL(IndexError, op, "index {} is out of range for an input plane of {} x {} ({} elements)",
+            index, p.h, p.w, p.h * p.w);
+}
+
+// Note [Channels-last max pool]: the backward.
+Tensor max_pool2d_backward_nhwc(const char* op, const Tensor& grad, const Tensor& self,
+                                const Tensor& indices, const PoolBackwardMeta& m) {
+  const MemoryFormat cl = MemoryFormat::ChannelsLast;
+  const Tensor g = grad.contiguous(cl), ind = indices.contiguous(cl);
+  Tensor out = empty_tensor(self.sizes(), strides_for_format(op, self.sizes(), cl), self.dtype(),
+                            self.device());
+  const int64_t n = self.size(0), c = self.size(1), hw = m.p.h * m.p.w, per = m.w.ho * m.w.wo;
+  const int64_t* idx = static_cast<const int64_t*>(ind.data_ptr());
+  const int64_t none = n * c * per;
+  std::atomic<int64_t> first_bad{none};  // in NCHW order: (image * c + channel) * per + k
+  visit_dtype<dtypes::kFloating>(op, self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    const T* go = static_cast<const T*>(g.data_ptr());
+    T* dst = static_cast<T*>(out.data_ptr());
+    parallel_for(n, grain_for(hw * c + per * c), [&](int64_t b, int64_t e) {
+      std::vector<M> buf(std::is_same_v<T, M> ? 0 : static_cast<size_t>(hw * c));
+      for (int64_t img = b; img < e; ++img) {
+        M* gi = nullptr;
+        if constexpr (std::is_same_v<T, M>) {
+          gi = dst + img * hw * c;
+        } else {
+          gi = buf.data();
+        }
+        std::fill(gi, gi + hw * c, M(0));
+        for (int64_t k = 0; k < per; ++k) {
+          const T* gr = go + (img * per + k) * c;
+          const int64_t* ir = idx + (img * per + k) * c;
+          for (int64_t ch = 0; ch < c; ++ch) {
+            const int64_t i = ir[ch];
+            if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(hw)) {
+              const int64_t at = (img * c + ch) * per + k;
+              int64_t seen = first_bad.load();
+              while (at < seen && !first_bad.compare_exchange_weak(seen, at)) {
+              }
+              continue;
+            }
+            gi[i * c + ch] += static_cast<M>(gr[ch]);
+          }
+        }
+        if constexpr (!std::is_same_v<T, M>) narrow_n(gi, dst + img * hw * c, hw * c);
+      }
+    });
+  });
+  if (first_bad.load() != none) {
+    const int64_t at = first_bad.load(), img = at / (c * per), ch = at / per % c, k = at % per;
+    raise_bad_pool_index(op, idx[(img * per + k) * c + ch], m.p);
+  }
+  return out;
+}
+
 Tensor max_pool2d_with_indices_backward_kernel(const Tensor& grad, const Tensor& self,
                                                IntArrayRef kernel, IntArrayRef stride,
                                                IntArrayRef padding, IntArrayRef dilation,
@@ -200,6 +356,7 @@ Tensor max_pool2d_with_indices_backward_kernel(const Tensor& grad, const Tensor&
   constexpr const char* op = "max_pool2d_with_indices_backward";
   const PoolBackwardMeta m =
       pool2d_backward_meta(op, grad, self, kernel, stride, padding, dilation, ceil_mode, &indices);
+  if (is_channels_last_4d(self)) return max_pool2d_backward_nhwc(op, grad, self, indices, m);
   const Tensor g = grad.contiguous(), ind = indices.contiguous();
   const Tensor out = empty(self.sizes(), self.dtype(), self.device());
   const int64_t hw = m.p.h * m.p.w, per = m.w.ho * m.w.wo, total = m.p.planes * per;
@@ -224,10 +381,8 @@ Tensor max_pool2d_with_indices_backward_kernel(const Tensor& grad, const Tensor&
       }
     });
   });
-  XTEN_CHECK(first_bad.load() == total, IndexError, op,
-             "index {} is out of range for an input plane of {} x {} ({} elements)",
-             idx[std::min(first_bad.load(), total - 1)], m.p.h, m.p.w, hw);
-  return in_layout_of(out, self);
+  if (first_bad.load() != total) raise_bad_pool_index(op, idx[first_bad.load()], m.p);
+  return out;
 }
 
 Tensor avg_pool2d_backward_kernel(const Tensor& grad, const Tensor& self, IntArrayRef kernel,
