@@ -306,3 +306,20 @@ TEST(Norm, BatchNormKernelMatchesTheCompositeInEveryDtypeAndLayout) {
     }
   }
 }
+
+// Note [Layer norm backward rows]: the row's statistics from shifted sums stay accurate for
+// rows far from zero (around 300 with std 1, where a float sum of squares without the shift
+// would leave the variance ~1e-3 off), at row lengths with and without a vector tail.
+TEST(Norm, LayerNormBackwardRowsFarFromZero) {
+  manual_seed(15);
+  for (int64_t n : {768, 50, 3}) {
+    const Tensor x = randn({64, n}) + 300, g = randn({64, n}), w = randn({n});
+    const auto [rx, rw, rb] =
+        layer_norm_backward(g.to(kDouble), x.to(kDouble), {n}, w.to(kDouble), 1e-5);
+    const auto [dx, dw, db] = layer_norm_backward(g, x, {n}, w, 1e-5);
+    // float's mean is within half an ulp of 300 (1.5e-5, a 1.5e-5 shift of every xhat).
+    EXPECT_TRUE(allclose(dx.to(kDouble), rx, 1e-3, 1e-3)) << n;
+    EXPECT_TRUE(allclose(dw.to(kDouble), rw, 1e-3, 1e-3)) << n;
+    EXPECT_TRUE(allclose(db.to(kDouble), rb, 1e-5, 1e-5)) << n;
+  }
+}
