@@ -84,6 +84,43 @@
     }                                                                                              \
   }
 
+// batch_norm's training statistics (norms::batch_norm_stats) over an [n, channels, inner] input:
+// one work-group per channel, the mean and the biased variance (two passes, as the backward's).
+#define BATCH_NORM_STATS(T, unused)                                                                \
+  KERNEL batch_norm_stats_##T(global T##_m* mean_out, global T##_m* var_out,                       \
+                              global const T##_t* x, long n, long channels, long inner) {          \
+    local T##_m scratch[XTEN_GROUP_SIZE];                                                          \
+    const long c = get_group_id(0), count = n * inner;                                             \
+    const int l = (int)get_local_id(0);                                                            \
+    T##_m acc = 0, mean, var;                                                                      \
+    for (long k = l; k < count; k += XTEN_GROUP_SIZE)                                              \
+      acc += T##_load(x, (k / inner) * channels * inner + c * inner + k % inner);                  \
+    GROUP_SUM(T, scratch, l, acc, mean)                                                            \
+    mean = count > 0 ? mean / count : 0;                                                           \
+    acc = 0;                                                                                       \
+    for (long k = l; k < count; k += XTEN_GROUP_SIZE) {                                            \
+      const T##_m d = T##_load(x, (k / inner) * channels * inner + c * inner + k % inner) - mean;  \
+      acc += d * d;                                                                                \
+    }                                                                                              \
+    GROUP_SUM(T, scratch, l, acc, var)                                                             \
+    if (l == 0) {                                                                                  \
+      mean_out[c] = mean;                                                                          \
+      var_out[c] = count > 0 ? var / count : 0;                                                    \
+    }                                                                                              \
+  }
+
+// batch_norm's y = x * scale[c] + shift[c] (the CPU's order), one work-item per element; element
+// i's channel is (i / inner) % channels (inner 1 for a channels-last input).
+#define BATCH_NORM_APPLY(T, unused)                                                                \
+  KERNEL batch_norm_apply_##T(global T##_t* y, global const T##_t* x,                              \
+                              global const T##_m* scale, global const T##_m* shift,                \
+                              long channels, long inner, long total) {                             \
+    ELEMENTS(i, total) {                                                                           \
+      const long c = (i / inner) % channels;                                                       \
+      T##_store(y, i, T##_load(x, i) * scale[c] + shift[c]);                                       \
+    }                                                                                              \
+  }
+
 // layer_norm over [rows, n] (n = the normalized elements): one work-group per row computes the
 // row's statistics (kept in mean_out and rstd_out for the next kernel) and its input gradient.
 #define LAYER_NORM_BACKWARD(T, unused)                                                             \
@@ -175,5 +212,7 @@
 XTEN_FLOAT_DTYPES(LAYER_NORM, _)
 XTEN_FLOAT_DTYPES(GROUP_NORM, _)
 XTEN_FLOAT_DTYPES(BATCH_NORM_BACKWARD, _)
+XTEN_FLOAT_DTYPES(BATCH_NORM_STATS, _)
+XTEN_FLOAT_DTYPES(BATCH_NORM_APPLY, _)
 XTEN_FLOAT_DTYPES(LAYER_NORM_BACKWARD, _)
 XTEN_FLOAT_DTYPES(LAYER_NORM_BACKWARD_AFFINE, _)
