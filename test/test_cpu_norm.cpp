@@ -259,6 +259,14 @@ TEST(Norm, BatchNormOnePassStatisticsAtAnyThreadCount) {
   const Tensor xs = xb.to(kDouble).transpose(0, 1).reshape({4, -1});
   EXPECT_TRUE(allclose(rm.to(kDouble), xs.mean({1}), 1e-6, 1e-6));
   EXPECT_TRUE(allclose(rv.to(kDouble), xs.var({1}, 1), 1e-5, 0));
+  // An empty batch has NaN statistics (0 / 0) in every layout, as the composite's mean and var.
+  using Stats = std::tuple<Tensor, Tensor>(const Tensor&);
+  const auto op = Dispatcher::singleton().find("norms::batch_norm_stats").typed<Stats>();
+  for (const Tensor& e :
+       {zeros({0, 3, 4, 4}), zeros({0, 3, 4, 4}).contiguous(cl), zeros({0, 3}), zeros({2, 3, 0})}) {
+    const auto [m, v] = op.call(e);
+    EXPECT_TRUE(isnan(m).all().item<bool>() && isnan(v).all().item<bool>()) << e.sizes();
+  }
 }
 
 // The CPU batch_norm kernel (one pass in the input's dtype) against the composite's formula,

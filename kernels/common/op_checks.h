@@ -73,8 +73,8 @@ NormMeta batch_norm_backward_meta(const Tensor& grad_output, const Tensor& input
                                   const std::optional<Tensor>& running_mean,
                                   const std::optional<Tensor>& running_var, bool training);
 // batch_norm's forward up to its per-channel affine map, shared by the composite
-// (kernels/composite/norm.cpp) and the CPU kernel: the checks; the statistics (batch ones from
-// norms::batch_norm_stats, which also updates nothing, or the running ones); the running
+// (kernels/composite/norm.cpp) and the CPU and XPU kernels: the checks; the statistics (the
+// batch's from norms::batch_norm_stats in training, else the running ones); the running
 // statistics updated in place in training (momentum, the variance unbiased); and y = x * scale +
 // shift's scale and shift per channel, [C] in the statistics' dtype (float32, or float64).
 std::pair<Tensor, Tensor> batch_norm_scale_shift(const Tensor& input,

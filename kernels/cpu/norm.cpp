@@ -45,7 +45,7 @@ void visit_opmath(ScalarType m, F&& f) {
 
 // One task per channel over its n runs of `in` values. float16 and bfloat16 runs are widened
 // once into buffers of the task (the channel's plane, in cache for the passes) and dx narrowed
-// into its output, as Note [Layer norm backward in the input's dtype] says why.
+// into its output (Note [Layer norm backward in the input's dtype] says why).
 template <class T, class M>
 void batch_norm_backward_loop(const NormMeta& m, const T* x, const T* g, const M* w, const M* rm,
                               const M* rv, bool training, double eps, T* dx, M* dw, M* db) {
@@ -158,14 +158,15 @@ std::vector<double> column_sums(int64_t rows, int64_t ch, const AddRow& add_row)
 // first value, as sums of x - shift and of (x - shift)^2: var = E[(x - s)^2] - E[x - s]^2 loses
 // little to cancellation when s is near the mean. NCHW: one task per channel, each contiguous
 // run of the plane summed in M (vectorized) and the runs added in double. Channels-last (and
-// [N, C]): column sums in double (column_sums). 16-bit inputs are widened a run at a time.
+// [N, C]): column sums (column_sums: in M per part of rows, the parts in double). 16-bit inputs
+// are widened as they are read. An empty input gives NaN statistics (0 / 0), as the composite.
 template <class T, class M>
 void batch_norm_stats_planes(int64_t n, int64_t ch, int64_t in, const T* x, M* mean, M* var) {
   const double count = static_cast<double>(n * in);
   parallel_for(ch, grain_for(2 * n * in), [&](int64_t b, int64_t e) {
     std::vector<M> buf(std::is_same_v<T, M> ? 0 : static_cast<size_t>(in));
     for (int64_t c = b; c < e; ++c) {
-      const M shift = static_cast<M>(x[c * in]);
+      const M shift = n > 0 && in > 0 ? static_cast<M>(x[c * in]) : M(0);
       double s = 0, q = 0;
       for (int64_t i = 0; i < n; ++i) {
         const auto d = ECMap<M>(as_opmath(x + (i * ch + c) * in, in, buf), in) - shift;
@@ -174,7 +175,8 @@ void batch_norm_stats_planes(int64_t n, int64_t ch, int64_t in, const T* x, M* m
       }
       const double m = s / count;
       mean[c] = static_cast<M>(m + static_cast<double>(shift));
-      var[c] = static_cast<M>(std::max(0.0, q / count - m * m));
+      const double v = q / count - m * m;  // NaN stays NaN (an empty input)
+      var[c] = static_cast<M>(v < 0 ? 0.0 : v);
     }
   });
 }
@@ -183,7 +185,7 @@ template <class T, class M>
 void batch_norm_stats_columns(int64_t rows, int64_t ch, const T* x, M* mean, M* var) {
   const double count = static_cast<double>(rows);
   std::vector<M> shift(static_cast<size_t>(ch));
-  for (int64_t c = 0; c < ch; ++c) shift[c] = static_cast<M>(x[c]);
+  for (int64_t c = 0; c < ch && rows > 0; ++c) shift[c] = static_cast<M>(x[c]);
   const M* sh = shift.data();
   const std::vector<double> s = column_sums<2, M>(rows, ch, [&](int64_t r, M* __restrict a) {
     const T* xr = x + r * ch;
@@ -196,7 +198,8 @@ void batch_norm_stats_columns(int64_t rows, int64_t ch, const T* x, M* mean, M* 
   for (int64_t c = 0; c < ch; ++c) {
     const double m = s[c] / count;
     mean[c] = static_cast<M>(m + static_cast<double>(shift[c]));
-    var[c] = static_cast<M>(std::max(0.0, s[ch + c] / count - m * m));
+    const double v = s[ch + c] / count - m * m;
+    var[c] = static_cast<M>(v < 0 ? 0.0 : v);
   }
 }
 

@@ -112,7 +112,10 @@ void max_pool2d_nhwc(const T* x, T* y, int64_t* ind, int64_t n, int64_t c, int64
 std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, IntArrayRef kernel,
                                                           IntArrayRef stride, IntArrayRef padding,
                                                           IntArrayRef dilation, bool ceil_mode) {
-  if (is_channels_last_4d(input)) {  // Note [Channels-last max pool]
+  // Note [Channels-last max pool] (its positions are int32: a plane of 2^31 elements or more
+  // takes the plane kernel).
+  if (is_channels_last_4d(input) &&
+      input.size(2) * input.size(3) <= std::numeric_limits<int32_t>::max()) {
     const Planes p = planes_of("max_pool2d", input);
     const Window w = window_args("max_pool2d", p, kernel, stride, padding, dilation, ceil_mode);
     const MemoryFormat cl = MemoryFormat::ChannelsLast;

@@ -96,7 +96,7 @@
     for (long k = l; k < count; k += XTEN_GROUP_SIZE)                                              \
       acc += T##_load(x, (k / inner) * channels * inner + c * inner + k % inner);                  \
     GROUP_SUM(T, scratch, l, acc, mean)                                                            \
-    mean = count > 0 ? mean / count : 0;                                                           \
+    mean /= count; /* 0 / 0: NaN statistics for an empty input, as the composite's */             \
     acc = 0;                                                                                       \
     for (long k = l; k < count; k += XTEN_GROUP_SIZE) {                                            \
       const T##_m d = T##_load(x, (k / inner) * channels * inner + c * inner + k % inner) - mean;  \
@@ -105,7 +105,7 @@
     GROUP_SUM(T, scratch, l, acc, var)                                                             \
     if (l == 0) {                                                                                  \
       mean_out[c] = mean;                                                                          \
-      var_out[c] = count > 0 ? var / count : 0;                                                    \
+      var_out[c] = var / count;                                                                    \
     }                                                                                              \
   }
 
