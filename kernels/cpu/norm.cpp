@@ -160,6 +160,32 @@ std::vector<double> column_sums(int64_t rows, int64_t ch, const AddRow& add_row)
 // run of the plane summed in M (vectorized) and the runs added in double. Channels-last (and
 // [N, C]): column sums (column_sums: in M per part of rows, the parts in double). 16-bit inputs
 // are widened as they are read. An empty input gives NaN statistics (0 / 0), as the composite.
+// The mean's offset from the shift, mean(d), and the biased variance mean(d^2) - mean(d)^2, from
+// the sums of d = x - shift and of d^2 over count values. Cancellation can leave the variance
+// slightly below 0: 0 then; NaN stays NaN (no values, or a NaN among them).
+template <class S>
+std::pair<S, S> shifted_moments(S sum, S sum_sq, S count) {
+  const S m = sum / count, v = sum_sq / count - m * m;
+  return {m, v < 0 ? S(0) : v};
+}
+
+// How batch_norm's statistics and affine map walk an input: NCHW planes of `inner` values, or
+// (channels-last, and [N, C]) rows of C values (`columns`); x is the input contiguous for that
+// walk.
+struct BatchNormWalk {
+  Tensor x;
+  int64_t channels, inner;
+  bool columns;
+};
+BatchNormWalk batch_norm_walk(const Tensor& input) {
+  const int64_t ch = input.size(1);
+  const int64_t in = input.numel() / std::max<int64_t>(1, input.size(0) * ch);
+  const bool columns =
+      in == 1 || (input.dim() == 4 && input.suggest_memory_format() == MemoryFormat::ChannelsLast);
+  return {columns && in != 1 ? input.contiguous(MemoryFormat::ChannelsLast) : input.contiguous(),
+          ch, in, columns};
+}
+
 template <class T, class M>
 void batch_norm_stats_planes(int64_t n, int64_t ch, int64_t in, const T* x, M* mean, M* var) {
   const double count = static_cast<double>(n * in);
@@ -173,10 +199,9 @@ void batch_norm_stats_planes(int64_t n, int64_t ch, int64_t in, const T* x, M* m
         s += static_cast<double>(d.sum());
         q += static_cast<double>(d.square().sum());
       }
-      const double m = s / count;
+      const auto [m, v] = shifted_moments(s, q, count);
       mean[c] = static_cast<M>(m + static_cast<double>(shift));
-      const double v = q / count - m * m;  // NaN stays NaN (an empty input)
-      var[c] = static_cast<M>(v < 0 ? 0.0 : v);
+      var[c] = static_cast<M>(v);
     }
   });
 }
@@ -196,20 +221,17 @@ void batch_norm_stats_columns(int64_t rows, int64_t ch, const T* x, M* mean, M* 
     }
   });
   for (int64_t c = 0; c < ch; ++c) {
-    const double m = s[c] / count;
+    const auto [m, v] = shifted_moments(s[c], s[ch + c], count);
     mean[c] = static_cast<M>(m + static_cast<double>(shift[c]));
-    const double v = s[ch + c] / count - m * m;
-    var[c] = static_cast<M>(v < 0 ? 0.0 : v);
+    var[c] = static_cast<M>(v);
   }
 }
 
 TensorPair batch_norm_stats_kernel(const Tensor& input) {
   constexpr const char* op = "batch_norm_stats";
-  const int64_t ch = input.size(1), in = input.numel() / std::max<int64_t>(1, input.size(0) * ch);
-  const bool columns =
-      in == 1 || (input.dim() == 4 && input.suggest_memory_format() == MemoryFormat::ChannelsLast);
-  const Tensor x =
-      columns && in != 1 ? input.contiguous(MemoryFormat::ChannelsLast) : input.contiguous();
+  const BatchNormWalk walk = batch_norm_walk(input);
+  const Tensor& x = walk.x;
+  const int64_t ch = walk.channels;
   const ScalarType mt = input.dtype() == kDouble ? kDouble : kFloat;
   Tensor mean = empty_tensor({ch}, mt, input.device()),
          var = empty_tensor({ch}, mt, input.device());
@@ -218,10 +240,10 @@ TensorPair batch_norm_stats_kernel(const Tensor& input) {
     using M = typename decltype(mtag)::type;
     const T* px = static_cast<const T*>(x.data_ptr());
     M *pm = static_cast<M*>(mean.data_ptr()), *pv = static_cast<M*>(var.data_ptr());
-    if (columns) {
+    if (walk.columns) {
       batch_norm_stats_columns<T, M>(x.numel() / std::max<int64_t>(ch, 1), ch, px, pm, pv);
     } else {
-      batch_norm_stats_planes<T, M>(input.size(0), ch, in, px, pm, pv);
+      batch_norm_stats_planes<T, M>(input.size(0), ch, walk.inner, px, pm, pv);
     }
   });
   return {mean, var};
@@ -260,9 +282,10 @@ void batch_norm_backward_nhwc(int64_t rows, int64_t ch, const T* x, const T* g, 
   for (int64_t c = 0; c < ch; ++c) {
     double mean = static_cast<double>(shift[c]), rstd = 0, sg = s[2 * ch + c], sgx = s[3 * ch + c];
     if (training) {
-      const double m = count > 0 ? s[c] / count : 0;
+      const auto [m, v] =
+          count > 0 ? shifted_moments(s[c], s[ch + c], count) : std::pair<double, double>(0, 0);
       mean += m;
-      rstd = 1 / std::sqrt((count > 0 ? std::max(0.0, s[ch + c] / count - m * m) : 0) + eps);
+      rstd = 1 / std::sqrt(v + eps);
       sgx -= m * sg;  // sum g (x - mean)
     } else {
       rstd = 1 / std::sqrt(static_cast<double>(rv[c]) + eps);
@@ -336,12 +359,9 @@ Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weigh
   constexpr const char* op = "batch_norm";
   const auto [scale, shift] = batch_norm_scale_shift(input, weight, bias, running_mean, running_var,
                                                      training, momentum, eps);
-  const int64_t ch = input.size(1), n = input.size(0);
-  const int64_t in = input.numel() / std::max<int64_t>(1, n * ch);
-  const bool columns =
-      in == 1 || (input.dim() == 4 && input.suggest_memory_format() == MemoryFormat::ChannelsLast);
-  const Tensor x =
-      columns && in != 1 ? input.contiguous(MemoryFormat::ChannelsLast) : input.contiguous();
+  const BatchNormWalk walk = batch_norm_walk(input);
+  const Tensor& x = walk.x;
+  const int64_t ch = walk.channels, in = walk.inner, n = input.size(0);
   Tensor y = empty_tensor(x.sizes(), x.strides(), x.dtype(), x.device());
   const Tensor sc = scale.contiguous(), sh = shift.contiguous();
   visit_norm_dtype(op, x.dtype(), [&](auto tag, auto mtag) {
@@ -351,7 +371,7 @@ Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weigh
     const T* px = static_cast<const T*>(x.data_ptr());
     T* py = static_cast<T*>(y.data_ptr());
     const M *ps = static_cast<const M*>(sc.data_ptr()), *pt = static_cast<const M*>(sh.data_ptr());
-    if (columns) {
+    if (walk.columns) {
       parallel_for(x.numel() / std::max<int64_t>(ch, 1), grain_for(2 * ch),
                    [&](int64_t b, int64_t e) {
                      for (int64_t r = b; r < e; ++r) {
@@ -408,9 +428,8 @@ void layer_norm_backward_row(int64_t n, const M* x, const M* g, const M* w, M in
     s1 += d;
     s2 += d * d;
   }
-  const M m1 = s1 * inv_n;
+  const auto [m1, var] = shifted_moments(s1, s2, static_cast<M>(n));
   const M mu = x0 + m1;
-  const M var = std::max(M(0), s2 * inv_n - m1 * m1);
   const M rs = static_cast<M>(1 / std::sqrt(var + eps));
   const P pmu = pset1<P>(mu), prs = pset1<P>(rs);
   P ga = pset1<P>(M(0)), gb = ga;
