@@ -129,6 +129,10 @@ DimVector linear_shape(const Tensor& x, const Tensor& w) {
   return s;
 }
 
+DimVector linear_rows(const Tensor& x, const Tensor& w) {
+  return {x.numel() / std::max<int64_t>(x.size(-1), 1), w.size(0)};
+}
+
 void check_add_operands(const char* op, const Tensor& qa, const Tensor& qb) {
   XTEN_CHECK(qa.is_quantized() && qb.is_quantized() && qa.dtype() == qb.dtype(), TypeError, op,
              "expects two quantized tensors of one dtype, but got {} and {}",
@@ -204,26 +208,22 @@ Tensor copy__kernel(const Tensor& self, const Tensor& src) {
   return self;
 }
 
+// The same kernels for both devices' Quantized keys.
+void register_integer_copies(Library& m) {
+  m.impl("quantized::int_repr", int_repr_kernel);
+  m.impl("clone", clone_kernel);
+  m.impl("contiguous", contiguous_kernel);
+  m.impl("to", to_kernel);
+  m.impl("copy_", copy__kernel);
+}
+
 }  // namespace
 
-LIBRARY_IMPL(quantized, QuantizedCPU, m) {
-  m.impl("int_repr", int_repr_kernel);
-}
-LIBRARY_IMPL(quantized, QuantizedXPU, m) {
-  m.impl("int_repr", int_repr_kernel);
-}
-
 LIBRARY_IMPL(xten, QuantizedCPU, m) {
-  m.impl("clone", clone_kernel);
-  m.impl("contiguous", contiguous_kernel);
-  m.impl("to", to_kernel);
-  m.impl("copy_", copy__kernel);
+  register_integer_copies(m);
 }
 LIBRARY_IMPL(xten, QuantizedXPU, m) {
-  m.impl("clone", clone_kernel);
-  m.impl("contiguous", contiguous_kernel);
-  m.impl("to", to_kernel);
-  m.impl("copy_", copy__kernel);
+  register_integer_copies(m);
 }
 
 }  // namespace xten

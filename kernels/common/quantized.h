@@ -43,9 +43,11 @@ std::vector<float> product_scales(const Tensor& x, const std::vector<double>& w_
 // CPU tensor, or undefined without a bias. The bias must be 1-D floating point on x's device.
 Tensor accumulator_bias(const char* op, const std::optional<Tensor>& bias, const Tensor& x,
                         const std::vector<double>& w_scales);
-// linear's operand checks ([..., in] by [out, in]) and its result's shape.
+// linear's operand checks ([..., in] by [out, in]), its result's shape, and the [rows, out]
+// matrix the kernels compute it as.
 void check_linear_operands(const char* op, const Tensor& qx, const Tensor& qw);
 DimVector linear_shape(const Tensor& x, const Tensor& w);
+DimVector linear_rows(const Tensor& x, const Tensor& w);
 // quantized::add's operand checks: one dtype, per tensor, one shape.
 void check_add_operands(const char* op, const Tensor& qa, const Tensor& qb);
 

@@ -227,8 +227,7 @@ Tensor linear_kernel(const Tensor& qx, const Tensor& qw, const std::optional<Ten
   check_activation(op, qx);
   check_linear_operands(op, qx, qw);
   auto q = Quantizer::per_tensor(op, qx.dtype(), output_scale, output_zero_point);
-  Tensor out =
-      new_quantized({qx.numel() / std::max<int64_t>(qx.size(-1), 1), qw.size(0)}, q, qx.device());
+  Tensor out = new_quantized(linear_rows(qx, qw), q, qx.device());
   linear_into(op, qx, qw, bias, relu, out, output_scale, output_zero_point);
   return out.view(linear_shape(qx, qw));
 }
@@ -244,8 +243,7 @@ Tensor linear_dynamic_kernel(const Tensor& x, const Tensor& qw, const std::optio
   const float hi = xf.numel() ? std::max(0.0f, xf.max().item<float>()) : 0.0f;
   const DynamicParams d = dynamic_params(lo, hi);
   const Tensor qx = quantize_per_tensor_kernel(xf, d.scale, d.zero_point, kQUInt8);
-  Tensor out =
-      empty_tensor({x.numel() / std::max<int64_t>(x.size(-1), 1), qw.size(0)}, kFloat, x.device());
+  Tensor out = empty_tensor(linear_rows(x, qw), kFloat, x.device());
   linear_into(op, qx, qw, bias, relu, out, 1.0, 0);
   return out.view(linear_shape(x, qw));
 }
