@@ -195,6 +195,16 @@ static inline void strided_offsets(long i, int ndim, long8 sizes, long8 a_st, lo
   if (i < (n))
 #define KERNEL kernel __attribute__((reqd_work_group_size(XTEN_GROUP_SIZE, 1, 1))) void
 
+// Adaptive pooling's window (PyTorch's rule: [floor(o * in / out), ceil((o + 1) * in / out))) for
+// output element e of contiguous [planes, ho, wo] over an input `in` of [planes, h, w] planes:
+// ox, oy, the plane pl, its input x, and the window rows [y0, y1) and columns [x0, x1). Shared by
+// pool.cl and quantized.cl, so that both read the windows kernels/common/window.h computes.
+#define ADAPTIVE_WINDOW(T)                                                                      \
+  const long ox = e % wo, oy = (e / wo) % ho, pl = e / (wo * ho);                              \
+  global const T##_t* x = in + pl * h * w;                                                     \
+  const long y0 = (oy * h) / ho, y1 = ((oy + 1) * h + ho - 1) / ho;                            \
+  const long x0 = (ox * w) / wo, x1 = ((ox + 1) * w + wo - 1) / wo;
+
 // A work-group's tree reduction of scratch[0..XTEN_GROUP_SIZE) with OP into scratch[0], every
 // work-item `l` taking part (the caller fills scratch and puts a barrier before).
 #define TREE(OP, scratch, l)                                                                       \

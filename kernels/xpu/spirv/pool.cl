@@ -56,12 +56,6 @@
     }                                                                                          \
   }
 
-#define ADAPTIVE_WINDOW(T)                                                                      \
-  const long ox = e % wo, oy = (e / wo) % ho, pl = e / (wo * ho);                              \
-  global const T##_t* x = in + pl * h * w;                                                     \
-  const long y0 = (oy * h) / ho, y1 = ((oy + 1) * h + ho - 1) / ho;                            \
-  const long x0 = (ox * w) / wo, x1 = ((ox + 1) * w + wo - 1) / wo;
-
 #define ADAPTIVE_AVG_POOL(T, unused)                                                            \
   KERNEL adaptive_avg_pool2d_##T(global T##_t* out, global const T##_t* in, long h, long w,     \
                                  long ho, long wo, long n) {                                   \

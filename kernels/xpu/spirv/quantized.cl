@@ -89,10 +89,7 @@ static inline long round_div_even(long s, long c) {
   KERNEL qadaptive_avg_pool2d_##T(global T##_t* out, global const T##_t* in, long h, long w,  \
                                   long ho, long wo, long n) {                                \
     ELEMENTS(e, n) {                                                                         \
-      const long ox = e % wo, oy = (e / wo) % ho, pl = e / (wo * ho);                        \
-      global const T##_t* x = in + pl * h * w;                                               \
-      const long y0 = (oy * h) / ho, y1 = ((oy + 1) * h + ho - 1) / ho;                      \
-      const long x0 = (ox * w) / wo, x1 = ((ox + 1) * w + wo - 1) / wo;                      \
+      ADAPTIVE_WINDOW(T)                                                                     \
       long sum = 0;                                                                          \
       for (long iy = y0; iy < y1; ++iy)                                                      \
         for (long ix = x0; ix < x1; ++ix) sum += x[iy * w + ix];                             \
