@@ -7,40 +7,20 @@
 #include <xten/quantization/ops.h>
 #include <xten/xten.h>
 
-#include "quantized_models.h"
+#include "quantized_checks.h"
 #include "test_util.h"
 
 using namespace xten;
 using xten::testing::allclose;
+using xten::testing::expect_ints_near;
+using xten::testing::ints;
+using xten::testing::uniform;
 
 namespace {
-
-// The integers of a quantized tensor as int64 values.
-std::vector<int64_t> ints(const Tensor& q) {
-  const Tensor r = q.int_repr().to(kLong).contiguous();
-  return std::vector<int64_t>(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + r.numel());
-}
 
 int64_t reference_quantize(double v, double scale, int64_t zp, int64_t lo, int64_t hi) {
   const float r = std::nearbyint(static_cast<float>(v) * (1.0f / static_cast<float>(scale)));
   return std::min(hi, std::max(lo, static_cast<int64_t>(r) + zp));
-}
-
-// |a - b| <= tol integers apart, element by element.
-void expect_ints_near(const Tensor& got, const Tensor& want, int64_t tol, const char* what) {
-  const auto a = ints(got), b = ints(want);
-  ASSERT_EQ(a.size(), b.size()) << what;
-  int64_t worst = 0, off = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::abs(a[i] - b[i]));
-    off += a[i] != b[i];
-  }
-  EXPECT_LE(worst, tol) << what << ": " << off << " of " << a.size() << " differ";
-}
-
-Tensor uniform(IntArrayRef sizes, double lo, double hi, uint64_t seed) {
-  manual_seed(seed);
-  return rand(sizes) * (hi - lo) + lo;
 }
 
 }  // namespace
@@ -241,19 +221,8 @@ TEST(Quantized, Add) {
 // add pairs of u8 * s8 products in int16, which saturates for larger values
 // (docs/quantization.md, "Saturation").
 TEST(Quantized, Conv2dMatchesFloat) {
-  struct Case {
-    std::vector<int64_t> x, w;
-    std::vector<int64_t> stride, pad, dil;
-    int64_t groups;
-  };
-  const std::vector<Case> cases = {
-      {{2, 8, 10, 9}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
-      {{1, 6, 11, 11}, {4, 3, 3, 2}, {2, 1}, {0, 1}, {1, 2}, 2},
-      {{3, 16, 7, 7}, {32, 16, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1},
-      {{8, 5, 5}, {7, 8, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1},  // unbatched
-  };
   int seed = 10;
-  for (const Case& c : cases)
+  for (const xten::testing::QuantizedConvCase& c : xten::testing::quantized_conv_cases())
     for (bool per_channel : {false, true})
       for (bool relu_after : {false, true})
         for (MemoryFormat fmt : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast}) {
@@ -284,7 +253,7 @@ TEST(Quantized, Conv2dMatchesFloat) {
           if (c.x.size() == 4) {
             EXPECT_TRUE(out.is_contiguous(MemoryFormat::ChannelsLast)) << what;
           }
-          expect_ints_near(out, quantize_per_tensor(ref, 0.05, 60, kQUInt8), 1, what.c_str());
+          expect_ints_near(out, quantize_per_tensor(ref, 0.05, 60, kQUInt8), 1, what);
         }
 }
 

@@ -7,35 +7,21 @@
 #include <xten/quantization/ops.h>
 #include <xten/xten.h>
 
-#include "quantized_models.h"
+#include "quantized_checks.h"
 #include "test_util.h"
 #include "xpu_test_env.h"
 
 using namespace xten;
 using xten::testing::allclose;
+using xten::testing::expect_ints_near;
+using xten::testing::ints;
+using xten::testing::uniform;
 
 namespace {
 
 const bool kEnv = xten::testing::set_xpu_test_env("1G");
 const Device kXpu("xpu");
 constexpr MemoryFormat kCL = MemoryFormat::ChannelsLast;
-
-std::vector<int64_t> ints(const Tensor& q) {
-  const Tensor r = q.int_repr().to(Device(kCPU), kLong).contiguous();
-  return std::vector<int64_t>(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + r.numel());
-}
-
-// |a - b| <= tol integers apart, element by element (in logical order, any layouts).
-void expect_ints_near(const Tensor& got, const Tensor& want, int64_t tol, const std::string& what) {
-  const auto a = ints(got), b = ints(want);
-  ASSERT_EQ(a.size(), b.size()) << what;
-  int64_t worst = 0, off = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::abs(a[i] - b[i]));
-    off += a[i] != b[i];
-  }
-  EXPECT_LE(worst, tol) << what << ": " << off << " of " << a.size() << " differ";
-}
 
 // The XPU result has the CPU's dtype, quantizer, layout and integers (within tol).
 void expect_same_quantized(const Tensor& xpu, const Tensor& cpu, int64_t tol,
@@ -51,11 +37,6 @@ void expect_same_quantized(const Tensor& xpu, const Tensor& cpu, int64_t tol,
     EXPECT_EQ(xpu.q_zero_point(), cpu.q_zero_point()) << what;
   }
   expect_ints_near(xpu, cpu, tol, what);
-}
-
-Tensor uniform(IntArrayRef sizes, double lo, double hi, uint64_t seed) {
-  manual_seed(seed);
-  return rand(sizes) * (hi - lo) + lo;
 }
 
 }  // namespace
@@ -163,19 +144,8 @@ TEST(QuantizedXpu, ReluAddAndPoolingEqualTheCpu) {
 // in either order, so at most one step apart. The float computation on the dequantized
 // operands is a third witness.
 TEST(QuantizedXpu, Conv2dAndLinearWithinOneStepOfTheCpu) {
-  struct Case {
-    std::vector<int64_t> x, w;
-    std::vector<int64_t> stride, pad, dil;
-    int64_t groups;
-  };
-  const std::vector<Case> cases = {
-      {{2, 8, 10, 9}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
-      {{1, 6, 11, 11}, {4, 3, 3, 2}, {2, 1}, {0, 1}, {1, 2}, 2},
-      {{3, 16, 7, 7}, {32, 16, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1},
-      {{8, 5, 5}, {7, 8, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1},  // unbatched
-  };
   int seed = 10;
-  for (const Case& c : cases)
+  for (const xten::testing::QuantizedConvCase& c : xten::testing::quantized_conv_cases())
     for (ScalarType dt : {kQUInt8, kQInt8})
       for (bool per_channel : {false, true})
         for (bool relu_after : {false, true}) {
