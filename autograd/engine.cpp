@@ -76,9 +76,10 @@ variable_list run(const std::vector<Edge>& roots, variable_list root_grads, bool
     for (Node* n : order)
       for (const Edge& e : n->next_edges())
         if (e.valid()) parents[e.fn.get()].push_back(n);
+    // A captured edge's own node runs only where it leads to another captured edge: grad() with
+    // respect to a non-leaf stops at it, as in PyTorch (its history is not differentiated).
     std::vector<Node*> stack;
-    for (const Edge& c : captures)
-      if (needed.insert(c.fn.get()).second) stack.push_back(c.fn.get());
+    for (const Edge& c : captures) stack.push_back(c.fn.get());
     while (!stack.empty()) {
       Node* n = stack.back();
       stack.pop_back();

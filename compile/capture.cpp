@@ -21,9 +21,12 @@
 #include <unordered_map>
 
 #include <xten/autocast/autocast.h>
+#include <xten/autograd/autograd.h>
+#include <xten/autograd/autograd_meta.h>
 #include <xten/autograd/engine.h>
 #include <xten/compile/host_guard.h>
 #include <xten/dispatch/library.h>
+#include <xten/dispatch/ops.h>
 
 namespace xten::compiler {
 namespace {
@@ -239,6 +242,78 @@ void capture_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack)
   t->graph.nodes.push_back(std::move(node));
 }
 
+// Note [Joint capture]
+// compile(module) inside an eager training loop returns results that require grad, and the loop
+// calls backward() on them later, outside the compiled call. So the capture records that backward
+// too, right after the forward (AOTAutograd's joint graph): it runs autograd::grad of the
+// differentiable results, with respect to the inputs and captured tensors that require grad,
+// with gradients of ones that are new graph inputs (made with the Capture key off, so not
+// recorded). Nodes from forward_nodes on are then the backward formulas the engine ran, and
+// compile/joint.cpp cuts the graph there. The eager autograd graph of the forward is retained,
+// so the capture call's own results keep their history; the leaves' hooks do not run on these
+// stand-in gradients (a DDP reducer would reduce them).
+void capture_joint(Tracer& t, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                   CaptureResult::Joint& j) {
+  std::vector<Tensor> results, wrt;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (outputs[i].defined() && outputs[i].requires_grad()) {
+      j.differentiable.push_back(static_cast<int>(i));
+      results.push_back(outputs[i]);
+    }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].defined() && inputs[i].requires_grad()) {
+      j.wrt_inputs.push_back(static_cast<int>(i));
+      wrt.push_back(inputs[i]);
+    }
+  for (size_t i = 0; i < t.graph.captured.size(); ++i) {
+    const Tensor& x = t.graph.values[static_cast<size_t>(t.graph.captured[i])].tensor;
+    if (x.requires_grad()) {
+      j.wrt_captured.push_back(static_cast<int>(i));
+      wrt.push_back(x);
+    }
+  }
+  if (results.empty() || wrt.empty()) return;
+  j.forward_nodes = static_cast<int>(t.graph.nodes.size());
+  std::vector<Tensor> seeds;
+  for (const Tensor& r : results) {
+    Tensor g;
+    {
+      const ExcludeDispatchKeyGuard off(DispatchKey::Capture);
+      const NoGradGuard no_grad;
+      g = ones(r.sizes(), TensorOptions(r.dtype()).device(r.device()));
+    }
+    Value v;
+    v.kind = ValueKind::Input;
+    v.index = static_cast<int>(t.graph.inputs.size());
+    v.meta = TensorMeta::of(g);
+    const int id = t.graph.add_value(std::move(v));
+    t.graph.inputs.push_back(id);
+    t.value_of[g.impl()] = id;
+    t.keep_alive.emplace(g.impl(), g);
+    note_memory(t, g, id);
+    j.grad_inputs.push_back(id);
+    seeds.push_back(std::move(g));
+  }
+  // The leaves' hooks run on what grad() returns: set aside while it runs.
+  std::vector<std::pair<autograd::AutogradMeta*, decltype(autograd::AutogradMeta::leaf_hooks)>>
+      hooks;
+  for (const Tensor& x : wrt)
+    if (autograd::AutogradMeta* m = autograd::meta_of(x); m && !m->leaf_hooks.empty()) {
+      hooks.emplace_back(m, std::move(m->leaf_hooks));
+      m->leaf_hooks.clear();
+    }
+  struct Restore {
+    decltype(hooks)& h;
+    ~Restore() {
+      for (auto& [m, kept] : h) m->leaf_hooks = std::move(kept);
+    }
+  } restore{hooks};
+  const std::vector<Tensor> grads = autograd::grad(results, wrt, seeds, /*retain_graph=*/true,
+                                                   /*create_graph=*/false, /*allow_unused=*/true);
+  for (const Tensor& g : grads) j.grads.push_back(value_for(t, g));
+  j.made = true;
+}
+
 }  // namespace
 
 bool is_data_dependent(const OperatorHandle& op) {
@@ -271,7 +346,8 @@ void set_replay_handler(ReplayHandler* h) {
   t_replay = h;
 }
 
-CaptureResult capture(const Program& program, const std::vector<Tensor>& inputs, bool fullgraph) {
+CaptureResult capture(const Program& program, const std::vector<Tensor>& inputs, bool fullgraph,
+                      bool joint) {
   XTEN_CHECK(t_tracer == nullptr, ValueError, "compile",
              "a compiled program was called while another one is being captured on this thread");
   Tracer t;
@@ -301,8 +377,10 @@ CaptureResult capture(const Program& program, const std::vector<Tensor>& inputs,
     } reset;
     const IncludeDispatchKeyGuard on(DispatchKey::Capture);
     r.outputs = program(inputs);
+    r.backward_ran = autograd::backward_passes_on_this_thread() != passes;
+    if (joint && !r.backward_ran && t.breaks.empty() && GradMode::is_enabled())
+      capture_joint(t, inputs, r.outputs, r.joint);
   }
-  r.backward_ran = autograd::backward_passes_on_this_thread() != passes;
   for (const Tensor& x : r.outputs) t.graph.outputs.push_back(value_for(t, x));
   // Escaped values: node results something other than the tracer and the returned tensors still
   // holds (a use count above what those account for), by the tensor object that holds them.

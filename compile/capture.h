@@ -41,11 +41,26 @@ struct CaptureResult {
     std::function<double()> value;
   };
   std::vector<Binding> bindings;
+  // A forward whose results need gradients, captured with its backward (Note [Joint capture] in
+  // capture.cpp): made is false when the program was not one.
+  struct Joint {
+    bool made = false;
+    int forward_nodes = 0;            // nodes 0 .. forward_nodes-1 are the forward
+    std::vector<int> differentiable;  // the results that require grad (indices into outputs)
+    std::vector<int> grad_inputs;     // graph input per differentiable result: its gradient
+    std::vector<int> wrt_inputs;      // program inputs that require grad (argument numbers)
+    std::vector<int> wrt_captured;    // captured tensors that require grad (indices)
+    std::vector<int> grads;           // per wrt_inputs, then wrt_captured: the gradient's value
+  };
+  Joint joint;
 };
 
 // Runs `program(inputs)` eagerly, recording its graph. With `fullgraph`, a graph break raises
-// (ValueError naming the op) instead of being recorded in breaks.
-CaptureResult capture(const Program& program, const std::vector<Tensor>& inputs, bool fullgraph);
+// (ValueError naming the op) instead of being recorded in breaks. With `joint`, a program that
+// runs no backward pass but returns results that require grad is captured with the backward of
+// those results (CaptureResult::joint).
+CaptureResult capture(const Program& program, const std::vector<Tensor>& inputs, bool fullgraph,
+                      bool joint = false);
 
 // Whether the Capture key's fallback records `op` as the primitives its composite kernel calls
 // (with `below`, the keys under Capture) rather than as one node.

@@ -10,6 +10,7 @@
 #include <xten/autocast/autocast.h>
 #include <xten/autograd/grad_mode.h>
 #include <xten/compile/capture.h>
+#include <xten/compile/joint.h>
 #include <xten/compile/passes.h>
 #include <xten/compile/runtime.h>
 #include <xten/compile/segments.h>
@@ -82,6 +83,10 @@ struct Entry {
   std::shared_ptr<Graph> graph;
   std::unique_ptr<compiler::Executor> executor;
   std::unique_ptr<compiler::SegmentedProgram> segmented;
+  // Or a forward with a generated backward (compile/joint.h).
+  std::shared_ptr<compiler::JointProgram> joint;
+  // With a joint program: which captured tensors required grad (a change recompiles).
+  std::vector<char> captured_requires_grad;
   std::string eager_reason;  // non-empty: this signature runs eagerly
   // Guards on the captured tensors: their metadata, and with freeze their versions.
   std::vector<TensorMeta> captured_meta;
@@ -124,6 +129,7 @@ struct Entry {
       const Tensor& t = graph->values[static_cast<size_t>(graph->captured[i])].tensor;
       if (!(TensorMeta::of(t) == captured_meta[i])) return false;
       if (freeze && t.impl()->version() != captured_version[i]) return false;
+      if (joint && t.requires_grad() != static_cast<bool>(captured_requires_grad[i])) return false;
     }
     return true;
   }
@@ -231,7 +237,8 @@ struct CompiledProgram::Impl {
                                       Signature sig, bool after_warmup) {
     if (stats.captures > 0 && !after_warmup) ++stats.recompiles;
     ++stats.captures;
-    compiler::CaptureResult cap = compiler::capture(program, inputs, options.fullgraph_);
+    compiler::CaptureResult cap =
+        compiler::capture(program, inputs, options.fullgraph_, /*joint=*/true);
     auto e = std::make_unique<Entry>();
     e->sig = std::move(sig);
     e->host_guards = std::move(cap.host_guards);
@@ -259,11 +266,18 @@ struct CompiledProgram::Impl {
           "a training step with a graph break (at '{}') runs eagerly (docs/compile.md, "
           "\"Training steps\")",
           cap.break_op);
-    } else if (!cap.backward_ran && GradMode::is_enabled() &&
+    } else if (cap.joint.made && !cap.breaks.empty()) {
+      e->eager_reason = fmt::format(
+          "a program whose results require grad, with a graph break (at '{}'), runs eagerly "
+          "(docs/compile.md, \"A compiled forward in an eager training loop\")",
+          cap.break_op);
+    } else if (!cap.joint.made && !cap.backward_ran && GradMode::is_enabled() &&
                any_requires_grad(cap.graph, inputs)) {
       e->eager_reason =
-          "a tensor requires grad and grad mode is on, and the program runs no backward pass: "
-          "compile the whole training step (docs/compile.md, \"Training steps\")";
+          "a tensor requires grad and grad mode is on, but no result of the program requires "
+          "grad (an in-place write to one, or a result that does not depend on it): nothing to "
+          "differentiate in a graph (docs/compile.md, \"A compiled forward in an eager training "
+          "loop\")";
     } else {
       const bool inductor = options.backend_ == "inductor", freeze = options.freeze_;
       auto optimize = [inductor, freeze](Graph& g) {
@@ -282,7 +296,22 @@ struct CompiledProgram::Impl {
       const bool keep_buffers = options.mode_ == "reduce-overhead";
       stats.nodes_captured = cap.graph.live_nodes();
       std::vector<std::pair<const Graph*, const compiler::Executor*>> parts;
-      if (cap.breaks.empty()) {
+      if (cap.joint.made) {
+        // Escaped values are not looked for: the forward's autograd graph, retained for this
+        // call's results, holds what it saved (Note [Joint capture]).
+        e->joint = std::make_shared<compiler::JointProgram>(cap.graph, std::move(cap.joint),
+                                                            optimize, keep_buffers);
+        parts.emplace_back(&e->joint->forward(), &e->joint->forward_executor());
+        parts.emplace_back(&e->joint->backward(), &e->joint->backward_executor());
+        last_graph = e->joint->to_string();
+        for (int v : cap.graph.captured)
+          e->captured_requires_grad.push_back(
+              cap.graph.values[static_cast<size_t>(v)].tensor.requires_grad());
+        e->graph = std::make_shared<Graph>(std::move(cap.graph));  // for the guards
+        for (auto& b : e->bindings)  // nothing sets bound arguments in the two graphs
+          e->host_guards.push_back([value = b.value, was = b.value()] { return value() == was; });
+        e->bindings.clear();
+      } else if (cap.breaks.empty()) {
         e->num_outputs = cap.graph.outputs.size();
         for (int v : cap.escaped) cap.graph.outputs.push_back(v);
         e->escaped = std::move(cap.escaped_tensors);
@@ -331,7 +360,8 @@ struct CompiledProgram::Impl {
     // eager call: captures + compiled_calls + eager_calls = calls.
     if (!e->eager_reason.empty()) stats.last_eager_reason = e->eager_reason;
     entries.push_back(std::move(e));
-    return cap.outputs;  // the capture ran the program: its results are this call's
+    // The capture ran the program: its results are this call's (with their eager history).
+    return cap.outputs;
   }
 };
 
@@ -372,6 +402,7 @@ std::vector<Tensor> CompiledProgram::call(const std::vector<Tensor>& inputs,
     }
     if (!e->eager_reason.empty()) return m.eager(inputs, program, e->eager_reason);
     ++m.stats.compiled_calls;
+    if (e->joint) return e->joint->run(inputs);
     if (!e->segmented) {
       e->apply_bindings();
       return e->finish(e->executor->run(inputs));

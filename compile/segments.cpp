@@ -73,10 +73,10 @@ Tensor placeholder(const TensorMeta& m) {
   return t;
 }
 
-// The graph of nodes [begin, end) of `c`, values renumbered: what it reads from outside becomes
-// its inputs (captured tensors and constants stay what they are); `outputs` are its results.
-std::shared_ptr<Graph> segment_graph(const Graph& c, int begin, int end,
-                                     const std::vector<int>& outputs, std::vector<int>* inputs) {
+}  // namespace
+
+std::shared_ptr<Graph> subgraph(const Graph& c, int begin, int end, const std::vector<int>& outputs,
+                                std::vector<int>* inputs) {
   auto g = std::make_shared<Graph>();
   std::vector<int> id(c.values.size(), -1);
   auto import = [&](int v) {
@@ -120,11 +120,12 @@ std::shared_ptr<Graph> segment_graph(const Graph& c, int begin, int end,
     }
     g->nodes.push_back(std::move(n));
   }
-  for (int v : outputs) g->outputs.push_back(renumber(v));
+  for (int v : outputs) {
+    import(v);  // an output the nodes do not make: an input, a captured tensor
+    g->outputs.push_back(renumber(v));
+  }
   return g;
 }
-
-}  // namespace
 
 SegmentedProgram::SegmentedProgram(Graph captured, std::vector<GraphBreak> breaks,
                                    const std::function<void(Graph&)>& optimize, bool keep_buffers)
@@ -150,7 +151,7 @@ SegmentedProgram::SegmentedProgram(Graph captured, std::vector<GraphBreak> break
       for (int v : c.nodes[static_cast<size_t>(i)].defined_values())
         if (last_use[static_cast<size_t>(v)] >= s.end || held.count(v)) s.outputs.push_back(v);
     if (s.end > s.begin) {
-      s.graph = segment_graph(c, s.begin, s.end, s.outputs, &s.inputs);
+      s.graph = subgraph(c, s.begin, s.end, s.outputs, &s.inputs);
       s.graph->verify();
       optimize(*s.graph);
       s.exec = std::make_unique<Executor>(s.graph, keep_buffers);

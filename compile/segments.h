@@ -17,6 +17,12 @@
 
 namespace xten::compiler {
 
+// The graph of nodes [begin, end) of `c`, values renumbered: what it reads from outside becomes
+// its inputs, whose values in `c` are appended to `inputs` (captured tensors and constants stay
+// what they are); `outputs` (values of `c`) are its results.
+std::shared_ptr<Graph> subgraph(const Graph& c, int begin, int end, const std::vector<int>& outputs,
+                                std::vector<int>* inputs);
+
 struct Segment {
   int begin = 0, end = 0;          // the captured graph's nodes [begin, end)
   std::vector<int> inputs;         // captured-graph values the segment reads from outside

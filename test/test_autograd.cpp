@@ -8,6 +8,7 @@
 #include "op_db.h"
 #include "test_util.h"
 
+#include <xten/autograd/autograd_meta.h>
 #include <xten/autograd/gradcheck.h>
 
 namespace xten {
@@ -221,6 +222,14 @@ TEST(AutogradApi, GradFunction) {
   Tensor z = (h * h).sum();
   auto gh = autograd::grad({z}, {h});
   EXPECT_TRUE(allclose(gh[0], (h * 2).detach()));
+  // The gradient stops at a non-leaf: the node that made it does not run (compile's joint
+  // capture relies on it: Note [Joint capture]).
+  Tensor m = tensor({1.0, 2.0});
+  auto boom = std::make_shared<autograd::ErrorNode>("BoomBackward", "the node ran");
+  autograd::set_history(m, boom, 0);
+  auto gm = autograd::grad({(m * m).sum()}, {m});
+  EXPECT_TRUE(allclose(gm[0], m.detach() * 2));
+  EXPECT_THROW_MSG((m * m).sum().backward(), NotImplementedError, "the node ran");
 }
 
 TEST(AutogradApi, RetainGradHooksAndDetach) {

@@ -790,19 +790,120 @@ TEST(COMPILE_SUITE, ParametersAreReadAtRunTimeUnlessFrozen) {
   EXPECT_EQ(frozen.stats().recompiles, 1);
 }
 
-TEST(COMPILE_SUITE, GradModeWithParametersThatRequireGradRunsEagerly) {
+// A compiled forward used in an eager training loop (docs/compile.md, "A compiled forward in an
+// eager training loop"): its results come back with a generated backward as their grad_fn.
+TEST(COMPILE_SUITE, ACompiledForwardRunsItsGeneratedBackward) {
   manual_seed(0);
   nn::Linear lin(4, 3);
   lin->to(kDev);
-  auto f = compile(lin);
-  const Tensor x = randn_on({2, 4}, 15);
-  f(x);
-  Tensor y = f(x);
-  EXPECT_TRUE(y.requires_grad());  // eager: the autograd graph is there
-  y.sum().backward();
-  EXPECT_TRUE(lin->weight.grad().defined());
-  EXPECT_EQ(f.stats().compiled_calls, 0);
-  EXPECT_NE(f.stats().last_eager_reason.find("requires grad"), std::string::npos);
+  auto f = compile([lin](const Tensor& x) { return relu(lin(x)) * x.narrow(1, 0, 3); });
+  const Tensor x0 = randn_on({5, 4}, 15);
+  const Tensor w = randn_on({5, 3}, 16);
+  // Eager reference.
+  const Tensor xe = x0.clone().requires_grad_();
+  (relu(lin(xe)) * xe.narrow(1, 0, 3) * w).sum().backward();
+  const Tensor gw = lin->weight.grad().clone(), gb = lin->bias.grad().clone(),
+               gx = xe.grad().clone();
+  for (int call = 0; call < 3; ++call) {
+    lin->zero_grad();
+    const Tensor x = x0.clone().requires_grad_();
+    const Tensor y = f(x);
+    ASSERT_TRUE(y.requires_grad());
+    if (call > 0) {
+      EXPECT_EQ(y.grad_fn()->name(), "CompiledFunctionBackward");
+    }
+    (y * w).sum().backward();
+    EXPECT_TRUE(allclose(lin->weight.grad(), gw, 1e-5, 1e-6)) << "call " << call;
+    EXPECT_TRUE(allclose(lin->bias.grad(), gb, 1e-5, 1e-6)) << "call " << call;
+    EXPECT_TRUE(allclose(x.grad(), gx, 1e-5, 1e-6)) << "call " << call;
+  }
+  EXPECT_EQ(f.stats().captures, 1);
+  EXPECT_EQ(f.stats().compiled_calls, 2);
+  EXPECT_EQ(f.stats().eager_calls, 0) << f.stats().last_eager_reason;
+  EXPECT_NE(f.graph_string().find("# backward"), std::string::npos);
+
+  // A non-leaf input: the gradient flows on into the eager history that made it.
+  const Tensor a = x0.clone().requires_grad_(), ae = x0.clone().requires_grad_();
+  (f(a * 2.0) * w).sum().backward();
+  const Tensor xe2 = ae * 2.0;
+  (relu(lin(xe2)) * xe2.narrow(1, 0, 3) * w).sum().backward();
+  EXPECT_TRUE(allclose(a.grad(), ae.grad(), 1e-5, 1e-6));
+
+  // Under no_grad the same program is another signature: a forward graph alone.
+  {
+    NoGradGuard no_grad;
+    f(x0);
+    const Tensor y = f(x0);
+    EXPECT_FALSE(y.requires_grad());
+    EXPECT_TRUE(allclose(y, relu(lin(x0)) * x0.narrow(1, 0, 3), 1e-5, 1e-6));
+  }
+  // A frozen parameter is a guard: the program recompiles, and the weight gets no gradient.
+  lin->weight.requires_grad_(false);
+  lin->weight.grad() = Tensor();
+  lin->bias.grad() = Tensor();
+  const int64_t captures = f.stats().captures;
+  for (int call = 0; call < 2; ++call) (f(x0) * w).sum().backward();
+  EXPECT_EQ(f.stats().captures, captures + 1);
+  EXPECT_FALSE(lin->weight.grad().defined());
+  EXPECT_TRUE(allclose(lin->bias.grad(), gb * 2.0, 1e-5, 1e-6));
+  lin->weight.requires_grad_(true);
+}
+
+TEST(COMPILE_SUITE, ACompiledForwardsBackwardChecksWhatEagerChecks) {
+  Tensor w = randn_on({6}, 17).requires_grad_();
+  // exp's backward reads its result, which is also the program's result.
+  // sin's backward reads the parameter itself.
+  auto f =
+      compile([w](const Tensor& x) { return std::make_tuple(exp(x * w), x * 3.0, sin(w) * 1.0); });
+  const Tensor x = randn_on({6}, 18);
+  for (int call = 0; call < 3; ++call) {
+    w.grad() = Tensor();
+    auto [y, z, s] = f(x);
+    // A result whose gradient does not flow (s) gets zeros; retain_graph keeps the saved values.
+    y.sum().backward({}, /*retain_graph=*/true);
+    y.sum().backward();
+    EXPECT_TRUE(allclose(w.grad(), (exp(x * w) * x * 2.0).detach(), 1e-5, 1e-6)) << call;
+    EXPECT_FALSE(z.requires_grad());
+    if (call == 0) continue;
+    // A second backward without retain_graph.
+    try {
+      y.sum().backward();
+      ADD_FAILURE() << "a second backward ran";
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("a second time"), std::string::npos) << e.what();
+    }
+    // The saved result changed in place before the backward.
+    auto [y2, z2, s2] = f(x);
+    y2.mul_(2.0);
+    try {
+      y2.sum().backward();
+      ADD_FAILURE() << "the backward read a value changed in place";
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("modified by an inplace operation"), std::string::npos)
+          << e.what();
+    }
+    // A parameter changed in place between the forward and the backward.
+    auto [y3, z3, s3] = f(x);
+    const Tensor w_before = w.detach().clone();
+    {
+      NoGradGuard no_grad;
+      w.add_(1.0);
+    }
+    EXPECT_THROW((y3.sum() + s3.sum()).backward(), ValueError);
+    {
+      NoGradGuard no_grad;
+      w.copy_(w_before);
+    }
+    // create_graph: the generated backward makes no graph of its own.
+    auto [y4, z4, s4] = f(x);
+    try {
+      autograd::grad({y4.sum()}, {w}, {}, std::nullopt, /*create_graph=*/true);
+      ADD_FAILURE() << "create_graph ran";
+    } catch (const NotImplementedError& e) {
+      EXPECT_NE(std::string(e.what()).find("create_graph"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(f.stats().compiled_calls, 8);
 }
 
 // Every derivative of the op database through a compiled backward: a program that runs the op and
@@ -858,33 +959,91 @@ TEST(COMPILE_SUITE, EveryDerivativeOfTheDatabaseThroughACompiledBackwardEqualsEa
   EXPECT_EQ(eager, (std::vector<std::string>{"dropout", "masked_select"}));
 }
 
+// The same through a compiled forward and its generated backward: the program is the op alone,
+// and backward() runs outside the compiled call.
+TEST(COMPILE_SUITE, EveryDerivativeOfTheDatabaseThroughAGeneratedBackwardEqualsEager) {
+  int compiled = 0;
+  std::vector<std::string> eager;
+  for (const testing::OpInfo& op : testing::op_db()) {
+    std::vector<Tensor> xs;
+    for (size_t i = 0; i < op.shapes.size(); ++i)
+      xs.push_back(
+          testing::sample(op.shapes[i], op.domain, kFloat, 10 + i).to(kDev).requires_grad_());
+    Tensor w;
+    {
+      NoGradGuard no_grad;
+      manual_seed(99);
+      const Tensor y = op.fn(xs);
+      if (!is_floating_type(y.dtype())) continue;
+      w = testing::sample(y.sizes().vec(), testing::Domain::NonZero, kFloat, 7).to(kDev);
+    }
+    auto grads_of = [&](const Tensor& y) {
+      nn::zero_grads(xs, true);
+      (y * w).sum().backward();
+      std::vector<Tensor> grads;
+      for (const Tensor& x : xs) grads.push_back(x.grad());
+      return grads;
+    };
+    manual_seed(99);
+    const std::vector<Tensor> expected = grads_of(op.fn(xs));
+    auto f = compile([&op](const std::vector<Tensor>& in) { return op.fn(in); });
+    for (int call = 0; call < 3; ++call) {
+      manual_seed(99);
+      const std::vector<Tensor> got = grads_of(f(xs).at(0));
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].defined(), expected[i].defined()) << op.name << ", input " << i;
+        if (got[i].defined()) {
+          EXPECT_TRUE(allclose(got[i], expected[i], 1e-5, 1e-6))
+              << op.name << ": the gradient of input " << i << ", call " << call;
+        }
+      }
+    }
+    if (f.stats().compiled_calls == 2)
+      ++compiled;
+    else
+      eager.push_back(op.name);
+  }
+  EXPECT_GT(compiled, 100);
+  EXPECT_EQ(eager, (std::vector<std::string>{"dropout", "masked_select"}));
+}
+
 // Compiled training steps (docs/compile.md, "Training steps"): zero_grad, forward, loss,
 // backward and the optimizer's step captured as one graph.
 using MakeOptimizer = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>;
 
 struct TrainRun {
   std::vector<Tensor> losses;
-  nn::NamedTensors params, grads, state;
+  nn::NamedTensors params, grads, state, buffers;
   CompileStats stats;
 };
 
 // `steps` steps of a seeded MLP (or, with `cnn`, SmallCNN with batch norm and dropout) on fixed
 // batches, eagerly or compiled; `before` runs before each step (changing the optimizer's options).
 using BeforeStep = std::function<void(optim::Optimizer&, int)>;
+// With `compile_forward`, the step runs eagerly and calls the model compiled alone (a forward
+// with a generated backward: docs/compile.md, "A compiled forward in an eager training loop");
+// the stats are then the compiled model's.
 TrainRun train(const MakeOptimizer& make, int steps, bool compiled, bool set_to_none = true,
-               bool cnn = false, const BeforeStep& before = nullptr, bool amp = false) {
+               bool cnn = false, const BeforeStep& before = nullptr, bool amp = false,
+               bool compile_forward = false) {
   manual_seed(0);
   std::shared_ptr<nn::Module> model;
   std::function<Tensor(const Tensor&)> forward;
-  if (cnn) {
-    models::SmallCNN m(10);
+  std::function<CompileStats()> forward_stats;
+  auto take = [&](auto m) {
     model = m.ptr();
-    forward = [m](const Tensor& x) { return m(x); };
-  } else {
-    nn::Sequential m(nn::Linear(32, 64), nn::ReLU(), nn::Dropout(0.1), nn::Linear(64, 10));
-    model = m.ptr();
-    forward = [m](const Tensor& x) { return m(x); };
-  }
+    if (!compile_forward) {
+      forward = [m](const Tensor& x) { return m(x); };
+      return;
+    }
+    auto f = compile(m);
+    forward = [f](const Tensor& x) mutable { return f(x); };
+    forward_stats = [f] { return f.stats(); };
+  };
+  if (cnn)
+    take(models::SmallCNN(10));
+  else
+    take(nn::Sequential(nn::Linear(32, 64), nn::ReLU(), nn::Dropout(0.1), nn::Linear(64, 10)));
   model->to(kDev);
   model->train();
   std::unique_ptr<optim::Optimizer> opt = make(model->parameters());
@@ -912,9 +1071,10 @@ TrainRun train(const MakeOptimizer& make, int steps, bool compiled, bool set_to_
     r.losses.push_back(compiled ? compiled_step(xb, y) : step(xb, y));
   }
   r.params = model->named_parameters();
+  r.buffers = model->named_buffers();
   for (const auto& [name, p] : r.params) r.grads.emplace_back(name, p.grad());
   r.state = opt->state_dict();
-  r.stats = compiled_step.stats();
+  r.stats = compile_forward ? forward_stats() : compiled_step.stats();
   return r;
 }
 
@@ -938,6 +1098,7 @@ void expect_same_training(const TrainRun& eager, const TrainRun& compiled,
   same(eager.params, compiled.params, "parameter");
   same(eager.grads, compiled.grads, "gradient");
   same(eager.state, compiled.state, "optimizer state");
+  same(eager.buffers, compiled.buffers, "buffer");
 }
 
 TEST(COMPILE_SUITE, TrainingStepsEqualEagerStepsForEveryOptimizer) {
@@ -978,6 +1139,41 @@ TEST(COMPILE_SUITE, TrainingStepsEqualEagerStepsForEveryOptimizer) {
     EXPECT_EQ(compiled.stats.compiled_calls, steps - 2) << name;
     EXPECT_EQ(compiled.stats.eager_calls, 0) << name << ": " << compiled.stats.last_eager_reason;
   }
+}
+
+// The nn + optim loops of the training-step tests with only the model compiled: the step (loss,
+// backward, optimizer) runs eagerly around the compiled forward and its generated backward.
+TEST(COMPILE_SUITE, ACompiledModelInAnEagerTrainingLoopEqualsEager) {
+  const std::vector<std::pair<std::string, MakeOptimizer>> optimizers = {
+      {"SGD momentum",
+       [](std::vector<Tensor> ps) {
+         return std::make_unique<optim::SGD>(ps, optim::SGDOptions(0.05).momentum(0.9));
+       }},
+      {"AdamW",
+       [](std::vector<Tensor> ps) {
+         return std::make_unique<optim::AdamW>(ps, optim::AdamOptions(1e-3).weight_decay(1e-2));
+       }},
+  };
+  const int steps = 100;
+  for (const auto& [name, make] : optimizers) {
+    const TrainRun eager = train(make, steps, false);
+    const TrainRun compiled = train(make, steps, false, true, false, nullptr, false, true);
+    expect_same_training(eager, compiled, "MLP, " + name);
+    EXPECT_EQ(compiled.stats.captures, 1) << name;
+    EXPECT_EQ(compiled.stats.compiled_calls, steps - 1) << name;
+  }
+  // SmallCNN: batch norm's running statistics are updated by the forward graph, once per call.
+  const TrainRun eager = train(optimizers[0].second, 10, false, true, true);
+  const TrainRun compiled =
+      train(optimizers[0].second, 10, false, true, true, nullptr, false, true);
+  expect_same_training(eager, compiled, "SmallCNN");
+  EXPECT_EQ(compiled.stats.compiled_calls, 9) << compiled.stats.last_eager_reason;
+  // Under autocast.
+  const TrainRun eager_amp = train(optimizers[1].second, 20, false, true, false, nullptr, true);
+  const TrainRun compiled_amp =
+      train(optimizers[1].second, 20, false, true, false, nullptr, true, true);
+  expect_same_training(eager_amp, compiled_amp, "MLP under autocast");
+  EXPECT_EQ(compiled_amp.stats.compiled_calls, 19);
 }
 
 TEST(COMPILE_SUITE, TrainingStepsZeroingGradientsInPlaceAndSmallCnnEqualEager) {
@@ -1044,6 +1240,7 @@ TrainRun train_gpt(int steps, bool compiled) {
     sched.step();
   }
   r.params = model->named_parameters();
+  r.buffers = model->named_buffers();
   for (const auto& [name, p] : r.params) r.grads.emplace_back(name, p.grad());
   r.state = opt.state_dict();
   r.stats = compiled_step.stats();
