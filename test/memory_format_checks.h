@@ -3,6 +3,7 @@
 // (test_memory_format_xpu.cpp): every op of the op database with a 4-d input, run with its 4-d
 // inputs channels-last, gives the contiguous run's values and gradients, the layout PyTorch
 // gives for the image ops, and gradients laid out as their leaves (docs/memory_format.md).
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -147,6 +148,46 @@ inline void check_pointwise_layouts(Device device) {
   dst.add_(b);
   EXPECT_TRUE(dst.is_contiguous(MemoryFormat::ChannelsLast));
   EXPECT_TRUE(allclose(dst, a + b));
+}
+
+// Reductions' results follow their input's layout (Note [Reduction layout]) on `device`: each
+// reduction of a channels-last batch equals the contiguous batch's, with keepdim laid out
+// channels-last and without it in the order the input's strides give.
+inline void check_reduction_layouts(Device device) {
+  const Tensor a = sample({2, 3, 4, 5}, Domain::Any, kFloat, 1).to(device);
+  const Tensor a_cl = a.contiguous(MemoryFormat::ChannelsLast);
+  using Fn = std::function<Tensor(const Tensor&, bool)>;
+  const std::vector<std::pair<std::string, Fn>> ops = {
+      {"sum", [](const Tensor& x, bool k) { return x.sum({2}, k); }},
+      {"sum(0)", [](const Tensor& x, bool k) { return x.sum({0}, k); }},
+      {"mean", [](const Tensor& x, bool k) { return x.mean({3}, k); }},
+      {"prod", [](const Tensor& x, bool k) { return x.prod(2, k); }},
+      {"amax", [](const Tensor& x, bool k) { return x.amax({2}, k); }},
+      {"max.dim values", [](const Tensor& x, bool k) { return std::get<0>(x.max(2, k)); }},
+      {"argmin", [](const Tensor& x, bool k) { return x.argmin(2, k); }},
+      {"logsumexp", [](const Tensor& x, bool k) { return logsumexp(x, {2}, k); }},
+      {"var", [](const Tensor& x, bool k) { return x.var({2}, 1, k); }},
+      {"any", [](const Tensor& x, bool k) { return (x > 0).any(2, k); }},
+  };
+  for (const auto& [name, fn] : ops) {
+    const Tensor want = fn(a, true), got = fn(a_cl, true);
+    EXPECT_TRUE(allclose(got.to(kDouble), want.to(kDouble), 1e-5, 1e-6)) << name;
+    EXPECT_TRUE(got.is_contiguous(MemoryFormat::ChannelsLast) && !got.is_contiguous())
+        << name << ": keepdim result strides " << to_string(got.strides());
+    const Tensor flat = fn(a_cl, false);
+    EXPECT_TRUE(allclose(flat.to(kDouble), fn(a, false).to(kDouble), 1e-5, 1e-6)) << name;
+    // [N, C, W] (or [C, H, W] for the sum over N) with C innermost, as the input has it.
+    EXPECT_EQ(flat.stride(name == "sum(0)" ? 0 : 1), 1)
+        << name << ": result strides " << to_string(flat.strides());
+  }
+  // Any dense order: a transposed batch's reduction keeps the order of what is left.
+  const Tensor t = sample({4, 3, 2}, Domain::Any, kFloat, 2).to(device).transpose(0, 2);
+  const Tensor s = t.sum({1});
+  EXPECT_EQ(s.strides(), (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(allclose(s, t.contiguous().sum({1})));
+  // Contiguous inputs, and reductions to one value, are unchanged.
+  EXPECT_TRUE(a.sum({2}, true).is_contiguous());
+  EXPECT_EQ(a_cl.sum().dim(), 0);
 }
 
 }  // namespace xten::testing

@@ -191,6 +191,10 @@ TEST(MemoryFormat, PerChannelSumsOfAChannelsLastBatch) {
   set_num_threads(threads);
 }
 
+TEST(MemoryFormat, ReductionResultsFollowTheInputsLayout) {
+  testing::check_reduction_layouts(Device("cpu"));
+}
+
 TEST(MemoryFormat, OpDatabaseWithChannelsLastInputs) {
   const std::set<std::string> ran = testing::check_op_db_channels_last(Device("cpu"));
   for (const std::string& name : testing::channels_last_result_ops())

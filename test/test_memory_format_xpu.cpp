@@ -36,6 +36,10 @@ TEST(MemoryFormatXpu, CopiesBetweenHostAndDeviceKeepTheLayout) {
   EXPECT_TRUE(x_cl.to(Device("xpu"), kDouble).is_contiguous(kCL));
 }
 
+TEST(MemoryFormatXpu, ReductionResultsFollowTheInputsLayout) {
+  testing::check_reduction_layouts(Device("xpu"));
+}
+
 TEST(MemoryFormatXpu, OpDatabaseWithChannelsLastInputs) {
   const std::set<std::string> ran = testing::check_op_db_channels_last(Device("xpu"));
   EXPECT_TRUE(ran.count("conv2d"));

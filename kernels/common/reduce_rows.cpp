@@ -1,5 +1,8 @@
 #include <xten/kernels/common/reduce_rows.h>
 
+#include <algorithm>
+#include <numeric>
+
 #include <xten/core/meta.h>
 #include <xten/dispatch/ops.h>
 #include <xten/kernels/common/op_checks.h>
@@ -40,11 +43,42 @@ Rows make_rows(const char* op, const Tensor& self, IntArrayRef dims, ScalarType 
   return r;
 }
 
+std::optional<DimVector> memory_order(const Tensor& self) {
+  if (self.is_contiguous()) return std::nullopt;
+  DimVector order(static_cast<size_t>(self.dim()));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return self.stride(a) > self.stride(b); });
+  if (!permute(self, order).is_contiguous()) return std::nullopt;
+  return order;
+}
+
+Tensor reduced_in_input_order(const Tensor& kept, const Tensor& self,
+                              const std::vector<int64_t>& rdims, bool keepdim) {
+  Tensor out = kept;
+  if (const std::optional<DimVector> order = memory_order(self)) {
+    DimVector sizes, pos(order->size());
+    for (size_t k = 0; k < order->size(); ++k) {
+      sizes.push_back(kept.size((*order)[k]));
+      pos[static_cast<size_t>((*order)[k])] = static_cast<int64_t>(k);
+    }
+    Tensor laid = permute(empty_tensor(sizes, kept.dtype(), kept.device()), pos);
+    if (!laid.is_contiguous() || !kept.is_contiguous()) {
+      if (laid.strides() != kept.strides()) {
+        laid.copy_(kept);
+        out = laid;
+      }
+    }
+  }
+  if (keepdim) return out;
+  for (auto d = rdims.rbegin(); d != rdims.rend(); ++d) out = out.squeeze(*d);
+  return out;
+}
+
 Tensor finish(const Tensor& out, const Tensor& self, const Rows& r, bool keepdim) {
-  if (!keepdim) return out;
   DimVector kept(self.sizes());
   for (int64_t d : r.rdims) kept[d] = 1;
-  return out.view(kept);
+  return reduced_in_input_order(out.view(kept), self, r.rdims, keepdim);
 }
 
 void check_nonempty(const char* op, const Tensor& self, const Rows& r) {

@@ -22,8 +22,24 @@ struct Rows {
 };
 Rows make_rows(const char* op, const Tensor& self, IntArrayRef dims, ScalarType dtype);
 
-// `out` has the kept dims; with keepdim the reduced ones come back as size 1.
+// `out` has the kept dims; with keepdim the reduced ones come back as size 1. The result is
+// laid out as reduced_in_input_order says.
 Tensor finish(const Tensor& out, const Tensor& self, const Rows& r, bool keepdim);
+
+// The order that lists self's dims from the largest stride to the smallest, when self is not
+// contiguous and that order makes it contiguous (a transposed matrix, a channels-last batch);
+// nullopt otherwise.
+std::optional<DimVector> memory_order(const Tensor& self);
+
+// Note [Reduction layout]
+// A reduction's result follows its input's layout, as PyTorch's do: for an input that is a
+// permutation of a dense tensor (memory_order), the result (`kept`: self's dims, the reduced
+// ones of size 1) is laid out in that order, so `x.sum(2, true)` of a channels-last
+// [N, C, H, W] batch is channels-last, and without keepdim the reduced dims are dropped from
+// that layout. Other inputs give contiguous results. `kept` is copied only when its strides
+// differ.
+Tensor reduced_in_input_order(const Tensor& kept, const Tensor& self,
+                              const std::vector<int64_t>& rdims, bool keepdim);
 
 // ValueError for a reduction over a zero-size dim with a nonempty output.
 void check_nonempty(const char* op, const Tensor& self, const Rows& r);

@@ -154,17 +154,6 @@ int64_t leading_dims_reduction(const char* op, const Tensor& self, IntArrayRef d
   return static_cast<int64_t>(rd.size()) < self.dim() ? static_cast<int64_t>(rd.size()) : 0;
 }
 
-// The order that lists self's dims from the largest stride to the smallest, when that makes it
-// contiguous (a transposed matrix, a channels-last batch); nullopt otherwise.
-std::optional<DimVector> memory_order(const Tensor& self) {
-  DimVector order(static_cast<size_t>(self.dim()));
-  std::iota(order.begin(), order.end(), int64_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return self.stride(a) > self.stride(b); });
-  if (!permute(self, order).is_contiguous()) return std::nullopt;
-  return order;
-}
-
 // ---- sum, mean, prod ------------------------------------------------------------------------
 // A sum as sum_impl stores it: divided by `divisor` (mean's count; integer sums are never
 // divided), in the output dtype.
@@ -182,8 +171,8 @@ Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepd
   // the dims renumbered: reduced dims that lead in memory take the column path below, trailing
   // ones are rows already, instead of a transposing copy of the whole input (the copy cost
   // 14x the sum of a transposed [2048, 2048] matrix's rows at one thread). The kept values come
-  // back in self's dim order.
-  if (!self.is_contiguous() && self.numel() > 0) {
+  // back in self's dim order, laid out as self is (Note [Reduction layout]).
+  if (self.numel() > 0) {
     if (const std::optional<DimVector> order = memory_order(self)) {
       DimVector pos(order->size()), mdims;  // pos[d]: where dim d is in memory order
       for (size_t k = 0; k < order->size(); ++k) pos[static_cast<size_t>((*order)[k])] = k;
@@ -191,11 +180,7 @@ Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepd
       for (int64_t d : rd) mdims.push_back(pos[static_cast<size_t>(d)]);
       const Tensor kept =
           permute(sum_impl(op, permute(self, *order), mdims, true, out_dtype, divisor), pos);
-      DimVector shape;
-      for (int64_t d = 0; d < self.dim(); ++d)
-        if (keepdim || std::find(rd.begin(), rd.end(), d) == rd.end())
-          shape.push_back(kept.size(d));
-      return kept.contiguous().view(shape);
+      return reduced_in_input_order(kept, self, rd, keepdim);
     }
   }
   if (const int64_t k = leading_dims_reduction(op, self, dims, out_dtype)) {
