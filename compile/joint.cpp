@@ -18,10 +18,14 @@
 // (create_graph): NotImplementedError, and such a program is compiled as a training step instead.
 #include <xten/compile/joint.h>
 
+#include <algorithm>
+#include <functional>
+
 #include <fmt/format.h>
 
 #include <xten/autograd/autograd_meta.h>
 #include <xten/autograd/grad_mode.h>
+#include <xten/compile/passes.h>
 #include <xten/compile/segments.h>
 #include <xten/dispatch/ops.h>
 
@@ -118,9 +122,119 @@ class CompiledFunctionBackward final : public autograd::Node {
   bool released_ = false;
 };
 
-JointProgram::JointProgram(const Graph& c, CaptureResult::Joint joint,
+namespace {
+
+// Note [Recomputed pointwise values]
+// A forward value the backward reads is saved: it lives from the forward to the backward. When
+// it is made by a cheap pointwise op (is_fusable_pointwise: a GELU of a linear's result, a mask
+// multiplied in) from values that are at hand in the backward anyway (saved already, program
+// inputs, parameters, or recomputed themselves), the op is done again at the start of the
+// backward instead, and the backward reads that: one value fewer saved, for the price of one
+// pass that the backward's fused groups usually absorb (it fuses with its readers there). A chain
+// of such ops (up to eight) is recomputed whole when it starts from values at hand. The
+// forward's own copy is then freed after its last forward use (or not made, if nothing else
+// reads it). Values the program returns are held by the caller anyway and stay saved; values
+// that some node writes in place are never read again.
+Graph recompute_pointwise(const Graph& c, CaptureResult::Joint& j, int* count) {
+  const int k = j.forward_nodes, n = static_cast<int>(c.nodes.size());
+  const std::vector<char> written = written_values(c);
+  std::vector<char> returned(c.values.size(), 0), read_after(c.values.size(), 0);
+  for (int v : c.outputs)
+    if (v >= 0) returned[static_cast<size_t>(v)] = 1;
+  for (int i = k; i < n; ++i)
+    for (int v : c.nodes[static_cast<size_t>(i)].used_values())
+      read_after[static_cast<size_t>(v)] = 1;
+  for (int v : j.grads)
+    if (v >= 0) read_after[static_cast<size_t>(v)] = 1;
+  Graph g;
+  g.values = c.values;
+  g.inputs = c.inputs;
+  g.captured = c.captured;
+  g.outputs = c.outputs;
+  g.nodes.assign(c.nodes.begin(), c.nodes.begin() + k);
+  std::vector<int> again(c.values.size(), -1);  // a forward value -> its recomputed value
+  auto rename = [&](Node& node) {
+    auto to = [&](int& v) {
+      if (v >= 0 && static_cast<size_t>(v) < again.size() && again[static_cast<size_t>(v)] >= 0)
+        v = again[static_cast<size_t>(v)];
+    };
+    for (Arg& a : node.args) {
+      if (a.kind == Arg::Kind::Value) to(a.value);
+      for (int& v : a.values) to(v);
+    }
+  };
+  auto at_hand = [&](int u) {
+    const size_t x = static_cast<size_t>(u);
+    if (written[x]) return false;
+    if (again[x] >= 0 || c.values[x].kind != ValueKind::Node) return true;
+    return c.values[x].node < k && (read_after[x] || returned[x]);
+  };
+  // Whether `u` can be had in the backward: at hand, or recomputed there from values that are
+  // (a chain of at most kDepth pointwise ops); then `emit` appends the copies of those ops.
+  constexpr int kDepth = 8;
+  std::function<bool(int, int)> obtainable = [&](int u, int depth) -> bool {
+    const size_t x = static_cast<size_t>(u);
+    if (at_hand(u)) return true;
+    if (depth == kDepth || written[x] || returned[x] || c.values[x].kind != ValueKind::Node ||
+        c.values[x].node >= k)
+      return false;
+    const Node& p = c.nodes[static_cast<size_t>(c.values[x].node)];
+    if (!is_fusable_pointwise(c, p)) return false;
+    for (int w : p.used_values())
+      if (!obtainable(w, depth + 1)) return false;
+    return true;
+  };
+  std::function<void(int)> emit = [&](int u) {
+    const size_t x = static_cast<size_t>(u);
+    if (at_hand(u)) return;
+    const Node& p = c.nodes[static_cast<size_t>(c.values[x].node)];
+    for (int w : p.used_values()) emit(w);
+    Node copy = p;
+    rename(copy);
+    Value val = c.values[x];
+    val.node = static_cast<int>(g.nodes.size());
+    copy.results[0].value = g.add_value(std::move(val));
+    again[x] = copy.results[0].value;
+    g.nodes.push_back(std::move(copy));
+    ++*count;
+  };
+  *count = 0;
+  std::vector<int> candidates;  // forward values the backward reads, made by pointwise ops
+  for (int i = 0; i < k; ++i) {
+    const Node& p = c.nodes[static_cast<size_t>(i)];
+    const std::vector<int> defs = p.defined_values();
+    if (defs.size() != 1) continue;
+    const size_t v = static_cast<size_t>(defs[0]);
+    if (read_after[v] && !returned[v] && !written[v] && is_fusable_pointwise(c, p))
+      candidates.push_back(defs[0]);
+  }
+  for (int v : candidates) {
+    // Unless it is at hand through another value's recomputation, it is saved: its arguments
+    // must be obtainable without it.
+    read_after[static_cast<size_t>(v)] = 0;
+    if (obtainable(v, 0))
+      emit(v);
+    else
+      read_after[static_cast<size_t>(v)] = 1;
+  }
+  for (int i = k; i < n; ++i) {
+    Node node = c.nodes[static_cast<size_t>(i)];
+    rename(node);
+    for (int v : node.defined_values()) g.values[static_cast<size_t>(v)].node += *count;
+    g.nodes.push_back(std::move(node));
+  }
+  for (int& v : j.grads)
+    if (v >= 0 && again[static_cast<size_t>(v)] >= 0) v = again[static_cast<size_t>(v)];
+  return g;
+}
+
+}  // namespace
+
+JointProgram::JointProgram(const Graph& joint_graph, CaptureResult::Joint joint,
                            const std::function<void(Graph&)>& optimize, bool keep_buffers)
-    : joint_(std::move(joint)), num_outputs_(c.outputs.size()) {
+    : joint_(std::move(joint)), num_outputs_(joint_graph.outputs.size()) {
+  const Graph c = recompute_pointwise(joint_graph, joint_, &recomputed_);
+  c.verify();
   const int nodes = static_cast<int>(c.nodes.size());
   for (int v : joint_.grad_inputs) output_meta_.push_back(c.values[static_cast<size_t>(v)].meta);
   for (int i : joint_.wrt_captured)
@@ -187,8 +301,9 @@ std::vector<Tensor> JointProgram::run(const std::vector<Tensor>& inputs) {
 }
 
 std::string JointProgram::to_string() const {
-  return fmt::format("# forward ({} values saved for the backward)\n{}# backward\n{}",
-                     saved_.size(), forward_->to_string(), backward_->to_string());
+  return fmt::format(
+      "# forward ({} values saved for the backward, {} recomputed in it)\n{}# backward\n{}",
+      saved_.size(), recomputed_, forward_->to_string(), backward_->to_string());
 }
 
 }  // namespace xten::compiler

@@ -45,6 +45,7 @@ class JointProgram : public std::enable_shared_from_this<JointProgram> {
   std::vector<int> forward_inputs_;        // program argument per forward-graph input
   std::vector<Source> backward_inputs_;    // per backward-graph input
   std::vector<int> saved_;                 // captured-graph values the backward reads
+  int recomputed_ = 0;                     // Note [Recomputed pointwise values] (joint.cpp)
   std::vector<Tensor> backward_captured_;  // captured tensors the backward reads (versions)
   std::shared_ptr<Graph> forward_, backward_;
   std::unique_ptr<Executor> forward_exec_, backward_exec_;

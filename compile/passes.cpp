@@ -631,6 +631,12 @@ void build_program(Graph& g, FusedGroup& grp) {
 
 }  // namespace
 
+bool is_fusable_pointwise(const Graph& g, const Node& n) {
+  const std::vector<int> defs = n.defined_values();
+  return !n.writes() && defs.size() == 1 && n.results.size() == 1 && fused_instr(n) &&
+         g.values[static_cast<size_t>(defs[0])].meta.dtype == kFloat;
+}
+
 int fuse_pointwise(Graph& g) {
   struct Open {
     std::vector<int> nodes;

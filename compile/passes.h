@@ -40,5 +40,8 @@ int fuse_pointwise(Graph& g);
 
 // Whether the op draws from a generator (rand, dropout, ...) or returns uninitialized memory.
 bool is_random_or_uninitialized(const Node& n);
+// Whether `n` is one of the pointwise ops the fused loops compute, with one float32 result and
+// no argument written: cheap to compute again where its arguments are at hand (joint.cpp).
+bool is_fusable_pointwise(const Graph& g, const Node& n);
 
 }  // namespace xten::compiler

@@ -849,6 +849,39 @@ TEST(COMPILE_SUITE, ACompiledForwardRunsItsGeneratedBackward) {
   lin->weight.requires_grad_(true);
 }
 
+// Note [Recomputed pointwise values]: the GELU's result, which the second linear's weight
+// gradient reads, is computed again in the backward from the first linear's result (saved for
+// the GELU's own gradient) instead of being saved.
+TEST(COMPILE_SUITE, ACompiledForwardRecomputesCheapPointwiseValuesInTheBackward) {
+  manual_seed(0);
+  nn::Linear l1(8, 16), l2(16, 4);
+  l1->to(kDev);
+  l2->to(kDev);
+  auto program = [l1, l2](const Tensor& x) { return l2(gelu(l1(x)) * 2.0); };
+  auto f = compile(program);
+  const Tensor x = randn_on({5, 8}, 19), w = randn_on({5, 4}, 20);
+  auto grads = [&] {
+    std::vector<Tensor> g;
+    for (const Tensor& p : {l1->weight, l1->bias, l2->weight, l2->bias})
+      g.push_back(p.grad().clone());
+    l1->zero_grad();
+    l2->zero_grad();
+    return g;
+  };
+  (program(x) * w).sum().backward();
+  const std::vector<Tensor> want = grads();
+  for (int call = 0; call < 3; ++call) {
+    (f(x) * w).sum().backward();
+    const std::vector<Tensor> got = grads();
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(allclose(got[i], want[i], 1e-5, 1e-6)) << "call " << call << ", gradient " << i;
+  }
+  const std::string g = f.graph_string();
+  EXPECT_NE(g.find("2 recomputed in it"), std::string::npos) << g;
+  const std::string backward = g.substr(g.find("# backward"));
+  EXPECT_NE(backward.find("gelu("), std::string::npos) << g;
+}
+
 TEST(COMPILE_SUITE, ACompiledForwardsBackwardChecksWhatEagerChecks) {
   Tensor w = randn_on({6}, 17).requires_grad_();
   // exp's backward reads its result, which is also the program's result.
@@ -1025,7 +1058,7 @@ using BeforeStep = std::function<void(optim::Optimizer&, int)>;
 // the stats are then the compiled model's.
 TrainRun train(const MakeOptimizer& make, int steps, bool compiled, bool set_to_none = true,
                bool cnn = false, const BeforeStep& before = nullptr, bool amp = false,
-               bool compile_forward = false) {
+               bool compile_forward = false, bool resnet = false) {
   manual_seed(0);
   std::shared_ptr<nn::Module> model;
   std::function<Tensor(const Tensor&)> forward;
@@ -1040,14 +1073,18 @@ TrainRun train(const MakeOptimizer& make, int steps, bool compiled, bool set_to_
     forward = [f](const Tensor& x) mutable { return f(x); };
     forward_stats = [f] { return f.stats(); };
   };
-  if (cnn)
+  if (resnet)
+    take(models::resnet18_small_input(10, 1));
+  else if (cnn)
     take(models::SmallCNN(10));
   else
     take(nn::Sequential(nn::Linear(32, 64), nn::ReLU(), nn::Dropout(0.1), nn::Linear(64, 10)));
   model->to(kDev);
   model->train();
   std::unique_ptr<optim::Optimizer> opt = make(model->parameters());
-  const Tensor x = cnn ? randn_on({8, 1, 28, 28}, 21) : randn_on({16, 32}, 21);
+  const Tensor x = resnet ? randn_on({4, 1, 28, 28}, 21)
+                   : cnn  ? randn_on({8, 1, 28, 28}, 21)
+                          : randn_on({16, 32}, 21);
   manual_seed(22);
   const Tensor y = randint(0, 10, {x.size(0)}).to(kDev);
   auto step = [&](const Tensor& xb, const Tensor& yb) {
@@ -1175,6 +1212,24 @@ TEST(COMPILE_SUITE, ACompiledModelInAnEagerTrainingLoopEqualsEager) {
   expect_same_training(eager_amp, compiled_amp, "MLP under autocast");
   EXPECT_EQ(compiled_amp.stats.compiled_calls, 19);
 }
+
+#ifndef XTEN_COMPILE_XPU
+// ResNet-18 (small input) trained both ways, on CPU: the XPU's kernels on PoCL would take
+// minutes. Batch norm's running statistics are compared too.
+TEST(COMPILE_SUITE, ResNet18TrainingCompiledBothWaysEqualsEager) {
+  const MakeOptimizer sgd = [](std::vector<Tensor> ps) {
+    return std::make_unique<optim::SGD>(ps, optim::SGDOptions(0.05).momentum(0.9));
+  };
+  const int steps = 6;
+  const TrainRun eager = train(sgd, steps, false, true, false, nullptr, false, false, true);
+  const TrainRun step = train(sgd, steps, true, true, false, nullptr, false, false, true);
+  const TrainRun model = train(sgd, steps, false, true, false, nullptr, false, true, true);
+  expect_same_training(eager, step, "ResNet-18, the step compiled");
+  expect_same_training(eager, model, "ResNet-18, the model compiled");
+  EXPECT_EQ(step.stats.compiled_calls, steps - 2);
+  EXPECT_EQ(model.stats.compiled_calls, steps - 1);
+}
+#endif
 
 TEST(COMPILE_SUITE, TrainingStepsZeroingGradientsInPlaceAndSmallCnnEqualEager) {
   const MakeOptimizer sgd = [](std::vector<Tensor> ps) {
