@@ -253,5 +253,68 @@ TEST(MemoryFormat, ChannelsLastMaxPoolEqualsThePlaneKernel) {
   }
 }
 
+// Note [Channels-last average pools]: the NHWC kernels give the plane kernels' values and
+// gradients bit for bit (the same additions in the same order) with padding, ceil_mode,
+// count_include_pad and divisor_override in each floating dtype; adaptive pooling too, except
+// the global pool, which the plane kernel sums in another order. A gradient given channels-last
+// with `self` as autograd passes it (its shape alone) takes the NHWC path too, and autograd's
+// gradients come back in each input's layout.
+TEST(MemoryFormat, ChannelsLastAveragePoolsEqualThePlaneKernels) {
+  struct Case {
+    std::vector<int64_t> k, s, p;
+    bool ceil, include_pad;
+    std::optional<int64_t> divisor;
+  };
+  const std::vector<Case> cases = {{{3, 3}, {2, 2}, {1, 1}, false, true, std::nullopt},
+                                   {{2, 3}, {1, 2}, {0, 1}, true, false, std::nullopt},
+                                   {{3, 2}, {3, 1}, {1, 0}, true, true, 5}};
+  manual_seed(22);
+  for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf}) {
+    const Tensor x = randn({3, 70, 9, 8}).to(t);  // 70 channels: a block of 64 and a tail
+    const Tensor xc = x.contiguous(kCL);
+    for (const Case& c : cases) {
+      const std::string what = fmt::format(
+          "{} k {} s {}", to_string(t), to_string(IntArrayRef(c.k)), to_string(IntArrayRef(c.s)));
+      const Tensor v = avg_pool2d(x, c.k, c.s, c.p, c.ceil, c.include_pad, c.divisor);
+      const Tensor vc = avg_pool2d(xc, c.k, c.s, c.p, c.ceil, c.include_pad, c.divisor);
+      EXPECT_TRUE(vc.is_contiguous(kCL)) << what;
+      EXPECT_TRUE(testing::same_bytes(vc.contiguous(), v)) << what;
+      const Tensor g = randn(v.sizes()).to(t);
+      const Tensor gi = avg_pool2d_backward(g, x, c.k, c.s, c.p, c.ceil, c.include_pad, c.divisor);
+      const Tensor shape_only = zeros({}, t).expand(x.sizes());
+      for (const Tensor& self : {xc, shape_only}) {
+        const Tensor gic = avg_pool2d_backward(g.contiguous(kCL), self, c.k, c.s, c.p, c.ceil,
+                                               c.include_pad, c.divisor);
+        EXPECT_TRUE(gic.is_contiguous(kCL)) << what;
+        EXPECT_TRUE(testing::same_bytes(gic.contiguous(), gi)) << what;
+      }
+    }
+    for (const std::vector<int64_t>& o :
+         {std::vector<int64_t>{4, 3}, std::vector<int64_t>{9, 8}, std::vector<int64_t>{1, 1}}) {
+      const Tensor v = adaptive_avg_pool2d(x, o), vc = adaptive_avg_pool2d(xc, o);
+      EXPECT_TRUE(vc.is_contiguous(kCL));
+      if (o[0] == 1)
+        EXPECT_TRUE(allclose(vc.to(kDouble), v.to(kDouble), 1e-2, 1e-6)) << to_string(t);
+      else
+        EXPECT_TRUE(testing::same_bytes(vc.contiguous(), v)) << to_string(t);
+    }
+  }
+  // Through autograd: each input's gradient in its layout, equal to the plane kernels'.
+  const Tensor x = randn({2, 16, 8, 8});
+  for (bool cl : {false, true}) {
+    const Tensor leaf = (cl ? x.contiguous(kCL) : x.clone()).requires_grad_();
+    const Tensor y =
+        avg_pool2d(leaf, {3, 3}, {2, 2}, {1, 1}).sum() + adaptive_avg_pool2d(leaf, {2, 2}).sum() +
+        std::get<0>(max_pool2d_with_indices(leaf, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false)).sum();
+    y.backward();
+    EXPECT_TRUE(leaf.grad().is_contiguous(cl ? kCL : MemoryFormat::Contiguous)) << cl;
+    const Tensor plain = x.clone().requires_grad_();
+    (avg_pool2d(plain, {3, 3}, {2, 2}, {1, 1}).sum() + adaptive_avg_pool2d(plain, {2, 2}).sum() +
+     std::get<0>(max_pool2d_with_indices(plain, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false)).sum())
+        .backward();
+    EXPECT_TRUE(allclose(leaf.grad(), plain.grad(), 1e-6, 1e-7)) << cl;
+  }
+}
+
 }  // namespace
 }  // namespace xten

@@ -34,9 +34,10 @@ Tensor shape_only(const TensorMeta& m) {
 // channels-last input's gradient would come back NCHW and make every pointwise op of the
 // backward after it walk two layouts (docs/memory_format.md, "Gradients").
 Tensor in_layout_of(const Tensor& grad, const TensorMeta& m) {
-  return m.memory_format == MemoryFormat::ChannelsLast && grad.dim() == 4
-             ? grad.contiguous(MemoryFormat::ChannelsLast)
-             : grad;
+  if (grad.dim() != 4) return grad;
+  // (a kernel that saw a channels-last gradient may have answered in that layout)
+  return grad.contiguous(m.memory_format == MemoryFormat::ChannelsLast ? MemoryFormat::ChannelsLast
+                                                                       : MemoryFormat::Contiguous);
 }
 
 // (out, in): row o averages the inputs of adaptive window o.

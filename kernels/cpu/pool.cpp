@@ -109,6 +109,45 @@ void max_pool2d_nhwc(const T* x, T* y, int64_t* ind, int64_t n, int64_t c, int64
   });
 }
 
+// Note [Channels-last average pools]: avg_pool2d and adaptive_avg_pool2d of an NHWC batch sum
+// each window's C-vectors (rows, then columns, as the plane kernels order them) into one
+// accumulator vector per output position, and avg_pool2d's backward adds each output's C-vector
+// over its divisor into the window of the image's [H, W, C] gradient (float16 and bfloat16 in a
+// float buffer, narrowed once), tasks split over images and blocks of channels. No reorder of
+// the input, the result or the gradient. The plane kernels' global pooling sums lane by lane
+// (another order), so results may differ from theirs in the last bits.
+template <class T, class CellAt>
+void avg_pool_nhwc(const T* x, T* y, int64_t n, int64_t c, int64_t h, int64_t wd, int64_t ho,
+                   int64_t wo, int64_t work, const CellAt& cell_at) {
+  using M = opmath_t<T>;
+  parallel_for(n * ho, grain_for(wo * work * c), [&](int64_t b, int64_t e) {
+    std::vector<M> acc(static_cast<size_t>(c));
+    M* __restrict a = acc.data();
+    for (int64_t row = b; row < e; ++row) {
+      const int64_t img = row / ho, oy = row % ho;
+      for (int64_t ox = 0; ox < wo; ++ox) {
+        const AvgCell cl = cell_at(oy, ox);
+        std::fill(a, a + c, M(0));
+        for (int64_t iy = cl.y0; iy < cl.y1; ++iy)
+          for (int64_t ix = cl.x0; ix < cl.x1; ++ix) {
+            const T* __restrict v = x + ((img * h + iy) * wd + ix) * c;
+            for (int64_t ch = 0; ch < c; ++ch) a[ch] += static_cast<M>(v[ch]);
+          }
+        const M d = static_cast<M>(cl.divisor);
+        T* __restrict o = y + (row * wo + ox) * c;
+        for (int64_t ch = 0; ch < c; ++ch) o[ch] = cast_value<T>(a[ch] / d);
+      }
+    }
+  });
+}
+
+// The NHWC result of a pooling of `input` to [N, C, ho, wo].
+Tensor nhwc_result(const char* op, const Tensor& input, int64_t ho, int64_t wo) {
+  const DimVector shape{input.size(0), input.size(1), ho, wo};
+  return empty_tensor(shape, strides_for_format(op, shape, MemoryFormat::ChannelsLast),
+                      input.dtype(), input.device());
+}
+
 std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, IntArrayRef kernel,
                                                           IntArrayRef stride, IntArrayRef padding,
                                                           IntArrayRef dilation, bool ceil_mode) {
@@ -243,6 +282,22 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, I
 Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
                          IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                          std::optional<int64_t> divisor_override) {
+  if (is_channels_last_4d(input)) {  // Note [Channels-last average pools]
+    const Planes p = planes_of("avg_pool2d", input);
+    const Window w = window_args("avg_pool2d", p, kernel, stride, padding, {}, ceil_mode);
+    check_divisor_override(divisor_override);
+    const Tensor x = input.contiguous(MemoryFormat::ChannelsLast);
+    Tensor out = nhwc_result("avg_pool2d", input, w.ho, w.wo);
+    visit_dtype<dtypes::kFloating>("avg_pool2d", input.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      avg_pool_nhwc(static_cast<const T*>(x.data_ptr()), static_cast<T*>(out.data_ptr()),
+                    input.size(0), input.size(1), p.h, p.w, w.ho, w.wo, w.kh * w.kw,
+                    [&](int64_t oy, int64_t ox) {
+                      return avg_pool_cell(p, w, oy, ox, count_include_pad, divisor_override);
+                    });
+    });
+    return out;
+  }
   const PoolMeta m = avg_pool2d_meta(input, kernel, stride, padding, ceil_mode, divisor_override);
   const Planes& p = m.p;
   const Window& w = m.w;
@@ -359,7 +414,9 @@ Tensor max_pool2d_with_indices_backward_kernel(const Tensor& grad, const Tensor&
   constexpr const char* op = "max_pool2d_with_indices_backward";
   const PoolBackwardMeta m =
       pool2d_backward_meta(op, grad, self, kernel, stride, padding, dilation, ceil_mode, &indices);
-  if (is_channels_last_4d(self)) return max_pool2d_backward_nhwc(op, grad, self, indices, m);
+  // Autograd passes `self` as its shape alone: the gradient's layout decides then.
+  if (is_channels_last_4d(self) || is_channels_last_4d(grad))
+    return max_pool2d_backward_nhwc(op, grad, self, indices, m);
   const Tensor g = grad.contiguous(), ind = indices.contiguous();
   const Tensor out = empty(self.sizes(), self.dtype(), self.device());
   const int64_t hw = m.p.h * m.p.w, per = m.w.ho * m.w.wo, total = m.p.planes * per;
@@ -397,6 +454,56 @@ Tensor avg_pool2d_backward_kernel(const Tensor& grad, const Tensor& self, IntArr
   check_divisor_override(divisor_override, op);
   const Planes& p = m.p;
   const Window& w = m.w;
+  // Note [Channels-last average pools]: autograd passes `self` as its shape alone, so the
+  // gradient's layout decides.
+  if (is_channels_last_4d(self) || is_channels_last_4d(grad)) {
+    const MemoryFormat cl = MemoryFormat::ChannelsLast;
+    const Tensor g = grad.contiguous(cl);
+    Tensor out = empty_tensor(self.sizes(), strides_for_format(op, self.sizes(), cl), self.dtype(),
+                              self.device());
+    const int64_t n = self.size(0), c = self.size(1), hw = p.h * p.w, per = w.ho * w.wo;
+    std::vector<AvgCell> cells(static_cast<size_t>(per));
+    for (int64_t oy = 0; oy < w.ho; ++oy)
+      for (int64_t ox = 0; ox < w.wo; ++ox)
+        cells[oy * w.wo + ox] = avg_pool_cell(p, w, oy, ox, count_include_pad, divisor_override);
+    constexpr int64_t kBlock = 64;  // channels per task
+    const int64_t blocks = (c + kBlock - 1) / kBlock;
+    visit_dtype<dtypes::kFloating>(op, self.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using M = opmath_t<T>;
+      const T* go = static_cast<const T*>(g.data_ptr());
+      T* dst = static_cast<T*>(out.data_ptr());
+      parallel_for(n * blocks, grain_for((hw + per * w.kh * w.kw) * kBlock),
+                   [&](int64_t b, int64_t e) {
+                     std::vector<M> buf(static_cast<size_t>(hw * kBlock));
+                     for (int64_t task = b; task < e; ++task) {
+                       const int64_t img = task / blocks, c0 = task % blocks * kBlock;
+                       const int64_t cb = std::min(kBlock, c - c0);
+                       M* __restrict gi = buf.data();
+                       std::fill(gi, gi + hw * cb, M(0));
+                       for (int64_t k = 0; k < per; ++k) {
+                         const AvgCell& cl = cells[static_cast<size_t>(k)];
+                         if (cl.divisor == 0) continue;  // wholly in the padding: the forward's 0/0
+                         const T* __restrict gr = go + (img * per + k) * c + c0;
+                         const M d = static_cast<M>(cl.divisor);
+                         M v[kBlock];
+                         for (int64_t ch = 0; ch < cb; ++ch) v[ch] = static_cast<M>(gr[ch]) / d;
+                         for (int64_t iy = cl.y0; iy < cl.y1; ++iy)
+                           for (int64_t ix = cl.x0; ix < cl.x1; ++ix) {
+                             M* __restrict at = gi + (iy * p.w + ix) * cb;
+                             for (int64_t ch = 0; ch < cb; ++ch) at[ch] += v[ch];
+                           }
+                       }
+                       for (int64_t q = 0; q < hw; ++q) {
+                         T* __restrict o = dst + (img * hw + q) * c + c0;
+                         const M* __restrict src = gi + q * cb;
+                         for (int64_t ch = 0; ch < cb; ++ch) o[ch] = cast_value<T>(src[ch]);
+                       }
+                     }
+                   });
+    });
+    return out;
+  }
   const Tensor g = grad.contiguous();
   const Tensor out = empty(self.sizes(), self.dtype(), self.device());
   const int64_t hw = p.h * p.w, per = w.ho * w.wo;
@@ -442,6 +549,27 @@ void for_each_adaptive_cell(const Planes& p, int64_t ho, int64_t wo, const F& ce
 }
 
 Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) {
+  if (is_channels_last_4d(input)) {  // Note [Channels-last average pools]
+    constexpr const char* op = "adaptive_avg_pool2d";
+    check_adaptive_output_size(op, output_size);
+    const Planes p = planes_of(op, input);
+    const int64_t ho = output_size[0], wo = output_size[1];
+    const Tensor x = input.contiguous(MemoryFormat::ChannelsLast);
+    Tensor out = nhwc_result(op, input, ho, wo);
+    visit_dtype<dtypes::kFloating>(op, input.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      avg_pool_nhwc(static_cast<const T*>(x.data_ptr()), static_cast<T*>(out.data_ptr()),
+                    input.size(0), input.size(1), p.h, p.w, ho, wo, (p.h / ho + 1) * (p.w / wo + 1),
+                    [&](int64_t oy, int64_t ox) {
+                      AvgCell cl;
+                      cl.y0 = adaptive_start(oy, p.h, ho), cl.y1 = adaptive_end(oy, p.h, ho);
+                      cl.x0 = adaptive_start(ox, p.w, wo), cl.x1 = adaptive_end(ox, p.w, wo);
+                      cl.divisor = (cl.y1 - cl.y0) * (cl.x1 - cl.x0);
+                      return cl;
+                    });
+    });
+    return out;
+  }
   const PoolMeta m = adaptive_pool2d_meta("adaptive_avg_pool2d", input, output_size, false);
   const Planes& p = m.p;
   const int64_t ho = m.w.ho, wo = m.w.wo;
