@@ -849,6 +849,45 @@ TEST(COMPILE_SUITE, ACompiledForwardRunsItsGeneratedBackward) {
   lin->weight.requires_grad_(true);
 }
 
+// Graphs over channels-last tensors (docs/memory_format.md): every result, and with a generated
+// backward every gradient, has the strides the eager program gives it (an empty_like captured
+// as an empty and an as_strided view of it; pointwise, reductions and pooling following their
+// inputs).
+TEST(COMPILE_SUITE, ChannelsLastProgramsKeepTheirLayouts) {
+  constexpr MemoryFormat kCL = MemoryFormat::ChannelsLast;
+  const Tensor x = randn_on({2, 3, 12, 12}, 31).contiguous(kCL);
+  const Tensor w = randn_on({8, 3, 3, 3}, 32).contiguous(kCL).requires_grad_();
+  auto program = [w](const Tensor& t) {
+    const Tensor y = relu(conv2d(t, w, {}, {1, 1}, {1, 1}));
+    const Tensor z = y * 2.0 + y.sum({1}, true);
+    return std::make_tuple(z, max_pool2d(z, {2, 2}), avg_pool2d(z, {3, 3}, {2, 2}, {1, 1}),
+                           z.amax({2}, true), y.clone());
+  };
+  auto f = compile(program);
+  const auto want = program(x);
+  const std::vector<Tensor> wants = {std::get<0>(want), std::get<1>(want), std::get<2>(want),
+                                     std::get<3>(want), std::get<4>(want)};
+  Tensor want_grad;
+  {
+    (std::get<1>(want).sum() + std::get<2>(want).sum()).backward();
+    want_grad = w.grad().clone();
+  }
+  for (int call = 0; call < 3; ++call) {
+    w.grad() = Tensor();
+    const auto got = f(x);
+    const std::vector<Tensor> gots = {std::get<0>(got), std::get<1>(got), std::get<2>(got),
+                                      std::get<3>(got), std::get<4>(got)};
+    for (size_t i = 0; i < gots.size(); ++i) {
+      EXPECT_EQ(gots[i].strides(), wants[i].strides()) << "result " << i << ", call " << call;
+      EXPECT_TRUE(allclose(gots[i], wants[i].detach(), 1e-5, 1e-6)) << "result " << i;
+    }
+    (std::get<1>(got).sum() + std::get<2>(got).sum()).backward();
+    EXPECT_EQ(w.grad().strides(), want_grad.strides()) << "call " << call;
+    EXPECT_TRUE(allclose(w.grad(), want_grad, 1e-5, 1e-6)) << "call " << call;
+  }
+  EXPECT_EQ(f.stats().compiled_calls, 2) << f.stats().last_eager_reason;
+}
+
 // Note [Recomputed pointwise values]: the GELU's result, which the second linear's weight
 // gradient reads, is computed again in the backward from the first linear's result (saved for
 // the GELU's own gradient) instead of being saved.
