@@ -316,5 +316,38 @@ TEST(MemoryFormat, ChannelsLastAveragePoolsEqualThePlaneKernels) {
   }
 }
 
+// The NHWC bilinear upsampling and adaptive max pooling give the plane kernels' bits (values,
+// indices with NaN and ties; upsampling's NaN where the plane kernel's are) in each floating
+// dtype.
+TEST(MemoryFormat, ChannelsLastUpsampleAndAdaptiveMaxEqualThePlaneKernels) {
+  manual_seed(23);
+  for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf}) {
+    Tensor x = (randint(-3, 4, {2, 19, 9, 7}).to(kFloat) * 0.5);
+    x.view({-1}).narrow(0, 50, 3).copy_(tensor({NAN, INFINITY, -INFINITY}));
+    x = x.to(t);
+    const Tensor xc = x.contiguous(kCL);
+    for (const std::vector<int64_t>& o :
+         {std::vector<int64_t>{4, 3}, std::vector<int64_t>{9, 7}, std::vector<int64_t>{5, 11}}) {
+      const std::string what = fmt::format("{} to {}", to_string(t), to_string(IntArrayRef(o)));
+      const auto [v, i] = adaptive_max_pool2d(x, o);
+      const auto [vc, ic] = adaptive_max_pool2d(xc, o);
+      EXPECT_TRUE(vc.is_contiguous(kCL) && ic.is_contiguous(kCL)) << what;
+      EXPECT_TRUE(testing::same_bytes(vc.contiguous(), v)) << what;
+      EXPECT_TRUE(testing::same_bytes(ic.contiguous(), i)) << what;
+      for (bool align : {false, true}) {
+        const Tensor u = upsample_bilinear2d(x, o, align), uc = upsample_bilinear2d(xc, o, align);
+        EXPECT_TRUE(uc.is_contiguous(kCL)) << what;
+        // (NaN's sign may differ: the compiler contracts the two loops' products into FMAs
+        // differently)
+        const Tensor ucc = uc.contiguous();
+        EXPECT_TRUE(testing::same_bytes(isnan(ucc), isnan(u))) << what << " align " << align;
+        EXPECT_TRUE(testing::same_bytes(where(isnan(ucc), zeros_like(u), ucc),
+                                        where(isnan(u), zeros_like(u), u)))
+            << what << " align " << align;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace xten

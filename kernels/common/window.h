@@ -103,8 +103,8 @@ bool channels_last_conv(const Tensor& input, const Tensor& weight);
 // Note [Pooling layouts]: pooling and upsampling compute on NCHW planes; for a channels-last
 // input their results (values, indices, an input's gradient) are handed back channels-last,
 // the layout PyTorch gives (docs/memory_format.md). That is a reorder on either side, except
-// on the CPU for max_pool2d, avg_pool2d, their backwards and adaptive_avg_pool2d, which have
-// NHWC kernels (Notes [Channels-last max pool] and [Channels-last average pools],
+// on the CPU for max_pool2d, avg_pool2d, their backwards, adaptive_avg_pool2d,
+// adaptive_max_pool2d and upsample_bilinear2d, which have NHWC kernels (Notes [Channels-last max pool] and [Channels-last average pools],
 // kernels/cpu/pool.cpp).
 Tensor in_layout_of(const Tensor& result, const Tensor& input);
 

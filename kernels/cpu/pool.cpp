@@ -613,6 +613,60 @@ Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) 
 
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_kernel(const Tensor& input,
                                                       IntArrayRef output_size) {
+  if (is_channels_last_4d(input)) {
+    // NHWC: per output cell, the window's C-vectors merged with the plane kernel's rule (NaN
+    // wins and sticks, else the first maximum), lane by lane; its values and indices.
+    constexpr const char* op = "adaptive_max_pool2d";
+    check_adaptive_output_size(op, output_size);
+    const Planes p = planes_of(op, input);
+    const int64_t n = input.size(0), c = input.size(1), ho = output_size[0], wo = output_size[1];
+    const Tensor x = input.contiguous(MemoryFormat::ChannelsLast);
+    Tensor out = nhwc_result(op, input, ho, wo);
+    Tensor idx = empty_tensor(out.sizes(), out.strides(), kLong, input.device());
+    visit_dtype<dtypes::kFloating>(op, input.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using M = opmath_t<T>;
+      const T* src = static_cast<const T*>(x.data_ptr());
+      T* dst = static_cast<T*>(out.data_ptr());
+      int64_t* ind = static_cast<int64_t*>(idx.data_ptr());
+      parallel_for(
+          n * ho, grain_for(wo * c * (p.h / ho + 1) * (p.w / wo + 1)), [&](int64_t b, int64_t e) {
+            std::vector<M> best(static_cast<size_t>(c));
+            std::vector<int64_t> at(static_cast<size_t>(c));
+            M* __restrict bp = best.data();
+            int64_t* __restrict ap = at.data();
+            for (int64_t row = b; row < e; ++row) {
+              const int64_t img = row / ho, oy = row % ho;
+              const int64_t y0 = adaptive_start(oy, p.h, ho), y1 = adaptive_end(oy, p.h, ho);
+              for (int64_t ox = 0; ox < wo; ++ox) {
+                const int64_t x0 = adaptive_start(ox, p.w, wo);
+                const int64_t x1 = adaptive_end(ox, p.w, wo);
+                const T* xi = src + img * p.h * p.w * c;
+                for (int64_t ch = 0; ch < c; ++ch)
+                  bp[ch] = static_cast<M>(xi[(y0 * p.w + x0) * c + ch]), ap[ch] = y0 * p.w + x0;
+                for (int64_t iy = y0; iy < y1; ++iy)
+                  for (int64_t ix = x0; ix < x1; ++ix) {
+                    const T* __restrict v = xi + (iy * p.w + ix) * c;
+                    const int64_t pos = iy * p.w + ix;
+                    for (int64_t ch = 0; ch < c; ++ch) {
+                      const M vv = static_cast<M>(v[ch]), bb = bp[ch];
+                      const bool take = ((vv > bb) | (vv != vv)) & (bb == bb);
+                      bp[ch] = branchless_select(take, vv, bb);
+                      ap[ch] = branchless_select(take, pos, ap[ch]);
+                    }
+                  }
+                T* __restrict yo = dst + (row * wo + ox) * c;
+                int64_t* __restrict io = ind + (row * wo + ox) * c;
+                for (int64_t ch = 0; ch < c; ++ch) {
+                  yo[ch] = cast_value<T>(bp[ch]);
+                  io[ch] = ap[ch];
+                }
+              }
+            }
+          });
+    });
+    return {out, idx};
+  }
   const PoolMeta m = adaptive_pool2d_meta("adaptive_max_pool2d", input, output_size, true);
   const Planes& p = m.p;
   const int64_t ho = m.w.ho, wo = m.w.wo;
@@ -645,6 +699,48 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d_kernel(const Tensor& input,
 
 Tensor upsample_bilinear2d_kernel(const Tensor& input, IntArrayRef output_size,
                                   bool align_corners) {
+  if (is_channels_last_4d(input)) {
+    // NHWC: each output position blends four C-vectors with the plane kernel's expression, so
+    // the values are its bits; no reorder of the input or the result.
+    constexpr const char* op = "upsample_bilinear2d";
+    check_adaptive_output_size(op, output_size);
+    const Planes p = planes_of(op, input);
+    const int64_t n = input.size(0), c = input.size(1), ho = output_size[0], wo = output_size[1];
+    const Tensor x = input.contiguous(MemoryFormat::ChannelsLast);
+    Tensor out = nhwc_result(op, input, ho, wo);
+    visit_dtype<dtypes::kFloating>(op, input.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using M = opmath_t<T>;
+      std::vector<LinearTap<M>> rows(ho), cols(wo);
+      for (int64_t o = 0; o < ho; ++o) rows[o] = linear_tap<M>(o, p.h, ho, align_corners);
+      for (int64_t o = 0; o < wo; ++o) cols[o] = linear_tap<M>(o, p.w, wo, align_corners);
+      const T* src = static_cast<const T*>(x.data_ptr());
+      T* dst = static_cast<T*>(out.data_ptr());
+      parallel_for(n * ho, grain_for(4 * wo * c), [&](int64_t b, int64_t e) {
+        for (int64_t row = b; row < e; ++row) {
+          const int64_t img = row / ho, oy = row % ho;
+          const LinearTap<M>& r = rows[oy];
+          const T* top = src + (img * p.h + r.i0) * p.w * c;
+          const T* bottom = src + (img * p.h + r.i1) * p.w * c;
+          for (int64_t ox = 0; ox < wo; ++ox) {
+            const LinearTap<M>& cl = cols[ox];
+            const T* __restrict t0 = top + cl.i0 * c;
+            const T* __restrict t1 = top + cl.i1 * c;
+            const T* __restrict b0 = bottom + cl.i0 * c;
+            const T* __restrict b1 = bottom + cl.i1 * c;
+            T* __restrict y = dst + (row * wo + ox) * c;
+            const M cl0 = M(1) - cl.l, cl1 = cl.l, r0 = M(1) - r.l, r1 = r.l;
+            for (int64_t ch = 0; ch < c; ++ch) {
+              const M t = cl0 * static_cast<M>(t0[ch]) + cl1 * static_cast<M>(t1[ch]);
+              const M bo = cl0 * static_cast<M>(b0[ch]) + cl1 * static_cast<M>(b1[ch]);
+              y[ch] = cast_value<T>(r0 * t + r1 * bo);
+            }
+          }
+        }
+      });
+    });
+    return out;
+  }
   const PoolMeta m = upsample_bilinear2d_meta(input, output_size);
   const Planes& p = m.p;
   const int64_t ho = m.w.ho, wo = m.w.wo;
