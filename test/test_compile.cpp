@@ -978,6 +978,22 @@ TEST(COMPILE_SUITE, ACompiledForwardsBackwardChecksWhatEagerChecks) {
   EXPECT_EQ(f.stats().compiled_calls, 8);
 }
 
+// The samples of `op` on the test's device, requiring grad, and fixed weights w for the loss
+// sum(op(x) * w); none when the op's result is not floating.
+std::optional<std::pair<std::vector<Tensor>, Tensor>> derivative_samples(
+    const testing::OpInfo& op) {
+  std::vector<Tensor> xs;
+  for (size_t i = 0; i < op.shapes.size(); ++i)
+    xs.push_back(
+        testing::sample(op.shapes[i], op.domain, kFloat, 10 + i).to(kDev).requires_grad_());
+  NoGradGuard no_grad;
+  manual_seed(99);
+  const Tensor y = op.fn(xs);
+  if (!is_floating_type(y.dtype())) return std::nullopt;
+  return std::make_pair(
+      xs, testing::sample(y.sizes().vec(), testing::Domain::NonZero, kFloat, 7).to(kDev));
+}
+
 // Every derivative of the op database through a compiled backward: a program that runs the op and
 // the backward of sum(op(x) * w) for fixed weights w, returning the inputs' gradients, compiled
 // (a training step: warm-up, capture, then the graph) against the same program run eagerly.
@@ -985,18 +1001,10 @@ TEST(COMPILE_SUITE, EveryDerivativeOfTheDatabaseThroughACompiledBackwardEqualsEa
   int compiled = 0;
   std::vector<std::string> eager;
   for (const testing::OpInfo& op : testing::op_db()) {
-    std::vector<Tensor> xs;
-    for (size_t i = 0; i < op.shapes.size(); ++i)
-      xs.push_back(
-          testing::sample(op.shapes[i], op.domain, kFloat, 10 + i).to(kDev).requires_grad_());
-    Tensor w;
-    {
-      NoGradGuard no_grad;
-      manual_seed(99);
-      const Tensor y = op.fn(xs);
-      if (!is_floating_type(y.dtype())) continue;
-      w = testing::sample(y.sizes().vec(), testing::Domain::NonZero, kFloat, 7).to(kDev);
-    }
+    auto sample = derivative_samples(op);
+    if (!sample) continue;
+    std::vector<Tensor>& xs = sample->first;
+    const Tensor& w = sample->second;
     auto program = [&op, &w](const std::vector<Tensor>& in) {
       nn::zero_grads(in, true);
       (op.fn(in) * w).sum().backward();
@@ -1037,18 +1045,10 @@ TEST(COMPILE_SUITE, EveryDerivativeOfTheDatabaseThroughAGeneratedBackwardEqualsE
   int compiled = 0;
   std::vector<std::string> eager;
   for (const testing::OpInfo& op : testing::op_db()) {
-    std::vector<Tensor> xs;
-    for (size_t i = 0; i < op.shapes.size(); ++i)
-      xs.push_back(
-          testing::sample(op.shapes[i], op.domain, kFloat, 10 + i).to(kDev).requires_grad_());
-    Tensor w;
-    {
-      NoGradGuard no_grad;
-      manual_seed(99);
-      const Tensor y = op.fn(xs);
-      if (!is_floating_type(y.dtype())) continue;
-      w = testing::sample(y.sizes().vec(), testing::Domain::NonZero, kFloat, 7).to(kDev);
-    }
+    auto sample = derivative_samples(op);
+    if (!sample) continue;
+    std::vector<Tensor>& xs = sample->first;
+    const Tensor& w = sample->second;
     auto grads_of = [&](const Tensor& y) {
       nn::zero_grads(xs, true);
       (y * w).sum().backward();

@@ -8,31 +8,12 @@
 // the pairs' ratios (xten's rate over libtorch's: above 1, xten is faster). Both libraries share
 // one OpenMP runtime in one process (interleaved_nn.cpp). Build and run:
 // compare_interleaved.sh cpu.
-#include <vector>
-
-#include <xten/core/parallel.h>
 #include <xten/xten.h>
 
 #include "../cpu_cases.h"
-#include "interleaved.h"
+#include "case_list_main.h"
 
-// interleaved_cpu_libtorch.cpp: libtorch_cpu_cases(), the same cases in the same order.
-void set_libtorch_threads(int threads) {
-  libtorch_threads() = threads;
-  restore_libtorch_threads();
-}
-std::vector<CpuCase> cases_of_libtorch() {
-  return libtorch_function<std::vector<CpuCase>()>("cases_of_libtorch")();
-}
-
+// interleaved_cpu_libtorch.cpp exports the libtorch side: the same cases in the same order.
 int main(int argc, char** argv) {
-  const std::vector<int> threads = thread_counts("interleaved_cpu", argc, argv);
-  if (threads.empty()) return 2;
-  compare_case_lists<CpuCase>(
-      threads, 9,
-      [](int t) {
-        xten::set_num_threads(t);
-        set_libtorch_threads(t);
-      },
-      xten_cpu_cases, cases_of_libtorch);
+  return compare_with_libtorch_cases("interleaved_cpu", argc, argv, 9, xten_cpu_cases);
 }

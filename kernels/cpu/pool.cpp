@@ -148,6 +148,23 @@ Tensor nhwc_result(const char* op, const Tensor& input, int64_t ho, int64_t wo) 
                       input.dtype(), input.device());
 }
 
+// An NHWC input pooled or resampled to output_size (adaptive pools, upsampling): the checked
+// geometry, the input channels-last, and the result.
+struct NhwcResize {
+  Planes p;
+  int64_t n = 0, c = 0, ho = 0, wo = 0;
+  Tensor x, out;
+};
+NhwcResize nhwc_resize(const char* op, const Tensor& input, IntArrayRef output_size) {
+  check_adaptive_output_size(op, output_size);
+  NhwcResize r;
+  r.p = planes_of(op, input);
+  r.n = input.size(0), r.c = input.size(1), r.ho = output_size[0], r.wo = output_size[1];
+  r.x = input.contiguous(MemoryFormat::ChannelsLast);
+  r.out = nhwc_result(op, input, r.ho, r.wo);
+  return r;
+}
+
 std::tuple<Tensor, Tensor> max_pool2d_with_indices_kernel(const Tensor& input, IntArrayRef kernel,
                                                           IntArrayRef stride, IntArrayRef padding,
                                                           IntArrayRef dilation, bool ceil_mode) {
@@ -551,11 +568,10 @@ void for_each_adaptive_cell(const Planes& p, int64_t ho, int64_t wo, const F& ce
 Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) {
   if (is_channels_last_4d(input)) {  // Note [Channels-last average pools]
     constexpr const char* op = "adaptive_avg_pool2d";
-    check_adaptive_output_size(op, output_size);
-    const Planes p = planes_of(op, input);
-    const int64_t ho = output_size[0], wo = output_size[1];
-    const Tensor x = input.contiguous(MemoryFormat::ChannelsLast);
-    Tensor out = nhwc_result(op, input, ho, wo);
+    const NhwcResize r = nhwc_resize(op, input, output_size);
+    const Planes& p = r.p;
+    const int64_t ho = r.ho, wo = r.wo;
+    const Tensor &x = r.x, &out = r.out;
     visit_dtype<dtypes::kFloating>(op, input.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       avg_pool_nhwc(static_cast<const T*>(x.data_ptr()), static_cast<T*>(out.data_ptr()),
@@ -616,14 +632,12 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d_kernel(const Tensor& input,
   if (is_channels_last_4d(input)) {
     // NHWC: per output cell, the window's C-vectors merged with the plane kernel's rule (NaN
     // wins and sticks, else the first maximum), lane by lane; its values and indices.
-    constexpr const char* op = "adaptive_max_pool2d";
-    check_adaptive_output_size(op, output_size);
-    const Planes p = planes_of(op, input);
-    const int64_t n = input.size(0), c = input.size(1), ho = output_size[0], wo = output_size[1];
-    const Tensor x = input.contiguous(MemoryFormat::ChannelsLast);
-    Tensor out = nhwc_result(op, input, ho, wo);
+    const NhwcResize r = nhwc_resize("adaptive_max_pool2d", input, output_size);
+    const Planes& p = r.p;
+    const int64_t n = r.n, c = r.c, ho = r.ho, wo = r.wo;
+    const Tensor &x = r.x, &out = r.out;
     Tensor idx = empty_tensor(out.sizes(), out.strides(), kLong, input.device());
-    visit_dtype<dtypes::kFloating>(op, input.dtype(), [&](auto tag) {
+    visit_dtype<dtypes::kFloating>("adaptive_max_pool2d", input.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       using M = opmath_t<T>;
       const T* src = static_cast<const T*>(x.data_ptr());
@@ -702,13 +716,11 @@ Tensor upsample_bilinear2d_kernel(const Tensor& input, IntArrayRef output_size,
   if (is_channels_last_4d(input)) {
     // NHWC: each output position blends four C-vectors with the plane kernel's expression, so
     // the values are its bits; no reorder of the input or the result.
-    constexpr const char* op = "upsample_bilinear2d";
-    check_adaptive_output_size(op, output_size);
-    const Planes p = planes_of(op, input);
-    const int64_t n = input.size(0), c = input.size(1), ho = output_size[0], wo = output_size[1];
-    const Tensor x = input.contiguous(MemoryFormat::ChannelsLast);
-    Tensor out = nhwc_result(op, input, ho, wo);
-    visit_dtype<dtypes::kFloating>(op, input.dtype(), [&](auto tag) {
+    const NhwcResize r = nhwc_resize("upsample_bilinear2d", input, output_size);
+    const Planes& p = r.p;
+    const int64_t n = r.n, c = r.c, ho = r.ho, wo = r.wo;
+    const Tensor &x = r.x, &out = r.out;
+    visit_dtype<dtypes::kFloating>("upsample_bilinear2d", input.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       using M = opmath_t<T>;
       std::vector<LinearTap<M>> rows(ho), cols(wo);
