@@ -18,14 +18,14 @@ int main(int argc, char** argv) {
   at::set_num_threads(threads);
   torch::manual_seed(0);
   // models::SmallCNN's layers.
-  nn::Sequential model(
-      nn::Conv2d(nn::Conv2dOptions(1, 32, 3).padding(1).bias(false)), nn::BatchNorm2d(32),
-      nn::ReLU(), nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1).bias(false)),
-      nn::BatchNorm2d(64), nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(), nn::Dropout(0.25),
-      nn::Linear(64 * 7 * 7, 32), nn::ReLU(), nn::Linear(32, 10));
-  torch::optim::SGD opt(
-      model->parameters(),
-      torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(5e-4));
+  nn::Sequential model(nn::Conv2d(nn::Conv2dOptions(1, 32, 3).padding(1).bias(false)),
+                       nn::BatchNorm2d(32), nn::ReLU(), nn::MaxPool2d(2),
+                       nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1).bias(false)),
+                       nn::BatchNorm2d(64), nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(),
+                       nn::Dropout(0.25), nn::Linear(64 * 7 * 7, 32), nn::ReLU(),
+                       nn::Linear(32, 10));
+  torch::optim::SGD opt(model->parameters(),
+                        torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(5e-4));
   const int64_t batch = 64;
   const torch::Tensor x = torch::randn({batch, 1, 28, 28}), target = torch::randint(10, {batch});
   auto step = [&] {
