@@ -160,7 +160,7 @@ Tensor conv_transpose2d_kernel(const Tensor& input_, const Tensor& weight_,
                                                output_padding, groups, dilation);
   const bool cl = channels_last_conv(input_, weight_);
   Tensor fast = try_onednn(
-      weight_, bias, g, input_.dtype(), cl, false,
+      weight_, bias, g, input_.dtype(), cl, true,
       [&](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& o, bool nhwc) {
         return onednn::conv_transpose2d(x, w, b, g, output_padding, o, nhwc);
       });

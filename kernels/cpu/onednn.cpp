@@ -631,14 +631,16 @@ bool conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& bias, cons
       fmt::format("deconv {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
                   static_cast<int>(x.dtype()), g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.sh, g.sw,
                   g.ph, g.pw, g.dh, g.dw, g.groups, output_padding) +
-      (bias.defined() ? " bias" : "") + (nhwc ? " nhwc" : "");
+      (bias.defined() ? " bias" : "") + (nhwc ? " nhwc" : "") +
+      fmt::format(" w {}", w.strides());
   const double flops =
       2.0 * static_cast<double>(g.n * g.o * g.ho * g.wo) * static_cast<double>(cg * g.kh * g.kw);
   auto e = cache().get(key, flops, [&](Entry& en) {
     en.user_src = activation_desc({g.n, g.c, g.h, g.w}, *dt, nhwc);
-    // xten's weight is [c, o / groups, kh, kw]: oneDNN's (g, o, i, kh, kw) reads it strided.
-    en.user_weights = weight_desc(*dt, g.groups, og, cg, g.kh, g.kw, g.kh * g.kw, og * g.kh * g.kw,
-                                  cg * og * g.kh * g.kw);
+    // xten's weight is [c, o / groups, kh, kw] (contiguous or channels-last, a conv2d weight read
+    // for its input gradient): oneDNN's (g, o, i, kh, kw) reads it through its strides.
+    en.user_weights = weight_desc(*dt, g.groups, og, cg, g.kh, g.kw, w.stride(1), w.stride(0),
+                                  cg * w.stride(0), w.stride(2), w.stride(3));
     en.user_dst = activation_desc({g.n, g.o, g.ho, g.wo}, *dt, nhwc);
     const tag act = nhwc ? tag::nhwc : tag::any;
     const memory::desc any_src({g.n, g.c, g.h, g.w}, *dt, act);
