@@ -197,12 +197,17 @@ Tensor conv2d_backward_weight_kernel(const Tensor& grad_output, const Tensor& in
                                      bool transposed) {
   if (!transposed && cpu_gemm() == CpuGemm::OneDnn && input.dim() == 4 && grad_output.dim() == 4 &&
       weight_size.size() == 4 && input.dtype() == grad_output.dtype()) {
-    Tensor grad_weight = empty_tensor(weight_size, input.dtype(), input.device());
-    const Geometry g =
-        conv2d_geometry(input, grad_weight, std::nullopt, stride, padding, dilation, groups);
-    // Channels-last activations are read as they lie (Note [Channels-last convolution]).
+    // Channels-last activations are read as they lie (Note [Channels-last convolution]), and
+    // the weight gradient is written channels-last then, as PyTorch's is (a channels-last
+    // weight's accumulation then copies nothing).
     const bool cl = input.suggest_memory_format() == MemoryFormat::ChannelsLast ||
                     grad_output.suggest_memory_format() == MemoryFormat::ChannelsLast;
+    const MemoryFormat layout = cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+    Tensor grad_weight =
+        empty_tensor(weight_size, strides_for_format("conv2d_backward_weight", weight_size, layout),
+                     input.dtype(), input.device());
+    const Geometry g =
+        conv2d_geometry(input, grad_weight, std::nullopt, stride, padding, dilation, groups);
     if (grad_output.sizes() == IntArrayRef({g.n, g.o, g.ho, g.wo}) &&
         onednn::conv2d_backward_weight(in_layout(grad_output, cl), in_layout(g.input4, cl), g,
                                        grad_weight, cl)) {
