@@ -1304,7 +1304,9 @@ TEST(COMPILE_SUITE, TrainingStepsUnderAutocastEqualEager) {
 // biases: the key projection's bias has a zero gradient in exact arithmetic (softmax ignores a
 // constant per row), so Adam turns its rounding noise into steps of the learning rate's size,
 // which no tolerance can compare.
-TrainRun train_gpt(int steps, bool compiled) {
+// With `compile_forward`, the model's loss is compiled alone (a generated backward) and the step
+// runs eagerly around it.
+TrainRun train_gpt(int steps, bool compiled, bool compile_forward = false) {
   manual_seed(0);
   models::GPT model(
       models::GPTConfig(40).block_size(16).n_layer(2).n_head(2).n_embd(32).dropout(0.1).bias(
@@ -1316,9 +1318,10 @@ TrainRun train_gpt(int steps, bool compiled) {
   optim::CosineAnnealingLR sched(opt, steps);
   manual_seed(1);
   const Tensor idx = randint(0, 40, {4, 16}).to(kDev), targets = randint(0, 40, {4, 16}).to(kDev);
+  auto compiled_loss = compile([&](const Tensor& x, const Tensor& y) { return model->loss(x, y); });
   auto step = [&](const Tensor& x, const Tensor& y) {
     opt.zero_grad();
-    Tensor loss = model->loss(x, y);
+    Tensor loss = compile_forward ? compiled_loss(x, y) : model->loss(x, y);
     loss.backward();
     std::vector<Tensor> grads;
     for (const Tensor& p : params) grads.push_back(p.grad());
@@ -1337,8 +1340,15 @@ TrainRun train_gpt(int steps, bool compiled) {
   r.buffers = model->named_buffers();
   for (const auto& [name, p] : r.params) r.grads.emplace_back(name, p.grad());
   r.state = opt.state_dict();
-  r.stats = compiled_step.stats();
+  r.stats = compile_forward ? compiled_loss.stats() : compiled_step.stats();
   return r;
+}
+
+TEST(COMPILE_SUITE, AGptCompiledAloneInAnEagerLoopEqualsEager) {
+  const TrainRun eager = train_gpt(12, false);
+  const TrainRun compiled = train_gpt(12, false, true);
+  expect_same_training(eager, compiled, "GPT, the loss compiled alone");
+  EXPECT_EQ(compiled.stats.compiled_calls, 11) << compiled.stats.last_eager_reason;
 }
 
 TEST(COMPILE_SUITE, AGptTrainingStepWithClippingEqualsEager) {
