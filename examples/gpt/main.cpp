@@ -28,6 +28,9 @@ const char* kUsage = R"(usage: gpt [options]
   --device cpu|xpu      where to train (default cpu)
   --amp                 autocast: bfloat16 on CPU, float16 on XPU (with a GradScaler)
   --compile             compile the training step whole and the evaluation forward (xten::compile)
+  --compile-model       compile the model's loss alone (a generated backward; docs/compile.md, "A
+                        compiled forward in an eager training loop") and the evaluation forward;
+                        the step runs eagerly around it (with the XPU's GradScaler too)
   --iters N             training iterations (default 3000)
   --batch-size N        windows per iteration (default 32)
   --block-size N        context length (default 128)
@@ -52,7 +55,7 @@ const char* kUsage = R"(usage: gpt [options]
 
 struct Args {
   std::string corpus = xten::data::kFortunesDir, device = "cpu", checkpoint, csv, svg;
-  bool amp = false, compile = false, tie = false, resume = false;
+  bool amp = false, compile = false, compile_model = false, tie = false, resume = false;
   int64_t iters = 3000, batch_size = 32, block_size = 128, layers = 4, heads = 4, width = 256;
   int64_t eval_every = 500, eval_batches = 50, log_every = 50, seed = 1337, threads = 0;
   int64_t stop_after = 0, sample_tokens = 300, top_k = 0;
@@ -78,6 +81,8 @@ Args parse(int argc, char** argv) {
       a.amp = true;
     else if (flag == "--compile")
       a.compile = true;
+    else if (flag == "--compile-model")
+      a.compile_model = true;
     else if (flag == "--tie")
       a.tie = true;
     else if (flag == "--resume")
@@ -142,6 +147,8 @@ Args parse(int argc, char** argv) {
         "--eval-batches must be positive");
   if (a.resume && a.checkpoint.empty())
     throw xten::ValueError("[gpt] --resume needs --checkpoint PATH");
+  if (a.compile && a.compile_model)
+    throw xten::ValueError("[gpt] --compile and --compile-model exclude each other");
   return a;
 }
 
@@ -316,7 +323,7 @@ int run(const Args& a) {
       y = y.to(device);
       std::optional<autocast::AutocastGuard> amp;
       if (a.amp) amp.emplace(device.type(), amp_dtype);
-      const Tensor logits = a.compile ? compiled(x) : model(x);
+      const Tensor logits = a.compile || a.compile_model ? compiled(x) : model(x);
       sum += cross_entropy(logits.reshape({-1, logits.size(-1)}).to(kFloat), y.reshape({-1}))
                  .item<double>();
     }
@@ -334,12 +341,14 @@ int run(const Args& a) {
   // run as one graph from its third call (docs/compile.md, "Training steps"). Clipping takes the
   // two-step form (get_total_norm, clip_grads_with_norm_: no host read, so no graph break).
   // Under fp16 autocast (XPU) the GradScaler's checks are graph breaks: those steps run eagerly.
+  // With --compile-model, the loss alone compiled (its backward generated).
+  auto compiled_loss = compile([&](const Tensor& x, const Tensor& y) { return model->loss(x, y); });
   auto train_step = [&](const Tensor& x, const Tensor& y) {
     Tensor loss;
     {
       std::optional<autocast::AutocastGuard> amp;
       if (a.amp) amp.emplace(device.type(), amp_dtype);
-      loss = model->loss(x, y);
+      loss = a.compile_model ? compiled_loss(x, y) : model->loss(x, y);
     }
     t.opt.zero_grad();
     t.scaler.scale(loss).backward();
@@ -393,12 +402,12 @@ int run(const Args& a) {
   }
   if (val_loss < 0) val_loss = evaluate();  // resumed at the end: evaluate what was loaded
   std::printf("final validation loss %.4f nats per character\n", val_loss);
-  if (a.compile) {
-    const CompileStats& cs = compiled_step.stats();
-    std::printf("compile: %lld steps ran the graph, %lld were captured, %lld ran eagerly%s%s\n",
-                static_cast<long long>(cs.compiled_calls), static_cast<long long>(cs.captures),
-                static_cast<long long>(cs.eager_calls), cs.eager_calls ? ": " : "",
-                cs.eager_calls ? cs.last_eager_reason.c_str() : "");
+  if (a.compile || a.compile_model) {
+    const CompileStats& cs = a.compile ? compiled_step.stats() : compiled_loss.stats();
+    std::printf("compile: %lld %s ran the graph, %lld were captured, %lld ran eagerly%s%s\n",
+                static_cast<long long>(cs.compiled_calls), a.compile ? "steps" : "forwards",
+                static_cast<long long>(cs.captures), static_cast<long long>(cs.eager_calls),
+                cs.eager_calls ? ": " : "", cs.eager_calls ? cs.last_eager_reason.c_str() : "");
   }
 
   if (!a.csv.empty()) std::ofstream(a.csv) << curve.to_csv();

@@ -493,8 +493,7 @@ int run(const Args& a) {
                 static_cast<long long>(a.batch_size), static_cast<long long>(world * a.batch_size));
 
   // With --compile-model, the model's forward compiled alone (its training flag is a guard).
-  xten::Compiled<std::function<Tensor(const Tensor&)>> compiled_model(net.forward, {},
-                                                                      net.module);
+  xten::Compiled<std::function<Tensor(const Tensor&)>> compiled_model(net.forward, {}, net.module);
   // One training step; with --compile, captured whole and run as one graph from its third call
   // (the first is the warm-up, the second the capture).
   auto train_step = [&](const Tensor& x, const Tensor& y) {
@@ -574,9 +573,8 @@ int run(const Args& a) {
       const xten::CompileStats& cs = a.compile ? compiled_step.stats() : compiled_model.stats();
       std::printf("compile: %lld %s ran the graph, %lld were captured, %lld ran eagerly%s%s\n",
                   static_cast<long long>(cs.compiled_calls), a.compile ? "steps" : "forwards",
-                  static_cast<long long>(cs.captures),
-                  static_cast<long long>(cs.eager_calls), cs.eager_calls ? ": " : "",
-                  cs.eager_calls ? cs.last_eager_reason.c_str() : "");
+                  static_cast<long long>(cs.captures), static_cast<long long>(cs.eager_calls),
+                  cs.eager_calls ? ": " : "", cs.eager_calls ? cs.last_eager_reason.c_str() : "");
     }
     double rate = images / progress.seconds();
     if (distributed) {
