@@ -139,16 +139,18 @@ Tensor group_norm_kernel(const Tensor& input, int64_t groups, const std::optiona
   return y;
 }
 
-// batch_norm's training statistics: one work-group per channel (batch_norm_stats_<t>).
+// batch_norm's training statistics: one work-group per channel (batch_norm_stats_<t>), reading a
+// channels-last batch as it lies.
 TensorPair batch_norm_stats_kernel(const Tensor& input) {
   const ScalarType t = input.dtype(), mt = t == kDouble ? kDouble : kFloat;
-  const Tensor x = input.contiguous();
+  const bool cl = input.dim() == 4 && input.suggest_memory_format() == MemoryFormat::ChannelsLast;
+  const Tensor x = input.contiguous(cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
   const int64_t c = x.size(1), n = x.size(0), inner = x.numel() / std::max<int64_t>(1, n * c);
   Tensor mean = empty({c}, mt, x.device()), var = empty({c}, mt, x.device());
   Kernel& k = get_kernel(device_of(x), "batch_norm_stats", family_for("norm", {t}),
                          std::string("batch_norm_stats_") + dtype_tag(t));
   launch_groups(stream_of(x), k, static_cast<uint64_t>(c), mean.data_ptr(), var.data_ptr(),
-                x.data_ptr(), n, c, inner);
+                x.data_ptr(), n, c, inner, static_cast<int32_t>(cl));
   return {mean, var};
 }
 

@@ -84,22 +84,25 @@
     }                                                                                              \
   }
 
-// batch_norm's training statistics (norms::batch_norm_stats) over an [n, channels, inner] input:
-// one work-group per channel, the mean and the biased variance (two passes, as the backward's).
+// batch_norm's training statistics (norms::batch_norm_stats) over an [n, channels, inner] input,
+// or a channels-last one ([n * inner, channels] rows, `channels_last`): one work-group per
+// channel, the mean and the biased variance (two passes, as the backward's).
+#define BN_STATS_AT(k)                                                                             \
+  (channels_last ? (k) * channels + c : ((k) / inner) * channels * inner + c * inner + (k) % inner)
 #define BATCH_NORM_STATS(T, unused)                                                                \
   KERNEL batch_norm_stats_##T(global T##_m* mean_out, global T##_m* var_out,                       \
-                              global const T##_t* x, long n, long channels, long inner) {          \
+                              global const T##_t* x, long n, long channels, long inner,            \
+                              int channels_last) {                                                 \
     local T##_m scratch[XTEN_GROUP_SIZE];                                                          \
     const long c = get_group_id(0), count = n * inner;                                             \
     const int l = (int)get_local_id(0);                                                            \
     T##_m acc = 0, mean, var;                                                                      \
-    for (long k = l; k < count; k += XTEN_GROUP_SIZE)                                              \
-      acc += T##_load(x, (k / inner) * channels * inner + c * inner + k % inner);                  \
+    for (long k = l; k < count; k += XTEN_GROUP_SIZE) acc += T##_load(x, BN_STATS_AT(k));          \
     GROUP_SUM(T, scratch, l, acc, mean)                                                            \
     mean /= count; /* 0 / 0: NaN statistics for an empty input, as the composite's */             \
     acc = 0;                                                                                       \
     for (long k = l; k < count; k += XTEN_GROUP_SIZE) {                                            \
-      const T##_m d = T##_load(x, (k / inner) * channels * inner + c * inner + k % inner) - mean;  \
+      const T##_m d = T##_load(x, BN_STATS_AT(k)) - mean;                                          \
       acc += d * d;                                                                                \
     }                                                                                              \
     GROUP_SUM(T, scratch, l, acc, var)                                                             \
