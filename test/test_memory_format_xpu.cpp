@@ -1,11 +1,17 @@
 // Memory formats on the XPU (docs/memory_format.md): pointwise results in their operands'
-// layout, host <-> device copies that keep a channels-last layout, and the op database run with
-// channels-last inputs, as on the CPU (test_memory_format.cpp).
+// layout, host <-> device copies that keep a channels-last layout, the op database run with
+// channels-last inputs, as on the CPU (test_memory_format.cpp), and the NHWC kernels of
+// convolution, pooling and batch norm's backward, which reorder nothing.
+#include <xten/kernels/xpu/runtime/xpu.h>
+#include <xten/profiler/profiler.h>
+
 #include "memory_format_checks.h"
 #include "xpu_test_env.h"
 
 namespace xten {
 namespace {
+
+namespace prof = xten::profiler;
 
 const bool kEnv = testing::set_xpu_test_env("1G");
 constexpr MemoryFormat kCL = MemoryFormat::ChannelsLast;
@@ -38,6 +44,137 @@ TEST(MemoryFormatXpu, CopiesBetweenHostAndDeviceKeepTheLayout) {
 
 TEST(MemoryFormatXpu, ReductionResultsFollowTheInputsLayout) {
   testing::check_reduction_layouts(Device("xpu"));
+}
+
+// The names of the kernels `f` launches on the XPU.
+std::vector<std::string> kernels_run(const std::function<void()>& f) {
+  prof::Profiler p;
+  p.start();
+  f();
+  xpu::synchronize();
+  p.stop();
+  std::vector<std::string> names;
+  for (const auto& d : p.device_events())
+    if (d.kind == "kernel") names.push_back(d.name);
+  return names;
+}
+
+// `f` on channels-last XPU operands runs `expect_kernel` and no copy kernel (a reorder of an
+// operand or a result), and gives a channels-last result.
+void expect_nhwc(const char* what, const std::function<Tensor()>& f,
+                 const std::string& expect_kernel) {
+  (void)f();  // builds the kernels outside the profile
+  Tensor r;
+  const std::vector<std::string> names = kernels_run([&] { r = f(); });
+  bool ran = false;
+  for (const auto& n : names) {
+    EXPECT_NE(n.rfind("copy_", 0), 0u) << what << " reordered: " << n;
+    ran = ran || n.rfind(expect_kernel, 0) == 0;
+  }
+  EXPECT_TRUE(ran) << what << " did not run " << expect_kernel;
+  EXPECT_TRUE(r.is_contiguous(kCL)) << what << ": strides " << to_string(r.strides());
+}
+
+TEST(MemoryFormatXpu, ConvolutionsReadAndWriteNhwcAndEqualTheCpu) {
+  struct Conv {
+    int64_t c, o, k, stride, pad, dil, groups;
+  };
+  // 3x3, strided, dilated, grouped, depthwise, 1x1 (the input itself as the columns).
+  for (const Conv cv :
+       {Conv{6, 8, 3, 1, 1, 1, 1}, Conv{6, 4, 3, 2, 1, 1, 2}, Conv{4, 6, 3, 1, 2, 2, 1},
+        Conv{4, 4, 3, 1, 1, 1, 4}, Conv{6, 10, 1, 1, 0, 1, 2}}) {
+    SCOPED_TRACE(::testing::Message() << "c " << cv.c << " o " << cv.o << " k " << cv.k
+                                      << " stride " << cv.stride << " groups " << cv.groups);
+    const Tensor x = randn({3, cv.c, 9, 7}), w = randn({cv.o, cv.c / cv.groups, cv.k, cv.k});
+    const Tensor b = randn({cv.o});
+    const DimVector st{cv.stride, cv.stride}, pd{cv.pad, cv.pad}, dl{cv.dil, cv.dil};
+    const Tensor xd = x.to("xpu").contiguous(kCL), wd = w.to("xpu").contiguous(kCL);
+    const Tensor bd = b.to("xpu");
+    const Tensor y = conv2d(x, w, b, st, IntArrayRef(pd), dl, cv.groups);
+    expect_nhwc(
+        "conv2d", [&] { return conv2d(xd, wd, bd, st, IntArrayRef(pd), dl, cv.groups); },
+        cv.k == 1 ? "bmm_" : "im2col_nhwc_");
+    EXPECT_TRUE(testing::allclose(conv2d(xd, wd, bd, st, IntArrayRef(pd), dl, cv.groups).to("cpu"),
+                                  y, 1e-4, 1e-5));
+    // The input gradient (a transposed convolution) and the weight gradient, channels-last.
+    const Tensor g = randn(y.sizes()), gd = g.to("xpu").contiguous(kCL);
+    const int64_t out_pad = (x.size(2) + 2 * cv.pad - cv.dil * (cv.k - 1) - 1) % cv.stride;
+    const DimVector op2{out_pad, (x.size(3) + 2 * cv.pad - cv.dil * (cv.k - 1) - 1) % cv.stride};
+    expect_nhwc(
+        "conv_transpose2d",
+        [&] { return conv_transpose2d(gd, wd, std::nullopt, st, pd, op2, cv.groups, dl); },
+        "col2im_nhwc_");
+    const Tensor dx = conv_transpose2d(g, w, std::nullopt, st, pd, op2, cv.groups, dl);
+    ASSERT_EQ(dx.sizes(), x.sizes());
+    EXPECT_TRUE(testing::allclose(
+        conv_transpose2d(gd, wd, std::nullopt, st, pd, op2, cv.groups, dl).to("cpu"), dx, 1e-4,
+        1e-5));
+    expect_nhwc(
+        "conv2d_backward_weight",
+        [&] { return conv2d_backward_weight(gd, xd, w.sizes(), st, pd, dl, cv.groups); }, "bmm_");
+    EXPECT_TRUE(testing::allclose(
+        conv2d_backward_weight(gd, xd, w.sizes(), st, pd, dl, cv.groups).to("cpu"),
+        conv2d_backward_weight(g, x, w.sizes(), st, pd, dl, cv.groups), 1e-4, 1e-4));
+  }
+}
+
+TEST(MemoryFormatXpu, PoolsAndBatchNormBackwardReadNhwcAndEqualThePlaneKernels) {
+  Tensor x = randn({2, 5, 9, 8});
+  x.view({-1}).narrow(0, 40, 3).copy_(tensor({NAN, INFINITY, -INFINITY}));
+  const Tensor xd = x.to("xpu"), xcl = xd.contiguous(kCL);
+  const std::vector<std::pair<const char*, std::function<std::vector<Tensor>(const Tensor&)>>> ops =
+      {
+          {"max_pool2d",
+           [](const Tensor& t) {
+             auto [v, i] = max_pool2d_with_indices(t, {3, 3}, {2, 2}, {1, 1}, {1, 1}, true);
+             return std::vector<Tensor>{v, i};
+           }},
+          {"avg_pool2d",
+           [](const Tensor& t) {
+             return std::vector<Tensor>{avg_pool2d(t, {3, 2}, {2, 1}, {1, 1}, true, false)};
+           }},
+          {"adaptive_avg_pool2d",
+           [](const Tensor& t) {
+             return std::vector<Tensor>{adaptive_avg_pool2d(t, {4, 3})};
+           }},
+          {"adaptive_max_pool2d",
+           [](const Tensor& t) {
+             auto [v, i] = adaptive_max_pool2d(t, {4, 3});
+             return std::vector<Tensor>{v, i};
+           }},
+          {"upsample_bilinear2d",
+           [](const Tensor& t) {
+             return std::vector<Tensor>{upsample_bilinear2d(t, {13, 5}, false)};
+           }},
+      };
+  for (const auto& [name, f] : ops) {
+    const std::vector<Tensor> plain = f(xd), cl = f(xcl);
+    for (size_t i = 0; i < plain.size(); ++i) {
+      EXPECT_TRUE(testing::same_bytes(cl[i].to("cpu"), plain[i].to("cpu")))
+          << name << " result " << i;
+      EXPECT_TRUE(cl[i].is_contiguous(kCL)) << name;
+    }
+    expect_nhwc(
+        name, [&, f = f] { return f(xcl)[0]; }, name);
+  }
+  // batch_norm's backward in training and in eval: the (n*h*w, c) rows as they lie.
+  const Tensor w = rand({5}).to("xpu"), rm = randn({5}).to("xpu"), rv = rand({5}).to("xpu") + 0.5;
+  const Tensor y = randn({2, 5, 9, 8}).to("xpu"), g = y.contiguous(kCL);
+  const Tensor xf = randn({2, 5, 9, 8}).to("xpu"), xfcl = xf.contiguous(kCL);
+  for (const bool training : {true, false}) {
+    const auto plain = batch_norm_backward(y, xf, w, rm, rv, training, 1e-5);
+    const auto cl = batch_norm_backward(g, xfcl, w, rm, rv, training, 1e-5);
+    EXPECT_TRUE(
+        testing::allclose(std::get<0>(cl).to("cpu"), std::get<0>(plain).to("cpu"), 1e-5, 1e-6));
+    EXPECT_TRUE(
+        testing::allclose(std::get<1>(cl).to("cpu"), std::get<1>(plain).to("cpu"), 1e-4, 1e-5));
+    EXPECT_TRUE(
+        testing::allclose(std::get<2>(cl).to("cpu"), std::get<2>(plain).to("cpu"), 1e-4, 1e-5));
+    expect_nhwc(
+        "batch_norm_backward",
+        [&] { return std::get<0>(batch_norm_backward(g, xfcl, w, rm, rv, training, 1e-5)); },
+        "batch_norm_backward_");
+  }
 }
 
 TEST(MemoryFormatXpu, OpDatabaseWithChannelsLastInputs) {

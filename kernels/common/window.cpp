@@ -205,10 +205,19 @@ void check_adaptive_output_size(const char* op, IntArrayRef output_size) {
 }
 
 namespace {
-PoolMeta pool_outputs(PoolMeta m, const Tensor& input, bool with_indices) {
+PoolMeta pool_outputs(PoolMeta m, const Tensor& input, bool with_indices, bool nhwc) {
+  const DimVector shape = m.p.shape(m.w.ho, m.w.wo);
+  if (nhwc && input.suggest_memory_format() == MemoryFormat::ChannelsLast) {
+    const DimVector strides = strides_for_format("pooling", shape, MemoryFormat::ChannelsLast);
+    m.c = input.size(1);
+    m.in = input.contiguous(MemoryFormat::ChannelsLast);
+    m.out = empty_tensor(shape, strides, input.dtype(), input.device());
+    if (with_indices) m.indices = empty_tensor(shape, strides, kLong, input.device());
+    return m;
+  }
   m.in = input.contiguous();
-  m.out = empty_tensor(m.p.shape(m.w.ho, m.w.wo), input.dtype(), input.device());
-  if (with_indices) m.indices = empty_tensor(m.p.shape(m.w.ho, m.w.wo), kLong, input.device());
+  m.out = empty_tensor(shape, input.dtype(), input.device());
+  if (with_indices) m.indices = empty_tensor(shape, kLong, input.device());
   return m;
 }
 }  // namespace
@@ -227,21 +236,21 @@ Tensor in_layout_of(const Tensor& result, const Tensor& input) {
 }
 
 PoolMeta max_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
-                         IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+                         IntArrayRef padding, IntArrayRef dilation, bool ceil_mode, bool nhwc) {
   PoolMeta m;
   m.p = planes_of("max_pool2d", input);
   m.w = window_args("max_pool2d", m.p, kernel, stride, padding, dilation, ceil_mode);
-  return pool_outputs(std::move(m), input, true);
+  return pool_outputs(std::move(m), input, true, nhwc);
 }
 
 PoolMeta avg_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
                          IntArrayRef padding, bool ceil_mode,
-                         std::optional<int64_t> divisor_override) {
+                         std::optional<int64_t> divisor_override, bool nhwc) {
   PoolMeta m;
   m.p = planes_of("avg_pool2d", input);
   m.w = window_args("avg_pool2d", m.p, kernel, stride, padding, {}, ceil_mode);
   check_divisor_override(divisor_override);
-  return pool_outputs(std::move(m), input, false);
+  return pool_outputs(std::move(m), input, false, nhwc);
 }
 
 PoolBackwardMeta pool2d_backward_meta(const char* op, const Tensor& grad_output, const Tensor& self,
@@ -274,21 +283,21 @@ PoolBackwardMeta pool2d_backward_meta(const char* op, const Tensor& grad_output,
 }
 
 PoolMeta adaptive_pool2d_meta(const char* op, const Tensor& input, IntArrayRef output_size,
-                              bool with_indices) {
+                              bool with_indices, bool nhwc) {
   check_adaptive_output_size(op, output_size);
   PoolMeta m;
   m.p = planes_of(op, input);
   m.w = Window{};
   m.w.ho = output_size[0];
   m.w.wo = output_size[1];
-  return pool_outputs(std::move(m), input, with_indices);
+  return pool_outputs(std::move(m), input, with_indices, nhwc);
 }
 
-PoolMeta upsample_bilinear2d_meta(const Tensor& input, IntArrayRef output_size) {
+PoolMeta upsample_bilinear2d_meta(const Tensor& input, IntArrayRef output_size, bool nhwc) {
   constexpr const char* op = "upsample_bilinear2d";
   XTEN_CHECK(input.dim() == 4, ValueError, op,
              "expected a 4-D input [N, C, H, W], but got shape {}", input.sizes());
-  return adaptive_pool2d_meta(op, input, output_size, false);
+  return adaptive_pool2d_meta(op, input, output_size, false, nhwc);
 }
 
 }  // namespace xten

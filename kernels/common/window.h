@@ -88,31 +88,37 @@ void check_adaptive_output_size(const char* op, IntArrayRef output_size);
 // its geometry, the contiguous input and its outputs, allocated on the input's device. A
 // backend's pooling kernel is the meta step and then its compute step (structured-kernel
 // style), so the backends share every shape, dtype rule and error.
+// A meta called with `nhwc` true lays out a channels-last 4-d input's `in`, `out` and `indices`
+// NHWC, and sets `c` to the channel count (the XPU kernels' argument); otherwise all three are
+// contiguous and `c` is 0.
 struct PoolMeta {
   Planes p;
   Window w;        // adaptive pooling: only ho and wo are set
-  Tensor in;       // the input, contiguous
+  Tensor in;       // the input, contiguous (or channels-last: above)
   Tensor out;      // p.shape(ho, wo), the input's dtype
   Tensor indices;  // max pooling: int64 flat positions in the input's H x W plane
+  int64_t c = 0;   // channels interleaved in `in` and `out` (NHWC), or 0 for planes
 };
 // Note [Channels-last convolution]: as in PyTorch, a convolution whose input or weight is
 // channels-last (a 4-d input, NHWC strides) computes and returns channels-last
 // (docs/memory_format.md).
 bool channels_last_conv(const Tensor& input, const Tensor& weight);
 
-// Note [Pooling layouts]: pooling and upsampling compute on NCHW planes; for a channels-last
-// input their results (values, indices, an input's gradient) are handed back channels-last,
-// the layout PyTorch gives (docs/memory_format.md). That is a reorder on either side, except
-// on the CPU for max_pool2d, avg_pool2d, their backwards, adaptive_avg_pool2d,
-// adaptive_max_pool2d and upsample_bilinear2d, which have NHWC kernels (Notes [Channels-last max pool] and [Channels-last average pools],
-// kernels/cpu/pool.cpp).
+// Note [Pooling layouts]: for a channels-last input, pooling and upsampling hand their results
+// (values, indices, an input's gradient) back channels-last, the layout PyTorch gives
+// (docs/memory_format.md). The forwards of max_pool2d, avg_pool2d, adaptive_avg_pool2d,
+// adaptive_max_pool2d and upsample_bilinear2d read NHWC as it lies on both devices (the CPU's
+// Notes [Channels-last max pool] and [Channels-last average pools], kernels/cpu/pool.cpp; the
+// XPU's pool.cl, POOL_CELL), and so do the CPU's pool backwards; the others compute on NCHW
+// planes, a reorder on either side.
 Tensor in_layout_of(const Tensor& result, const Tensor& input);
 
 PoolMeta max_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
-                         IntArrayRef padding, IntArrayRef dilation, bool ceil_mode);
+                         IntArrayRef padding, IntArrayRef dilation, bool ceil_mode,
+                         bool nhwc = false);
 PoolMeta avg_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
                          IntArrayRef padding, bool ceil_mode,
-                         std::optional<int64_t> divisor_override);
+                         std::optional<int64_t> divisor_override, bool nhwc = false);
 // The backward of max_pool2d_with_indices (`indices` given) and avg_pool2d (null): self's planes
 // and the forward's window, after checking that grad_output has the forward's output shape and
 // self's dtype and device, and the indices that shape and int64. Only self's metadata is read.
@@ -125,9 +131,9 @@ PoolBackwardMeta pool2d_backward_meta(const char* op, const Tensor& grad_output,
                                       IntArrayRef dilation, bool ceil_mode, const Tensor* indices);
 // adaptive_avg_pool2d (with_indices false) and adaptive_max_pool2d (true).
 PoolMeta adaptive_pool2d_meta(const char* op, const Tensor& input, IntArrayRef output_size,
-                              bool with_indices);
+                              bool with_indices, bool nhwc = false);
 // upsample_bilinear2d: a 4-D input, output_size (ho, wo) in w.
-PoolMeta upsample_bilinear2d_meta(const Tensor& input, IntArrayRef output_size);
+PoolMeta upsample_bilinear2d_meta(const Tensor& input, IntArrayRef output_size, bool nhwc = false);
 
 // Note [Bilinear taps]: output index o of `out` along a dim of `in` reads inputs i0 and
 // i1 = min(i0 + 1, in - 1) with weights 1 - l and l, from PyTorch's source index:

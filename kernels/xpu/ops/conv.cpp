@@ -1,7 +1,8 @@
-// XPU conv2d (im2col + linalg's tiled bmm) and conv_transpose2d (bmm + col2im), from conv.cl.
-// Shapes and checks are the CPU's (kernels/common/window.h). Half and BFloat16 compute in
-// float, as on the CPU. Images go through in chunks whose column buffer stays under
-// kColumnBytes, so memory stays bounded for large batches.
+// XPU conv2d (im2col + linalg's tiled bmm) and conv_transpose2d (bmm + col2im), from conv.cl,
+// in NCHW or, for channels-last operands, in NHWC (Note [Channels-last XPU convolution]), with
+// conv2d's weight gradient. Shapes and checks are the CPU's (kernels/common/window.h). Half and
+// BFloat16 compute in float, as on the CPU. Images go through in chunks whose column buffer
+// stays under kColumnBytes, so memory stays bounded for large batches.
 #include <algorithm>
 
 #include <xten/core/meta.h>
@@ -34,11 +35,98 @@ void launch_window_kernel(const char* op, const char* name, const Tensor& dst, c
          g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, ho, wo, dst.numel());
 }
 
+// Note [Channels-last XPU convolution]: as PyTorch does (Note [Channels-last convolution]), a
+// convolution with a channels-last input or weight computes in NHWC. An NHWC batch is a
+// [n*h*w, c] matrix and a channels-last weight [o, c/g, kh, kw] an [o, kh*kw*c/g] one, so per
+// group the convolution is one product, cols [n*ho*wo, kh*kw*c/g] @ weight^T, written into the
+// NHWC output's columns: im2col_nhwc lays each group's columns side by side, and a 1x1 stride-1
+// convolution reads the input itself. conv_transpose2d (a convolution's input gradient) is the
+// product x [n*h*w, c/g] @ weight [c/g, kh*kw*o/g] and col2im_nhwc, and the weight gradient
+// grad^T [o/g, n*ho*wo] @ cols, written channels-last as the CPU's is. No reorder of the input,
+// the output or the gradients; the sums run over (i, j, c) where NCHW's run over (c, i, j), so
+// the two layouts agree to rounding.
+
+// `t` ([n, c, h, w], channels-last) as the matrix [n*h*w, c] (a view).
+Tensor nhwc_rows(const Tensor& t) {
+  return t.permute({0, 2, 3, 1}).reshape({t.size(0) * t.size(2) * t.size(3), t.size(1)});
+}
+
+// A channels-last weight [a, b, kh, kw] as the matrix [a, kh*kw*b] (a view).
+Tensor ohwi_rows(const Tensor& w) {
+  return w.permute({0, 2, 3, 1}).reshape({w.size(0), w.size(1) * w.size(2) * w.size(3)});
+}
+
+Tensor empty_nhwc(IntArrayRef sizes, ScalarType t, Device d) {
+  return empty_tensor(sizes, strides_for_format("conv2d", sizes, MemoryFormat::ChannelsLast), t, d);
+}
+
+// out [1, n, m] = a [1, n, k] @ b [1, k, m] for 2-d operands (views of any strides).
+void mm_into(const char* op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  bmm_into(op, out.unsqueeze(0), a.unsqueeze(0), b.unsqueeze(0));
+}
+
+// im2col_nhwc over images [i0, i0 + nc) of the NHWC input `x` into cols [nc*ho*wo, kh*kw*c].
+Tensor nhwc_columns(const char* op, const Tensor& x, int64_t i0, int64_t nc, int64_t groups,
+                    const ConvGeometry& g) {
+  Tensor cols = empty({nc * g.ho * g.wo, g.kh * g.kw * g.c}, x.dtype(), x.device());
+  Kernel& kern = get_kernel(device_of(x), op, family_for("conv", {x.dtype()}),
+                            std::string("im2col_nhwc_") + dtype_tag(x.dtype()));
+  launch(stream_of(x), kern, cols.numel(), cols.data_ptr(), x.narrow(0, i0, nc).data_ptr(), g.c,
+         g.c / groups, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.ho, g.wo,
+         cols.numel());
+  return cols;
+}
+
+Tensor conv2d_nhwc(const ConvGeometry& g, const Tensor& input, const Tensor& weight,
+                   const std::optional<Tensor>& bias, int64_t groups, ScalarType ct) {
+  const Tensor x = g.input4.to(ct).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor w = ohwi_rows(weight.to(ct).contiguous(MemoryFormat::ChannelsLast));
+  Tensor out = empty_nhwc({g.n, g.o, g.ho, g.wo}, ct, input.device());
+  const Tensor out_rows = nhwc_rows(out);
+  const int64_t cg = g.c / groups, og = g.o / groups, k = g.kh * g.kw * cg, plane = g.ho * g.wo;
+  const bool pointwise = g.pointwise();
+  const int64_t chunk =
+      pointwise ? std::max<int64_t>(g.n, 1) : chunk_images(g.n, g.c * g.kh * g.kw * plane, ct);
+  for (int64_t i0 = 0; i0 < g.n; i0 += chunk) {
+    const int64_t nc = std::min(chunk, g.n - i0);
+    const Tensor cols = pointwise ? nhwc_rows(x).narrow(0, i0 * plane, nc * plane)
+                                  : nhwc_columns("conv2d", x, i0, nc, groups, g);
+    for (int64_t grp = 0; grp < groups; ++grp)
+      mm_into("conv2d", out_rows.narrow(0, i0 * plane, nc * plane).narrow(1, grp * og, og),
+              cols.narrow(1, grp * k, k), w.narrow(0, grp * og, og).t());
+  }
+  return conv_finish(out, bias, g, input.dtype());
+}
+
+Tensor conv_transpose2d_nhwc(const ConvGeometry& g, const Tensor& input, const Tensor& weight,
+                             const std::optional<Tensor>& bias, int64_t groups, ScalarType ct) {
+  const Tensor x = nhwc_rows(g.input4.to(ct).contiguous(MemoryFormat::ChannelsLast));
+  const Tensor w = ohwi_rows(weight.to(ct).contiguous(MemoryFormat::ChannelsLast));
+  Tensor out = empty_nhwc({g.n, g.o, g.ho, g.wo}, ct, input.device());
+  const int64_t cg = g.c / groups, og = g.o / groups, k = g.kh * g.kw * og, plane = g.h * g.w;
+  const int64_t chunk = chunk_images(g.n, g.o * g.kh * g.kw * plane, ct);
+  Kernel& kern = get_kernel(device_of(out), "conv_transpose2d", family_for("conv", {ct}),
+                            std::string("col2im_nhwc_") + dtype_tag(ct));
+  for (int64_t i0 = 0; i0 < g.n; i0 += chunk) {
+    const int64_t nc = std::min(chunk, g.n - i0);
+    Tensor cols = empty({nc * plane, groups * k}, ct, input.device());
+    for (int64_t grp = 0; grp < groups; ++grp)
+      mm_into("conv_transpose2d", cols.narrow(1, grp * k, k),
+              x.narrow(0, i0 * plane, nc * plane).narrow(1, grp * cg, cg),
+              w.narrow(0, grp * cg, cg));
+    const Tensor y = out.narrow(0, i0, nc);
+    launch(stream_of(out), kern, y.numel(), y.data_ptr(), cols.data_ptr(), g.o, og, g.h, g.w, g.kh,
+           g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.ho, g.wo, y.numel());
+  }
+  return conv_finish(out, bias, g, input.dtype());
+}
+
 Tensor conv2d_kernel(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                      IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
                      int64_t groups) {
   const ConvGeometry g = conv2d_geometry(input, weight, bias, stride, padding, dilation, groups);
   const ScalarType ct = conv_compute_dtype(input.dtype());
+  if (channels_last_conv(input, weight)) return conv2d_nhwc(g, input, weight, bias, groups, ct);
   const Tensor x = g.input4.to(ct).contiguous(), w = weight.to(ct).contiguous();
   Tensor out = empty({g.n, g.o, g.ho, g.wo}, ct, input.device());
   const int64_t cg = g.c / groups, og = g.o / groups, k = cg * g.kh * g.kw, plane = g.ho * g.wo;
@@ -62,9 +150,7 @@ Tensor conv2d_kernel(const Tensor& input, const Tensor& weight, const std::optio
                cols.narrow(1, grp * k, k));
     }
   }
-  // Computed in NCHW; handed back in the layout PyTorch gives (Note [Channels-last convolution]).
-  const Tensor r = conv_finish(out, bias, g, input.dtype());
-  return channels_last_conv(input, weight) ? r.contiguous(MemoryFormat::ChannelsLast) : r;
+  return conv_finish(out, bias, g, input.dtype());
 }
 
 Tensor conv_transpose2d_kernel(const Tensor& input, const Tensor& weight,
@@ -74,6 +160,8 @@ Tensor conv_transpose2d_kernel(const Tensor& input, const Tensor& weight,
   const ConvGeometry g = conv_transpose2d_geometry(input, weight, bias, stride, padding,
                                                    output_padding, groups, dilation);
   const ScalarType ct = conv_compute_dtype(input.dtype());
+  if (channels_last_conv(input, weight))
+    return conv_transpose2d_nhwc(g, input, weight, bias, groups, ct);
   const Tensor x = g.input4.to(ct).contiguous(), w = weight.to(ct).contiguous();
   Tensor out = empty({g.n, g.o, g.ho, g.wo}, ct, input.device());
   const int64_t cg = g.c / groups, og = g.o / groups, k = og * g.kh * g.kw, plane = g.h * g.w;
@@ -92,9 +180,48 @@ Tensor conv_transpose2d_kernel(const Tensor& input, const Tensor& weight,
     launch_window_kernel("conv_transpose2d", "col2im", out.narrow(0, i0, nc), cols, g, g.o, g.h,
                          g.w, g.ho, g.wo);
   }
-  // Computed in NCHW; handed back in the layout PyTorch gives (Note [Channels-last convolution]).
-  const Tensor r = conv_finish(out, bias, g, input.dtype());
-  return channels_last_conv(input, weight) ? r.contiguous(MemoryFormat::ChannelsLast) : r;
+  return conv_finish(out, bias, g, input.dtype());
+}
+
+// conv2d's weight gradient: for channels-last activations, per group grad^T @ cols over chunks
+// of images (Note [Channels-last XPU convolution]); otherwise, and for conv_transpose2d's, a
+// convolution over the batch on the kernels above.
+Tensor conv2d_backward_weight_kernel(const Tensor& grad_output, const Tensor& input,
+                                     IntArrayRef weight_size, IntArrayRef stride,
+                                     IntArrayRef padding, IntArrayRef dilation, int64_t groups,
+                                     bool transposed) {
+  const bool cl = input.suggest_memory_format() == MemoryFormat::ChannelsLast ||
+                  grad_output.suggest_memory_format() == MemoryFormat::ChannelsLast;
+  if (transposed || !cl || weight_size.size() != 4 || input.dtype() != grad_output.dtype())
+    return conv_weight_grad_by_convolution(grad_output, input, weight_size, stride, padding,
+                                           dilation, groups, transposed);
+  const ScalarType ct = conv_compute_dtype(input.dtype());
+  Tensor grad_weight = empty_nhwc(weight_size, ct, input.device());
+  const ConvGeometry g =
+      conv2d_geometry(input, grad_weight, std::nullopt, stride, padding, dilation, groups);
+  XTEN_CHECK(grad_output.sizes() == IntArrayRef({g.n, g.o, g.ho, g.wo}), ValueError,
+             "conv2d_backward_weight", "grad_output must have the output's shape {}, but got {}",
+             IntArrayRef({g.n, g.o, g.ho, g.wo}), grad_output.sizes());
+  const Tensor x = g.input4.to(ct).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor gy = nhwc_rows(grad_output.to(ct).contiguous(MemoryFormat::ChannelsLast));
+  Tensor dw = ohwi_rows(grad_weight);
+  const int64_t cg = g.c / groups, og = g.o / groups, k = g.kh * g.kw * cg, plane = g.ho * g.wo;
+  const bool pointwise = g.pointwise();
+  const int64_t chunk =
+      pointwise ? std::max<int64_t>(g.n, 1) : chunk_images(g.n, g.c * g.kh * g.kw * plane, ct);
+  // One chunk writes the gradient; more add each chunk's product to it.
+  const Tensor part = chunk < g.n ? empty(dw.sizes(), ct, input.device()) : dw;
+  for (int64_t i0 = 0; i0 < g.n; i0 += chunk) {
+    const int64_t nc = std::min(chunk, g.n - i0);
+    const Tensor cols = pointwise ? nhwc_rows(x).narrow(0, i0 * plane, nc * plane)
+                                  : nhwc_columns("conv2d_backward_weight", x, i0, nc, groups, g);
+    const Tensor rows = gy.narrow(0, i0 * plane, nc * plane);
+    for (int64_t grp = 0; grp < groups; ++grp)
+      mm_into("conv2d_backward_weight", (i0 == 0 ? dw : part).narrow(0, grp * og, og),
+              rows.narrow(1, grp * og, og).t(), cols.narrow(1, grp * k, k));
+    if (i0 > 0) dw.add_(part);
+  }
+  return grad_weight.to(input.dtype());
 }
 
 }  // namespace
@@ -102,8 +229,7 @@ Tensor conv_transpose2d_kernel(const Tensor& input, const Tensor& weight,
 LIBRARY_IMPL(xten, XPU, m) {
   m.impl("conv2d", conv2d_kernel);
   m.impl("conv_transpose2d", conv_transpose2d_kernel);
-  // The weight gradient: a convolution over the batch on the XPU kernels above.
-  m.impl("conv2d_backward_weight", conv_weight_grad_by_convolution);
+  m.impl("conv2d_backward_weight", conv2d_backward_weight_kernel);
 }
 
 }  // namespace xten::xpu

@@ -29,11 +29,16 @@ TensorTriple batch_norm_backward_kernel(const Tensor& grad_output, const Tensor&
   const NormMeta m =
       batch_norm_backward_meta(grad_output, input, weight, running_mean, running_var, training);
   const ScalarType t = input.dtype(), mt = t == kDouble ? kDouble : kFloat;
-  const Tensor x = input.contiguous(), g = grad_output.to(t).contiguous();
+  // A channels-last batch is [n*h*w, c] rows: the kernel's (outer, channels, inner) with inner
+  // 1, read and written as it lies.
+  const MemoryFormat layout = input.suggest_memory_format();
+  const bool cl = layout == MemoryFormat::ChannelsLast;
+  const Tensor x = input.contiguous(layout), g = grad_output.to(t).contiguous(layout);
+  const int64_t outer = cl ? m.outer * m.inner : m.outer, inner = cl ? 1 : m.inner;
   const Tensor w = opmath_or_dummy(weight, mt, x);
   const Tensor rm = opmath_or_dummy(training ? std::nullopt : running_mean, mt, x);
   const Tensor rv = opmath_or_dummy(training ? std::nullopt : running_var, mt, x);
-  Tensor dx = empty(x.sizes(), t, x.device());
+  Tensor dx = empty_tensor(x.sizes(), x.strides(), t, x.device());
   Tensor dw = empty({m.channels}, mt, x.device()), db = empty({m.channels}, mt, x.device());
   if (m.channels > 0) {
     Kernel& k = get_kernel(device_of(x), op, family_for("norm", {t}),
@@ -42,11 +47,11 @@ TensorTriple batch_norm_backward_kernel(const Tensor& grad_output, const Tensor&
     if (mt == kDouble) {
       launch_groups(stream_of(x), k, static_cast<uint64_t>(m.channels), dx.data_ptr(),
                     dw.data_ptr(), db.data_ptr(), g.data_ptr(), x.data_ptr(), w.data_ptr(),
-                    rm.data_ptr(), rv.data_ptr(), m.outer, m.channels, m.inner, tr, has_w, eps);
+                    rm.data_ptr(), rv.data_ptr(), outer, m.channels, inner, tr, has_w, eps);
     } else {
       launch_groups(stream_of(x), k, static_cast<uint64_t>(m.channels), dx.data_ptr(),
                     dw.data_ptr(), db.data_ptr(), g.data_ptr(), x.data_ptr(), w.data_ptr(),
-                    rm.data_ptr(), rv.data_ptr(), m.outer, m.channels, m.inner, tr, has_w,
+                    rm.data_ptr(), rv.data_ptr(), outer, m.channels, inner, tr, has_w,
                     static_cast<float>(eps));
     }
   }
@@ -143,8 +148,8 @@ Tensor group_norm_kernel(const Tensor& input, int64_t groups, const std::optiona
 // channels-last batch as it lies.
 TensorPair batch_norm_stats_kernel(const Tensor& input) {
   const ScalarType t = input.dtype(), mt = t == kDouble ? kDouble : kFloat;
-  const bool cl = input.dim() == 4 && input.suggest_memory_format() == MemoryFormat::ChannelsLast;
-  const Tensor x = input.contiguous(cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
+  const bool cl = input.suggest_memory_format() == MemoryFormat::ChannelsLast;
+  const Tensor x = input.contiguous(input.suggest_memory_format());
   const int64_t c = x.size(1), n = x.size(0), inner = x.numel() / std::max<int64_t>(1, n * c);
   Tensor mean = empty({c}, mt, x.device()), var = empty({c}, mt, x.device());
   Kernel& k = get_kernel(device_of(x), "batch_norm_stats", family_for("norm", {t}),
@@ -165,8 +170,8 @@ Tensor batch_norm_kernel(const Tensor& input, const std::optional<Tensor>& weigh
   const auto [scale, shift] = batch_norm_scale_shift(input, weight, bias, running_mean, running_var,
                                                      training, momentum, eps);
   const ScalarType t = input.dtype();
-  const bool cl = input.dim() == 4 && input.suggest_memory_format() == MemoryFormat::ChannelsLast;
-  const Tensor x = input.contiguous(cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
+  const bool cl = input.suggest_memory_format() == MemoryFormat::ChannelsLast;
+  const Tensor x = input.contiguous(input.suggest_memory_format());
   Tensor y = empty_tensor(x.sizes(), x.strides(), t, x.device());
   const int64_t c = x.size(1), n = x.size(0);
   const int64_t inner = cl ? 1 : x.numel() / std::max<int64_t>(1, n * c);

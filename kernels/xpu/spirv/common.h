@@ -195,13 +195,27 @@ static inline void strided_offsets(long i, int ndim, long8 sizes, long8 a_st, lo
   if (i < (n))
 #define KERNEL kernel __attribute__((reqd_work_group_size(XTEN_GROUP_SIZE, 1, 1))) void
 
+// A pooling kernel's output element e: its cell (oy, ox) and its input `x`, read at x[(iy * w +
+// ix) * st]. With c == 0, contiguous [planes, ho, wo] over [planes, h, w] planes (st 1); with
+// c > 0, channels-last [n, ho, wo, c] over [n, h, w, c] (x at the element's channel, st c), so
+// an NHWC batch is read as it lies (Note [Pooling layouts], kernels/common/window.h).
+#define POOL_CELL(T)                                                                            \
+  long ox, oy, st;                                                                             \
+  global const T##_t* x;                                                                       \
+  if (c > 0) {                                                                                 \
+    const long r = e / c;                                                                      \
+    ox = r % wo, oy = (r / wo) % ho, st = c;                                                   \
+    x = in + (r / (wo * ho)) * h * w * c + (e - r * c);                                        \
+  } else {                                                                                     \
+    ox = e % wo, oy = (e / wo) % ho, st = 1;                                                   \
+    x = in + (e / (wo * ho)) * h * w;                                                          \
+  }
+
 // Adaptive pooling's window (PyTorch's rule: [floor(o * in / out), ceil((o + 1) * in / out))) for
-// output element e of contiguous [planes, ho, wo] over an input `in` of [planes, h, w] planes:
-// ox, oy, the plane pl, its input x, and the window rows [y0, y1) and columns [x0, x1). Shared by
+// output element e (POOL_CELL: ox, oy, x, st), rows [y0, y1) and columns [x0, x1). Shared by
 // pool.cl and quantized.cl, so that both read the windows kernels/common/window.h computes.
 #define ADAPTIVE_WINDOW(T)                                                                      \
-  const long ox = e % wo, oy = (e / wo) % ho, pl = e / (wo * ho);                              \
-  global const T##_t* x = in + pl * h * w;                                                     \
+  POOL_CELL(T)                                                                                 \
   const long y0 = (oy * h) / ho, y1 = ((oy + 1) * h + ho - 1) / ho;                            \
   const long x0 = (ox * w) / wo, x1 = ((ox + 1) * w + wo - 1) / wo;
 

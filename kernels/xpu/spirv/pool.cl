@@ -1,17 +1,17 @@
 // pool: max_pool2d, avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d, upsample_bilinear2d
-// over contiguous [planes, h, w] inputs, one work-item per output element, computing in opmath
-// in the order kernels/cpu/pool.cpp does (so results match it bit for bit, NaN handling
-// included).
+// over contiguous [planes, h, w] inputs (c == 0) or channels-last [n, h, w, c] ones (c > 0,
+// results channels-last too; POOL_CELL in common.h), one work-item per output element,
+// computing in opmath in the order kernels/cpu/pool.cpp does (so results match it bit for bit,
+// NaN handling included).
 // Indices are flat positions in the input plane. Host side: kernels/xpu/ops/pool.cpp.
 #include "common.h"
 
 #define MAX_POOL(T, unused)                                                                     \
   KERNEL max_pool2d_##T(global T##_t* out, global long* idx, global const T##_t* in, long h,    \
                         long w, long ho, long wo, long kh, long kw, long sh, long sw, long ph,  \
-                        long pw, long dh, long dw, long n) {                                   \
+                        long pw, long dh, long dw, long c, long n) {                           \
     ELEMENTS(e, n) {                                                                           \
-      const long ox = e % wo, oy = (e / wo) % ho, pl = e / (wo * ho);                          \
-      global const T##_t* x = in + pl * h * w;                                                 \
+      POOL_CELL(T)                                                                             \
       T##_m best = -INFINITY;                                                                  \
       long at = -1;                                                                            \
       for (long i = 0; i < kh; ++i) {                                                          \
@@ -20,7 +20,7 @@
         for (long j = 0; j < kw; ++j) {                                                        \
           const long ix = ox * sw - pw + j * dw;                                               \
           if (ix < 0 || ix >= w) continue;                                                     \
-          const T##_m v = T##_load(x, iy * w + ix);                                            \
+          const T##_m v = T##_load(x, (iy * w + ix) * st);                                     \
           if (at < 0 || v > best || v != v) {                                                  \
             best = v;                                                                          \
             at = iy * w + ix;                                                                  \
@@ -38,10 +38,9 @@
 #define AVG_POOL(T, unused)                                                                     \
   KERNEL avg_pool2d_##T(global T##_t* out, global const T##_t* in, long h, long w, long ho,     \
                         long wo, long kh, long kw, long sh, long sw, long ph, long pw,          \
-                        int count_include_pad, long divisor, long n) {                         \
+                        int count_include_pad, long divisor, long c, long n) {                 \
     ELEMENTS(e, n) {                                                                           \
-      const long ox = e % wo, oy = (e / wo) % ho, pl = e / (wo * ho);                          \
-      global const T##_t* x = in + pl * h * w;                                                 \
+      POOL_CELL(T)                                                                             \
       long y0 = oy * sh - ph, x0 = ox * sw - pw;                                               \
       long y1 = min(y0 + kh, h + ph), x1 = min(x0 + kw, w + pw);                               \
       const long padded_count = (y1 - y0) * (x1 - x0);                                         \
@@ -49,7 +48,7 @@
       y1 = min(y1, h), x1 = min(x1, w);                                                        \
       T##_m sum = 0;                                                                           \
       for (long iy = y0; iy < y1; ++iy)                                                        \
-        for (long ix = x0; ix < x1; ++ix) sum += T##_load(x, iy * w + ix);                     \
+        for (long ix = x0; ix < x1; ++ix) sum += T##_load(x, (iy * w + ix) * st);              \
       const long d = divisor ? divisor : count_include_pad ? padded_count                       \
                                                            : (y1 - y0) * (x1 - x0);             \
       T##_store(out, e, sum / (T##_m)d);                                                       \
@@ -58,26 +57,26 @@
 
 #define ADAPTIVE_AVG_POOL(T, unused)                                                            \
   KERNEL adaptive_avg_pool2d_##T(global T##_t* out, global const T##_t* in, long h, long w,     \
-                                 long ho, long wo, long n) {                                   \
+                                 long ho, long wo, long c, long n) {                           \
     ELEMENTS(e, n) {                                                                           \
       ADAPTIVE_WINDOW(T)                                                                       \
       T##_m sum = 0;                                                                           \
       for (long iy = y0; iy < y1; ++iy)                                                        \
-        for (long ix = x0; ix < x1; ++ix) sum += T##_load(x, iy * w + ix);                     \
+        for (long ix = x0; ix < x1; ++ix) sum += T##_load(x, (iy * w + ix) * st);              \
       T##_store(out, e, sum / (T##_m)((y1 - y0) * (x1 - x0)));                                 \
     }                                                                                          \
   }
 
 #define ADAPTIVE_MAX_POOL(T, unused)                                                            \
   KERNEL adaptive_max_pool2d_##T(global T##_t* out, global long* idx, global const T##_t* in,   \
-                                 long h, long w, long ho, long wo, long n) {                   \
+                                 long h, long w, long ho, long wo, long c, long n) {           \
     ELEMENTS(e, n) {                                                                           \
       ADAPTIVE_WINDOW(T)                                                                       \
-      T##_m best = T##_load(x, y0 * w + x0);                                                   \
+      T##_m best = T##_load(x, (y0 * w + x0) * st);                                            \
       long at = y0 * w + x0;                                                                   \
       for (long iy = y0; iy < y1; ++iy)                                                        \
         for (long ix = x0; ix < x1; ++ix) {                                                    \
-          const T##_m v = T##_load(x, iy * w + ix);                                            \
+          const T##_m v = T##_load(x, (iy * w + ix) * st);                                     \
           if ((v > best || v != v) && best == best) { /* NaN wins, as in PyTorch */            \
             best = v;                                                                          \
             at = iy * w + ix;                                                                  \
@@ -107,14 +106,15 @@
 
 #define UPSAMPLE_BILINEAR(T, unused)                                                            \
   KERNEL upsample_bilinear2d_##T(global T##_t* out, global const T##_t* in, long h, long w,     \
-                                 long ho, long wo, int align_corners, long n) {                \
+                                 long ho, long wo, int align_corners, long c, long n) {        \
     ELEMENTS(e, n) {                                                                           \
-      const long ox = e % wo, oy = (e / wo) % ho, pl = e / (wo * ho);                          \
-      global const T##_t* x = in + pl * h * w;                                                 \
+      POOL_CELL(T)                                                                             \
       LINEAR_TAP(T, oy, h, ho, y0, y1, ly)                                                     \
       LINEAR_TAP(T, ox, w, wo, x0, x1, lx)                                                     \
-      const T##_m t = ((T##_m)1 - lx) * T##_load(x, y0 * w + x0) + lx * T##_load(x, y0 * w + x1); \
-      const T##_m b = ((T##_m)1 - lx) * T##_load(x, y1 * w + x0) + lx * T##_load(x, y1 * w + x1); \
+      const T##_m t = ((T##_m)1 - lx) * T##_load(x, (y0 * w + x0) * st) +                      \
+                      lx * T##_load(x, (y0 * w + x1) * st);                                    \
+      const T##_m b = ((T##_m)1 - lx) * T##_load(x, (y1 * w + x0) * st) +                      \
+                      lx * T##_load(x, (y1 * w + x1) * st);                                    \
       T##_store(out, e, ((T##_m)1 - ly) * t + ly * b);                                         \
     }                                                                                          \
   }

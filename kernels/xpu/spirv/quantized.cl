@@ -89,6 +89,7 @@ static inline long round_div_even(long s, long c) {
   KERNEL qadaptive_avg_pool2d_##T(global T##_t* out, global const T##_t* in, long h, long w,  \
                                   long ho, long wo, long n) {                                \
     ELEMENTS(e, n) {                                                                         \
+      const long c = 0; /* planes (POOL_CELL) */                                             \
       ADAPTIVE_WINDOW(T)                                                                     \
       long sum = 0;                                                                          \
       for (long iy = y0; iy < y1; ++iy)                                                      \
