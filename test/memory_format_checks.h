@@ -27,7 +27,8 @@ inline const std::set<std::string>& channels_last_result_ops() {
                                               "upsample_bilinear2d",
                                               "upsample_bilinear2d_align_corners_down",
                                               "batch_norm",
-                                              "batch_norm_eval"};
+                                              "batch_norm_eval",
+                                              "group_norm_4d"};
   return names;
 }
 

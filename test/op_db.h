@@ -413,6 +413,9 @@ inline const std::vector<OpInfo>& op_db() {
       {"group_norm",
        {{2, 4, 3}, {4}, {4}},
        [](const V& x) { return group_norm(x[0], 2, x[1], x[2]); }},
+      {"group_norm_4d",
+       {{2, 4, 3, 2}, {4}, {4}},
+       [](const V& x) { return group_norm(x[0], 2, x[1], x[2]); }},
       // losses
       {"mse_loss", {{3, 4}, {3, 4}}, [](const V& x) { return mse_loss(x[0], x[1]); }},
       {"mse_loss_broadcast_sum",

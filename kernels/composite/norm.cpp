@@ -130,9 +130,16 @@ Tensor layer_norm_kernel(const Tensor& input, IntArrayRef normalized_shape,
 Tensor group_norm_kernel(const Tensor& input, int64_t groups, const std::optional<Tensor>& weight,
                          const std::optional<Tensor>& bias, double eps) {
   group_norm_meta(input, groups, weight, bias);
-  const int64_t n = input.size(0), c = input.size(1);
-  const Tensor x = input.to(stats_dtype(input)).reshape({n, groups, -1});
-  const Tensor y = ((x - x.mean({2}, true)) * rsqrt(x.var({2}, 0, true) + eps)).view(input.sizes());
+  const int64_t c = input.size(1);
+  // The channels split into [groups, c / groups] by a view, so every step keeps the input's
+  // layout, and so does the input's gradient (a channels-last batch: docs/memory_format.md).
+  DimVector split{input.size(0), groups, c / groups}, dims{2};
+  for (int64_t d = 2; d < input.dim(); ++d) {
+    split.push_back(input.size(d));
+    dims.push_back(d + 1);
+  }
+  const Tensor x = input.to(stats_dtype(input)).view(split);
+  const Tensor y = ((x - x.mean(dims, true)) * rsqrt(x.var(dims, 0, true) + eps)).flatten(1, 2);
   DimVector shape(static_cast<size_t>(input.dim()), 1);
   shape[1] = c;
   return affine(y, weight, bias, shape).to(input.dtype());

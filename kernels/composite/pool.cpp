@@ -1,6 +1,6 @@
 // Pooling written with other ops (valid on every backend): max_pool2d, and the backward of max
 // and average pooling, which the XPU and a backward with create_graph run (the CPU has fused
-// kernels, kernels/cpu/pool.cpp).
+// kernels, kernels/cpu/pool.cpp). Max pooling's reads and writes NHWC for an NHWC gradient.
 #include <algorithm>
 #include <vector>
 
@@ -27,6 +27,16 @@ Tensor max_pool2d_with_indices_backward_kernel(const Tensor& grad, const Tensor&
       pool2d_backward_meta("max_pool2d_with_indices_backward", grad, self, kernel, stride, padding,
                            dilation, ceil_mode, &indices);
   const int64_t per_plane = m.w.ho * m.w.wo;
+  if (grad.suggest_memory_format() == MemoryFormat::ChannelsLast) {
+    // An NHWC gradient (autograd hands `self` over as its shape alone): [n, ho*wo, c] rows
+    // added into [n, h*w, c] ones, which are the channels-last result (Note [Pooling layouts]).
+    const int64_t n = grad.size(0), c = grad.size(1);
+    auto rows = [&](const Tensor& t) { return t.permute({0, 2, 3, 1}).reshape({n, per_plane, c}); };
+    return zeros({n, m.p.h * m.p.w, c}, grad.dtype(), grad.device())
+        .scatter_add(1, rows(indices), rows(grad))
+        .view({n, m.p.h, m.p.w, c})
+        .permute({0, 3, 1, 2});
+  }
   return in_layout_of(zeros({m.p.planes, m.p.h * m.p.w}, grad.dtype(), grad.device())
                           .scatter_add(1, indices.reshape({m.p.planes, per_plane}),
                                        grad.reshape({m.p.planes, per_plane}))

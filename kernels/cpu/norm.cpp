@@ -634,7 +634,9 @@ Tensor group_norm_kernel(const Tensor& input, int64_t groups, const std::optiona
                            }
                          });
   });
-  return y;
+  // In the input's layout, as PyTorch's: computed on NCHW rows, so a channels-last input is
+  // reordered on either side (docs/memory_format.md, "What is not done yet").
+  return y.contiguous(input.suggest_memory_format());
 }
 
 }  // namespace

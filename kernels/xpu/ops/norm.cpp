@@ -141,7 +141,7 @@ Tensor group_norm_kernel(const Tensor& input, int64_t groups, const std::optiona
     run(eps);
   else
     run(static_cast<float>(eps));
-  return y;
+  return y.contiguous(input.suggest_memory_format());  // as the CPU's (a reorder for NHWC)
 }
 
 // batch_norm's training statistics: one work-group per channel (batch_norm_stats_<t>), reading a
