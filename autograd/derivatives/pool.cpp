@@ -12,17 +12,6 @@
 namespace xten::autograd {
 namespace {
 
-// The input's gradient from the output's and the per-plane flat indices (y * W + x).
-Tensor max_pool_grad(const Tensor& g, const Tensor& indices, IntArrayRef input_sizes) {
-  const int64_t n = static_cast<int64_t>(input_sizes.size());
-  const int64_t hw = input_sizes[n - 2] * input_sizes[n - 1];
-  return zeros({g.numel() / std::max<int64_t>(g.size(-1) * g.size(-2), 1), hw}, g.dtype(),
-               g.device())
-      .scatter_add(1, indices.reshape({-1, g.size(-1) * g.size(-2)}),
-                   g.reshape({-1, g.size(-1) * g.size(-2)}))
-      .view(input_sizes);
-}
-
 // A stand-in for the forward's input where a backward op reads only its sizes, dtype and device
 // (max_pool2d_with_indices_backward, avg_pool2d_backward): one zero expanded, no memory, so the
 // node keeps no copy of the input.
@@ -87,7 +76,7 @@ LIBRARY_IMPL(xten, Autograd, m) {
       .saves_only({});
   d.def("adaptive_max_pool2d",
         [](const GradContext& c) -> variable_list {
-          return {in_layout_of(max_pool_grad(c.grad(0), c.result(1), c.input_sizes(0)),
+          return {in_layout_of(max_pool_input_grad(c.grad(0), c.result(1), c.input_sizes(0)),
                                c.input_meta(0))};
         })
       .saves_result()

@@ -235,6 +235,24 @@ Tensor in_layout_of(const Tensor& result, const Tensor& input) {
   return result.contiguous(MemoryFormat::ChannelsLast);
 }
 
+Tensor max_pool_input_grad(const Tensor& grad, const Tensor& indices, IntArrayRef input_sizes) {
+  const int64_t dims = static_cast<int64_t>(input_sizes.size());
+  const int64_t h = input_sizes[dims - 2], w = input_sizes[dims - 1];
+  const int64_t per_plane = grad.size(-2) * grad.size(-1);
+  if (grad.suggest_memory_format() == MemoryFormat::ChannelsLast) {
+    const int64_t n = grad.size(0), c = grad.size(1);
+    auto rows = [&](const Tensor& t) { return t.permute({0, 2, 3, 1}).reshape({n, per_plane, c}); };
+    return zeros({n, h * w, c}, grad.dtype(), grad.device())
+        .scatter_add(1, rows(indices), rows(grad))
+        .view({n, h, w, c})
+        .permute({0, 3, 1, 2});
+  }
+  const int64_t planes = grad.numel() / std::max<int64_t>(per_plane, 1);
+  return zeros({planes, h * w}, grad.dtype(), grad.device())
+      .scatter_add(1, indices.reshape({planes, per_plane}), grad.reshape({planes, per_plane}))
+      .view(input_sizes);
+}
+
 PoolMeta max_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
                          IntArrayRef padding, IntArrayRef dilation, bool ceil_mode, bool nhwc) {
   PoolMeta m;

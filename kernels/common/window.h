@@ -113,6 +113,12 @@ bool channels_last_conv(const Tensor& input, const Tensor& weight);
 // planes, a reorder on either side.
 Tensor in_layout_of(const Tensor& result, const Tensor& input);
 
+// Max pooling's input gradient, written with ops (any backend, differentiable): each value of
+// `grad` added at the flat position in its H x W plane that `indices` (grad's shape) names, for
+// an input of `input_sizes`. An NHWC gradient is added as [N, Ho*Wo, C] rows into [N, H*W, C]
+// ones, the channels-last result, with no reorder; otherwise plane by plane.
+Tensor max_pool_input_grad(const Tensor& grad, const Tensor& indices, IntArrayRef input_sizes);
+
 PoolMeta max_pool2d_meta(const Tensor& input, IntArrayRef kernel, IntArrayRef stride,
                          IntArrayRef padding, IntArrayRef dilation, bool ceil_mode,
                          bool nhwc = false);

@@ -18,30 +18,15 @@ Tensor max_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef st
   return std::get<0>(max_pool2d_with_indices(input, kernel, stride, padding, dilation, ceil_mode));
 }
 
-// Each gradient added at its index in its plane (the indices are flat positions in H x W).
+// Each gradient added at its index in its plane (the indices are flat positions in H x W), an
+// NHWC gradient as it lies (max_pool_input_grad, kernels/common/window.h).
 Tensor max_pool2d_with_indices_backward_kernel(const Tensor& grad, const Tensor& self,
                                                IntArrayRef kernel, IntArrayRef stride,
                                                IntArrayRef padding, IntArrayRef dilation,
                                                bool ceil_mode, const Tensor& indices) {
-  const PoolBackwardMeta m =
-      pool2d_backward_meta("max_pool2d_with_indices_backward", grad, self, kernel, stride, padding,
-                           dilation, ceil_mode, &indices);
-  const int64_t per_plane = m.w.ho * m.w.wo;
-  if (grad.suggest_memory_format() == MemoryFormat::ChannelsLast) {
-    // An NHWC gradient (autograd hands `self` over as its shape alone): [n, ho*wo, c] rows
-    // added into [n, h*w, c] ones, which are the channels-last result (Note [Pooling layouts]).
-    const int64_t n = grad.size(0), c = grad.size(1);
-    auto rows = [&](const Tensor& t) { return t.permute({0, 2, 3, 1}).reshape({n, per_plane, c}); };
-    return zeros({n, m.p.h * m.p.w, c}, grad.dtype(), grad.device())
-        .scatter_add(1, rows(indices), rows(grad))
-        .view({n, m.p.h, m.p.w, c})
-        .permute({0, 3, 1, 2});
-  }
-  return in_layout_of(zeros({m.p.planes, m.p.h * m.p.w}, grad.dtype(), grad.device())
-                          .scatter_add(1, indices.reshape({m.p.planes, per_plane}),
-                                       grad.reshape({m.p.planes, per_plane}))
-                          .view(self.sizes()),
-                      self);
+  pool2d_backward_meta("max_pool2d_with_indices_backward", grad, self, kernel, stride, padding,
+                       dilation, ceil_mode, &indices);  // the checks
+  return in_layout_of(max_pool_input_grad(grad, indices, self.sizes()), self);
 }
 
 // The gradient of a sum over windows of `w`: each output cell's value spread back over its
