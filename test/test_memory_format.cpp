@@ -349,5 +349,34 @@ TEST(MemoryFormat, ChannelsLastUpsampleAndAdaptiveMaxEqualThePlaneKernels) {
   }
 }
 
+// Note [Channels-last group norm]: the CPU kernel on an NHWC batch (no gradient wanted: the
+// kernel, not the decomposition autograd differentiates) against the plane kernel, for one,
+// some and as many groups as channels, with and without an affine map, values far from 0 (the
+// shift), and every floating dtype.
+TEST(MemoryFormat, ChannelsLastGroupNormEqualsThePlaneKernel) {
+  manual_seed(29);
+  for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf}) {
+    for (const int64_t groups : {1, 3, 12}) {
+      for (const double offset : {0.0, 300.0}) {
+        const Tensor x = (randn({3, 12, 7, 5}) * 2 + offset).to(t);
+        const Tensor w = randn({12}).to(t), b = randn({12}).to(t);
+        const std::string what =
+            fmt::format("{} groups {} offset {}", to_string(t), groups, offset);
+        for (const bool affine : {false, true}) {
+          const std::optional<Tensor> wo = affine ? std::optional<Tensor>(w) : std::nullopt;
+          const std::optional<Tensor> bo = affine ? std::optional<Tensor>(b) : std::nullopt;
+          const Tensor y = group_norm(x, groups, wo, bo, 1e-5);
+          const Tensor yc = group_norm(x.contiguous(kCL), groups, wo, bo, 1e-5);
+          EXPECT_TRUE(yc.is_contiguous(kCL) && !yc.is_contiguous()) << what;
+          // (at 300, float's rounding of x - mean alone is ~1e-5 after normalizing, in either)
+          const double tol = t == kFloat || t == kDouble ? (offset > 0 ? 1e-4 : 2e-5) : 2e-2;
+          EXPECT_TRUE(testing::allclose(yc.to(kDouble), y.to(kDouble), tol, tol))
+              << what << " affine " << affine;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace xten

@@ -606,9 +606,83 @@ Tensor layer_norm_kernel(const Tensor& input, IntArrayRef normalized_shape,
   return y;
 }
 
+// Note [Channels-last group norm]: an NHWC sample is a [H*W, C] matrix, so its per-channel sums
+// of x - s and (x - s)^2 are column sums (column_sums; s the channel's first value, as in Note
+// [Batch norm statistics]), combined in double per group of channels: with d_c = s_c - mean,
+// sum over the group of (x - mean)^2 = sum_c [q_c + 2 d_c p_c + HW d_c^2] (p_c, q_c the column
+// sums). Then y = x * scale[c] + shift[c] is one pass over the sample's rows while they are
+// still in cache. No reorder of the input or the result; the plane kernel's sums run in another
+// order, so the two agree to rounding. [8, 64, 56, 56], 32 groups, two VM threads: 1.29 ms with
+// reorders -> 0.46 with the sums and the map as two passes over the batch -> 0.39 per sample;
+// the plane kernel 0.25-0.29 (each (sample, group) row in cache for both of its passes).
+template <class T, class M>
+void group_norm_nhwc(int64_t n, int64_t ch, int64_t rows, int64_t groups, const T* x, const M* w,
+                     const M* b, double eps, T* y) {
+  const int64_t per_group = ch / groups;
+  const double count = static_cast<double>(rows * per_group);
+  std::vector<M> scale(static_cast<size_t>(ch)), shift(scale.size()), first(scale.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const T* xi = x + i * rows * ch;
+    for (int64_t c = 0; c < ch; ++c) first[c] = static_cast<M>(xi[c]);
+    const M* f = first.data();
+    const std::vector<double> s = column_sums<2, M>(rows, ch, [&](int64_t r, M* __restrict a) {
+      const T* xr = xi + r * ch;
+      for (int64_t c = 0; c < ch; ++c) {
+        const M d = static_cast<M>(xr[c]) - f[c];
+        a[c] += d;
+        a[ch + c] += d * d;
+      }
+    });
+    for (int64_t g = 0; g < groups; ++g) {
+      double total = 0;
+      for (int64_t c = g * per_group; c < (g + 1) * per_group; ++c)
+        total += s[c] + static_cast<double>(rows) * static_cast<double>(first[c]);
+      const double mean = total / count;
+      double sq = 0;
+      for (int64_t c = g * per_group; c < (g + 1) * per_group; ++c) {
+        const double d = static_cast<double>(first[c]) - mean;
+        sq += s[ch + c] + 2 * d * s[c] + static_cast<double>(rows) * d * d;
+      }
+      const double rstd = 1 / std::sqrt(std::max(sq / count, 0.0) + eps);
+      for (int64_t c = g * per_group; c < (g + 1) * per_group; ++c) {
+        const double k = w ? rstd * static_cast<double>(w[c]) : rstd;
+        scale[c] = static_cast<M>(k);
+        shift[c] = static_cast<M>((b ? static_cast<double>(b[c]) : 0.0) - mean * k);
+      }
+    }
+    // The sample's rows again, split among the threads as the sums were (still in their caches).
+    const M *k = scale.data(), *t = shift.data();
+    T* yi = y + i * rows * ch;
+    parallel_for(rows, grain_for(2 * ch), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T* xr = xi + r * ch;
+        T* yr = yi + r * ch;
+        for (int64_t c = 0; c < ch; ++c)
+          yr[c] = static_cast<T>(static_cast<M>(xr[c]) * k[c] + t[c]);
+      }
+    });
+  }
+}
+
 Tensor group_norm_kernel(const Tensor& input, int64_t groups, const std::optional<Tensor>& weight,
                          const std::optional<Tensor>& bias, double eps) {
   const NormMeta m = group_norm_meta(input, groups, weight, bias);
+  if (input.suggest_memory_format() == MemoryFormat::ChannelsLast) {
+    // Note [Channels-last group norm]
+    const Tensor x = input.contiguous(MemoryFormat::ChannelsLast);
+    Tensor y = empty_tensor(x.sizes(), x.strides(), x.dtype(), x.device());
+    const int64_t n = x.size(0), ch = x.size(1), rows = x.size(2) * x.size(3);
+    visit_norm_dtype("group_norm", input.dtype(), [&](auto tag, auto mtag) {
+      using T = typename decltype(tag)::type;
+      using M = typename decltype(mtag)::type;
+      const Tensor wt = opmath_copy(weight, scalar_type_of_v<M>),
+                   bt = opmath_copy(bias, scalar_type_of_v<M>);
+      group_norm_nhwc<T, M>(n, ch, rows, groups, static_cast<const T*>(x.data_ptr()),
+                            ptr_or_null<M>(wt), ptr_or_null<M>(bt), eps,
+                            static_cast<T*>(y.data_ptr()));
+    });
+    return y;
+  }
   const Tensor x = input.contiguous();
   Tensor y = empty_tensor(input.sizes(), input.dtype(), input.device());
   if (m.outer * m.channels == 0 || m.inner == 0) return y;
@@ -634,9 +708,7 @@ Tensor group_norm_kernel(const Tensor& input, int64_t groups, const std::optiona
                            }
                          });
   });
-  // In the input's layout, as PyTorch's: computed on NCHW rows, so a channels-last input is
-  // reordered on either side (docs/memory_format.md, "What is not done yet").
-  return y.contiguous(input.suggest_memory_format());
+  return y;
 }
 
 }  // namespace
