@@ -193,6 +193,27 @@ TEST(MemoryFormatXpu, PoolsAndBatchNormBackwardReadNhwcAndEqualThePlaneKernels) 
   }
 }
 
+TEST(MemoryFormatXpu, GroupNormReadsNhwcAndEqualsTheCpu) {
+  for (ScalarType t : {kFloat, kBFloat16}) {
+    for (const int64_t groups : {1, 3, 12}) {
+      const Tensor x = (randn({3, 12, 7, 5}) * 2 + 5).to(t), w = randn({12}), b = randn({12});
+      const Tensor xd = x.to("xpu").contiguous(kCL), wd = w.to("xpu"), bd = b.to("xpu");
+      const std::string what = fmt::format("{} groups {}", to_string(t), groups);
+      expect_nhwc(
+          "group_norm", [&] { return group_norm(xd, groups, wd, bd, 1e-5); }, "group_norm_");
+      const Tensor y = group_norm(xd, groups, wd, bd, 1e-5).to("cpu");
+      const double tol = t == kFloat ? 1e-5 : 2e-2;
+      EXPECT_TRUE(
+          testing::allclose(y.to(kFloat), group_norm(x, groups, w, b, 1e-5).to(kFloat), tol, tol))
+          << what;
+      EXPECT_TRUE(testing::allclose(
+          y.to(kFloat), group_norm(x.to("xpu"), groups, wd, bd, 1e-5).to("cpu").to(kFloat), tol,
+          tol))
+          << what << " against the XPU's NCHW kernel";
+    }
+  }
+}
+
 TEST(MemoryFormatXpu, OpDatabaseWithChannelsLastInputs) {
   const std::set<std::string> ran = testing::check_op_db_channels_last(Device("xpu"));
   EXPECT_TRUE(ran.count("conv2d"));

@@ -124,8 +124,10 @@ Tensor group_norm_kernel(const Tensor& input, int64_t groups, const std::optiona
                          const std::optional<Tensor>& bias, double eps) {
   const NormMeta m = group_norm_meta(input, groups, weight, bias);
   const ScalarType t = input.dtype(), mt = t == kDouble ? kDouble : kFloat;
-  const Tensor x = input.contiguous();
-  Tensor y = empty(input.sizes(), t, input.device());
+  // A channels-last batch is read and written as it lies (GROUP_AT in norm.cl).
+  const MemoryFormat layout = input.suggest_memory_format();
+  const Tensor x = input.contiguous(layout);
+  Tensor y = empty_tensor(x.sizes(), x.strides(), t, input.device());
   if (m.outer * m.channels == 0 || m.inner == 0) return y;
   const int64_t spatial = m.inner / (input.size(1) / groups);
   const Tensor w = opmath_or_dummy(weight, mt, x), b = opmath_or_dummy(bias, mt, x);
@@ -135,13 +137,13 @@ Tensor group_norm_kernel(const Tensor& input, int64_t groups, const std::optiona
   auto run = [&](auto eps_m) {
     launch_groups(stream_of(x), k, static_cast<uint64_t>(m.outer * groups), y.data_ptr(),
                   x.data_ptr(), w.data_ptr(), b.data_ptr(), m.inner, groups, spatial, has_w, has_b,
-                  eps_m);
+                  eps_m, static_cast<int32_t>(layout == MemoryFormat::ChannelsLast));
   };
   if (mt == kDouble)
     run(eps);
   else
     run(static_cast<float>(eps));
-  return y.contiguous(input.suggest_memory_format());  // as the CPU's (a reorder for NHWC)
+  return y;
 }
 
 // batch_norm's training statistics: one work-group per channel (batch_norm_stats_<t>), reading a

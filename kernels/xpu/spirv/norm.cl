@@ -13,21 +13,26 @@
   result = scratch[0];                                                                             \
   barrier(CLK_LOCAL_MEM_FENCE);
 
-// A row's mean and 1 / sqrt(var + eps) (two passes over x[base, base + n)), to every work-item.
-#define ROW_STATS(T, scratch, l, x, base, n, eps, mean, rstd)                                      \
+// A row's mean and 1 / sqrt(var + eps) (two passes over its n elements, element j at x[AT(j)]),
+// to every work-item.
+#define ROW_STATS_AT(T, scratch, l, x, AT, n, eps, mean, rstd)                                     \
   {                                                                                                \
     T##_m acc = 0, var;                                                                            \
-    for (long j = l; j < n; j += XTEN_GROUP_SIZE) acc += T##_load(x, base + j);                    \
+    for (long j = l; j < n; j += XTEN_GROUP_SIZE) acc += T##_load(x, AT(j));                       \
     GROUP_SUM(T, scratch, l, acc, mean)                                                            \
     mean /= n;                                                                                     \
     acc = 0;                                                                                       \
     for (long j = l; j < n; j += XTEN_GROUP_SIZE) {                                                \
-      const T##_m d = T##_load(x, base + j) - mean;                                                \
+      const T##_m d = T##_load(x, AT(j)) - mean;                                                   \
       acc += d * d;                                                                                \
     }                                                                                              \
     GROUP_SUM(T, scratch, l, acc, var)                                                             \
     rstd = 1 / sqrt(var / n + eps);                                                                \
   }
+// The same over the contiguous row x[base, base + n).
+#define ROW_AT(j) (base + (j))
+#define ROW_STATS(T, scratch, l, x, base, n, eps, mean, rstd)                                      \
+  ROW_STATS_AT(T, scratch, l, x, ROW_AT, n, eps, mean, rstd)
 
 // batch_norm over an [n, channels, inner] input: one work-group per channel c, its elements
 // k = i * inner + j (batch i, position j) at i * channels * inner + c * inner + j.
@@ -195,20 +200,35 @@
 // group_norm over [N, C, spatial] with G groups: one work-group per (sample, group) row of
 // n = (C / G) spatial elements; channel c's elements get y = x scale + shift, scale = rstd w[c],
 // shift = b[c] - mean scale (the CPU's form).
+// group_norm's element j of row `row` (sample row / groups, group row % groups), at
+// x[start + (j / unit) * stride + j % unit], of channel (row % groups) * per_group +
+// (j % unit) / cdiv. NCHW: the row's contiguous block (unit n, so j / unit is 0; cdiv spatial).
+// Channels-last (Note [Channels-last group norm], kernels/cpu/norm.cpp): pixel j / per_group of
+// the sample's [spatial, groups * per_group] rows, channel j % per_group of the group (unit
+// per_group, stride the channel count, cdiv 1), read as they lie. (Set by statements, not
+// selects: LLVM turns a select of divisions into a `freeze`, which llvm-spirv 15 rejects.)
+#define GROUP_AT(j) (start + ((j) / unit) * stride + (j) % unit)
 #define GROUP_NORM(T, unused)                                                                      \
   KERNEL group_norm_##T(global T##_t* y, global const T##_t* x, global const T##_m* w,             \
                         global const T##_m* b, long n, long groups, long spatial, int has_weight,  \
-                        int has_bias, T##_m eps) {                                                 \
+                        int has_bias, T##_m eps, int channels_last) {                              \
     local T##_m scratch[XTEN_GROUP_SIZE];                                                          \
-    const long row = get_group_id(0), base = row * n, per_group = n / spatial;                     \
+    const long row = get_group_id(0), per_group = n / spatial;                                     \
     const int l = (int)get_local_id(0);                                                            \
+    long start = row * n, unit = n, stride = 0, cdiv = spatial;                                    \
+    if (channels_last) {                                                                           \
+      start = (row / groups) * n * groups + (row % groups) * per_group;                            \
+      unit = per_group;                                                                            \
+      stride = per_group * groups;                                                                 \
+      cdiv = 1;                                                                                    \
+    }                                                                                              \
     T##_m mean, rstd;                                                                              \
-    ROW_STATS(T, scratch, l, x, base, n, eps, mean, rstd)                                          \
+    ROW_STATS_AT(T, scratch, l, x, GROUP_AT, n, eps, mean, rstd)                                   \
     for (long j = l; j < n; j += XTEN_GROUP_SIZE) {                                                \
-      const long c = (row % groups) * per_group + j / spatial;                                     \
+      const long c = (row % groups) * per_group + (j % unit) / cdiv;                               \
       const T##_m scale = has_weight ? rstd * w[c] : rstd;                                         \
       const T##_m shift = (has_bias ? b[c] : (T##_m)0) - mean * scale;                             \
-      T##_store(y, base + j, T##_load(x, base + j) * scale + shift);                               \
+      T##_store(y, GROUP_AT(j), T##_load(x, GROUP_AT(j)) * scale + shift);                         \
     }                                                                                              \
   }
 
