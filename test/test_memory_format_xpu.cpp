@@ -193,6 +193,40 @@ TEST(MemoryFormatXpu, PoolsAndBatchNormBackwardReadNhwcAndEqualThePlaneKernels) 
   }
 }
 
+// avg_pool2d_backward's XPU kernel (one work-item per input element, either layout) gives the
+// CPU kernel's bits: the same cells, order and divisors, padding, ceil_mode and divisor_override
+// included; the NHWC run reorders nothing.
+TEST(MemoryFormatXpu, AveragePoolBackwardEqualsTheCpuInBothLayouts) {
+  struct Pool {
+    int64_t k, s, p;
+    bool ceil, include_pad;
+    std::optional<int64_t> divisor;
+  };
+  for (ScalarType t : {kFloat, kBFloat16}) {
+    for (const Pool pl : {Pool{3, 2, 1, false, true, std::nullopt},
+                          Pool{3, 2, 1, true, false, std::nullopt}, Pool{2, 2, 0, false, true, 3},
+                          Pool{3, 1, 1, true, true, std::nullopt}, Pool{4, 3, 2, true, false, 5}}) {
+      const std::string what = fmt::format("{} k {} s {} p {} ceil {} include_pad {}", to_string(t),
+                                           pl.k, pl.s, pl.p, pl.ceil, pl.include_pad);
+      const Tensor x = randn({2, 5, 9, 8}).to(t);
+      const Tensor y = avg_pool2d(x, {pl.k, pl.k}, {pl.s, pl.s}, {pl.p, pl.p}, pl.ceil,
+                                  pl.include_pad, pl.divisor);
+      const Tensor g = randn(y.sizes()).to(t);
+      auto backward = [&](const Tensor& gg, const Tensor& xx) {
+        return avg_pool2d_backward(gg, xx, {pl.k, pl.k}, {pl.s, pl.s}, {pl.p, pl.p}, pl.ceil,
+                                   pl.include_pad, pl.divisor);
+      };
+      const Tensor expect = backward(g, x);
+      const Tensor xd = x.to("xpu"), gd = g.to("xpu");
+      EXPECT_TRUE(testing::same_bytes(backward(gd, xd).to("cpu"), expect)) << what;
+      const Tensor gcl = gd.contiguous(kCL), xcl = xd.contiguous(kCL);
+      EXPECT_TRUE(testing::same_bytes(backward(gcl, xcl).to("cpu").contiguous(), expect)) << what;
+      expect_nhwc(
+          "avg_pool2d_backward", [&] { return backward(gcl, xcl); }, "avg_pool2d_backward");
+    }
+  }
+}
+
 TEST(MemoryFormatXpu, GroupNormReadsNhwcAndEqualsTheCpu) {
   for (ScalarType t : {kFloat, kBFloat16}) {
     for (const int64_t groups : {1, 3, 12}) {

@@ -1,8 +1,8 @@
 // Derivatives of pooling (kernels/cpu/pool.cpp) over the last two dims of a 3-D or 4-D input:
 // max pooling sends each gradient to the element its index names, average pooling spreads it over
 // its window (max_pool2d_with_indices_backward and avg_pool2d_backward: fused kernels on the CPU,
-// composites in kernels/composite/pool.cpp); the adaptive pools and upsampling are linear maps
-// written with ops here.
+// avg_pool2d_backward's on the XPU too, composites in kernels/composite/pool.cpp); the adaptive
+// pools and upsampling are linear maps written with ops here.
 #include <cmath>
 
 #include <xten/autograd/derivatives/common.h>

@@ -1,6 +1,7 @@
 // Pooling written with other ops (valid on every backend): max_pool2d, and the backward of max
-// and average pooling, which the XPU and a backward with create_graph run (the CPU has fused
-// kernels, kernels/cpu/pool.cpp). Max pooling's reads and writes NHWC for an NHWC gradient.
+// and average pooling, which a backward with create_graph runs, and the XPU max pooling's (the
+// CPU has fused kernels for both, kernels/cpu/pool.cpp, the XPU for average pooling,
+// kernels/xpu/ops/pool.cpp). Max pooling's reads and writes NHWC for an NHWC gradient.
 #include <algorithm>
 #include <vector>
 

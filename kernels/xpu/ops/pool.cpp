@@ -1,7 +1,7 @@
-// XPU pooling (pool.cl): max_pool2d (with indices), avg_pool2d, adaptive_avg_pool2d,
-// adaptive_max_pool2d, upsample_bilinear2d, one work-item per output element over a contiguous
-// input, or a channels-last one as it lies, with channels-last results (Note [Pooling layouts]).
-// Shapes and checks are the CPU's (kernels/common/window.h).
+// XPU pooling (pool.cl): max_pool2d (with indices), avg_pool2d and its backward,
+// adaptive_avg_pool2d, adaptive_max_pool2d, upsample_bilinear2d, one work-item per output element
+// over a contiguous input, or a channels-last one as it lies, with channels-last results (Note
+// [Pooling layouts]). Shapes and checks are the CPU's (kernels/common/window.h).
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
@@ -44,6 +44,30 @@ Tensor avg_pool2d_kernel(const Tensor& input, IntArrayRef kernel, IntArrayRef st
   return m.out;
 }
 
+// The gradient's layout decides (autograd hands `self` over as its shape alone), as on the CPU.
+Tensor avg_pool2d_backward_kernel(const Tensor& grad, const Tensor& self, IntArrayRef kernel,
+                                  IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
+                                  bool count_include_pad, std::optional<int64_t> divisor_override) {
+  constexpr const char* op = "avg_pool2d_backward";
+  const PoolBackwardMeta m =
+      pool2d_backward_meta(op, grad, self, kernel, stride, padding, {}, ceil_mode, nullptr);
+  check_divisor_override(divisor_override, op);
+  XTEN_CHECK(is_floating_type(grad.dtype()), NotImplementedError, op,
+             "not implemented for dtype {}", to_string(grad.dtype()));
+  const MemoryFormat layout = grad.suggest_memory_format();
+  const Tensor g = grad.contiguous(layout);
+  Tensor dx = empty_tensor(self.sizes(), strides_for_format(op, self.sizes(), layout), grad.dtype(),
+                           grad.device());
+  const int64_t c = layout == MemoryFormat::ChannelsLast ? self.size(1) : 0;
+  if (dx.numel() == 0) return dx;
+  const Window& w = m.w;
+  launch(stream_of(g), pool_kernel(op, "avg_pool2d_backward", g), dx.numel(), dx.data_ptr(),
+         g.data_ptr(), m.p.h, m.p.w, w.ho, w.wo, w.kh, w.kw, w.sh, w.sw, w.ph, w.pw,
+         static_cast<int32_t>(count_include_pad ? 1 : 0), divisor_override.value_or(0), c,
+         dx.numel());
+  return dx;
+}
+
 Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) {
   const PoolMeta m = adaptive_pool2d_meta("adaptive_avg_pool2d", input, output_size, false, true);
   launch(stream_of(m.in), pool_kernel("adaptive_avg_pool2d", "adaptive_avg_pool2d", m.in),
@@ -77,6 +101,7 @@ LIBRARY_IMPL(xten, XPU, m) {
   m.impl("upsample_bilinear2d", upsample_bilinear2d_kernel);
   m.impl("max_pool2d_with_indices", max_pool2d_with_indices_kernel);
   m.impl("avg_pool2d", avg_pool2d_kernel);
+  m.impl("avg_pool2d_backward", avg_pool2d_backward_kernel);
   m.impl("adaptive_avg_pool2d", adaptive_avg_pool2d_kernel);
   m.impl("adaptive_max_pool2d", adaptive_max_pool2d_kernel);
 }

@@ -1,5 +1,5 @@
-// pool: max_pool2d, avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d, upsample_bilinear2d
-// over contiguous [planes, h, w] inputs (c == 0) or channels-last [n, h, w, c] ones (c > 0,
+// pool: max_pool2d, avg_pool2d (and its backward), adaptive_avg_pool2d, adaptive_max_pool2d,
+// upsample_bilinear2d over contiguous [planes, h, w] inputs (c == 0) or channels-last [n, h, w, c] ones (c > 0,
 // results channels-last too; POOL_CELL in common.h), one work-item per output element,
 // computing in opmath in the order kernels/cpu/pool.cpp does (so results match it bit for bit,
 // NaN handling included).
@@ -52,6 +52,52 @@
       const long d = divisor ? divisor : count_include_pad ? padded_count                       \
                                                            : (y1 - y0) * (x1 - x0);             \
       T##_store(out, e, sum / (T##_m)d);                                                       \
+    }                                                                                          \
+  }
+
+// avg_pool2d's input gradient, one work-item per input element (c as in POOL_CELL: 0 for planes,
+// the channel count for channels-last): the sum, over the output cells whose window (clipped to
+// the input, as avg_pool_cell in kernels/common/window.h) holds the element, rows then columns,
+// of the cell's gradient over its divisor (cells wholly in the padding skipped), in opmath: the
+// CPU kernel's order and values.
+#define AVG_POOL_BACKWARD(T, unused)                                                            \
+  KERNEL avg_pool2d_backward_##T(global T##_t* dx, global const T##_t* g, long h, long w,       \
+                                 long ho, long wo, long kh, long kw, long sh, long sw, long ph, \
+                                 long pw, int count_include_pad, long divisor, long c,          \
+                                 long n) {                                                     \
+    ELEMENTS(e, n) {                                                                           \
+      long ix, iy, st;                                                                         \
+      global const T##_t* gp;                                                                  \
+      if (c > 0) {                                                                             \
+        const long r = e / c;                                                                  \
+        ix = r % w, iy = (r / w) % h, st = c;                                                  \
+        gp = g + (r / (w * h)) * ho * wo * c + (e - r * c);                                    \
+      } else {                                                                                 \
+        ix = e % w, iy = (e / w) % h, st = 1;                                                  \
+        gp = g + (e / (w * h)) * ho * wo;                                                      \
+      }                                                                                        \
+      const long ay = iy + ph - kh + 1, ax = ix + pw - kw + 1;                                 \
+      const long oy0 = ay > 0 ? (ay + sh - 1) / sh : 0, oy1 = min(ho - 1, (iy + ph) / sh);     \
+      const long ox0 = ax > 0 ? (ax + sw - 1) / sw : 0, ox1 = min(wo - 1, (ix + pw) / sw);     \
+      T##_m acc = 0;                                                                           \
+      for (long oy = oy0; oy <= oy1; ++oy) {                                                   \
+        long y0 = oy * sh - ph, y1 = min(y0 + kh, h + ph);                                     \
+        const long rows_padded = y1 - y0;                                                      \
+        y0 = max(y0, 0L), y1 = min(y1, h);                                                     \
+        if (iy < y0 || iy >= y1) continue;                                                     \
+        for (long ox = ox0; ox <= ox1; ++ox) {                                                 \
+          long x0 = ox * sw - pw, x1 = min(x0 + kw, w + pw);                                   \
+          const long cols_padded = x1 - x0;                                                    \
+          x0 = max(x0, 0L), x1 = min(x1, w);                                                   \
+          if (ix < x0 || ix >= x1) continue;                                                   \
+          const long d = divisor             ? divisor                                         \
+                         : count_include_pad ? rows_padded * cols_padded                       \
+                                             : (y1 - y0) * (x1 - x0);                          \
+          if (d == 0) continue;                                                                \
+          acc += T##_load(gp, (oy * wo + ox) * st) / (T##_m)d;                                 \
+        }                                                                                      \
+      }                                                                                        \
+      T##_store(dx, e, acc);                                                                   \
     }                                                                                          \
   }
 
@@ -122,5 +168,6 @@
 XTEN_FLOAT_DTYPES(UPSAMPLE_BILINEAR, _)
 XTEN_FLOAT_DTYPES(MAX_POOL, _)
 XTEN_FLOAT_DTYPES(AVG_POOL, _)
+XTEN_FLOAT_DTYPES(AVG_POOL_BACKWARD, _)
 XTEN_FLOAT_DTYPES(ADAPTIVE_AVG_POOL, _)
 XTEN_FLOAT_DTYPES(ADAPTIVE_MAX_POOL, _)
