@@ -120,6 +120,25 @@ TEST(MemoryFormatXpu, ConvolutionsReadAndWriteNhwcAndEqualTheCpu) {
   }
 }
 
+// A batch whose columns pass the 64 MiB chunk (7.2 MB an image here: chunks of 8 images), so
+// the weight gradient adds the chunks' products, and the forward and input gradient run
+// chunk by chunk.
+TEST(MemoryFormatXpu, ChunkedNhwcConvolutionsEqualTheCpu) {
+  const Tensor x = randn({10, 64, 56, 56}), w = randn({64, 64, 3, 3}) * 0.05;
+  const Tensor xd = x.to("xpu").contiguous(kCL), wd = w.to("xpu").contiguous(kCL);
+  const Tensor y = conv2d(x, w, std::nullopt, {1, 1}, {1, 1});
+  EXPECT_TRUE(
+      testing::allclose(conv2d(xd, wd, std::nullopt, {1, 1}, {1, 1}).to("cpu"), y, 1e-4, 1e-4));
+  const Tensor g = randn(y.sizes()) * 0.1, gd = g.to("xpu").contiguous(kCL);
+  const Tensor dw = conv2d_backward_weight(gd, xd, w.sizes(), {1, 1}, {1, 1}, {1, 1}, 1);
+  EXPECT_TRUE(dw.is_contiguous(kCL));
+  EXPECT_TRUE(testing::allclose(dw.to("cpu"),
+                                conv2d_backward_weight(g, x, w.sizes(), {1, 1}, {1, 1}, {1, 1}, 1),
+                                1e-3, 1e-3));
+  EXPECT_TRUE(testing::allclose(conv_transpose2d(gd, wd, std::nullopt, {1, 1}, {1, 1}).to("cpu"),
+                                conv_transpose2d(g, w, std::nullopt, {1, 1}, {1, 1}), 1e-4, 1e-4));
+}
+
 TEST(MemoryFormatXpu, PoolsAndBatchNormBackwardReadNhwcAndEqualThePlaneKernels) {
   Tensor x = randn({2, 5, 9, 8});
   x.view({-1}).narrow(0, 40, 3).copy_(tensor({NAN, INFINITY, -INFINITY}));

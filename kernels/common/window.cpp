@@ -300,6 +300,17 @@ PoolBackwardMeta pool2d_backward_meta(const char* op, const Tensor& grad_output,
   return m;
 }
 
+PoolBackwardMeta avg_pool2d_backward_meta(const Tensor& grad_output, const Tensor& self,
+                                          IntArrayRef kernel, IntArrayRef stride,
+                                          IntArrayRef padding, bool ceil_mode,
+                                          std::optional<int64_t> divisor_override) {
+  constexpr const char* op = "avg_pool2d_backward";
+  PoolBackwardMeta m =
+      pool2d_backward_meta(op, grad_output, self, kernel, stride, padding, {}, ceil_mode, nullptr);
+  check_divisor_override(divisor_override, op);
+  return m;
+}
+
 PoolMeta adaptive_pool2d_meta(const char* op, const Tensor& input, IntArrayRef output_size,
                               bool with_indices, bool nhwc) {
   check_adaptive_output_size(op, output_size);

@@ -135,6 +135,11 @@ struct PoolBackwardMeta {
 PoolBackwardMeta pool2d_backward_meta(const char* op, const Tensor& grad_output, const Tensor& self,
                                       IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
                                       IntArrayRef dilation, bool ceil_mode, const Tensor* indices);
+// avg_pool2d_backward's: the above and the divisor_override check.
+PoolBackwardMeta avg_pool2d_backward_meta(const Tensor& grad_output, const Tensor& self,
+                                          IntArrayRef kernel, IntArrayRef stride,
+                                          IntArrayRef padding, bool ceil_mode,
+                                          std::optional<int64_t> divisor_override);
 // adaptive_avg_pool2d (with_indices false) and adaptive_max_pool2d (true).
 PoolMeta adaptive_pool2d_meta(const char* op, const Tensor& input, IntArrayRef output_size,
                               bool with_indices, bool nhwc = false);

@@ -69,9 +69,8 @@ Tensor window_sum_grad(const Tensor& g, const Planes& p, const Window& w) {
 Tensor avg_pool2d_backward_kernel(const Tensor& grad, const Tensor& self, IntArrayRef kernel,
                                   IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
                                   bool count_include_pad, std::optional<int64_t> divisor_override) {
-  const PoolBackwardMeta m = pool2d_backward_meta("avg_pool2d_backward", grad, self, kernel, stride,
-                                                  padding, {}, ceil_mode, nullptr);
-  check_divisor_override(divisor_override, "avg_pool2d_backward");
+  const PoolBackwardMeta m =
+      avg_pool2d_backward_meta(grad, self, kernel, stride, padding, ceil_mode, divisor_override);
   const Planes& p = m.p;
   const Window& w = m.w;
   std::vector<double> inv(static_cast<size_t>(w.ho * w.wo));

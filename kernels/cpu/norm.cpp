@@ -206,13 +206,15 @@ void batch_norm_stats_planes(int64_t n, int64_t ch, int64_t in, const T* x, M* m
   });
 }
 
+// The column sums of d = x - shift and of d^2 over a [rows, ch] matrix, shift[c] the column's
+// first value (0 with no rows): s[c] and s[ch + c].
 template <class T, class M>
-void batch_norm_stats_columns(int64_t rows, int64_t ch, const T* x, M* mean, M* var) {
-  const double count = static_cast<double>(rows);
-  std::vector<M> shift(static_cast<size_t>(ch));
+std::vector<double> shifted_column_sums(int64_t rows, int64_t ch, const T* x,
+                                        std::vector<M>& shift) {
+  shift.assign(static_cast<size_t>(ch), M(0));
   for (int64_t c = 0; c < ch && rows > 0; ++c) shift[c] = static_cast<M>(x[c]);
   const M* sh = shift.data();
-  const std::vector<double> s = column_sums<2, M>(rows, ch, [&](int64_t r, M* __restrict a) {
+  return column_sums<2, M>(rows, ch, [&](int64_t r, M* __restrict a) {
     const T* xr = x + r * ch;
     for (int64_t c = 0; c < ch; ++c) {
       const M d = static_cast<M>(xr[c]) - sh[c];
@@ -220,6 +222,13 @@ void batch_norm_stats_columns(int64_t rows, int64_t ch, const T* x, M* mean, M* 
       a[ch + c] += d * d;
     }
   });
+}
+
+template <class T, class M>
+void batch_norm_stats_columns(int64_t rows, int64_t ch, const T* x, M* mean, M* var) {
+  const double count = static_cast<double>(rows);
+  std::vector<M> shift;
+  const std::vector<double> s = shifted_column_sums<T, M>(rows, ch, x, shift);
   for (int64_t c = 0; c < ch; ++c) {
     const auto [m, v] = shifted_moments(s[c], s[ch + c], count);
     mean[c] = static_cast<M>(m + static_cast<double>(shift[c]));
@@ -620,19 +629,10 @@ void group_norm_nhwc(int64_t n, int64_t ch, int64_t rows, int64_t groups, const 
                      const M* b, double eps, T* y) {
   const int64_t per_group = ch / groups;
   const double count = static_cast<double>(rows * per_group);
-  std::vector<M> scale(static_cast<size_t>(ch)), shift(scale.size()), first(scale.size());
+  std::vector<M> scale(static_cast<size_t>(ch)), shift(scale.size()), first;
   for (int64_t i = 0; i < n; ++i) {
     const T* xi = x + i * rows * ch;
-    for (int64_t c = 0; c < ch; ++c) first[c] = static_cast<M>(xi[c]);
-    const M* f = first.data();
-    const std::vector<double> s = column_sums<2, M>(rows, ch, [&](int64_t r, M* __restrict a) {
-      const T* xr = xi + r * ch;
-      for (int64_t c = 0; c < ch; ++c) {
-        const M d = static_cast<M>(xr[c]) - f[c];
-        a[c] += d;
-        a[ch + c] += d * d;
-      }
-    });
+    const std::vector<double> s = shifted_column_sums<T, M>(rows, ch, xi, first);
     for (int64_t g = 0; g < groups; ++g) {
       double total = 0;
       for (int64_t c = g * per_group; c < (g + 1) * per_group; ++c)

@@ -467,8 +467,7 @@ Tensor avg_pool2d_backward_kernel(const Tensor& grad, const Tensor& self, IntArr
                                   bool count_include_pad, std::optional<int64_t> divisor_override) {
   constexpr const char* op = "avg_pool2d_backward";
   const PoolBackwardMeta m =
-      pool2d_backward_meta(op, grad, self, kernel, stride, padding, {}, ceil_mode, nullptr);
-  check_divisor_override(divisor_override, op);
+      avg_pool2d_backward_meta(grad, self, kernel, stride, padding, ceil_mode, divisor_override);
   const Planes& p = m.p;
   const Window& w = m.w;
   // Note [Channels-last average pools]: autograd passes `self` as its shape alone, so the

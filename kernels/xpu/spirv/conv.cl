@@ -15,6 +15,19 @@
 // Host side: kernels/xpu/ops/conv.cpp.
 #include "common.h"
 
+// col2im's taps for output (oy, ox): kernel offsets (i, j), rows then columns, whose input
+// position (ty / sh, tx / sw) exists, running `body` for each.
+#define FOR_TAPS(body)                                                                          \
+  for (long i = 0; i < kh; ++i) {                                                              \
+    const long ty = oy + ph - i * dh;                                                          \
+    if (ty < 0 || ty % sh != 0 || ty / sh >= h) continue;                                      \
+    for (long j = 0; j < kw; ++j) {                                                            \
+      const long tx = ox + pw - j * dw;                                                        \
+      if (tx < 0 || tx % sw != 0 || tx / sw >= w) continue;                                    \
+      body                                                                                     \
+    }                                                                                          \
+  }
+
 #define IM2COL(T, unused)                                                                       \
   KERNEL im2col_##T(global T##_t* cols, global const T##_t* x, long c, long h, long w, long kh, \
                     long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho,      \
@@ -41,15 +54,7 @@
       const long img = e / (wo * ho * c);                                                      \
       global const T##_t* base = cols + (img * c + ch) * kh * kw * plane;                      \
       T##_t acc = 0;                                                                           \
-      for (long i = 0; i < kh; ++i) {                                                          \
-        const long ty = oy + ph - i * dh;                                                      \
-        if (ty < 0 || ty % sh != 0 || ty / sh >= h) continue;                                  \
-        for (long j = 0; j < kw; ++j) {                                                        \
-          const long tx = ox + pw - j * dw;                                                    \
-          if (tx < 0 || tx % sw != 0 || tx / sw >= w) continue;                                \
-          acc += base[(i * kw + j) * plane + (ty / sh) * w + tx / sw];                         \
-        }                                                                                      \
-      }                                                                                        \
+      FOR_TAPS(acc += base[(i * kw + j) * plane + (ty / sh) * w + tx / sw];)                   \
       y[e] = acc;                                                                              \
     }                                                                                          \
   }
@@ -82,16 +87,8 @@
       const long ch = e % c, ox = (e / c) % wo, oy = (e / (c * wo)) % ho;                      \
       const long img = e / (c * wo * ho), g = ch / cg, cc = ch - g * cg;                       \
       T##_t acc = 0;                                                                           \
-      for (long i = 0; i < kh; ++i) {                                                          \
-        const long ty = oy + ph - i * dh;                                                      \
-        if (ty < 0 || ty % sh != 0 || ty / sh >= h) continue;                                  \
-        for (long j = 0; j < kw; ++j) {                                                        \
-          const long tx = ox + pw - j * dw;                                                    \
-          if (tx < 0 || tx % sw != 0 || tx / sw >= w) continue;                                \
-          const long pix = (img * h + ty / sh) * w + tx / sw;                                  \
-          acc += cols[pix * row + ((g * kh + i) * kw + j) * cg + cc];                          \
-        }                                                                                      \
-      }                                                                                        \
+      FOR_TAPS(acc += cols[((img * h + ty / sh) * w + tx / sw) * row +                         \
+                           ((g * kh + i) * kw + j) * cg + cc];)                                \
       y[e] = acc;                                                                              \
     }                                                                                          \
   }
