@@ -349,6 +349,41 @@ TEST(MemoryFormat, ChannelsLastUpsampleAndAdaptiveMaxEqualThePlaneKernels) {
   }
 }
 
+// The separable backwards of upsampling and adaptive average pooling take an NHWC gradient as
+// [N, Ho, Wo, C] matrices: the input gradient equals the NCHW formula's, and it is itself
+// differentiable (create_graph): the gradient of <dx, v> with respect to g is the forward map
+// of v (the adjoint identity), in float64.
+TEST(MemoryFormat, SeparableBackwardsOfChannelsLastGradientsAndTheirAdjoint) {
+  manual_seed(31);
+  const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&)>>> maps = {
+      {"upsample_bilinear2d",
+       [](const Tensor& t) {
+         return upsample_bilinear2d(t, {13, 5}, false);
+       }},
+      {"upsample_bilinear2d align_corners",
+       [](const Tensor& t) {
+         return upsample_bilinear2d(t, {4, 11}, true);
+       }},
+      {"adaptive_avg_pool2d",
+       [](const Tensor& t) {
+         return adaptive_avg_pool2d(t, {4, 3});
+       }},
+  };
+  for (const auto& [name, f] : maps) {
+    const Tensor x = randn({2, 6, 9, 7}, kDouble).contiguous(kCL).requires_grad_();
+    const Tensor y = f(x);
+    const Tensor g = randn(y.sizes(), kDouble).contiguous(kCL).requires_grad_();
+    const Tensor dx = autograd::grad({y}, {x}, {g}, true, true)[0];
+    EXPECT_TRUE(dx.is_contiguous(kCL)) << name << ": strides " << to_string(dx.strides());
+    const Tensor xp = x.detach().contiguous().requires_grad_();
+    const Tensor plain = autograd::grad({f(xp)}, {xp}, {g.detach().contiguous()})[0];
+    EXPECT_TRUE(testing::allclose(dx.detach(), plain, 1e-12, 1e-12)) << name;
+    const Tensor v = randn(x.sizes(), kDouble);
+    const Tensor dg = autograd::grad({(dx * v).sum()}, {g})[0];
+    EXPECT_TRUE(testing::allclose(dg, f(v), 1e-12, 1e-12)) << name << ": the adjoint";
+  }
+}
+
 // Note [Channels-last group norm]: the CPU kernel on an NHWC batch (no gradient wanted: the
 // kernel, not the decomposition autograd differentiates) against the plane kernel, for one,
 // some and as many groups as channels, with and without an affine map, values far from 0 (the

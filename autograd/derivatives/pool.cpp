@@ -59,6 +59,16 @@ Tensor bilinear_matrix(int64_t out, int64_t in, bool align_corners, const Tensor
   return tensor(a, IntArrayRef({out, in}), TensorOptions(like.dtype())).to(like.device());
 }
 
+// dx = mh^T g mw per plane, for the separable linear maps out = mh x mw^T below. An NHWC gradient
+// is read as [N, Ho, Wo, C] matrices: mw^T times each [Wo, C] block, then mh^T times each
+// image's [Ho, W*C] rows, giving the NHWC input gradient with no reorder (docs/memory_format.md).
+Tensor separable_grad(const Tensor& g, const Tensor& mh, const Tensor& mw) {
+  if (g.suggest_memory_format() != MemoryFormat::ChannelsLast) return matmul(matmul(mh.t(), g), mw);
+  const int64_t n = g.size(0), ch = g.size(1), ho = g.size(2), h = mh.size(1), w = mw.size(1);
+  const Tensor cols = matmul(mw.t(), g.permute({0, 2, 3, 1}));  // [N, Ho, W, C]
+  return matmul(mh.t(), cols.reshape({n, ho, w * ch})).view({n, h, w, ch}).permute({0, 3, 1, 2});
+}
+
 }  // namespace
 
 LIBRARY_IMPL(xten, Autograd, m) {
@@ -106,7 +116,7 @@ LIBRARY_IMPL(xten, Autograd, m) {
      }
      const Tensor ah = adaptive_matrix(g.size(-2), xs[xs.size() - 2], g);
      const Tensor aw = adaptive_matrix(g.size(-1), xs[xs.size() - 1], g);
-     return {in_layout_of(matmul(matmul(ah.t(), g), aw), c.input_meta(0))};
+     return {in_layout_of(separable_grad(g, ah, aw), c.input_meta(0))};
    }).saves_only({});
   // Linear and separable like adaptive_avg_pool2d: out = B_h x B_w^T, dx = B_h^T g B_w.
   d.def("upsample_bilinear2d", [](const GradContext& c) -> variable_list {
@@ -115,7 +125,7 @@ LIBRARY_IMPL(xten, Autograd, m) {
      const bool align_corners = c.arg<bool>(2);
      const Tensor bh = bilinear_matrix(g.size(-2), xs[2], align_corners, g);
      const Tensor bw = bilinear_matrix(g.size(-1), xs[3], align_corners, g);
-     return {in_layout_of(matmul(matmul(bh.t(), g), bw), c.input_meta(0))};
+     return {in_layout_of(separable_grad(g, bh, bw), c.input_meta(0))};
    }).saves_only({});
 }
 
