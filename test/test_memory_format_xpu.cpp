@@ -267,6 +267,49 @@ TEST(MemoryFormatXpu, GroupNormReadsNhwcAndEqualsTheCpu) {
   }
 }
 
+// Sums whose reduced dims lead the input in memory (a broadcast's gradient, a transposed
+// matrix's rows, a channels-last batch's per-channel sums) add columns as the input lies
+// (reduce_sum_cols), with no transposing copy, and equal the CPU's.
+TEST(MemoryFormatXpu, SumsOfLeadingDimsReadTheInputAsItLies) {
+  struct Case {
+    const char* what;
+    Tensor x;
+    std::vector<int64_t> dims;
+  };
+  const Tensor cl = randn({4, 6, 5, 3}).contiguous(kCL);
+  for (ScalarType t : {kFloat, kBFloat16, kDouble}) {
+    for (const Case& c : {Case{"rows of [300, 70]", randn({300, 70}), {0}},
+                          Case{"two leading dims", randn({3, 5, 7}), {0, 1}},
+                          Case{"rows of a transposed matrix", randn({70, 300}).t(), {1}},
+                          Case{"per-channel sums of NHWC", cl, {0, 2, 3}}}) {
+      const std::string what = fmt::format("{} {}", c.what, to_string(t));
+      // (`to` lays a transposed matrix out contiguous: transpose after it)
+      const bool transposed = c.x.stride(0) == 1 && c.x.dim() == 2;
+      const Tensor x = transposed ? c.x.t().to(t).t() : c.x.to(t);
+      const Tensor xd = transposed ? c.x.t().to(t).to("xpu").t() : x.to("xpu");
+      ASSERT_EQ(xd.strides(), x.strides()) << what;
+      const double tol = t == kBFloat16 ? 1e-2 : 1e-5;
+      for (const bool keepdim : {false, true}) {
+        const Tensor s = xd.sum(c.dims, keepdim), m = xd.mean(c.dims, keepdim);
+        EXPECT_TRUE(testing::allclose(s.to("cpu").to(kDouble), x.sum(c.dims, keepdim).to(kDouble),
+                                      tol, tol))
+            << what;
+        EXPECT_TRUE(testing::allclose(m.to("cpu").to(kDouble), x.mean(c.dims, keepdim).to(kDouble),
+                                      tol, tol))
+            << what;
+        EXPECT_EQ(s.strides(), x.sum(c.dims, keepdim).strides()) << what;
+      }
+      (void)xd.sum(c.dims);
+      bool columns = false;
+      for (const auto& n : kernels_run([&] { (void)xd.sum(c.dims); })) {
+        columns = columns || n.rfind("reduce_sum_cols_", 0) == 0;
+        EXPECT_NE(n.rfind("copy_", 0), 0u) << what << ": " << n;
+      }
+      EXPECT_TRUE(columns) << what;
+    }
+  }
+}
+
 TEST(MemoryFormatXpu, OpDatabaseWithChannelsLastInputs) {
   const std::set<std::string> ran = testing::check_op_db_channels_last(Device("xpu"));
   EXPECT_TRUE(ran.count("conv2d"));

@@ -117,4 +117,29 @@ std::tuple<Tensor, Tensor> SortRows::finish() const {
   return {values.transpose(d, -1).contiguous(), indices.transpose(d, -1).contiguous()};
 }
 
+std::optional<Tensor> reduce_in_memory_order(
+    const char* op, const Tensor& self, IntArrayRef dims, bool keepdim,
+    const std::function<Tensor(const Tensor&, IntArrayRef)>& reduce_keepdim) {
+  if (self.numel() == 0) return std::nullopt;
+  const std::optional<DimVector> order = memory_order(self);
+  if (!order) return std::nullopt;
+  DimVector pos(order->size()), mdims;  // pos[d]: where dim d is in memory order
+  for (size_t k = 0; k < order->size(); ++k) pos[static_cast<size_t>((*order)[k])] = k;
+  const std::vector<int64_t> rd = reduction_dims(op, self, dims);
+  for (int64_t d : rd) mdims.push_back(pos[static_cast<size_t>(d)]);
+  const Tensor kept = permute(reduce_keepdim(permute(self, *order), mdims), pos);
+  return reduced_in_input_order(kept, self, rd, keepdim);
+}
+
+int64_t leading_dims_reduction(const char* op, const Tensor& self, IntArrayRef dims,
+                               ScalarType out_dtype) {
+  if (self.dtype() != out_dtype || !is_floating_type(out_dtype) || !self.is_contiguous() ||
+      dims.empty() || self.numel() == 0)
+    return 0;
+  const std::vector<int64_t> rd = reduction_dims(op, self, dims);
+  for (size_t k = 0; k < rd.size(); ++k)
+    if (rd[k] != static_cast<int64_t>(k)) return 0;
+  return static_cast<int64_t>(rd.size()) < self.dim() ? static_cast<int64_t>(rd.size()) : 0;
+}
+
 }  // namespace xten

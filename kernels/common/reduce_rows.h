@@ -3,6 +3,7 @@
 // reduced dims last, in the output dtype, made contiguous (with the backend's own copy
 // kernels), so that the input is `outer` rows of `inner` elements and output element i
 // reduces row i.
+#include <functional>
 #include <optional>
 #include <tuple>
 #include <vector>
@@ -40,6 +41,22 @@ std::optional<DimVector> memory_order(const Tensor& self);
 // differ.
 Tensor reduced_in_input_order(const Tensor& kept, const Tensor& self,
                               const std::vector<int64_t>& rdims, bool keepdim);
+
+// The input side of Note [Reduction layout], for the sums (both devices): a dense input that is
+// not contiguous is reduced as its contiguous memory-order view with the dims renumbered
+// (`reduce_keepdim(view, dims)` must keep the reduced dims), the kept values put back in self's
+// dim order and laid out as self is. Reduced dims that lead in memory then take a backend's
+// column path (leading_dims_reduction), trailing ones are rows already: no transposing copy of
+// the whole input. nullopt where self is contiguous or not a permutation of a dense tensor.
+std::optional<Tensor> reduce_in_memory_order(
+    const char* op, const Tensor& self, IntArrayRef dims, bool keepdim,
+    const std::function<Tensor(const Tensor&, IntArrayRef)>& reduce_keepdim);
+
+// How many leading dims `dims` are, where they are the leading dims of a contiguous, floating
+// `self` of dtype `out_dtype` with dims left to keep (a sum of columns: the rows of a
+// [leading, rest] matrix added); 0 otherwise.
+int64_t leading_dims_reduction(const char* op, const Tensor& self, IntArrayRef dims,
+                               ScalarType out_dtype);
 
 // ValueError for a reduction over a zero-size dim with a nonempty output.
 void check_nonempty(const char* op, const Tensor& self, const Rows& r);

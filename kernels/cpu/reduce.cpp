@@ -141,19 +141,6 @@ void column_sums(const T* p, int64_t rows, int64_t cols, int64_t c0, int64_t c1,
       for (int64_t j = 0; j < w; ++j) out[j] += v[j];
 }
 
-// How many leading dims `dims` are, where they are the leading dims of a contiguous, floating
-// `self` of dtype `out_dtype` with dims left to keep (the case column_sums takes); 0 otherwise.
-int64_t leading_dims_reduction(const char* op, const Tensor& self, IntArrayRef dims,
-                               ScalarType out_dtype) {
-  if (self.dtype() != out_dtype || !is_floating_type(out_dtype) || !self.is_contiguous() ||
-      dims.empty() || self.numel() == 0)
-    return 0;
-  const std::vector<int64_t> rd = reduction_dims(op, self, dims);
-  for (size_t k = 0; k < rd.size(); ++k)
-    if (rd[k] != static_cast<int64_t>(k)) return 0;
-  return static_cast<int64_t>(rd.size()) < self.dim() ? static_cast<int64_t>(rd.size()) : 0;
-}
-
 // ---- sum, mean, prod ------------------------------------------------------------------------
 // A sum as sum_impl stores it: divided by `divisor` (mean's count; integer sums are never
 // divided), in the output dtype.
@@ -167,22 +154,14 @@ T sum_value(Acc v, double divisor) {
 
 Tensor sum_impl(const char* op, const Tensor& self, IntArrayRef dims, bool keepdim,
                 ScalarType out_dtype, double divisor) {
-  // A dense input that is not contiguous is summed as its contiguous memory-order view, with
-  // the dims renumbered: reduced dims that lead in memory take the column path below, trailing
-  // ones are rows already, instead of a transposing copy of the whole input (the copy cost
-  // 14x the sum of a transposed [2048, 2048] matrix's rows at one thread). The kept values come
-  // back in self's dim order, laid out as self is (Note [Reduction layout]).
-  if (self.numel() > 0) {
-    if (const std::optional<DimVector> order = memory_order(self)) {
-      DimVector pos(order->size()), mdims;  // pos[d]: where dim d is in memory order
-      for (size_t k = 0; k < order->size(); ++k) pos[static_cast<size_t>((*order)[k])] = k;
-      const std::vector<int64_t> rd = reduction_dims(op, self, dims);
-      for (int64_t d : rd) mdims.push_back(pos[static_cast<size_t>(d)]);
-      const Tensor kept =
-          permute(sum_impl(op, permute(self, *order), mdims, true, out_dtype, divisor), pos);
-      return reduced_in_input_order(kept, self, rd, keepdim);
-    }
-  }
+  // A dense input that is not contiguous: its memory-order view, reduced columns taking the
+  // path below (reduce_in_memory_order; a transposing copy cost 14x the sum of a transposed
+  // [2048, 2048] matrix's rows at one thread).
+  if (std::optional<Tensor> r = reduce_in_memory_order(
+          op, self, dims, keepdim, [&](const Tensor& view, IntArrayRef mdims) {
+            return sum_impl(op, view, mdims, true, out_dtype, divisor);
+          }))
+    return *r;
   if (const int64_t k = leading_dims_reduction(op, self, dims, out_dtype)) {
     int64_t rows = 1;
     for (int64_t d = 0; d < k; ++d) rows *= self.size(d);

@@ -57,9 +57,49 @@ Tensor reduce_rows(const char* opname, const char* op, const Rows& r, double div
   return out;
 }
 
+// The sums of the columns of contiguous `self` seen as [rows, numel / rows] (reduce.cl's
+// reduce_sum_cols), divided by `divisor`: the kept dims' values.
+Tensor column_sums(const char* name, const Tensor& self, int64_t rows, double divisor) {
+  const ScalarType t = self.dtype();
+  const int64_t cols = self.numel() / rows;
+  // Parts of 64 rows: enough work-items for any device, each a short strided walk.
+  const int64_t per = 64, parts = (rows + per - 1) / per;
+  Tensor partial = empty({parts * cols}, acc_dtype(t), self.device());
+  Tensor out = empty({cols}, t, self.device());
+  const int d = device_of(self);
+  const std::string family = family_for("reduce", {t}), tag = dtype_tag(t);
+  const Stream s = stream_of(self);
+  launch(s, get_kernel(d, name, family, "reduce_sum_cols_" + tag), partial.numel(),
+         partial.data_ptr(), self.data_ptr(), rows, cols, per, partial.numel());
+  Kernel& k2 = get_kernel(d, name, family, "reduce_sum_cols_finish_" + tag);
+  if (t == kDouble)
+    launch(s, k2, cols, out.data_ptr(), partial.data_ptr(), cols, parts, divisor);
+  else
+    launch(s, k2, cols, out.data_ptr(), partial.data_ptr(), cols, parts,
+           static_cast<float>(divisor));
+  return out;
+}
+
 Tensor sum_impl(const char* name, const Tensor& self, IntArrayRef dims, bool keepdim,
                 ScalarType out_dtype, bool mean) {
   visit_dtype<dtypes::kAll>(name, out_dtype, [](auto) {});
+  // Note [Reduction layout]: a permuted dense input as it lies in memory, and reduced dims
+  // that lead it as column sums, as on the CPU.
+  if (std::optional<Tensor> r = reduce_in_memory_order(
+          name, self, dims, keepdim, [&](const Tensor& view, IntArrayRef mdims) {
+            return sum_impl(name, view, mdims, true, out_dtype, mean);
+          }))
+    return *r;
+  if (const int64_t k = leading_dims_reduction(name, self, dims, out_dtype)) {
+    int64_t rows = 1;
+    for (int64_t d = 0; d < k; ++d) rows *= self.size(d);
+    DimVector kept(self.sizes()), out_shape;
+    for (int64_t d = 0; d < k; ++d) kept[d] = 1;
+    for (int64_t d = k; d < self.dim(); ++d) out_shape.push_back(self.size(d));
+    const Tensor out =
+        column_sums(name, self, rows, mean ? static_cast<double>(rows) : 1.0).view(out_shape);
+    return keepdim ? out.view(kept) : out;
+  }
   const Rows r = make_rows(name, self, dims, out_dtype);
   const double divisor = mean ? static_cast<double>(r.inner) : 1.0;
   if (r.inner == 0) {  // an empty sum is 0; an empty mean is NaN (0 / 0), as on the CPU

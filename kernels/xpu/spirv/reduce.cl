@@ -110,6 +110,34 @@ XTEN_FLOAT_DTYPES(DEFINE_COMBINERS, _)
 XTEN_INT_DTYPES_HERE(DEFINE_COMBINERS, _)
 XTEN_BOOL_HERE(DEFINE_COMBINERS, _)
 XTEN_FLOAT_DTYPES(REDUCTIONS, _)
+
+// ---- sums of the columns of a contiguous [rows, cols] matrix (floating) ----------------------
+// The reduced dims lead the input (a broadcast's gradient, a channels-last batch's per-channel
+// sums): one work-item per (part of rows_per_part rows, column), consecutive work-items on
+// consecutive columns (PoCL runs a work-group's items as vector lanes), the partial sums in
+// the accumulator type; then one work-item per column adds its parts in order and divides.
+// The row path would need a transposing copy of the whole input first.
+#define COLUMN_SUMS(T, unused)                                                                    \
+  KERNEL reduce_sum_cols_##T(global T##_acc* partial, global const T##_t* in, long rows,         \
+                             long cols, long rows_per_part, long n) {                            \
+    ELEMENTS(e, n) {                                                                              \
+      const long k = e % cols, r0 = (e / cols) * rows_per_part;                                   \
+      const long r1 = min(rows, r0 + rows_per_part);                                              \
+      T##_acc acc = 0;                                                                            \
+      for (long r = r0; r < r1; ++r) acc += (T##_acc)T##_load(in, r * cols + k);                  \
+      partial[e] = acc;                                                                           \
+    }                                                                                             \
+  }                                                                                               \
+  KERNEL reduce_sum_cols_finish_##T(global T##_t* out, global const T##_acc* partial, long cols,  \
+                                    long parts, T##_acc divisor) {                                \
+    ELEMENTS(k, cols) {                                                                           \
+      T##_acc acc = 0;                                                                            \
+      for (long q = 0; q < parts; ++q) acc += partial[q * cols + k];                              \
+      if (divisor != (T##_acc)1) acc = acc / divisor;                                             \
+      T##_store(out, k, CONV_##T(acc));                                                           \
+    }                                                                                             \
+  }
+XTEN_FLOAT_DTYPES(COLUMN_SUMS, _)
 XTEN_INT_DTYPES_HERE(REDUCTIONS, _)
 XTEN_BOOL_HERE(REDUCTIONS, _)
 
