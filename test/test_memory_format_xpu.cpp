@@ -123,6 +123,16 @@ TEST(MemoryFormatXpu, ConvolutionsReadAndWriteNhwcAndEqualTheCpu) {
 // A batch whose columns pass the 64 MiB chunk (7.2 MB an image here: chunks of 8 images), so
 // the weight gradient adds the chunks' products, and the forward and input gradient run
 // chunk by chunk.
+TEST(MemoryFormatXpu, EmptyNhwcBatchesConvolve) {
+  const Tensor x = empty({0, 4, 5, 5}, TensorOptions().device(Device("xpu")).memory_format(kCL));
+  const Tensor w = randn({6, 4, 3, 3}).to("xpu").contiguous(kCL);
+  const Tensor y = conv2d(x, w, std::nullopt, {1, 1}, {1, 1});
+  EXPECT_EQ(y.sizes(), IntArrayRef({0, 6, 5, 5}));
+  const Tensor dw = conv2d_backward_weight(y, x, w.sizes(), {1, 1}, {1, 1}, {1, 1}, 1);
+  EXPECT_TRUE(testing::same_bytes(dw.to("cpu").contiguous(), zeros({6, 4, 3, 3})));
+  EXPECT_EQ(conv_transpose2d(y, w, std::nullopt, {1, 1}, {1, 1}).sizes(), x.sizes());
+}
+
 TEST(MemoryFormatXpu, ChunkedNhwcConvolutionsEqualTheCpu) {
   const Tensor x = randn({10, 64, 56, 56}), w = randn({64, 64, 3, 3}) * 0.05;
   const Tensor xd = x.to("xpu").contiguous(kCL), wd = w.to("xpu").contiguous(kCL);

@@ -202,6 +202,7 @@ Tensor conv2d_backward_weight_kernel(const Tensor& grad_output, const Tensor& in
   XTEN_CHECK(grad_output.sizes() == IntArrayRef({g.n, g.o, g.ho, g.wo}), ValueError,
              "conv2d_backward_weight", "grad_output must have the output's shape {}, but got {}",
              IntArrayRef({g.n, g.o, g.ho, g.wo}), grad_output.sizes());
+  if (g.n == 0) return grad_weight.zero_().to(input.dtype());  // an empty batch's sum
   const Tensor x = g.input4.to(ct).contiguous(MemoryFormat::ChannelsLast);
   const Tensor gy = nhwc_rows(grad_output.to(ct).contiguous(MemoryFormat::ChannelsLast));
   Tensor dw = ohwi_rows(grad_weight);

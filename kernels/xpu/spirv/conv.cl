@@ -59,7 +59,6 @@
     }                                                                                          \
   }
 
-
 #define IM2COL_NHWC(T, unused)                                                                  \
   KERNEL im2col_nhwc_##T(global T##_t* cols, global const T##_t* x, long c, long cg, long h,    \
                          long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh, \
