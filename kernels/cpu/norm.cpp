@@ -650,7 +650,8 @@ void group_norm_nhwc(int64_t n, int64_t ch, int64_t rows, int64_t groups, const 
         shift[c] = static_cast<M>((b ? static_cast<double>(b[c]) : 0.0) - mean * k);
       }
     }
-    // The sample's rows again, split among the threads as the sums were (still in their caches).
+    // The sample's rows again, soon after the sums read them (a sample of ResNet's sizes is
+    // within the caches; the threads' row ranges are close to, not the same as, the sums').
     const M *k = scale.data(), *t = shift.data();
     T* yi = y + i * rows * ch;
     parallel_for(rows, grain_for(2 * ch), [&](int64_t begin, int64_t end) {
