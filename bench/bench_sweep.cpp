@@ -43,7 +43,9 @@ int xpu_sweep(int threads) {
     double cpu_ms = 0, xpu_ms = 0;
   };
   std::vector<Row> rows;
+  const char* only = std::getenv("XTEN_SWEEP_ONLY");  // as the CPU sweep's
   for (size_t i = 0; i < cpu.size(); ++i) {
+    if (only && cpu[i].name.find(only) == std::string::npos) continue;
     Row r{cpu[i].name, "", ms_per_call(cpu[i], false), 0};
     try {
       r.xpu_ms = ms_per_call(xpu[i], true);

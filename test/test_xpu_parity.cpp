@@ -1035,6 +1035,24 @@ TEST(XpuParity, NormalizationForwardKernelsMatchTheCpu) {
   EXPECT_EQ(layer_norm(empty({0, 8}, Device("xpu")), {8}).sizes(), IntArrayRef({0, 8}));
 }
 
+// Note [Row strips] (linalg.cl): products whose B has unit column stride take 8 x 32 blocks on
+// vector accumulators, the others the tiled kernel; both add each output's terms in k order, so
+// a B laid out column-major (the tiled kernel) gives the same bits. Shapes cover full blocks,
+// a last row block of 5 and a last column block of 6, a batch with strides of its own.
+TEST(XpuParity, RowStripProductsEqualTheTiledKernelAndTheCpu) {
+  manual_seed(62);
+  const Device xpu("xpu");
+  for (ScalarType t : {kFloat, kBFloat16, kHalf}) {
+    const Tensor a = randn({3, 37, 2 * 83}).to(t).narrow(2, 0, 83);  // rows of stride 166
+    const Tensor b = randn({3, 83, 70}).to(t);
+    const Tensor ax = to_xpu(a), bx = b.to(xpu);
+    const Tensor strips = bmm(ax, bx);
+    const Tensor tiled = bmm(ax, bx.transpose(1, 2).contiguous().transpose(1, 2));
+    EXPECT_TRUE(agree(strips.to(kCPU), tiled, Tol::kExact)) << to_string(t);
+    EXPECT_TRUE(agree(bmm(a, b), strips, Tol::kReduce)) << to_string(t);
+  }
+}
+
 TEST(XpuParity, IndexErrorsMatchTheCpu) {
   const Tensor bad = tensor({1, 7, -9, 2}).to(kLong);
   both(

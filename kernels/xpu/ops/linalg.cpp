@@ -14,12 +14,26 @@ namespace xten::xpu {
 namespace {
 
 constexpr int64_t kTile = 64;  // output tile per work-group (linalg.cl)
+constexpr int64_t kStripRows = 8, kStripCols = 32;  // a work-item's block (Note [Row strips])
 
 }  // namespace
 
 void bmm_into(const char* op, const Tensor& out, const Tensor& a, const Tensor& b) {
   const int64_t batch = a.size(0), n = a.size(1), k = a.size(2), m = b.size(2);
   if (out.numel() == 0) return;
+  const ScalarType t = a.dtype();
+  if ((t == kFloat || t == kBFloat16 || t == kHalf) && b.stride(2) == 1 && out.stride(2) == 1) {
+    // Note [Row strips] (linalg.cl): 8 x 16 blocks on float16 accumulators.
+    const int64_t blocks_n = (n + kStripRows - 1) / kStripRows;
+    const int64_t blocks_m = (m + kStripCols - 1) / kStripCols;
+    const int64_t total = batch * blocks_n * blocks_m;
+    Kernel& kern = get_kernel(device_of(a), op, family_for("linalg", {t}),
+                              std::string("bmm_strip_") + dtype_tag(t));
+    launch(stream_of(a), kern, total, out.data_ptr(), a.data_ptr(), b.data_ptr(), n, k, m,
+           blocks_n, blocks_m, a.stride(0), a.stride(1), a.stride(2), b.stride(0), b.stride(1),
+           out.stride(0), out.stride(1), total);
+    return;
+  }
   const int64_t tiles_n = (n + kTile - 1) / kTile, tiles_m = (m + kTile - 1) / kTile;
   Kernel& kern = get_kernel(device_of(a), op, family_for("linalg", {a.dtype()}),
                             std::string("bmm_") + dtype_tag(a.dtype()));
