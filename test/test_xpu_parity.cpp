@@ -1036,9 +1036,10 @@ TEST(XpuParity, NormalizationForwardKernelsMatchTheCpu) {
 }
 
 // Note [Row strips] (linalg.cl): products whose B has unit column stride take 8 x 32 blocks on
-// vector accumulators, the others the tiled kernel; both add each output's terms in k order, so
-// a B laid out column-major (the tiled kernel) gives the same bits. Shapes cover full blocks,
-// a last row block of 5 and a last column block of 6, a batch with strides of its own.
+// vector accumulators; with 32 rows of A or more, a B of other strides is copied to rows first,
+// with fewer it goes to the tiled kernel. All three add each output's terms in k order, so they
+// give the same bits. Shapes cover full blocks, a last row block of 5 (37 rows) or 4 (20), a
+// last column block of 6, and a batch with strides of its own.
 TEST(XpuParity, RowStripProductsEqualTheTiledKernelAndTheCpu) {
   manual_seed(62);
   const Device xpu("xpu");
@@ -1046,10 +1047,12 @@ TEST(XpuParity, RowStripProductsEqualTheTiledKernelAndTheCpu) {
     const Tensor a = randn({3, 37, 2 * 83}).to(t).narrow(2, 0, 83);  // rows of stride 166
     const Tensor b = randn({3, 83, 70}).to(t);
     const Tensor ax = to_xpu(a), bx = b.to(xpu);
-    const Tensor strips = bmm(ax, bx);
-    const Tensor tiled = bmm(ax, bx.transpose(1, 2).contiguous().transpose(1, 2));
-    EXPECT_TRUE(agree(strips.to(kCPU), tiled, Tol::kExact)) << to_string(t);
+    const Tensor bt = bx.transpose(1, 2).contiguous().transpose(1, 2);  // column-major
+    const Tensor strips = bmm(ax, bx).to(kCPU);
     EXPECT_TRUE(agree(bmm(a, b), strips, Tol::kReduce)) << to_string(t);
+    EXPECT_TRUE(agree(strips, bmm(ax, bt), Tol::kExact)) << "copied B " << to_string(t);
+    const Tensor a20 = ax.narrow(1, 0, 20);
+    EXPECT_TRUE(agree(bmm(a20, bx).to(kCPU), bmm(a20, bt), Tol::kExact)) << "tiled " << to_string(t);
   }
 }
 

@@ -80,7 +80,8 @@ Tensor nhwc_columns(const char* op, const Tensor& x, int64_t i0, int64_t nc, int
 Tensor conv2d_nhwc(const ConvGeometry& g, const Tensor& input, const Tensor& weight,
                    const std::optional<Tensor>& bias, int64_t groups, ScalarType ct) {
   const Tensor x = g.input4.to(ct).contiguous(MemoryFormat::ChannelsLast);
-  const Tensor w = ohwi_rows(weight.to(ct).contiguous(MemoryFormat::ChannelsLast));
+  // [KH*KW*C/g, O]: each group's product reads rows of it (Note [Row strips], linalg.cl).
+  const Tensor w = ohwi_rows(weight.to(ct).contiguous(MemoryFormat::ChannelsLast)).t().contiguous();
   Tensor out = empty_nhwc({g.n, g.o, g.ho, g.wo}, ct, input.device());
   const Tensor out_rows = nhwc_rows(out);
   const int64_t cg = g.c / groups, og = g.o / groups, k = g.kh * g.kw * cg, plane = g.ho * g.wo;
@@ -93,7 +94,7 @@ Tensor conv2d_nhwc(const ConvGeometry& g, const Tensor& input, const Tensor& wei
                                   : nhwc_columns("conv2d", x, i0, nc, groups, g);
     for (int64_t grp = 0; grp < groups; ++grp)
       mm_into("conv2d", out_rows.narrow(0, i0 * plane, nc * plane).narrow(1, grp * og, og),
-              cols.narrow(1, grp * k, k), w.narrow(0, grp * og, og).t());
+              cols.narrow(1, grp * k, k), w.narrow(1, grp * og, og));
   }
   return conv_finish(out, bias, g, input.dtype());
 }
