@@ -1,7 +1,8 @@
 // XPU flash attention, forward and backward (spirv/attention.cl), with the CPU kernels' checks
 // (kernels/common/attention.h). The operands are made contiguous [B, H, L, E] first; the output
 // and the gradients are contiguous too (the CPU's output is heads-last: the values are the same).
-// Each kernel's opmath accumulators are a global scratch row per work-item.
+// The scalar kernels' opmath accumulators are a global scratch row per work-item; the vector
+// kernels (the usual head sizes) keep them in registers.
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
@@ -38,6 +39,18 @@ void check_head_dims(const char* op, const AttentionShape& g) {
              kMaxHeadDim, g.head_dim, g.value_dim);
 }
 
+// Note [Attention rows in vector registers] (attention.cl): the kernels that keep rows in
+// float16 registers take head sizes that are multiples of 16 up to 64, in the 16/32-bit floats;
+// they need no global scratch rows.
+bool vector_rows(const AttentionShape& g, ScalarType t) {
+  auto fits = [](int64_t e) { return e >= 16 && e <= 64 && e % 16 == 0; };
+  return t != kDouble && fits(g.head_dim) && fits(g.value_dim);
+}
+
+std::string kernel_name(const char* base, bool vec, ScalarType t) {
+  return std::string(base) + (vec ? "vec_" : "") + dtype_tag(t);
+}
+
 uint64_t tiles(int64_t rows) {
   return static_cast<uint64_t>((rows + kGroupSize - 1) / kGroupSize);
 }
@@ -55,10 +68,11 @@ TensorPair flash_attention_kernel(const Tensor& query, const Tensor& key, const 
   Tensor lse = empty({g.batch, g.heads, g.q_len}, acc_t, q.device());
   const int64_t rows = g.batch * g.heads;
   if (rows == 0 || g.q_len == 0) return {out, lse};
-  Tensor acc = empty({rows * g.q_len, g.value_dim}, acc_t, q.device());
+  const bool vec = vector_rows(g, t);
+  const Tensor acc = empty({vec ? 0 : rows * g.q_len, g.value_dim}, acc_t, q.device());
   const MaskArgs m = mask_args(g, attn_mask, is_causal, q);
   Kernel& kern = get_kernel(device_of(q), op, family_for("attention", {t}),
-                            std::string("attention_forward_") + dtype_tag(t));
+                            kernel_name("attention_forward_", vec, t));
   visit_dtype<dtypes::kFloating>(op, t, [&](auto tag) {
     using M = opmath_t<typename decltype(tag)::type>;
     launch_groups(stream_of(q), kern, rows * tiles(g.q_len), out.data_ptr(), lse.data_ptr(),
@@ -91,16 +105,18 @@ TensorTriple flash_attention_backward_kernel(const Tensor& grad_out, const Tenso
     return {dq.zero_(), dk.zero_(), dv.zero_()};
   }
   if (rows == 0) return {dq, dk, dv};
+  const bool vec = vector_rows(g, t);
+  const int64_t scratch = vec ? 0 : 1;  // rows of scratch per row of the operands
   Tensor dsum = empty({rows * g.q_len}, acc_t, dev);
-  Tensor acc_q = empty({rows * g.q_len, g.head_dim}, acc_t, dev);
-  Tensor acc_k = empty({kv_rows * g.kv_len, g.head_dim}, acc_t, dev);
-  Tensor acc_v = empty({kv_rows * g.kv_len, g.value_dim}, acc_t, dev);
+  Tensor acc_q = empty({scratch * rows * g.q_len, g.head_dim}, acc_t, dev);
+  Tensor acc_k = empty({scratch * kv_rows * g.kv_len, g.head_dim}, acc_t, dev);
+  Tensor acc_v = empty({scratch * kv_rows * g.kv_len, g.value_dim}, acc_t, dev);
   const MaskArgs m = mask_args(g, attn_mask, is_causal, q);
   const int d = device_of(q);
-  Kernel& kq = get_kernel(d, op, family_for("attention", {t}),
-                          std::string("attention_backward_q_") + dtype_tag(t));
+  Kernel& kq =
+      get_kernel(d, op, family_for("attention", {t}), kernel_name("attention_backward_q_", vec, t));
   Kernel& kkv = get_kernel(d, op, family_for("attention", {t}),
-                           std::string("attention_backward_kv_") + dtype_tag(t));
+                           kernel_name("attention_backward_kv_", vec, t));
   visit_dtype<dtypes::kFloating>(op, t, [&](auto tag) {
     using M = opmath_t<typename decltype(tag)::type>;
     const M sc = static_cast<M>(scale);

@@ -1,4 +1,5 @@
-// XPU bmm (linalg.cl: 64x64 output tiles, register-blocked, staged in local memory), with
+// XPU bmm (linalg.cl: row strips on vector accumulators where B's and out's rows are contiguous,
+// else 64x64 output tiles staged in local memory), with
 // the checks shared with the CPU (kernels/common/op_checks.h). mm, matmul, addmm, ... are
 // composites over it (mm is a batch of one); linear and _linear_relu run the product, the bias
 // and the relu as three launches (kernels/common/linear.h: no fused XPU kernel yet).
@@ -13,7 +14,7 @@
 namespace xten::xpu {
 namespace {
 
-constexpr int64_t kTile = 64;  // output tile per work-group (linalg.cl)
+constexpr int64_t kTile = 64;                       // output tile per work-group (linalg.cl)
 constexpr int64_t kStripRows = 8, kStripCols = 32;  // a work-item's block (Note [Row strips])
 constexpr int64_t kStripRowsForACopy = 32;  // fewer rows of A: the tiled kernel reads B as it lies
 
@@ -39,9 +40,9 @@ void bmm_into(const char* op, const Tensor& out, const Tensor& a, const Tensor& 
     const int64_t total = batch * blocks_n * blocks_m;
     Kernel& kern = get_kernel(device_of(a), op, family_for("linalg", {t}),
                               std::string("bmm_strip_") + dtype_tag(t));
-    launch(stream_of(a), kern, total, out.data_ptr(), a.data_ptr(), b.data_ptr(), n, k, m,
-           blocks_n, blocks_m, a.stride(0), a.stride(1), a.stride(2), b.stride(0), b.stride(1),
-           out.stride(0), out.stride(1), total);
+    launch(stream_of(a), kern, total, out.data_ptr(), a.data_ptr(), b.data_ptr(), n, k, m, blocks_n,
+           blocks_m, a.stride(0), a.stride(1), a.stride(2), b.stride(0), b.stride(1), out.stride(0),
+           out.stride(1), total);
     return;
   }
   const int64_t tiles_n = (n + kTile - 1) / kTile, tiles_m = (m + kTile - 1) / kTile;

@@ -31,7 +31,7 @@
 // each tile of keys and values is loaded into local kt and vt by the whole group; then for each
 // key j of the tile, the code between ATT_KEY_TILES_BEGIN and ATT_KEY_TILES_END sees the masked,
 // scaled score s of this work-item's query i (row qr; nothing runs where `active` is false).
-#define ATT_KEY_TILES_BEGIN(T)                                                                     \
+#define ATT_KEY_TILES_BEGIN(T, SCORE)                                                              \
   const long rows = ATT_TILE / (E > Ev ? E : Ev);                                                  \
   const long i_last = (i0 + XTEN_GROUP_SIZE < L ? i0 + XTEN_GROUP_SIZE : L) - 1;                   \
   const long kv_end = causal ? (i_last + 1 < S ? i_last + 1 : S) : S;                              \
@@ -44,9 +44,11 @@
     for (long jj = 0; active && jj < nk; ++jj) {                                                   \
       const long j = j0 + jj;                                                                      \
       T##_m s = 0;                                                                                 \
-      for (long c = 0; c < E; ++c) s += T##_load(qr, c) * kt[jj * E + c];                          \
+      SCORE(T);                                                                                    \
       s *= scale;                                                                                  \
       ATT_MASKED(T, s, b, h, i, j)
+// The score of this work-item's query row qr and key jj of the tile, one element at a time.
+#define ATT_SCORE_SCALAR(T) for (long c = 0; c < E; ++c) s += T##_load(qr, c) * kt[jj * E + c]
 #define ATT_KEY_TILES_END                                                                          \
   }                                                                                                \
   }
@@ -71,7 +73,7 @@
     global const T##_t* vb = v + (b * Hk + hk) * S * Ev;                                           \
     for (long c = 0; active && c < Ev; ++c) ar[c] = 0;                                             \
     T##_m m = -INFINITY, sum = 0;                                                                  \
-    ATT_KEY_TILES_BEGIN(T)                                                                         \
+    ATT_KEY_TILES_BEGIN(T, ATT_SCORE_SCALAR)                                                        \
         if (s == -INFINITY) continue;                                                              \
         if (s > m) {                                                                               \
           const T##_m alpha = exp(m - s); /* m = -inf: 0 */                                        \
@@ -124,7 +126,7 @@ XTEN_FLOAT_DTYPES(ATTENTION_FORWARD, _)
     for (long c = 0; active && c < E; ++c) ar[c] = 0;                                              \
     if (active) dsum[row] = d;                                                                     \
     const T##_m li = active ? lse[row] : 0;                                                        \
-    ATT_KEY_TILES_BEGIN(T)                                                                         \
+    ATT_KEY_TILES_BEGIN(T, ATT_SCORE_SCALAR)                                                        \
         const T##_m p = ATT_PROB(s, li);                                                           \
         if (p == 0) continue;                                                                      \
         T##_m dp = 0;                                                                              \
@@ -208,3 +210,200 @@ XTEN_FLOAT_DTYPES(ATTENTION_BACKWARD_Q, _)
   }
 
 XTEN_FLOAT_DTYPES(ATTENTION_BACKWARD_KV, _)
+
+// Note [Attention rows in vector registers]: for head sizes that are multiples of 16 up to 64
+// (the usual 16, 32, 64), the same three walks keep each work-item's rows (its query, output
+// gradient or key and value, and its accumulators) in four float16 registers each instead of
+// global scratch rows, and take each inner product 16 elements at a time from the local tiles.
+// PoCL runs the scalar kernels above one element at a time, with the accumulator row read and
+// written in global memory for every key. The float64 kernels and other head sizes keep the
+// scalar forms. Inner products add 16 lanes and then the lanes, so the last bits differ from
+// the scalar kernels' (both are within the CPU's tolerance: docs/attention.md).
+#define ATT_CHUNKS(X) X(0) X(1) X(2) X(3)
+// Chunk c of a row of n chunks: 16 elements, or zeros past the row.
+#define ATT_ZERO(c) float16 q##c = (float16)(0.0f), a##c = (float16)(0.0f);
+static inline float att_dot(float16 x0, float16 x1, float16 x2, float16 x3, local const float* y,
+                            int n) {
+  float16 p = x0 * vload16(0, y);
+  if (n > 1) p += x1 * vload16(1, y);
+  if (n > 2) p += x2 * vload16(2, y);
+  if (n > 3) p += x3 * vload16(3, y);
+  return hsum16(p);
+}
+#define ATT_LOAD_ROW(T, x, row, n)                                                                 \
+  if (n > 0) x##0 = T##_load16(row);                                                               \
+  if (n > 1) x##1 = T##_load16(row + 16);                                                          \
+  if (n > 2) x##2 = T##_load16(row + 32);                                                          \
+  if (n > 3) x##3 = T##_load16(row + 48);
+// x += f * y[0..16n) (y local)
+#define ATT_AXPY(x, f, y, n)                                                                       \
+  x##0 += (f) * vload16(0, y);                                                                     \
+  if (n > 1) x##1 += (f) * vload16(1, y);                                                          \
+  if (n > 2) x##2 += (f) * vload16(2, y);                                                          \
+  if (n > 3) x##3 += (f) * vload16(3, y);
+#define ATT_STORE_ROW(T, x, dst, n, f)                                                             \
+  {                                                                                                \
+    float vals[64];                                                                                \
+    global T##_t* to = (dst);                                                                      \
+    vstore16(x##0 * (f), 0, vals);                                                                 \
+    vstore16(x##1 * (f), 1, vals);                                                                 \
+    vstore16(x##2 * (f), 2, vals);                                                                 \
+    vstore16(x##3 * (f), 3, vals);                                                                 \
+    for (int c = 0; c < 16 * (n); ++c) T##_store(to, c, vals[c]);                                  \
+  }
+#define ATT_SCORE_VEC(T) s = att_dot(q0, q1, q2, q3, kt + jj * E, ne)
+
+#define ATTENTION_FORWARD_VEC(T, unused)                                                           \
+  KERNEL attention_forward_vec_##T(global T##_t* out, global float* lse, global float* acc,        \
+                                   global const T##_t* q, global const T##_t* k,                   \
+                                   global const T##_t* v, ATT_MASK_PARAMS, long H, long Hk,        \
+                                   long L, long S, long E, long Ev, long os0, long os1, long os2,  \
+                                   float scale) {                                                  \
+    local float kt[ATT_TILE];                                                                      \
+    local float vt[ATT_TILE];                                                                      \
+    const long tiles = (L + XTEN_GROUP_SIZE - 1) / XTEN_GROUP_SIZE;                                \
+    const long bh = get_group_id(0) / tiles, i0 = get_group_id(0) % tiles * XTEN_GROUP_SIZE;       \
+    const long b = bh / H, h = bh % H, hk = h / (H / Hk);                                          \
+    const int l = (int)get_local_id(0);                                                            \
+    const long i = i0 + l;                                                                         \
+    const bool active = i < L;                                                                     \
+    const int ne = (int)(E / 16), nv = (int)(Ev / 16);                                             \
+    global const T##_t* kb = k + (b * Hk + hk) * S * E;                                            \
+    global const T##_t* vb = v + (b * Hk + hk) * S * Ev;                                           \
+    ATT_CHUNKS(ATT_ZERO)                                                                           \
+    if (active) {                                                                                  \
+      ATT_LOAD_ROW(T, q, q + (bh * L + i) * E, ne)                                                 \
+    }                                                                                              \
+    float m = -INFINITY, sum = 0;                                                                  \
+    ATT_KEY_TILES_BEGIN(T, ATT_SCORE_VEC)                                                          \
+        if (s == -INFINITY) continue;                                                              \
+        if (s > m) {                                                                               \
+          const float alpha = exp(m - s); /* m = -inf: 0 */                                        \
+          sum *= alpha;                                                                            \
+          a0 *= alpha, a1 *= alpha, a2 *= alpha, a3 *= alpha;                                      \
+          m = s;                                                                                   \
+        }                                                                                          \
+        const float p = exp(s - m);                                                                \
+        sum += p;                                                                                  \
+        ATT_AXPY(a, p, vt + jj * Ev, nv)                                                           \
+    ATT_KEY_TILES_END                                                                              \
+    if (!active) return;                                                                           \
+    const float inv = sum > 0 ? 1 / sum : 0; /* a row that attends nothing gives 0 */              \
+    ATT_STORE_ROW(T, a, out + b * os0 + h * os1 + i * os2, nv, inv)                                \
+    lse[bh * L + i] = sum > 0 ? m + log(sum) : -INFINITY;                                          \
+  }
+
+#define ATTENTION_BACKWARD_Q_VEC(T, unused)                                                        \
+  KERNEL attention_backward_q_vec_##T(global T##_t* dq, global float* dsum, global float* acc,     \
+                                      global const T##_t* go, global const T##_t* q,               \
+                                      global const T##_t* k, global const T##_t* v,                \
+                                      global const T##_t* o, global const float* lse,              \
+                                      ATT_MASK_PARAMS, long H, long Hk, long L, long S, long E,    \
+                                      long Ev, float scale) {                                      \
+    local float kt[ATT_TILE];                                                                      \
+    local float vt[ATT_TILE];                                                                      \
+    const long tiles = (L + XTEN_GROUP_SIZE - 1) / XTEN_GROUP_SIZE;                                \
+    const long bh = get_group_id(0) / tiles, i0 = get_group_id(0) % tiles * XTEN_GROUP_SIZE;       \
+    const long b = bh / H, h = bh % H, hk = h / (H / Hk);                                          \
+    const int l = (int)get_local_id(0);                                                            \
+    const long i = i0 + l;                                                                         \
+    const bool active = i < L;                                                                     \
+    const long row = bh * L + (active ? i : 0);                                                    \
+    const int ne = (int)(E / 16), nv = (int)(Ev / 16);                                             \
+    global const T##_t* gr = go + row * Ev;                                                        \
+    global const T##_t* kb = k + (b * Hk + hk) * S * E;                                            \
+    global const T##_t* vb = v + (b * Hk + hk) * S * Ev;                                           \
+    ATT_CHUNKS(ATT_ZERO)                                                                           \
+    float16 g0 = 0, g1 = 0, g2 = 0, g3 = 0;                                                        \
+    float d = 0;                                                                                   \
+    if (active) {                                                                                  \
+      for (long c = 0; c < Ev; ++c) d += T##_load(gr, c) * T##_load(o, row * Ev + c);             \
+      dsum[row] = d;                                                                               \
+      ATT_LOAD_ROW(T, q, q + row * E, ne)                                                          \
+      ATT_LOAD_ROW(T, g, gr, nv)                                                                   \
+    }                                                                                              \
+    const float li = active ? lse[row] : 0;                                                        \
+    ATT_KEY_TILES_BEGIN(T, ATT_SCORE_VEC)                                                          \
+        const float p = ATT_PROB(s, li);                                                           \
+        if (p == 0) continue;                                                                      \
+        const float dp = att_dot(g0, g1, g2, g3, vt + jj * Ev, nv);                                \
+        const float ds = p * (dp - d);                                                             \
+        ATT_AXPY(a, ds, kt + jj * E, ne)                                                           \
+    ATT_KEY_TILES_END                                                                              \
+    if (!active) return;                                                                           \
+    ATT_STORE_ROW(T, a, dq + row * E, ne, scale)                                                   \
+  }
+
+#define ATTENTION_BACKWARD_KV_VEC(T, unused)                                                       \
+  KERNEL attention_backward_kv_vec_##T(global T##_t* dk, global T##_t* dv, global float* acck,     \
+                                       global float* accv, global const T##_t* go,                 \
+                                       global const T##_t* q, global const T##_t* k,               \
+                                       global const T##_t* v, global const float* lse,             \
+                                       global const float* dsum, ATT_MASK_PARAMS, long H, long Hk, \
+                                       long L, long S, long E, long Ev, float scale) {             \
+    local float qt[ATT_TILE];                                                                      \
+    local float gt[ATT_TILE];                                                                      \
+    local float lt[XTEN_GROUP_SIZE];                                                               \
+    local float dt[XTEN_GROUP_SIZE];                                                               \
+    const long tiles = (S + XTEN_GROUP_SIZE - 1) / XTEN_GROUP_SIZE;                                \
+    const long bhk = get_group_id(0) / tiles, j0 = get_group_id(0) % tiles * XTEN_GROUP_SIZE;      \
+    const long b = bhk / Hk, hk = bhk % Hk, group = H / Hk;                                        \
+    const int l = (int)get_local_id(0);                                                            \
+    const long j = j0 + l;                                                                         \
+    const bool active = j < S;                                                                     \
+    const long krow = bhk * S + (active ? j : 0);                                                  \
+    const int ne = (int)(E / 16), nv = (int)(Ev / 16);                                             \
+    /* q: this key's row; g: its value row; a: dK; w: dV */                                        \
+    ATT_CHUNKS(ATT_ZERO)                                                                           \
+    float16 g0 = 0, g1 = 0, g2 = 0, g3 = 0, w0 = 0, w1 = 0, w2 = 0, w3 = 0;                        \
+    if (active) {                                                                                  \
+      ATT_LOAD_ROW(T, q, k + krow * E, ne)                                                         \
+      ATT_LOAD_ROW(T, g, v + krow * Ev, nv)                                                        \
+    }                                                                                              \
+    long rows = ATT_TILE / (E > Ev ? E : Ev);                                                      \
+    if (rows > XTEN_GROUP_SIZE) rows = XTEN_GROUP_SIZE;                                            \
+    /* causal: queries before the group's first key see none of its keys */                        \
+    const long i_start = causal ? (j0 < L ? j0 : L) : 0;                                           \
+    for (long h = hk * group; h < (hk + 1) * group; ++h) {                                         \
+      const long bh = b * H + h;                                                                   \
+      for (long i0 = i_start; i0 < L; i0 += rows) {                                                \
+        const long nq = L - i0 < rows ? L - i0 : rows;                                             \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+        for (long x = l; x < nq * E; x += XTEN_GROUP_SIZE)                                         \
+          qt[x] = T##_load(q, (bh * L + i0) * E + x);                                              \
+        for (long x = l; x < nq * Ev; x += XTEN_GROUP_SIZE)                                        \
+          gt[x] = T##_load(go, (bh * L + i0) * Ev + x);                                            \
+        if (l < nq) {                                                                              \
+          lt[l] = lse[bh * L + i0 + l];                                                            \
+          dt[l] = dsum[bh * L + i0 + l];                                                           \
+        }                                                                                          \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+        for (long ii = 0; active && ii < nq; ++ii) {                                               \
+          const long i = i0 + ii;                                                                  \
+          float s = att_dot(q0, q1, q2, q3, qt + ii * E, ne) * scale;                              \
+          ATT_MASKED(T, s, b, h, i, j)                                                             \
+          const float p = ATT_PROB(s, lt[ii]);                                                     \
+          if (p == 0) continue;                                                                    \
+          ATT_AXPY(w, p, gt + ii * Ev, nv)                                                         \
+          const float dp = att_dot(g0, g1, g2, g3, gt + ii * Ev, nv);                              \
+          const float ds = p * (dp - dt[ii]);                                                      \
+          ATT_AXPY(a, ds, qt + ii * E, ne)                                                         \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+    if (!active) return;                                                                           \
+    ATT_STORE_ROW(T, a, dk + krow * E, ne, scale)                                                  \
+    ATT_STORE_ROW(T, w, dv + krow * Ev, nv, 1.0f)                                                  \
+  }
+
+#ifndef XTEN_F64
+ATTENTION_FORWARD_VEC(f32, _)
+ATTENTION_FORWARD_VEC(bf16, _)
+ATTENTION_FORWARD_VEC(f16, _)
+ATTENTION_BACKWARD_Q_VEC(f32, _)
+ATTENTION_BACKWARD_Q_VEC(bf16, _)
+ATTENTION_BACKWARD_Q_VEC(f16, _)
+ATTENTION_BACKWARD_KV_VEC(f32, _)
+ATTENTION_BACKWARD_KV_VEC(bf16, _)
+ATTENTION_BACKWARD_KV_VEC(f16, _)
+#endif

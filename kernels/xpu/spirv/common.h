@@ -45,6 +45,22 @@ static inline ushort float_to_bf16_bits(float f) {
 }
 static inline void bf16_store(global bf16_t* p, long i, float v) { p[i] = float_to_bf16_bits(v); }
 
+// 16 consecutive elements from p as float (the 16/32-bit floats), for kernels that keep rows in
+// vector registers (Note [Row strips] in linalg.cl, attention.cl's vector kernels).
+static inline float16 f32_load16(global const f32_t* p) { return vload16(0, p); }
+static inline float16 bf16_load16(global const bf16_t* p) {
+  return as_float16(convert_uint16(vload16(0, p)) << 16);
+}
+static inline float16 f16_load16(global const f16_t* p) {
+  return vload_half16(0, (global const half*)p);
+}
+static inline float hsum16(float16 v) {
+  const float8 a = v.lo + v.hi;
+  const float4 b = a.lo + a.hi;
+  const float2 c = b.lo + b.hi;
+  return c.x + c.y;
+}
+
 #ifdef XTEN_F64
 typedef double f64_t;
 DEFINE_PLAIN_LOAD_STORE(f64)

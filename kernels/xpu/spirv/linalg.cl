@@ -1,7 +1,9 @@
-// linalg: batched matrix products out[b] = a[b] @ b[b], 64x64 output tiles per work-group of
-// 256 (4x4 per work-item) staged through local memory; operands may have any strides. Accumulates in float for
-// the 16/32-bit floats, double for float64, wrapping int64 for integers (the CPU's results
-// modulo the dtype). Host side: kernels/xpu/ops/linalg.cpp.
+// linalg: batched matrix products out[b] = a[b] @ b[b]: 64x64 output tiles per work-group of
+// 256 (4x4 per work-item) staged through local memory, for operands of any strides; and 8 x 32
+// row strips per work-item on vector accumulators where B's and out's rows are contiguous (Note
+// [Row strips] below). Accumulates in float for the 16/32-bit floats, double for float64,
+// wrapping int64 for integers (the CPU's results modulo the dtype). Host side:
+// kernels/xpu/ops/linalg.cpp.
 #include "common.h"
 
 #define TILE 16
@@ -86,13 +88,6 @@ XTEN_INT_DTYPES_HERE(BMM_INT, _)
 // as in the tiled kernel, so both give the same bits. Rows past n read row n - 1 and are not
 // stored; a last block narrower than 32 columns loads B element by element.
 #define STRIP_ROWS(X, T) X(0, T) X(1, T) X(2, T) X(3, T) X(4, T) X(5, T) X(6, T) X(7, T)
-static inline float16 f32_load16(global const f32_t* p) { return vload16(0, p); }
-static inline float16 bf16_load16(global const bf16_t* p) {
-  return as_float16(convert_uint16(vload16(0, p)) << 16);
-}
-static inline float16 f16_load16(global const f16_t* p) {
-  return vload_half16(0, (global const half*)p);
-}
 #define STRIP_ROW_OFFSET(r, T) const long ro##r = min(row0 + r, n - 1) * san;
 #define STRIP_ZERO(r, T) float16 lo##r = (float16)(0.0f), hi##r = (float16)(0.0f);
 #define STRIP_STEP(r, T)                                                                        \
