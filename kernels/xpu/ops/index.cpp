@@ -157,13 +157,20 @@ Tensor masked_select_kernel(const Tensor& self, const Tensor& mask) {
 }
 
 // The first k of each row along dim in sorted order (the CPU's stable order), with indices.
+constexpr int64_t kTopkRowsMax = 16;  // TOPK_MAX in index.cl
+
 std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t dim,
                                      bool descending, int64_t k) {
   const SortRows m = sort_rows_meta(op, self, dim, k);
   if (m.zero_dim) return m.finish();
   const Tensor &rows_in = m.rows_in, &values = m.values, &indices = m.indices;
   const int64_t n = m.n, rows = m.rows;
-  if (rows > 0 && k > 0) {
+  if (rows > 0 && k > 0 && k <= kTopkRowsMax && k < n) {  // a few of each row: one pass
+    launch(stream_of(values),
+           index_kernel(op, self, std::string("topk_rows_") + dtype_tag(self.dtype())), rows,
+           values.data_ptr(), indices.data_ptr(), rows_in.data_ptr(), n, k,
+           static_cast<int32_t>(descending ? 1 : 0), rows);
+  } else if (rows > 0 && k > 0) {
     int64_t p = 1;
     while (p < n) p <<= 1;
     Tensor idx = empty({rows * p}, kLong, self.device());
