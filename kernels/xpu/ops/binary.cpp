@@ -86,6 +86,14 @@ Tensor float_binary_impl(const char* name, const Tensor& a, const Tensor& b) {
   return run_with_value(e, name, Scalar(0));
 }
 
+// An activation's pointwise backward (binary.cl's FLOAT_ACTIVATION_BACKWARDS) over the gradient
+// g and the forward's input or output y, with the CPU kernels' checks.
+Tensor activation_backward(const char* name, const char* kernel, const Tensor& g,
+                           const Tensor& y) {
+  Elementwise e(name, Tensor(), {g, y});
+  return run_with_value(e, kernel, Scalar(0));
+}
+
 Tensor logical(const char* name, const Tensor& a, const Tensor& b) {
   Elementwise e(name, Tensor(), {a, b}, std::nullopt, kBool);
   return run_with_value(e, name, Scalar(0));
@@ -185,6 +193,24 @@ LIBRARY_IMPL(xten, XPU, m) {
 #define XTEN_XPU_FLOAT2_KERNEL_IN_M(name)
 #define XTEN_XPU_FLOAT2_KERNEL_CUSTOM(name)
   XTEN_FORALL_OPS(XTEN_XPU_FLOAT2_KERNEL)
+  m.impl("gelu_backward", [](const Tensor& g, const Tensor& x, const std::string& approximate) {
+    check_gelu_backward(g, x, approximate);
+    return activation_backward("gelu_backward",
+                               approximate == "tanh" ? "gelu_backward_tanh" : "gelu_backward_erf",
+                               g, x);
+  });
+  m.impl("sigmoid_backward", [](const Tensor& g, const Tensor& y) {
+    check_pointwise_backward("sigmoid_backward", g, y, "output");
+    return activation_backward("sigmoid_backward", "sigmoid_backward", g, y);
+  });
+  m.impl("tanh_backward", [](const Tensor& g, const Tensor& y) {
+    check_pointwise_backward("tanh_backward", g, y, "output");
+    return activation_backward("tanh_backward", "tanh_backward", g, y);
+  });
+  m.impl("silu_backward", [](const Tensor& g, const Tensor& x) {
+    check_pointwise_backward("silu_backward", g, x);
+    return activation_backward("silu_backward", "silu_backward", g, x);
+  });
   m.impl("logical_and",
          [](const Tensor& a, const Tensor& b) { return logical("logical_and", a, b); });
   m.impl("logical_or",

@@ -174,9 +174,31 @@ ALL_DIVISION(BINARY_ERR_HEAD_1D)
       result = (T##_m)r;                                                                           \
     }                                                                                              \
     T##_store(out, oo, result);)
+// The pointwise backwards of the activations, one kernel each instead of their composites'
+// five to nine launches (kernels/composite/activation.cpp, kept for other devices): x is the
+// incoming gradient, y the forward's input (gelu, silu) or output (sigmoid, tanh), in opmath,
+// rounded once. gelu's exact form: Phi(y) + y phi(y); its tanh form: with t = tanh(u),
+// u = sqrt(2 / pi) (y + 0.044715 y^3), (1 + t) / 2 + y (1 - t^2) du/dy / 2.
+#define FLOAT_ACTIVATION_BACKWARDS(T, HEAD)                                                        \
+  HEAD(gelu_backward_erf, T, T##_t,                                                                \
+    const T##_m cdf = (T##_m)0.5 * (ONE(T) + erf(y * (T##_m)0.70710678118654752440));            \
+    const T##_m pdf = exp((T##_m)-0.5 * y * y) * (T##_m)0.39894228040143267794;                   \
+    T##_store(out, oo, x * (cdf + y * pdf));)                                                      \
+  HEAD(gelu_backward_tanh, T, T##_t,                                                               \
+    const T##_m beta = (T##_m)0.79788456080286535588, kappa = (T##_m)0.044715;                     \
+    const T##_m t = tanh(beta * (y + kappa * y * y * y));                                          \
+    const T##_m du = beta * (ONE(T) + (T##_m)3 * kappa * y * y);                                   \
+    const T##_m d = (T##_m)0.5 * (ONE(T) + t) + (T##_m)0.5 * y * (ONE(T) - t * t) * du;            \
+    T##_store(out, oo, x * (isinf(y) ? (T##_m)NAN : d));) /* PyTorch's NaN at the infinities */     \
+  HEAD(sigmoid_backward, T, T##_t, T##_store(out, oo, x * y * (ONE(T) - y));)                      \
+  HEAD(tanh_backward, T, T##_t, T##_store(out, oo, x * (ONE(T) - y * y));)                         \
+  HEAD(silu_backward, T, T##_t,                                                                    \
+    const T##_m s = ONE(T) / (ONE(T) + exp(-y));                                                   \
+    T##_store(out, oo, x * s * (ONE(T) + y * (ONE(T) - s)));)
 #define ALL_POWERS(HEAD_)                                                                          \
   XTEN_FLOAT_DTYPES(FLOAT_POWERS, HEAD_)                                                           \
   XTEN_FLOAT_DTYPES(FLOAT_BINARY_FUNCTIONS, HEAD_)                                                 \
+  XTEN_FLOAT_DTYPES(FLOAT_ACTIVATION_BACKWARDS, HEAD_)                                             \
   XTEN_INT_DTYPES_HERE(INT_POWERS, HEAD_)
 ALL_POWERS(BINARY_HEAD_ND)
 ALL_POWERS(BINARY_HEAD_1D)

@@ -195,6 +195,8 @@ static inline void strided_offsets(long i, int ndim, long8 sizes, long8 a_st, lo
 #define XTEN_BOOL_HERE(X, ...) X(b8, __VA_ARGS__)
 #endif
 
+#define ONE(T) ((T##_m)1)  // one in opmath
+
 #define XTEN_GROUP_SIZE 256
 // Note [One work-item per element]: elementwise kernels give each work-item one element,
 // `i = get_global_id(0)`, guarded by `i < n`; the host launches ceil(n / 256) groups (launch()

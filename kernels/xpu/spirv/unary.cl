@@ -22,7 +22,6 @@
   }                                                                                                \
   }
 
-#define ONE(T) ((T##_m)1)
 // Floating functions (integer inputs are converted to float32 by the host first).
 #define FLOAT_UNARY(T, HEAD)                                                                       \
   HEAD(exp, T, T##_t, T##_store(out, oo, exp(x));)                                                 \
