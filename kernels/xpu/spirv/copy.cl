@@ -17,7 +17,17 @@
                              long ss) {                                                     \
     ELEMENTS(i, n) D##_store(dst, i * sd, CONV_##D(S##_load(src, i * ss)));                 \
   }
-#define COPY_BOTH(D, S) COPY_KERNEL(D, S) COPY_KERNEL_1D(D, S)
+// copy_<src>_<dst>_2d: two dims (a transpose, a narrow, a slice of a cat) with the index split
+// by one division instead of the long8 walk: element e is (e / inner, e % inner).
+#define COPY_KERNEL_2D(D, S)                                                                \
+  KERNEL copy_##S##_##D##_2d(global D##_t* dst, global const S##_t* src, long n, long inner, \
+                             long sd0, long sd1, long ss0, long ss1) {                      \
+    ELEMENTS(i, n) {                                                                        \
+      const long r = i / inner, c = i - r * inner;                                          \
+      D##_store(dst, r * sd0 + c * sd1, CONV_##D(S##_load(src, r * ss0 + c * ss1)));        \
+    }                                                                                       \
+  }
+#define COPY_BOTH(D, S) COPY_KERNEL(D, S) COPY_KERNEL_1D(D, S) COPY_KERNEL_2D(D, S)
 #define COPY_ROW(S, unused) XTEN_DTYPES_NO64_B(COPY_BOTH, S)
 
 #ifndef XTEN_F64
