@@ -138,6 +138,24 @@ static inline void strided_offsets4(long i, int ndim, long8 sizes, long8 a_st, l
     *d = i * d_st[0];
     return;
   }
+  // Two and three dims read constant lanes of the long8s, with no loop: 1.3-1.5x faster on
+  // PoCL (docs/xpu_kernels.md).
+  if (ndim == 2) {  // a broadcast row, a transpose
+    const long r = i / sizes.s1, q = i - r * sizes.s1;
+    *a = r * a_st.s0 + q * a_st.s1;
+    *b = r * b_st.s0 + q * b_st.s1;
+    *c = r * c_st.s0 + q * c_st.s1;
+    *d = r * d_st.s0 + q * d_st.s1;
+    return;
+  }
+  if (ndim == 3) {  // a per-channel operand of a batch, an NCHW <-> NHWC copy
+    const long r = i / sizes.s2, q = i - r * sizes.s2, p = r / sizes.s1, m = r - p * sizes.s1;
+    *a = p * a_st.s0 + m * a_st.s1 + q * a_st.s2;
+    *b = p * b_st.s0 + m * b_st.s1 + q * b_st.s2;
+    *c = p * c_st.s0 + m * c_st.s1 + q * c_st.s2;
+    *d = p * d_st.s0 + m * d_st.s1 + q * d_st.s2;
+    return;
+  }
   long oa = 0, ob = 0, oc = 0, od = 0;
   for (int k = ndim - 1; k >= 0; --k) {
     const long s = sizes[k];
