@@ -1041,6 +1041,22 @@ TEST(XpuParity, NormalizationForwardKernelsMatchTheCpu) {
   EXPECT_EQ(layer_norm(empty({0, 8}, Device("xpu")), {8}).sizes(), IntArrayRef({0, 8}));
 }
 
+// layer_norm_backward's weight and bias gradients add parts of 64 rows (norm.cl): 150 rows make
+// two whole parts and one of 22.
+TEST(XpuParity, LayerNormBackwardOverManyRowsMatchesTheCpu) {
+  manual_seed(63);
+  const Device xpu("xpu");
+  for (ScalarType t : {kFloat, kDouble, kBFloat16}) {
+    const Tensor x = (randn({150, 40}) * 2 + 1).to(t), g = randn({150, 40}).to(t);
+    const Tensor w = randn({40}).to(t);
+    auto [dx, dw, db] = layer_norm_backward(g, x, {40}, w, 1e-5);
+    auto [dxx, dwx, dbx] = layer_norm_backward(g.to(xpu), x.to(xpu), {40}, w.to(xpu), 1e-5);
+    EXPECT_TRUE(agree(dx, dxx, Tol::kReduce)) << to_string(t);
+    EXPECT_TRUE(agree(dw, dwx, Tol::kReduce)) << to_string(t);
+    EXPECT_TRUE(agree(db, dbx, Tol::kReduce)) << to_string(t);
+  }
+}
+
 // Note [Row strips] (linalg.cl): products whose B has unit column stride take 8 x 32 blocks on
 // vector accumulators; with 32 rows of A or more, a B of other strides is copied to rows first,
 // with fewer it goes to the tiled kernel. All three add each output's terms in k order, so they

@@ -75,13 +75,21 @@ TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor&
         get_kernel(device_of(x), op, family, std::string("layer_norm_backward_") + dtype_tag(t));
     Kernel& cols = get_kernel(device_of(x), op, family,
                               std::string("layer_norm_backward_affine_") + dtype_tag(t));
+    Kernel& finish = get_kernel(device_of(x), op, family,
+                                std::string("layer_norm_backward_affine_finish_") + dtype_tag(t));
+    // Parts of 64 rows (norm.cl's LAYER_NORM_BACKWARD_AFFINE).
+    const int64_t per = 64, parts = (m.outer + per - 1) / per;
+    Tensor pw = empty({parts * m.inner}, mt, x.device()),
+           pb = empty({parts * m.inner}, mt, x.device());
     const int32_t has_w = weight && weight->defined() ? 1 : 0;
     auto run = [&](auto eps_m) {
       launch_groups(stream_of(x), rows, static_cast<uint64_t>(m.outer), dx.data_ptr(),
                     mean.data_ptr(), rstd.data_ptr(), g.data_ptr(), x.data_ptr(), w.data_ptr(),
                     m.inner, has_w, eps_m);
-      launch(stream_of(x), cols, m.inner, dw.data_ptr(), db.data_ptr(), g.data_ptr(), x.data_ptr(),
-             mean.data_ptr(), rstd.data_ptr(), m.outer, m.inner);
+      launch(stream_of(x), cols, pw.numel(), pw.data_ptr(), pb.data_ptr(), g.data_ptr(),
+             x.data_ptr(), mean.data_ptr(), rstd.data_ptr(), m.outer, m.inner, per, pw.numel());
+      launch(stream_of(x), finish, m.inner, dw.data_ptr(), db.data_ptr(), pw.data_ptr(),
+             pb.data_ptr(), m.inner, parts);
     };
     if (mt == kDouble) {
       run(eps);
