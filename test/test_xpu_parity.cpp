@@ -1041,6 +1041,27 @@ TEST(XpuParity, NormalizationForwardKernelsMatchTheCpu) {
   EXPECT_EQ(layer_norm(empty({0, 8}, Device("xpu")), {8}).sizes(), IntArrayRef({0, 8}));
 }
 
+// logsumexp's row kernel (activation.cl): rows of -inf only, with a +inf, with a NaN; several
+// dims, keepdim, integers (float32), an empty reduction (-inf), in every float dtype.
+TEST(XpuParity, LogsumexpRowsMatchTheCpu) {
+  manual_seed(64);
+  const Device xpu("xpu");
+  for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf}) {
+    Tensor x = (randn({4, 5, 300}) * 10).to(t);
+    x.select(0, 0).select(0, 1).fill_(-INFINITY);
+    x.select(0, 1).select(0, 2).narrow(0, 7, 1).fill_(INFINITY);
+    x.select(0, 2).select(0, 3).narrow(0, 9, 1).fill_(NAN);
+    EXPECT_TRUE(agree(logsumexp(x, {2}), logsumexp(x.to(xpu), {2}), Tol::kReduce)) << to_string(t);
+    EXPECT_TRUE(agree(logsumexp(x, {0, 2}, true), logsumexp(x.to(xpu), {0, 2}, true), Tol::kReduce))
+        << to_string(t);
+    EXPECT_TRUE(agree(logsumexp(x.narrow(2, 0, 0), {2}), logsumexp(x.narrow(2, 0, 0).to(xpu), {2}),
+                      Tol::kExact))
+        << to_string(t);
+  }
+  const Tensor i = randint(-5, 5, {3, 7});
+  EXPECT_TRUE(agree(logsumexp(i, {1}), logsumexp(i.to(xpu), {1}), Tol::kReduce));
+}
+
 // layer_norm_backward's weight and bias gradients add parts of 64 rows (norm.cl): 150 rows make
 // two whole parts and one of 22.
 TEST(XpuParity, LayerNormBackwardOverManyRowsMatchesTheCpu) {
@@ -1074,7 +1095,8 @@ TEST(XpuParity, RowStripProductsEqualTheTiledKernelAndTheCpu) {
     EXPECT_TRUE(agree(bmm(a, b), strips, Tol::kReduce)) << to_string(t);
     EXPECT_TRUE(agree(strips, bmm(ax, bt), Tol::kExact)) << "copied B " << to_string(t);
     const Tensor a20 = ax.narrow(1, 0, 20);
-    EXPECT_TRUE(agree(bmm(a20, bx).to(kCPU), bmm(a20, bt), Tol::kExact)) << "tiled " << to_string(t);
+    EXPECT_TRUE(agree(bmm(a20, bx).to(kCPU), bmm(a20, bt), Tol::kExact))
+        << "tiled " << to_string(t);
   }
 }
 

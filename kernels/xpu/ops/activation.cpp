@@ -1,11 +1,14 @@
-// XPU softmax and log_softmax (and their backward), and the parameterized pointwise activations
-// (activation.cl), with the CPU kernels' dtype rules and errors.
+// XPU softmax and log_softmax (and their backward), logsumexp, and the parameterized pointwise
+// activations (activation.cl), with the CPU kernels' dtype rules and errors.
+#include <limits>
+
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
 
 #include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/common/reduce_rows.h>
 #include <xten/kernels/xpu/ops/elementwise.h>
 
 namespace xten::xpu {
@@ -52,6 +55,25 @@ Tensor softmax_backward_impl(const char* op, bool take_log, const Tensor& grad_o
   return out.transpose(d, -1).to(input_dtype).contiguous();
 }
 
+// logsumexp over the rows kernels/common/reduce_rows.h lays out (activation.cl's logsumexp):
+// a work-group per row.
+Tensor logsumexp_kernel(const Tensor& self, IntArrayRef dims, bool keepdim) {
+  constexpr const char* op = "logsumexp";
+  const ScalarType t = is_floating_type(self.dtype()) ? self.dtype() : kFloat;
+  visit_dtype<dtypes::kFloating>(op, t, [](auto) {});
+  const Rows r = make_rows(op, self, dims, t);
+  Tensor out = empty({r.outer}, t, self.device());
+  if (r.inner == 0) {  // log of an empty sum
+    out.fill_(-std::numeric_limits<double>::infinity());
+  } else if (r.outer > 0) {
+    Kernel& k = get_kernel(device_of(out), op, family_for("activation", {t}),
+                           std::string("logsumexp_") + dtype_tag(t));
+    launch_groups(stream_of(out), k, static_cast<uint64_t>(r.outer), out.data_ptr(),
+                  r.in.data_ptr(), r.inner);
+  }
+  return finish(out.view(r.out_shape), self, r, keepdim);
+}
+
 // A pointwise activation over floating inputs with parameters p0..p2 (opmath values).
 Tensor activation(const char* op, const Tensor& self, const Scalar& p0 = 0, const Scalar& p1 = 0,
                   const Scalar& p2 = 0) {
@@ -76,6 +98,7 @@ LIBRARY_IMPL(xten, XPU, m) {
     return activation("softplus", s, beta, threshold);
   });
   m.impl("hardswish", [](const Tensor& s) { return activation("hardswish", s); });
+  m.impl("logsumexp", logsumexp_kernel);
   m.impl("softmax", [](const Tensor& s, int64_t dim, std::optional<ScalarType> dtype) {
     return softmax_impl("softmax", false, s, dim, dtype);
   });

@@ -76,3 +76,31 @@ XTEN_FLOAT_DTYPES(SOFTMAX_BACKWARD, _)
 
 XTEN_FLOAT_DTYPES(ACTIVATIONS, ACT_HEAD_ND)
 XTEN_FLOAT_DTYPES(ACTIVATIONS, ACT_HEAD_1D)
+
+// logsumexp over contiguous rows (the host lays them out as the reductions do): one work-group
+// per row, the row's maximum m, then log(sum(exp(x - m))) + m, with an infinite m taken out as
+// 0 (all -inf gives -inf, a +inf gives inf, NaN stays), as the composite and the CPU give. One
+// launch instead of the composite's seven.
+#define LOGSUMEXP(T, unused)                                                                       \
+  KERNEL logsumexp_##T(global T##_t* out, global const T##_t* in, long n) {                        \
+    local T##_m scratch[XTEN_GROUP_SIZE];                                                          \
+    const long row = get_group_id(0);                                                              \
+    const int l = (int)get_local_id(0);                                                            \
+    global const T##_t* x = in + row * n;                                                          \
+    T##_m m = -INFINITY;                                                                           \
+    for (long j = l; j < n; j += XTEN_GROUP_SIZE) m = MAXF(m, T##_load(x, j));                     \
+    scratch[l] = m;                                                                                \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    TREE(MAXF, scratch, l)                                                                         \
+    m = scratch[0];                                                                                \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    const T##_m shift = isinf(m) ? (T##_m)0 : m;                                                   \
+    T##_m s = 0;                                                                                   \
+    for (long j = l; j < n; j += XTEN_GROUP_SIZE) s += exp(T##_load(x, j) - shift);                \
+    scratch[l] = s;                                                                                \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    TREE(PLUS, scratch, l)                                                                         \
+    if (l == 0) T##_store(out, row, log(scratch[0]) + shift);                                      \
+  }
+
+XTEN_FLOAT_DTYPES(LOGSUMEXP, _)
