@@ -229,10 +229,10 @@ Tensor norm_impl(const Tensor& self, const Scalar& p_scalar, IntArrayRef dims, b
       v = p > 0 ? amax(a, {1}) : amin(a, {1});
     else if (p == 0)
       v = ne(a, 0).sum({1}, false, acc);
-    else if (p == 1)
-      v = a.sum({1});
+    else if (p == 1)  // reduce.cl's one-pass sums of magnitudes and squares
+      v = reduce_rows("norm", "asum", r, 1.0).view({r.outer});
     else if (p == 2)
-      v = sqrt((a * a).sum({1}));
+      v = sqrt(reduce_rows("norm", "sumsq", r, 1.0).view({r.outer}));
     else
       v = pow(pow(a, p).sum({1}), 1.0 / p);
     v = v.view(r.out_shape);

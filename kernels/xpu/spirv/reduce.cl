@@ -39,7 +39,12 @@ typedef double f64_acc;
 #define MAXV(a, b) ((a) != (a) ? (a) : ((b) != (b) || (b) > (a)) ? (b) : (a))
 #define MINV(a, b) ((a) != (a) ? (a) : ((b) != (b) || (b) < (a)) ? (b) : (a))
 
-#define PASS1(OP, T, INIT, COMBINE)                                                               \
+// Each element enters as MAP(x) (the identity but for the norms' sums of squares and of
+// magnitudes); the tree and pass 2 combine as the op.
+#define PASS1(OP, T, INIT, COMBINE) PASS1_MAP(OP, T, INIT, COMBINE, IDENTITY)
+#define IDENTITY(x) (x)
+#define SQUARE(x) ((x) * (x))
+#define PASS1_MAP(OP, T, INIT, COMBINE, MAP)                                                      \
   KERNEL reduce_##OP##_##T(global T##_acc* partial, global const T##_t* in, long inner,          \
                            long chunk, long chunks) {                                             \
     local T##_acc scratch[XTEN_GROUP_SIZE];                                                       \
@@ -51,7 +56,7 @@ typedef double f64_acc;
     T##_acc acc = INIT;                                                                           \
     for (long j = lo + l; j < hi; j += XTEN_GROUP_SIZE) {                                         \
       const T##_acc x = (T##_acc)T##_load(p, j);                                                  \
-      acc = COMBINE(acc, x);                                                                      \
+      acc = COMBINE(acc, MAP(x));                                                                 \
     }                                                                                             \
     scratch[l] = acc;                                                                             \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
@@ -110,6 +115,11 @@ XTEN_FLOAT_DTYPES(DEFINE_COMBINERS, _)
 XTEN_INT_DTYPES_HERE(DEFINE_COMBINERS, _)
 XTEN_BOOL_HERE(DEFINE_COMBINERS, _)
 XTEN_FLOAT_DTYPES(REDUCTIONS, _)
+// The 1- and 2-norms' sums (norm's host takes the root): one pass, not abs / square / sum.
+#define NORM_SUMS(T, unused)                                                                      \
+  PASS1_MAP(sumsq, T, (T##_acc)0, SUM_##T, SQUARE) PASS2(sumsq, T, (T##_acc)0, SUM_##T)          \
+  PASS1_MAP(asum, T, (T##_acc)0, SUM_##T, fabs) PASS2(asum, T, (T##_acc)0, SUM_##T)
+XTEN_FLOAT_DTYPES(NORM_SUMS, _)
 
 // ---- sums of the columns of a contiguous [rows, cols] matrix (floating) ----------------------
 // The reduced dims lead the input (a broadcast's gradient, a channels-last batch's per-channel
