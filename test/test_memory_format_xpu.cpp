@@ -134,6 +134,34 @@ TEST(MemoryFormatXpu, ConvolutionsReadAndWriteNhwcAndEqualTheCpu) {
   }
 }
 
+// conv_transpose2d's weight gradient for channels-last activations is conv2d's with the roles
+// of the activations swapped (kernels/xpu/ops/conv.cpp): no reorder, the CPU's values. An
+// output_padding of the stride or more (dilation 2) does not fit the swap and takes the
+// convolution path, with the same values.
+TEST(MemoryFormatXpu, TransposedConvolutionWeightGradientsReadNhwc) {
+  struct Case {
+    int64_t c, o, stride, pad, out_pad, dil, groups;
+    bool swapped;
+  };
+  for (const Case cv : {Case{6, 4, 1, 1, 0, 1, 1, true}, Case{4, 6, 2, 1, 1, 1, 2, true},
+                        Case{4, 4, 2, 0, 0, 1, 4, true}, Case{4, 6, 1, 1, 1, 2, 1, false}}) {
+    SCOPED_TRACE(::testing::Message() << "c " << cv.c << " o " << cv.o << " stride " << cv.stride
+                                      << " out_pad " << cv.out_pad << " groups " << cv.groups);
+    const Tensor x = randn({3, cv.c, 5, 6}), w = randn({cv.c, cv.o / cv.groups, 3, 3});
+    const DimVector st{cv.stride, cv.stride}, pd{cv.pad, cv.pad}, op{cv.out_pad, cv.out_pad},
+        dl{cv.dil, cv.dil};
+    const Tensor y = conv_transpose2d(x, w, std::nullopt, st, pd, op, cv.groups, dl);
+    const Tensor g = randn(y.sizes());
+    const Tensor xd = x.to("xpu").contiguous(kCL), gd = g.to("xpu").contiguous(kCL);
+    const Tensor dw = conv2d_backward_weight(g, x, w.sizes(), st, pd, dl, cv.groups, true);
+    auto on_xpu = [&] {
+      return conv2d_backward_weight(gd, xd, w.sizes(), st, pd, dl, cv.groups, true);
+    };
+    if (cv.swapped) expect_nhwc("conv_transpose2d weight gradient", on_xpu, "bmm_");
+    EXPECT_TRUE(testing::allclose(on_xpu().to("cpu"), dw, 1e-4, 1e-4));
+  }
+}
+
 // A batch whose columns pass the 64 MiB chunk (7.2 MB an image here: chunks of 8 images), so
 // the weight gradient adds the chunks' products, and the forward and input gradient run
 // chunk by chunk.

@@ -184,15 +184,39 @@ Tensor conv_transpose2d_kernel(const Tensor& input, const Tensor& weight,
   return conv_finish(out, bias, g, input.dtype());
 }
 
+// Whether conv2d of g (4-d) with a weight of `w` sizes gives x's shape: then a transposed
+// convolution's weight gradient is that conv2d's (an output_padding of a stride or more makes x
+// a row or column larger, which the convolution path takes).
+bool swapped_roles_fit(const Tensor& g, const Tensor& x, IntArrayRef w, IntArrayRef stride,
+                       IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  if (g.dim() != 4 || x.dim() != 4 || w.size() != 4 || stride.size() != 2 || padding.size() != 2 ||
+      dilation.size() != 2 || groups <= 0 || g.size(0) != x.size(0) || x.size(1) != w[0] ||
+      w[0] % groups != 0 || g.size(1) != w[1] * groups || g.dtype() != x.dtype())
+    return false;
+  for (int i = 0; i < 2; ++i) {
+    const int64_t span = g.size(2 + i) + 2 * padding[i] - dilation[i] * (w[2 + i] - 1) - 1;
+    if (span < 0 || stride[i] <= 0 || span / stride[i] + 1 != x.size(2 + i)) return false;
+  }
+  return true;
+}
+
 // conv2d's weight gradient: for channels-last activations, per group grad^T @ cols over chunks
 // of images (Note [Channels-last XPU convolution]); otherwise, and for conv_transpose2d's, a
-// convolution over the batch on the kernels above.
+// convolution over the batch on the kernels above. conv_transpose2d's, for channels-last
+// activations, is the channels-last conv2d one with the roles of the activations swapped.
 Tensor conv2d_backward_weight_kernel(const Tensor& grad_output, const Tensor& input,
                                      IntArrayRef weight_size, IntArrayRef stride,
                                      IntArrayRef padding, IntArrayRef dilation, int64_t groups,
                                      bool transposed) {
   const bool cl = input.suggest_memory_format() == MemoryFormat::ChannelsLast ||
                   grad_output.suggest_memory_format() == MemoryFormat::ChannelsLast;
+  if (transposed && cl &&
+      swapped_roles_fit(grad_output, input, weight_size, stride, padding, dilation, groups)) {
+    // conv_transpose2d(x, w)'s weight gradient is conv2d's for the convolution g -> x that it
+    // is the adjoint of: the same weight shape, x in the gradient's place.
+    return conv2d_backward_weight_kernel(input, grad_output, weight_size, stride, padding, dilation,
+                                         groups, false);
+  }
   if (transposed || !cl || weight_size.size() != 4 || input.dtype() != grad_output.dtype())
     return conv_weight_grad_by_convolution(grad_output, input, weight_size, stride, padding,
                                            dilation, groups, transposed);
