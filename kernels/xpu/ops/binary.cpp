@@ -89,9 +89,9 @@ Tensor float_binary_impl(const char* name, const Tensor& a, const Tensor& b) {
 // An activation's pointwise backward (binary.cl's FLOAT_ACTIVATION_BACKWARDS) over the gradient
 // g and the forward's input or output y, with the CPU kernels' checks.
 Tensor activation_backward(const char* name, const char* kernel, const Tensor& g,
-                           const Tensor& y) {
+                           const Tensor& y, const Scalar& value = 0) {
   Elementwise e(name, Tensor(), {g, y});
-  return run_with_value(e, kernel, Scalar(0));
+  return run_with_value(e, kernel, value);
 }
 
 Tensor logical(const char* name, const Tensor& a, const Tensor& b) {
@@ -198,6 +198,10 @@ LIBRARY_IMPL(xten, XPU, m) {
     return activation_backward("gelu_backward",
                                approximate == "tanh" ? "gelu_backward_tanh" : "gelu_backward_erf",
                                g, x);
+  });
+  m.impl("threshold_backward", [](const Tensor& g, const Tensor& y, const Scalar& threshold) {
+    check_threshold_backward(g, y);
+    return activation_backward("threshold_backward", "threshold_backward", g, y, threshold);
   });
   m.impl("sigmoid_backward", [](const Tensor& g, const Tensor& y) {
     check_pointwise_backward("sigmoid_backward", g, y, "output");

@@ -176,7 +176,7 @@ ALL_DIVISION(BINARY_ERR_HEAD_1D)
     T##_store(out, oo, result);)
 // The pointwise backwards of the activations, one kernel each instead of their composites'
 // five to nine launches (kernels/composite/activation.cpp, kept for other devices): x is the
-// incoming gradient, y the forward's input (gelu, silu) or output (sigmoid, tanh), in opmath,
+// incoming gradient, y the forward's input (threshold, gelu, silu) or output (sigmoid, tanh), in opmath,
 // rounded once. gelu's exact form: Phi(y) + y phi(y); its tanh form: with t = tanh(u),
 // u = sqrt(2 / pi) (y + 0.044715 y^3), (1 + t) / 2 + y (1 - t^2) du/dy / 2.
 #define FLOAT_ACTIVATION_BACKWARDS(T, HEAD)                                                        \
@@ -190,6 +190,8 @@ ALL_DIVISION(BINARY_ERR_HEAD_1D)
     const T##_m du = beta * (ONE(T) + (T##_m)3 * kappa * y * y);                                   \
     const T##_m d = (T##_m)0.5 * (ONE(T) + t) + (T##_m)0.5 * y * (ONE(T) - t * t) * du;            \
     T##_store(out, oo, x * (isinf(y) ? (T##_m)NAN : d));) /* PyTorch's NaN at the infinities */     \
+  /* relu's (threshold_backward, alpha the threshold): a NaN y passes the gradient */            \
+  HEAD(threshold_backward, T, T##_t, T##_store(out, oo, y <= alpha ? (T##_m)0 : x);)              \
   HEAD(sigmoid_backward, T, T##_t, T##_store(out, oo, x * y * (ONE(T) - y));)                      \
   HEAD(tanh_backward, T, T##_t, T##_store(out, oo, x * (ONE(T) - y * y));)                         \
   HEAD(silu_backward, T, T##_t,                                                                    \
