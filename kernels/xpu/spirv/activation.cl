@@ -7,6 +7,16 @@
 // NaN-propagating max, like Eigen's maxCoeff on the CPU for NaN-free rows.
 #define MAXF(a, b) ((a) != (a) ? (a) : ((b) > (a) || (b) != (b)) ? (b) : (a))
 
+// The NaN-propagating maximum m of x[0, n), to every work-item of the group (scratch: local).
+#define ROW_MAX(T, scratch, l, x, n, m)                                                            \
+  T##_m m = -INFINITY;                                                                             \
+  for (long j = l; j < n; j += XTEN_GROUP_SIZE) m = MAXF(m, T##_load(x, j));                       \
+  scratch[l] = m;                                                                                  \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                                    \
+  TREE(MAXF, scratch, l)                                                                           \
+  m = scratch[0];                                                                                  \
+  barrier(CLK_LOCAL_MEM_FENCE);
+
 #define SOFTMAX(T, unused)                                                                         \
   KERNEL softmax_##T(global T##_t* out, global const T##_t* in, long n, int take_log) {            \
     local T##_m scratch[XTEN_GROUP_SIZE];                                                          \
@@ -14,13 +24,7 @@
     const int l = (int)get_local_id(0);                                                            \
     global const T##_t* x = in + row * n;                                                          \
     global T##_t* y = out + row * n;                                                               \
-    T##_m m = -INFINITY;                                                                           \
-    for (long j = l; j < n; j += XTEN_GROUP_SIZE) m = MAXF(m, T##_load(x, j));                     \
-    scratch[l] = m;                                                                                \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
-    TREE(MAXF, scratch, l)                                                                         \
-    m = scratch[0];                                                                                \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    ROW_MAX(T, scratch, l, x, n, m)                                                                \
     T##_m s = 0;                                                                                   \
     for (long j = l; j < n; j += XTEN_GROUP_SIZE) s += exp(T##_load(x, j) - m);                    \
     scratch[l] = s;                                                                                \
@@ -87,13 +91,7 @@ XTEN_FLOAT_DTYPES(ACTIVATIONS, ACT_HEAD_1D)
     const long row = get_group_id(0);                                                              \
     const int l = (int)get_local_id(0);                                                            \
     global const T##_t* x = in + row * n;                                                          \
-    T##_m m = -INFINITY;                                                                           \
-    for (long j = l; j < n; j += XTEN_GROUP_SIZE) m = MAXF(m, T##_load(x, j));                     \
-    scratch[l] = m;                                                                                \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
-    TREE(MAXF, scratch, l)                                                                         \
-    m = scratch[0];                                                                                \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    ROW_MAX(T, scratch, l, x, n, m)                                                                \
     const T##_m shift = isinf(m) ? (T##_m)0 : m;                                                   \
     T##_m s = 0;                                                                                   \
     for (long j = l; j < n; j += XTEN_GROUP_SIZE) s += exp(T##_load(x, j) - shift);                \

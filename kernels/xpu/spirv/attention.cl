@@ -27,6 +27,55 @@
 #define ATT_MASK_PARAMS                                                                            \
   global const uchar *mask, int mask_kind, long ms0, long ms1, long ms2, long ms3, int causal
 
+// A query kernel's work-item: group (bh, tile of XTEN_GROUP_SIZE queries from i0) and its
+// query i (b, h; hk its key/value head), `active` when i < L.
+#define ATT_QUERY_ROW                                                                              \
+  const long tiles = (L + XTEN_GROUP_SIZE - 1) / XTEN_GROUP_SIZE;                                  \
+  const long bh = get_group_id(0) / tiles, i0 = get_group_id(0) % tiles * XTEN_GROUP_SIZE;         \
+  const long b = bh / H, h = bh % H, hk = h / (H / Hk);                                            \
+  const int l = (int)get_local_id(0);                                                              \
+  const long i = i0 + l;                                                                           \
+  const bool active = i < L;
+// A key kernel's work-item: group (bhk, tile of keys from j0) and its key j, row krow of k and
+// v, `active` when j < S; `group` query heads share the key head.
+#define ATT_KEY_ROW                                                                                \
+  const long tiles = (S + XTEN_GROUP_SIZE - 1) / XTEN_GROUP_SIZE;                                  \
+  const long bhk = get_group_id(0) / tiles, j0 = get_group_id(0) % tiles * XTEN_GROUP_SIZE;        \
+  const long b = bhk / Hk, hk = bhk % Hk, group = H / Hk;                                          \
+  const int l = (int)get_local_id(0);                                                              \
+  const long j = j0 + l;                                                                           \
+  const bool active = j < S;                                                                       \
+  const long krow = bhk * S + (active ? j : 0);
+// A key work-group's walk over the query tiles of the query heads sharing its key head: each
+// tile's queries (qt), output gradients (gt), logsumexp (lt) and D (dt) loaded into local memory
+// by the whole group; then for each query ii of the tile (i = i0 + ii, head h), the code between
+// ATT_QUERY_TILES_BEGIN and ATT_QUERY_TILES_END (nothing runs where `active` is false).
+#define ATT_QUERY_TILES_BEGIN(T)                                                                   \
+  long rows = ATT_TILE / (E > Ev ? E : Ev);                                                        \
+  if (rows > XTEN_GROUP_SIZE) rows = XTEN_GROUP_SIZE;                                              \
+  /* causal: queries before the group's first key see none of its keys */                          \
+  const long i_start = causal ? (j0 < L ? j0 : L) : 0;                                             \
+  for (long h = hk * group; h < (hk + 1) * group; ++h) {                                           \
+    const long bh = b * H + h;                                                                     \
+    for (long i0 = i_start; i0 < L; i0 += rows) {                                                  \
+      const long nq = L - i0 < rows ? L - i0 : rows;                                               \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                                \
+      for (long x = l; x < nq * E; x += XTEN_GROUP_SIZE)                                           \
+        qt[x] = T##_load(q, (bh * L + i0) * E + x);                                                \
+      for (long x = l; x < nq * Ev; x += XTEN_GROUP_SIZE)                                          \
+        gt[x] = T##_load(go, (bh * L + i0) * Ev + x);                                              \
+      if (l < nq) {                                                                                \
+        lt[l] = lse[bh * L + i0 + l];                                                              \
+        dt[l] = dsum[bh * L + i0 + l];                                                             \
+      }                                                                                            \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                                \
+      for (long ii = 0; active && ii < nq; ++ii) {                                                 \
+        const long i = i0 + ii;
+#define ATT_QUERY_TILES_END                                                                        \
+  }                                                                                                \
+  }                                                                                                \
+  }
+
 // A query work-group's walk over the key tiles of its (b, hk) (kb, vb), up to the causal end:
 // each tile of keys and values is loaded into local kt and vt by the whole group; then for each
 // key j of the tile, the code between ATT_KEY_TILES_BEGIN and ATT_KEY_TILES_END sees the masked,
@@ -61,12 +110,7 @@
                                long S, long E, long Ev, long os0, long os1, long os2, T##_m scale) { \
     local T##_m kt[ATT_TILE];                                                                      \
     local T##_m vt[ATT_TILE];                                                                      \
-    const long tiles = (L + XTEN_GROUP_SIZE - 1) / XTEN_GROUP_SIZE;                                \
-    const long bh = get_group_id(0) / tiles, i0 = get_group_id(0) % tiles * XTEN_GROUP_SIZE;       \
-    const long b = bh / H, h = bh % H, hk = h / (H / Hk);                                          \
-    const int l = (int)get_local_id(0);                                                            \
-    const long i = i0 + l;                                                                         \
-    const bool active = i < L;                                                                     \
+    ATT_QUERY_ROW                                                                                  \
     global const T##_t* qr = q + (bh * L + (active ? i : 0)) * E;                                  \
     global T##_m* ar = acc + (bh * L + (active ? i : 0)) * Ev;                                     \
     global const T##_t* kb = k + (b * Hk + hk) * S * E;                                            \
@@ -109,12 +153,7 @@ XTEN_FLOAT_DTYPES(ATTENTION_FORWARD, _)
                                   long Ev, T##_m scale) {                                          \
     local T##_m kt[ATT_TILE];                                                                      \
     local T##_m vt[ATT_TILE];                                                                      \
-    const long tiles = (L + XTEN_GROUP_SIZE - 1) / XTEN_GROUP_SIZE;                                \
-    const long bh = get_group_id(0) / tiles, i0 = get_group_id(0) % tiles * XTEN_GROUP_SIZE;       \
-    const long b = bh / H, h = bh % H, hk = h / (H / Hk);                                          \
-    const int l = (int)get_local_id(0);                                                            \
-    const long i = i0 + l;                                                                         \
-    const bool active = i < L;                                                                     \
+    ATT_QUERY_ROW                                                                                  \
     const long row = bh * L + (active ? i : 0);                                                    \
     global const T##_t* qr = q + row * E;                                                          \
     global const T##_t* gr = go + row * Ev;                                                        \
@@ -154,56 +193,29 @@ XTEN_FLOAT_DTYPES(ATTENTION_BACKWARD_Q, _)
     local T##_m gt[ATT_TILE];                                                                      \
     local T##_m lt[XTEN_GROUP_SIZE];                                                               \
     local T##_m dt[XTEN_GROUP_SIZE];                                                               \
-    const long tiles = (S + XTEN_GROUP_SIZE - 1) / XTEN_GROUP_SIZE;                                \
-    const long bhk = get_group_id(0) / tiles, j0 = get_group_id(0) % tiles * XTEN_GROUP_SIZE;      \
-    const long b = bhk / Hk, hk = bhk % Hk, group = H / Hk;                                        \
-    const int l = (int)get_local_id(0);                                                            \
-    const long j = j0 + l;                                                                         \
-    const bool active = j < S;                                                                     \
-    const long krow = bhk * S + (active ? j : 0);                                                  \
+    ATT_KEY_ROW                                                                                    \
     global const T##_t* kr = k + krow * E;                                                         \
     global const T##_t* vr = v + krow * Ev;                                                        \
     global T##_m* ak = acck + krow * E;                                                            \
     global T##_m* av = accv + krow * Ev;                                                           \
     for (long c = 0; active && c < E; ++c) ak[c] = 0;                                              \
     for (long c = 0; active && c < Ev; ++c) av[c] = 0;                                             \
-    long rows = ATT_TILE / (E > Ev ? E : Ev);                                                      \
-    if (rows > XTEN_GROUP_SIZE) rows = XTEN_GROUP_SIZE;                                            \
-    /* causal: queries before the group's first key see none of its keys */                        \
-    const long i_start = causal ? (j0 < L ? j0 : L) : 0;                                           \
-    for (long h = hk * group; h < (hk + 1) * group; ++h) {                                         \
-      const long bh = b * H + h;                                                                   \
-      for (long i0 = i_start; i0 < L; i0 += rows) {                                                \
-        const long nq = L - i0 < rows ? L - i0 : rows;                                             \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-        for (long x = l; x < nq * E; x += XTEN_GROUP_SIZE)                                         \
-          qt[x] = T##_load(q, (bh * L + i0) * E + x);                                              \
-        for (long x = l; x < nq * Ev; x += XTEN_GROUP_SIZE)                                        \
-          gt[x] = T##_load(go, (bh * L + i0) * Ev + x);                                            \
-        if (l < nq) {                                                                              \
-          lt[l] = lse[bh * L + i0 + l];                                                            \
-          dt[l] = dsum[bh * L + i0 + l];                                                           \
+    ATT_QUERY_TILES_BEGIN(T)                                                                       \
+        T##_m s = 0;                                                                               \
+        for (long c = 0; c < E; ++c) s += qt[ii * E + c] * T##_load(kr, c);                        \
+        s *= scale;                                                                                \
+        ATT_MASKED(T, s, b, h, i, j)                                                               \
+        const T##_m p = ATT_PROB(s, lt[ii]);                                                       \
+        if (p == 0) continue;                                                                      \
+        T##_m dp = 0;                                                                              \
+        for (long c = 0; c < Ev; ++c) {                                                            \
+          const T##_m g = gt[ii * Ev + c];                                                         \
+          av[c] += p * g;                                                                          \
+          dp += g * T##_load(vr, c);                                                               \
         }                                                                                          \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-        for (long ii = 0; active && ii < nq; ++ii) {                                               \
-          const long i = i0 + ii;                                                                  \
-          T##_m s = 0;                                                                             \
-          for (long c = 0; c < E; ++c) s += qt[ii * E + c] * T##_load(kr, c);                      \
-          s *= scale;                                                                              \
-          ATT_MASKED(T, s, b, h, i, j)                                                             \
-          const T##_m p = ATT_PROB(s, lt[ii]);                                                     \
-          if (p == 0) continue;                                                                    \
-          T##_m dp = 0;                                                                            \
-          for (long c = 0; c < Ev; ++c) {                                                          \
-            const T##_m g = gt[ii * Ev + c];                                                       \
-            av[c] += p * g;                                                                        \
-            dp += g * T##_load(vr, c);                                                             \
-          }                                                                                        \
-          const T##_m ds = p * (dp - dt[ii]);                                                      \
-          for (long c = 0; c < E; ++c) ak[c] += ds * qt[ii * E + c];                               \
-        }                                                                                          \
-      }                                                                                            \
-    }                                                                                              \
+        const T##_m ds = p * (dp - dt[ii]);                                                        \
+        for (long c = 0; c < E; ++c) ak[c] += ds * qt[ii * E + c];                                 \
+    ATT_QUERY_TILES_END                                                                            \
     if (!active) return;                                                                           \
     for (long c = 0; c < E; ++c) T##_store(dk, krow * E + c, ak[c] * scale);                       \
     for (long c = 0; c < Ev; ++c) T##_store(dv, krow * Ev + c, av[c]);                             \
@@ -261,12 +273,7 @@ static inline float att_dot(float16 x0, float16 x1, float16 x2, float16 x3, loca
                                    float scale) {                                                  \
     local float kt[ATT_TILE];                                                                      \
     local float vt[ATT_TILE];                                                                      \
-    const long tiles = (L + XTEN_GROUP_SIZE - 1) / XTEN_GROUP_SIZE;                                \
-    const long bh = get_group_id(0) / tiles, i0 = get_group_id(0) % tiles * XTEN_GROUP_SIZE;       \
-    const long b = bh / H, h = bh % H, hk = h / (H / Hk);                                          \
-    const int l = (int)get_local_id(0);                                                            \
-    const long i = i0 + l;                                                                         \
-    const bool active = i < L;                                                                     \
+    ATT_QUERY_ROW                                                                                  \
     const int ne = (int)(E / 16), nv = (int)(Ev / 16);                                             \
     global const T##_t* kb = k + (b * Hk + hk) * S * E;                                            \
     global const T##_t* vb = v + (b * Hk + hk) * S * Ev;                                           \
@@ -302,12 +309,7 @@ static inline float att_dot(float16 x0, float16 x1, float16 x2, float16 x3, loca
                                       long Ev, float scale) {                                      \
     local float kt[ATT_TILE];                                                                      \
     local float vt[ATT_TILE];                                                                      \
-    const long tiles = (L + XTEN_GROUP_SIZE - 1) / XTEN_GROUP_SIZE;                                \
-    const long bh = get_group_id(0) / tiles, i0 = get_group_id(0) % tiles * XTEN_GROUP_SIZE;       \
-    const long b = bh / H, h = bh % H, hk = h / (H / Hk);                                          \
-    const int l = (int)get_local_id(0);                                                            \
-    const long i = i0 + l;                                                                         \
-    const bool active = i < L;                                                                     \
+    ATT_QUERY_ROW                                                                                  \
     const long row = bh * L + (active ? i : 0);                                                    \
     const int ne = (int)(E / 16), nv = (int)(Ev / 16);                                             \
     global const T##_t* gr = go + row * Ev;                                                        \
@@ -345,13 +347,7 @@ static inline float att_dot(float16 x0, float16 x1, float16 x2, float16 x3, loca
     local float gt[ATT_TILE];                                                                      \
     local float lt[XTEN_GROUP_SIZE];                                                               \
     local float dt[XTEN_GROUP_SIZE];                                                               \
-    const long tiles = (S + XTEN_GROUP_SIZE - 1) / XTEN_GROUP_SIZE;                                \
-    const long bhk = get_group_id(0) / tiles, j0 = get_group_id(0) % tiles * XTEN_GROUP_SIZE;      \
-    const long b = bhk / Hk, hk = bhk % Hk, group = H / Hk;                                        \
-    const int l = (int)get_local_id(0);                                                            \
-    const long j = j0 + l;                                                                         \
-    const bool active = j < S;                                                                     \
-    const long krow = bhk * S + (active ? j : 0);                                                  \
+    ATT_KEY_ROW                                                                                    \
     const int ne = (int)(E / 16), nv = (int)(Ev / 16);                                             \
     /* q: this key's row; g: its value row; a: dK; w: dV */                                        \
     ATT_CHUNKS(ATT_ZERO)                                                                           \
@@ -360,37 +356,16 @@ static inline float att_dot(float16 x0, float16 x1, float16 x2, float16 x3, loca
       ATT_LOAD_ROW(T, q, k + krow * E, ne)                                                         \
       ATT_LOAD_ROW(T, g, v + krow * Ev, nv)                                                        \
     }                                                                                              \
-    long rows = ATT_TILE / (E > Ev ? E : Ev);                                                      \
-    if (rows > XTEN_GROUP_SIZE) rows = XTEN_GROUP_SIZE;                                            \
-    /* causal: queries before the group's first key see none of its keys */                        \
-    const long i_start = causal ? (j0 < L ? j0 : L) : 0;                                           \
-    for (long h = hk * group; h < (hk + 1) * group; ++h) {                                         \
-      const long bh = b * H + h;                                                                   \
-      for (long i0 = i_start; i0 < L; i0 += rows) {                                                \
-        const long nq = L - i0 < rows ? L - i0 : rows;                                             \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-        for (long x = l; x < nq * E; x += XTEN_GROUP_SIZE)                                         \
-          qt[x] = T##_load(q, (bh * L + i0) * E + x);                                              \
-        for (long x = l; x < nq * Ev; x += XTEN_GROUP_SIZE)                                        \
-          gt[x] = T##_load(go, (bh * L + i0) * Ev + x);                                            \
-        if (l < nq) {                                                                              \
-          lt[l] = lse[bh * L + i0 + l];                                                            \
-          dt[l] = dsum[bh * L + i0 + l];                                                           \
-        }                                                                                          \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-        for (long ii = 0; active && ii < nq; ++ii) {                                               \
-          const long i = i0 + ii;                                                                  \
-          float s = att_dot(q0, q1, q2, q3, qt + ii * E, ne) * scale;                              \
-          ATT_MASKED(T, s, b, h, i, j)                                                             \
-          const float p = ATT_PROB(s, lt[ii]);                                                     \
-          if (p == 0) continue;                                                                    \
-          ATT_AXPY(w, p, gt + ii * Ev, nv)                                                         \
-          const float dp = att_dot(g0, g1, g2, g3, gt + ii * Ev, nv);                              \
-          const float ds = p * (dp - dt[ii]);                                                      \
-          ATT_AXPY(a, ds, qt + ii * E, ne)                                                         \
-        }                                                                                          \
-      }                                                                                            \
-    }                                                                                              \
+    ATT_QUERY_TILES_BEGIN(T)                                                                       \
+        float s = att_dot(q0, q1, q2, q3, qt + ii * E, ne) * scale;                                \
+        ATT_MASKED(T, s, b, h, i, j)                                                               \
+        const float p = ATT_PROB(s, lt[ii]);                                                       \
+        if (p == 0) continue;                                                                      \
+        ATT_AXPY(w, p, gt + ii * Ev, nv)                                                           \
+        const float dp = att_dot(g0, g1, g2, g3, gt + ii * Ev, nv);                                \
+        const float ds = p * (dp - dt[ii]);                                                        \
+        ATT_AXPY(a, ds, qt + ii * E, ne)                                                           \
+    ATT_QUERY_TILES_END                                                                            \
     if (!active) return;                                                                           \
     ATT_STORE_ROW(T, a, dk + krow * E, ne, scale)                                                  \
     ATT_STORE_ROW(T, w, dv + krow * Ev, nv, 1.0f)                                                  \
