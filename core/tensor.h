@@ -102,8 +102,8 @@ class Tensor {
   Tensor contiguous() const;
   // This tensor if it is dense in `format`, else a copy that is (differentiable).
   Tensor contiguous(MemoryFormat format) const;
-  // A copy; clone() is clone(Preserve): a channels-last layout is kept, others come out
-  // contiguous.
+  // A copy; clone() is clone(Preserve): the layout is kept (channels-last, or the order of a
+  // transposed or permuted tensor's dims: docs/memory_format.md).
   Tensor clone() const;
   Tensor clone(MemoryFormat format) const;
   Tensor detach() const;

@@ -114,17 +114,43 @@ TensorOptions like(const Tensor& self, const std::optional<TensorOptions>& o) {
   if (format == MemoryFormat::Preserve) format = self.suggest_memory_format();
   return r.requires_grad(o && o->requires_grad()).memory_format(format);
 }
-// full(...) in the layout `like` gives: the fill of a fresh channels-last tensor, or the op.
+// Note [Preserved layout]: where the options name no layout, a copy-like result takes self's:
+// channels-last where self suggests it (`like`), and otherwise, for a self that is not
+// contiguous (transposed, permuted, a slice of one), its dims densely in the order its strides
+// give (pointwise_dim_order), as PyTorch's preserve_format keeps a transposed matrix's layout.
+// Empty: contiguous or channels-last, which `like` gives.
+std::optional<DimVector> preserved_order(const Tensor& self, const std::optional<TensorOptions>& o,
+                                         const TensorOptions& r) {
+  if ((o && o->memory_format_opt()) || r.memory_format_opt() == MemoryFormat::ChannelsLast ||
+      self.dim() < 2 || self.is_contiguous())
+    return std::nullopt;
+  const DimVector order = pointwise_dim_order(self.sizes(), {&self});
+  for (size_t d = 0; d < order.size(); ++d)
+    if (order[d] != static_cast<int64_t>(d)) return order;
+  return std::nullopt;
+}
+// empty(...) in the layout Note [Preserved layout] gives.
+Tensor empty_like_impl(const Tensor& self, const std::optional<TensorOptions>& o) {
+  const TensorOptions r = like(self, o);
+  const std::optional<DimVector> order = preserved_order(self, o, r);
+  if (!order) return empty(self.sizes(), r);
+  const Tensor t = empty(self.sizes(), r.requires_grad(false));
+  return restride_fresh(t, dense_strides(self.sizes(), *order))
+      .set_requires_grad(r.requires_grad());
+}
+// full(...) in that layout: the op, or the fill of a fresh channels-last or permuted tensor.
 Tensor full_like_impl(const Tensor& self, const Scalar& value,
                       const std::optional<TensorOptions>& o) {
   const TensorOptions r = like(self, o);
-  if (r.memory_format_opt() != MemoryFormat::ChannelsLast) return full(self.sizes(), value, r);
-  Tensor t = empty(self.sizes(), r.requires_grad(false));
+  if (r.memory_format_opt() != MemoryFormat::ChannelsLast && !preserved_order(self, o, r))
+    return full(self.sizes(), value, r);
+  Tensor t = empty_like_impl(
+      self, o ? std::optional<TensorOptions>(o->requires_grad(false)) : std::nullopt);
   return t.fill_(value).set_requires_grad(r.requires_grad());
 }
 }  // namespace
 Tensor empty_like(const Tensor& self, std::optional<TensorOptions> o) {
-  return empty(self.sizes(), like(self, o));
+  return empty_like_impl(self, o);
 }
 Tensor zeros_like(const Tensor& self, std::optional<TensorOptions> o) {
   return full_like_impl(self, 0, o);

@@ -75,6 +75,35 @@ TEST(MemoryFormat, CloneAndToPreserveChannelsLast) {
   EXPECT_EQ(full_like(cl, 2.5).sum().item<float>(), 2.5f * 120);
 }
 
+// Note [Preserved layout]: a transposed, permuted or sliced tensor's copies keep its dims'
+// order, densely (PyTorch's preserve_format); a named format and contiguous tensors are as before.
+TEST(MemoryFormat, CopiesOfPermutedTensorsKeepTheirOrder) {
+  const Tensor t = randn({5, 7}).t();                          // strides (1, 7)
+  const Tensor p = randn({2, 3, 4, 5}).permute({0, 2, 3, 1});  // an NHWC-like 4-d order
+  const Tensor s = randn({6, 8}).t().narrow(0, 1, 5);          // a slice of a transpose
+  const Tensor b = randn({3, 1, 4}).permute({2, 1, 0});        // a size-1 dim inside
+  for (const Tensor& x : {t, p, s, b}) {
+    SCOPED_TRACE(to_string(x.sizes()) + " strides " + to_string(x.strides()));
+    const DimVector want = dense_strides(x.sizes(), pointwise_dim_order(x.sizes(), {&x}));
+    EXPECT_EQ(x.clone().strides(), IntArrayRef(want));
+    EXPECT_EQ(x.to(kDouble).strides(), IntArrayRef(want));
+    EXPECT_EQ(x.to(kBFloat16).strides(), IntArrayRef(want));
+    EXPECT_EQ(empty_like(x).strides(), IntArrayRef(want));
+    EXPECT_EQ(zeros_like(x).strides(), IntArrayRef(want));
+    EXPECT_EQ(full_like(x, 1.5, TensorOptions(kDouble)).strides(), IntArrayRef(want));
+    EXPECT_TRUE(testing::same_bytes(x.clone().contiguous(), x.contiguous()));
+    EXPECT_TRUE(allclose(x.to(kDouble), x.contiguous().to(kDouble)));
+    EXPECT_EQ(full_like(x, 1.5).sum().item<float>(), 1.5f * static_cast<float>(x.numel()));
+    EXPECT_TRUE(x.clone(MemoryFormat::Contiguous).is_contiguous());
+    EXPECT_TRUE(
+        empty_like(x, TensorOptions().memory_format(MemoryFormat::Contiguous)).is_contiguous());
+    EXPECT_TRUE(ones_like(x, TensorOptions().requires_grad(true)).requires_grad());
+  }
+  EXPECT_EQ(t.clone().strides(), IntArrayRef({1, 7}));  // PyTorch's for x.t().clone()
+  EXPECT_TRUE(randn({4, 3}).clone().is_contiguous());
+  EXPECT_TRUE(randn({4, 3}).expand({2, 4, 3}).clone().is_contiguous());
+}
+
 TEST(MemoryFormat, ContiguousIsDifferentiable) {
   const Tensor x = randn({2, 3, 4, 5}).requires_grad_();
   const Tensor w = randn({2, 3, 4, 5});

@@ -134,6 +134,21 @@ TEST(MemoryFormatXpu, ConvolutionsReadAndWriteNhwcAndEqualTheCpu) {
   }
 }
 
+// Note [Preserved layout]: moving a transposed or permuted tensor to the XPU and back keeps its
+// dims' order and its values.
+TEST(MemoryFormatXpu, PermutedTensorsKeepTheirOrderAcrossDevices) {
+  for (const Tensor& x : {randn({5, 7}).t(), randn({2, 3, 4, 5}).permute({3, 0, 2, 1})}) {
+    const Tensor d = x.to("xpu");
+    EXPECT_EQ(d.strides(), x.clone().strides());
+    EXPECT_EQ(d.clone().strides(), x.clone().strides());
+    const Tensor back = d.to("cpu");
+    EXPECT_EQ(back.strides(), x.clone().strides());
+    EXPECT_TRUE(testing::same_bytes(back.contiguous(), x.contiguous()));
+    EXPECT_TRUE(
+        testing::same_bytes(d.to(kDouble).to("cpu").contiguous(), x.to(kDouble).contiguous()));
+  }
+}
+
 // conv_transpose2d's weight gradient for channels-last activations is conv2d's with the roles
 // of the activations swapped (kernels/xpu/ops/conv.cpp): no reorder, the CPU's values. An
 // output_padding of the stride or more (dilation 2) does not fit the swap and takes the

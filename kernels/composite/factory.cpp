@@ -26,11 +26,9 @@ Tensor to_kernel(const Tensor& self, Device device, ScalarType dtype, bool copy)
       self.device().type() == device.type() && (!device.has_index() || !self.device().has_index() ||
                                                 self.device().index() == device.index());
   if (!copy && same_device && self.dtype() == dtype) return self;
-  // The copy keeps a channels-last layout (Preserve, docs/memory_format.md).
-  Tensor out =
-      empty(self.sizes(), TensorOptions(dtype)
-                              .device(device.has_index() || !same_device ? device : self.device())
-                              .memory_format(self.suggest_memory_format()));
+  // The copy keeps self's layout (Preserve: Note [Preserved layout], dispatch/ops.cpp).
+  Tensor out = empty_like(self, TensorOptions(dtype).device(
+                                    device.has_index() || !same_device ? device : self.device()));
   return copy_(out, self);
 }
 

@@ -318,9 +318,9 @@ Tensor contiguous_kernel(const Tensor& self) {
   return copy_(out, self);
 }
 
-// clone keeps a channels-last layout (Preserve, docs/memory_format.md).
+// clone keeps self's layout (Preserve: Note [Preserved layout], dispatch/ops.cpp).
 Tensor clone_kernel(const Tensor& self) {
-  Tensor out = empty(self.sizes(), self.options().memory_format(self.suggest_memory_format()));
+  Tensor out = empty_like(self);
   return copy_(out, self);
 }
 
