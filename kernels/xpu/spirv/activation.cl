@@ -4,6 +4,12 @@
 // kernels/xpu/ops/activation.cpp.
 #include "common.h"
 
+// Whether a dtype's storage holds its opmath values exactly.
+#define EXACT_f16 0
+#define EXACT_bf16 0
+#define EXACT_f32 1
+#define EXACT_f64 1
+
 // NaN-propagating max, like Eigen's maxCoeff on the CPU for NaN-free rows.
 #define MAXF(a, b) ((a) != (a) ? (a) : ((b) > (a) || (b) != (b)) ? (b) : (a))
 
@@ -25,16 +31,28 @@
     global const T##_t* x = in + row * n;                                                          \
     global T##_t* y = out + row * n;                                                               \
     ROW_MAX(T, scratch, l, x, n, m)                                                                \
+    /* Where the output holds opmath exactly (float32, float64), softmax keeps exp(x - max) */   \
+    /* there for the last pass: one exp per element instead of two (PoCL's exp is most of the */ \
+    /* kernel's time), the same values; each work-item rereads only what it wrote. */             \
+    const bool keep = !take_log && EXACT_##T;                                                      \
     T##_m s = 0;                                                                                   \
-    for (long j = l; j < n; j += XTEN_GROUP_SIZE) s += exp(T##_load(x, j) - m);                    \
+    for (long j = l; j < n; j += XTEN_GROUP_SIZE) {                                                \
+      const T##_m e = exp(T##_load(x, j) - m);                                                     \
+      s += e;                                                                                      \
+      if (keep) T##_store(y, j, e);                                                                \
+    }                                                                                              \
     scratch[l] = s;                                                                                \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
     TREE(PLUS, scratch, l)                                                                         \
     s = scratch[0];                                                                                \
     const T##_m log_s = log(s); /* (x - max) - log(sum), as the CPU */                             \
     for (long j = l; j < n; j += XTEN_GROUP_SIZE) {                                                \
-      const T##_m v = T##_load(x, j) - m;                                                          \
-      T##_store(y, j, take_log ? v - log_s : exp(v) / s);                                          \
+      if (keep) {                                                                                  \
+        T##_store(y, j, T##_load(y, j) / s);                                                       \
+      } else {                                                                                     \
+        const T##_m v = T##_load(x, j) - m;                                                        \
+        T##_store(y, j, take_log ? v - log_s : exp(v) / s);                                        \
+      }                                                                                            \
     }                                                                                              \
   }
 
