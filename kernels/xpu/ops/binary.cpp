@@ -88,8 +88,8 @@ Tensor float_binary_impl(const char* name, const Tensor& a, const Tensor& b) {
 
 // An activation's pointwise backward (binary.cl's FLOAT_ACTIVATION_BACKWARDS) over the gradient
 // g and the forward's input or output y, with the CPU kernels' checks.
-Tensor activation_backward(const char* name, const char* kernel, const Tensor& g,
-                           const Tensor& y, const Scalar& value = 0) {
+Tensor activation_backward(const char* name, const char* kernel, const Tensor& g, const Tensor& y,
+                           const Scalar& value = 0) {
   Elementwise e(name, Tensor(), {g, y});
   return run_with_value(e, kernel, value);
 }
@@ -195,9 +195,8 @@ LIBRARY_IMPL(xten, XPU, m) {
   XTEN_FORALL_OPS(XTEN_XPU_FLOAT2_KERNEL)
   m.impl("gelu_backward", [](const Tensor& g, const Tensor& x, const std::string& approximate) {
     check_gelu_backward(g, x, approximate);
-    return activation_backward("gelu_backward",
-                               approximate == "tanh" ? "gelu_backward_tanh" : "gelu_backward_erf",
-                               g, x);
+    return activation_backward(
+        "gelu_backward", approximate == "tanh" ? "gelu_backward_tanh" : "gelu_backward_erf", g, x);
   });
   m.impl("threshold_backward", [](const Tensor& g, const Tensor& y, const Scalar& threshold) {
     check_threshold_backward(g, y);
