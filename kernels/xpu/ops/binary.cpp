@@ -87,7 +87,7 @@ Tensor float_binary_impl(const char* name, const Tensor& a, const Tensor& b) {
 }
 
 // An activation's pointwise backward (binary.cl's FLOAT_ACTIVATION_BACKWARDS) over the gradient
-// g and the forward's input or output y, with the CPU kernels' checks.
+// g and the forward's input or output y (the callers run the CPU kernels' checks).
 Tensor activation_backward(const char* name, const char* kernel, const Tensor& g, const Tensor& y,
                            const Scalar& value = 0) {
   Elementwise e(name, Tensor(), {g, y});
