@@ -1062,20 +1062,30 @@ TEST(XpuParity, LogsumexpRowsMatchTheCpu) {
   EXPECT_TRUE(agree(logsumexp(i, {1}), logsumexp(i.to(xpu), {1}), Tol::kReduce));
 }
 
-// layer_norm_backward's weight and bias gradients add parts of 64 rows (norm.cl): 150 rows make
-// two whole parts and one of 22.
-TEST(XpuParity, LayerNormBackwardOverManyRowsMatchesTheCpu) {
+// layer_norm and its backward over rows of 40 (a work-item per row, Note [Short rows] in
+// norm.cl) and 300 (a work-group per row); the weight and bias gradients add parts of 64 rows:
+// 150 rows make two whole parts and one of 22.
+TEST(XpuParity, LayerNormShortAndLongRowsMatchTheCpu) {
   manual_seed(63);
   const Device xpu("xpu");
-  for (ScalarType t : {kFloat, kDouble, kBFloat16}) {
-    const Tensor x = (randn({150, 40}) * 2 + 1).to(t), g = randn({150, 40}).to(t);
-    const Tensor w = randn({40}).to(t);
-    auto [dx, dw, db] = layer_norm_backward(g, x, {40}, w, 1e-5);
-    auto [dxx, dwx, dbx] = layer_norm_backward(g.to(xpu), x.to(xpu), {40}, w.to(xpu), 1e-5);
-    EXPECT_TRUE(agree(dx, dxx, Tol::kReduce)) << to_string(t);
-    EXPECT_TRUE(agree(dw, dwx, Tol::kReduce)) << to_string(t);
-    EXPECT_TRUE(agree(db, dbx, Tol::kReduce)) << to_string(t);
-  }
+  for (int64_t n : {40, 300})
+    for (ScalarType t : {kFloat, kDouble, kBFloat16}) {
+      const Tensor x = (randn({150, n}) * 2 + 1).to(t), g = randn({150, n}).to(t);
+      const Tensor w = randn({n}).to(t), b = randn({n}).to(t);
+      const std::string what = std::string(to_string(t)) + " n " + std::to_string(n);
+      EXPECT_TRUE(agree(layer_norm(x, {n}, w, b), layer_norm(x.to(xpu), {n}, w.to(xpu), b.to(xpu)),
+                        Tol::kReduce))
+          << what;
+      EXPECT_TRUE(agree(layer_norm(x, {n}), layer_norm(x.to(xpu), {n}), Tol::kReduce)) << what;
+      auto [dx, dw, db] = layer_norm_backward(g, x, {n}, w, 1e-5);
+      auto [dxx, dwx, dbx] = layer_norm_backward(g.to(xpu), x.to(xpu), {n}, w.to(xpu), 1e-5);
+      EXPECT_TRUE(agree(dx, dxx, Tol::kReduce)) << what;
+      EXPECT_TRUE(agree(dw, dwx, Tol::kReduce)) << what;
+      EXPECT_TRUE(agree(db, dbx, Tol::kReduce)) << what;
+      auto [dx0, dw0, db0] = layer_norm_backward(g, x, {n}, std::nullopt, 1e-5);
+      auto [dxx0, dwx0, dbx0] = layer_norm_backward(g.to(xpu), x.to(xpu), {n}, std::nullopt, 1e-5);
+      EXPECT_TRUE(agree(dx0, dxx0, Tol::kReduce)) << what << " without weight";
+    }
 }
 
 // Note [Row strips] (linalg.cl): products whose B has unit column stride take 8 x 32 blocks on

@@ -14,6 +14,9 @@
 namespace xten::xpu {
 namespace {
 
+// Rows of at most this many elements take a work-item each (Note [Short rows] in norm.cl).
+constexpr int64_t kShortRow = 128;
+
 // A contiguous opmath copy of an optional per-statistic tensor; absent, a 1-element stand-in
 // (kernels take a valid pointer and a flag).
 Tensor opmath_or_dummy(const std::optional<Tensor>& t, ScalarType m, const Tensor& input) {
@@ -71,8 +74,11 @@ TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor&
   if (m.inner > 0 && m.outer > 0) {
     Tensor mean = empty({m.outer}, mt, x.device()), rstd = empty({m.outer}, mt, x.device());
     const std::string family = family_for("norm", {t});
+    const bool short_rows = m.inner <= kShortRow;  // Note [Short rows] (norm.cl)
     Kernel& rows =
-        get_kernel(device_of(x), op, family, std::string("layer_norm_backward_") + dtype_tag(t));
+        get_kernel(device_of(x), op, family,
+                   std::string(short_rows ? "layer_norm_backward_rows_" : "layer_norm_backward_") +
+                       dtype_tag(t));
     Kernel& cols = get_kernel(device_of(x), op, family,
                               std::string("layer_norm_backward_affine_") + dtype_tag(t));
     Kernel& finish = get_kernel(device_of(x), op, family,
@@ -83,9 +89,13 @@ TensorTriple layer_norm_backward_kernel(const Tensor& grad_output, const Tensor&
            pb = empty({parts * m.inner}, mt, x.device());
     const int32_t has_w = weight && weight->defined() ? 1 : 0;
     auto run = [&](auto eps_m) {
-      launch_groups(stream_of(x), rows, static_cast<uint64_t>(m.outer), dx.data_ptr(),
-                    mean.data_ptr(), rstd.data_ptr(), g.data_ptr(), x.data_ptr(), w.data_ptr(),
-                    m.inner, has_w, eps_m);
+      if (short_rows)
+        launch(stream_of(x), rows, m.outer, dx.data_ptr(), mean.data_ptr(), rstd.data_ptr(),
+               g.data_ptr(), x.data_ptr(), w.data_ptr(), m.inner, has_w, eps_m, m.outer);
+      else
+        launch_groups(stream_of(x), rows, static_cast<uint64_t>(m.outer), dx.data_ptr(),
+                      mean.data_ptr(), rstd.data_ptr(), g.data_ptr(), x.data_ptr(), w.data_ptr(),
+                      m.inner, has_w, eps_m);
       launch(stream_of(x), cols, pw.numel(), pw.data_ptr(), pb.data_ptr(), g.data_ptr(),
              x.data_ptr(), mean.data_ptr(), rstd.data_ptr(), m.outer, m.inner, per, pw.numel());
       launch(stream_of(x), finish, m.inner, dw.data_ptr(), db.data_ptr(), pw.data_ptr(),
@@ -114,12 +124,18 @@ Tensor layer_norm_kernel(const Tensor& input, IntArrayRef normalized_shape,
   Tensor y = empty(input.sizes(), t, input.device());
   if (m.outer == 0 || m.inner == 0) return y;
   const Tensor w = opmath_or_dummy(weight, mt, x), b = opmath_or_dummy(bias, mt, x);
-  Kernel& k = get_kernel(device_of(x), "layer_norm", family_for("norm", {t}),
-                         std::string("layer_norm_") + dtype_tag(t));
+  const bool short_rows = m.inner <= kShortRow;  // Note [Short rows] (norm.cl)
+  Kernel& k =
+      get_kernel(device_of(x), "layer_norm", family_for("norm", {t}),
+                 std::string(short_rows ? "layer_norm_rows_" : "layer_norm_") + dtype_tag(t));
   const int32_t has_w = weight && weight->defined() ? 1 : 0, has_b = bias && bias->defined();
   auto run = [&](auto eps_m) {
-    launch_groups(stream_of(x), k, static_cast<uint64_t>(m.outer), y.data_ptr(), x.data_ptr(),
-                  w.data_ptr(), b.data_ptr(), m.inner, has_w, has_b, eps_m);
+    if (short_rows)
+      launch(stream_of(x), k, m.outer, y.data_ptr(), x.data_ptr(), w.data_ptr(), b.data_ptr(),
+             m.inner, has_w, has_b, eps_m, m.outer);
+    else
+      launch_groups(stream_of(x), k, static_cast<uint64_t>(m.outer), y.data_ptr(), x.data_ptr(),
+                    w.data_ptr(), b.data_ptr(), m.inner, has_w, has_b, eps_m);
   };
   if (mt == kDouble)
     run(eps);
