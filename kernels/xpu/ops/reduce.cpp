@@ -224,17 +224,19 @@ Tensor norm_impl(const Tensor& self, const Scalar& p_scalar, IntArrayRef dims, b
              TensorOptions().dtype(acc).device(self.device()));
     if (!std::isinf(p) && p != 0 && p != 1 && p != 2) v = pow(v, 1.0 / p);
   } else {
-    const Tensor a = abs(r.in.view({r.outer, r.inner}));
+    // The magnitudes, for the norms other than 1 and 2 (reduce.cl's one-pass sums of
+    // magnitudes and squares take the input itself).
+    auto magnitudes = [&] { return abs(r.in.view({r.outer, r.inner})); };
     if (std::isinf(p))
-      v = p > 0 ? amax(a, {1}) : amin(a, {1});
+      v = p > 0 ? amax(magnitudes(), {1}) : amin(magnitudes(), {1});
     else if (p == 0)
-      v = ne(a, 0).sum({1}, false, acc);
-    else if (p == 1)  // reduce.cl's one-pass sums of magnitudes and squares
+      v = ne(r.in.view({r.outer, r.inner}), 0).sum({1}, false, acc);
+    else if (p == 1)
       v = reduce_rows("norm", "asum", r, 1.0).view({r.outer});
     else if (p == 2)
       v = sqrt(reduce_rows("norm", "sumsq", r, 1.0).view({r.outer}));
     else
-      v = pow(pow(a, p).sum({1}), 1.0 / p);
+      v = pow(pow(magnitudes(), p).sum({1}), 1.0 / p);
     v = v.view(r.out_shape);
   }
   return finish(v.to(self.dtype()), self, r, keepdim);

@@ -175,9 +175,9 @@ ALL_DIVISION(BINARY_ERR_HEAD_1D)
     }                                                                                              \
     T##_store(out, oo, result);)
 // The pointwise backwards of the activations, one kernel each instead of their composites'
-// five to nine launches (kernels/composite/activation.cpp, kept for other devices): x is the
-// incoming gradient, y the forward's input (threshold, gelu, silu) or output (sigmoid, tanh), in opmath,
-// rounded once. gelu's exact form: Phi(y) + y phi(y); its tanh form: with t = tanh(u),
+// three to nine launches (kernels/composite/activation.cpp, kept for other devices): x is the
+// incoming gradient, y the forward's input (threshold, gelu, silu) or output (sigmoid, tanh),
+// in opmath, rounded once. gelu's exact form: Phi(y) + y phi(y); its tanh form: with t = tanh(u),
 // u = sqrt(2 / pi) (y + 0.044715 y^3), (1 + t) / 2 + y (1 - t^2) du/dy / 2.
 #define FLOAT_ACTIVATION_BACKWARDS(T, HEAD)                                                        \
   HEAD(gelu_backward_erf, T, T##_t,                                                                \
