@@ -16,8 +16,14 @@ GradScaler::GradScaler(GradScalerOptions options) : options_(std::move(options))
              "init_scale > 0");
 }
 
+ScaledStep::operator bool() const {
+  return !found_inf_.defined() || found_inf_.item<float>() == 0;
+}
+
 void GradScaler::lazy_init(const Device& device) {
   if (!scale_.defined()) scale_ = full({1}, options_.init_scale(), TensorOptions(kFloat, device));
+  if (!growth_tracker_.defined())
+    growth_tracker_ = zeros({1}, TensorOptions(kInt, scale_.device()));
 }
 
 Tensor GradScaler::scale(const Tensor& outputs) {
@@ -65,34 +71,31 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   st.unscaled = true;
 }
 
-bool GradScaler::step(optim::Optimizer& optimizer) {
+ScaledStep GradScaler::step(optim::Optimizer& optimizer) {
   if (!is_enabled()) {
     optimizer.step();
-    return true;
+    return ScaledStep();
   }
   PerOptimizer& st = per_optimizer_[&optimizer];
   XTEN_CHECK(!st.stepped, ValueError, "step",
              "step() has already been called since the last update().");
   if (!st.unscaled) unscale_(optimizer);
   st.stepped = true;
-  if (st.found_inf.item<float>() != 0) return false;
-  optimizer.step();
-  return true;
+  NoGradGuard no_grad;
+  optimizer.step_unless(st.found_inf);
+  return ScaledStep(st.found_inf);
 }
 
 void GradScaler::update() {
   if (!is_enabled() || !scale_.defined()) return;
-  bool found = false;
-  for (auto& [opt, st] : per_optimizer_)
-    if (st.found_inf.defined()) found = found || st.found_inf.item<float>() != 0;
+  lazy_init(scale_.device());
   NoGradGuard no_grad;
-  if (found) {
-    scale_.mul_(options_.backoff_factor());
-    growth_tracker_ = 0;
-  } else if (++growth_tracker_ == options_.growth_interval()) {
-    scale_.mul_(options_.growth_factor());
-    growth_tracker_ = 0;
-  }
+  Tensor found;  // the optimizers' flags summed (no step recorded: a good step)
+  for (auto& [opt, st] : per_optimizer_)
+    if (st.found_inf.defined()) found = found.defined() ? found + st.found_inf : st.found_inf;
+  if (!found.defined()) found = zeros({1}, TensorOptions(kFloat, scale_.device()));
+  _amp_update_scale_(scale_, growth_tracker_, found, options_.growth_factor(),
+                     options_.backoff_factor(), options_.growth_interval());
   per_optimizer_.clear();
 }
 
@@ -103,11 +106,13 @@ double GradScaler::get_scale() const {
 
 nn::NamedTensors GradScaler::state_dict() const {
   if (!is_enabled()) return {};
-  return {{"scale", full({}, get_scale(), kFloat)},
-          {"growth_factor", full({}, options_.growth_factor(), kFloat)},
-          {"backoff_factor", full({}, options_.backoff_factor(), kFloat)},
-          {"growth_interval", full({}, options_.growth_interval(), kLong)},
-          {"_growth_tracker", full({}, growth_tracker_, kLong)}};
+  return {
+      {"scale", full({}, get_scale(), kFloat)},
+      {"growth_factor", full({}, options_.growth_factor(), kFloat)},
+      {"backoff_factor", full({}, options_.backoff_factor(), kFloat)},
+      {"growth_interval", full({}, options_.growth_interval(), kLong)},
+      {"_growth_tracker",
+       full({}, growth_tracker_.defined() ? growth_tracker_.to("cpu").item<int64_t>() : 0, kLong)}};
 }
 
 void GradScaler::load_state_dict(const nn::NamedTensors& state) {
@@ -127,11 +132,13 @@ void GradScaler::load_state_dict(const nn::NamedTensors& state) {
     } else if (key == "growth_interval") {
       options_.growth_interval(t.item<int64_t>());
     } else if (key == "_growth_tracker") {
-      growth_tracker_ = t.item<int64_t>();
+      growth_tracker_ = full({1}, t.item<int64_t>(), kInt);
     } else {
       XTEN_FAIL(ValueError, "load_state_dict", "unexpected key '{}' for a GradScaler", key);
     }
   }
+  if (scale_.defined() && growth_tracker_.defined())
+    growth_tracker_ = growth_tracker_.to(scale_.device());
 }
 
 }  // namespace xten::amp

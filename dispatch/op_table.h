@@ -813,36 +813,46 @@
   X(FN, _fused_sgd_, _fused_sgd_,                                                                  \
     "_fused_sgd_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] momentum_buffer_list, *, float "  \
     "weight_decay, float momentum, float lr, float dampening, bool nesterov, bool maximize, bool " \
-    "is_first_step) -> ()",                                                                        \
+    "is_first_step, Tensor? found_inf=None) -> ()",                                                \
     void,                                                                                          \
     (const std::vector<Tensor>& self, const std::vector<Tensor>& grads,                            \
      const std::vector<Tensor>& momentum_buffer_list, double weight_decay, double momentum,        \
-     double lr, double dampening, bool nesterov, bool maximize, bool is_first_step),               \
+     double lr, double dampening, bool nesterov, bool maximize, bool is_first_step,                \
+     const std::optional<Tensor>& found_inf),                                                      \
     (self, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, \
-     is_first_step))                                                                               \
+     is_first_step, found_inf))                                                                    \
   X(FN, _fused_adam_, _fused_adam_,                                                                \
     "_fused_adam_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] exp_avgs, Tensor(c!)[] "         \
     "exp_avg_sqs, Tensor(d!)[] max_exp_avg_sqs, Tensor state_steps, *, float lr, float beta1, "    \
-    "float beta2, float weight_decay, float eps, bool amsgrad, bool maximize, bool decoupled) -> ()",\
+    "float beta2, float weight_decay, float eps, bool amsgrad, bool maximize, bool decoupled, "     \
+    "Tensor? found_inf=None) -> ()",                                                               \
     void,                                                                                          \
     (const std::vector<Tensor>& self, const std::vector<Tensor>& grads,                            \
      const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,                  \
      const std::vector<Tensor>& max_exp_avg_sqs, const Tensor& state_steps, double lr,             \
      double beta1, double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,     \
-     bool decoupled),                                                                              \
+     bool decoupled, const std::optional<Tensor>& found_inf),                                      \
     (self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2,          \
-     weight_decay, eps, amsgrad, maximize, decoupled))                                             \
+     weight_decay, eps, amsgrad, maximize, decoupled, found_inf))                                  \
   X(FN, _fused_rmsprop_, _fused_rmsprop_,                                                          \
     "_fused_rmsprop_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] square_avgs, Tensor(c!)[] "   \
     "grad_avgs, Tensor(d!)[] momentum_buffer_list, *, float lr, float alpha, float eps, float "    \
-    "weight_decay, float momentum, bool centered, bool maximize) -> ()",                           \
+    "weight_decay, float momentum, bool centered, bool maximize, Tensor? found_inf=None) -> ()",   \
     void,                                                                                          \
     (const std::vector<Tensor>& self, const std::vector<Tensor>& grads,                            \
      const std::vector<Tensor>& square_avgs, const std::vector<Tensor>& grad_avgs,                 \
      const std::vector<Tensor>& momentum_buffer_list, double lr, double alpha, double eps,         \
-     double weight_decay, double momentum, bool centered, bool maximize),                          \
+     double weight_decay, double momentum, bool centered, bool maximize,                           \
+     const std::optional<Tensor>& found_inf),                                                      \
     (self, grads, square_avgs, grad_avgs, momentum_buffer_list, lr, alpha, eps, weight_decay,      \
-     momentum, centered, maximize))
+     momentum, centered, maximize, found_inf))                                                     \
+  X(FN, _amp_update_scale_, _amp_update_scale_,                                                    \
+    "_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float "      \
+    "scale_growth_factor, float scale_backoff_factor, int growth_interval) -> ()",                 \
+    void,                                                                                          \
+    (const Tensor& self, const Tensor& growth_tracker, const Tensor& found_inf,                    \
+     double scale_growth_factor, double scale_backoff_factor, int64_t growth_interval),            \
+    (self, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval))
 // clang-format on
 
 // Helpers for the generated code: the parameters or arguments after the first (self).

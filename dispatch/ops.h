@@ -571,28 +571,39 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target,
 // dtypes. One parallel loop on the CPU, one kernel launch per dtype on the XPU.
 void _amp_foreach_non_finite_check_and_unscale_(const std::vector<Tensor>& self,
                                                 const Tensor& found_inf, const Tensor& inv_scale);
+// GradScaler's scale update (PyTorch's, on the scale's device; no value comes back to the host):
+// if found_inf[0] is not 0, self (the scale) *= scale_backoff_factor and growth_tracker = 0;
+// else growth_tracker + 1, and when that reaches growth_interval, self *= scale_growth_factor
+// (kept only if finite) and growth_tracker = 0. self, found_inf: one-element float32 tensors;
+// growth_tracker: a one-element int32 tensor; all on one device.
+void _amp_update_scale_(const Tensor& self, const Tensor& growth_tracker, const Tensor& found_inf,
+                        double scale_growth_factor, double scale_backoff_factor,
+                        int64_t growth_interval);
 // PyTorch's fused SGD step over `self` (the parameters) with their gradients and, when
 // momentum != 0, their momentum buffers (is_first_step: the buffers start as the gradient).
 // The update of optim::SGD (docs/optim.md); the tensors as for the op above, each gradient and
-// buffer of its parameter's shape and dtype.
+// buffer of its parameter's shape and dtype. The fused steps below take GradScaler's found_inf
+// (a one-element float32 tensor on the parameters' device): where its value is not 0 the
+// kernel changes nothing, read on the device (docs/optim.md, "GradScaler").
 void _fused_sgd_(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
                  const std::vector<Tensor>& momentum_buffer_list, double weight_decay,
                  double momentum, double lr, double dampening, bool nesterov, bool maximize,
-                 bool is_first_step);
+                 bool is_first_step, const std::optional<Tensor>& found_inf = std::nullopt);
 // The fused Adam (decoupled: AdamW) step: state_steps is a float64 CPU tensor with each
 // parameter's step count (already incremented); max_exp_avg_sqs is empty unless amsgrad.
 void _fused_adam_(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
                   const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
                   const std::vector<Tensor>& max_exp_avg_sqs, const Tensor& state_steps, double lr,
                   double beta1, double beta2, double weight_decay, double eps, bool amsgrad,
-                  bool maximize, bool decoupled);
+                  bool maximize, bool decoupled,
+                  const std::optional<Tensor>& found_inf = std::nullopt);
 // The fused RMSprop step (xten's; PyTorch has only its foreach form): grad_avgs when centered,
 // momentum_buffer_list when momentum > 0, each empty otherwise.
 void _fused_rmsprop_(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
                      const std::vector<Tensor>& square_avgs, const std::vector<Tensor>& grad_avgs,
                      const std::vector<Tensor>& momentum_buffer_list, double lr, double alpha,
-                     double eps, double weight_decay, double momentum, bool centered,
-                     bool maximize);
+                     double eps, double weight_decay, double momentum, bool centered, bool maximize,
+                     const std::optional<Tensor>& found_inf = std::nullopt);
 
 // ---- dispatcher introspection -----------------------------------------------------------
 // The dispatch table of an op ("add.Tensor") as text: each key's kernel and where it came from.

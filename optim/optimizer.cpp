@@ -15,6 +15,10 @@ void Optimizer::zero_grad(bool set_to_none) {
   nn::zero_grads(all_params(), set_to_none);
 }
 
+void Optimizer::step_unless(const Tensor& found_inf) {
+  if (found_inf.item<float>() == 0) step();
+}
+
 std::vector<Tensor> Optimizer::all_params() const {
   std::vector<Tensor> r;
   for (size_t g = 0; g < num_param_groups(); ++g)
@@ -87,13 +91,46 @@ Tensor update_grad(const Tensor& p, bool maximize, double weight_decay) {
 }
 
 // The step count of a parameter's state, incremented (a 0-d float64 tensor on the CPU, as
-// PyTorch keeps it). The multi-tensor steps hand the tensors to their kernels, which read the
-// counts: no value comes back to the host, so a compiled step has no graph break.
-Tensor& increment_step(std::map<std::string, Tensor>& s) {
+// PyTorch keeps it) by 1, or by `by` (GradScaler's step: 1 - found_inf). The multi-tensor steps
+// hand the tensors to their kernels, which read the counts: no value comes back to the host, so
+// a compiled step has no graph break.
+Tensor& increment_step(std::map<std::string, Tensor>& s, const Tensor& by = {}) {
   Tensor& step = s["step"];
   if (!step.defined()) step = zeros({}, kDouble, Device("cpu"));
-  step.add_(1);
+  if (by.defined()) {
+    step.add_(by);
+  } else {
+    step.add_(1);
+  }
   return step;
+}
+
+// GradScaler's flag in a multi-tensor step (Optimizer::step_unless; docs/optim.md,
+// "GradScaler"). The kernels skip themselves where it is set; the per-tensor loop's ops cannot,
+// so where a parameter with a gradient takes the loop (`on_host(options, p)`) the flag is read
+// back here, once: then a set flag skips the whole step (returns true) and a clear one leaves a
+// plain step (found_inf becomes null).
+template <class Groups, class OnHost>
+bool skip_on_host(const Groups& groups, const Tensor*& found_inf, OnHost on_host) {
+  if (!found_inf) return false;
+  for (const auto& group : groups)
+    for (const Tensor& p : group.params)
+      if (p.grad().defined() && on_host(group.options, p)) {
+        const bool skip = found_inf->item<float>() != 0;
+        found_inf = nullptr;
+        return skip;
+      }
+  return false;
+}
+// The flag on a batch's device, for its kernel.
+std::optional<Tensor> flag_on(const Tensor* found_inf, Device device) {
+  if (!found_inf) return std::nullopt;
+  return found_inf->to(device);
+}
+// What a step count grows by under the flag: 1 - found_inf, a 0-d float64 CPU tensor.
+Tensor step_increment(const Tensor* found_inf) {
+  if (!found_inf) return {};
+  return full({}, 1.0, kDouble) - found_inf->to(Device("cpu")).to(kDouble).view({});
 }
 double next_step(std::map<std::string, Tensor>& s) {
   return increment_step(s).item<double>();
@@ -176,8 +213,18 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options)
              "Nesterov momentum requires a momentum and zero dampening");
 }
 
-void SGD::step() {
+void SGD::update(const Tensor* found_inf) {
   NoGradGuard no_grad;
+  // A skipped first step leaves no buffer to start from: with the flag, new buffers are zeros
+  // and take the later steps' formula, momentum * 0 + (1 - dampening) * g, which is the first
+  // step's g only without dampening; with dampening the flag is read on the host.
+  auto on_host = [this](const SGDOptions& o, const Tensor& p) {
+    if (!o.foreach () || !fusable(p)) return true;
+    auto it = state_.find(p.impl());
+    const bool has_buffer = it != state_.end() && it->second.count("momentum_buffer");
+    return o.momentum() != 0 && o.dampening() != 0 && !has_buffer;
+  };
+  if (skip_on_host(groups_, found_inf, on_host)) return;
   for (ParamGroup& group : groups_) {
     const SGDOptions& o = group.options;
     const size_t gi = static_cast<size_t>(&group - groups_.data());
@@ -190,8 +237,8 @@ void SGD::step() {
         Tensor buf;
         if (o.momentum() != 0) {
           Tensor& b = state_of(p)["momentum_buffer"];
-          first = !b.defined();
-          if (first) b = empty_like(p);
+          first = !b.defined() && !found_inf;
+          if (!b.defined()) b = found_inf ? zeros_like(p) : empty_like(p);
           buf = in_layout_of(b, p);
         }
         Batch& batch = batch_for(batches, p.device(), first);
@@ -220,7 +267,7 @@ void SGD::step() {
     for (const Batch& b : batches) {
       bind_lr(&groups_, gi, "xten::_fused_sgd_");
       _fused_sgd_(b.params, b.grads, b.a, o.weight_decay(), o.momentum(), o.lr(), o.dampening(),
-                  o.nesterov(), o.maximize(), b.first);
+                  o.nesterov(), o.maximize(), b.first, flag_on(found_inf, b.device));
     }
   }
 }
@@ -240,8 +287,11 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled)
       o.betas().second);
 }
 
-void Adam::step() {
+void Adam::update(const Tensor* found_inf) {
   NoGradGuard no_grad;
+  auto on_host = [](const AdamOptions& o, const Tensor& p) { return !o.foreach () || !fusable(p); };
+  if (skip_on_host(groups_, found_inf, on_host)) return;
+  const Tensor increment = step_increment(found_inf);
   for (ParamGroup& group : groups_) {
     const AdamOptions& o = group.options;
     const double b1 = o.betas().first, b2 = o.betas().second;
@@ -252,7 +302,7 @@ void Adam::step() {
       if (!p.grad().defined()) continue;
       if (o.foreach() && fusable(p)) {
         auto& s = state_of(p);
-        const Tensor& t = increment_step(s);
+        const Tensor& t = increment_step(s, increment);
         for (const char* name : {"exp_avg", "exp_avg_sq"})
           if (!s[name].defined()) s[name] = zeros_like(p);
         if (o.amsgrad() && !s["max_exp_avg_sq"].defined()) s["max_exp_avg_sq"] = zeros_like(p);
@@ -299,7 +349,8 @@ void Adam::step() {
     for (Batch& b : batches) {
       bind_lr(&groups_, gi, "xten::_fused_adam_");
       _fused_adam_(b.params, b.grads, b.a, b.b, b.c, stack(b.steps), o.lr(), b1, b2,
-                   o.weight_decay(), o.eps(), o.amsgrad(), o.maximize(), decoupled_weight_decay_);
+                   o.weight_decay(), o.eps(), o.amsgrad(), o.maximize(), decoupled_weight_decay_,
+                   flag_on(found_inf, b.device));
     }
   }
 }
@@ -312,8 +363,13 @@ RMSprop::RMSprop(std::vector<Tensor> params, RMSpropOptions options)
       ValueError, "RMSprop", "lr, eps, alpha, momentum and weight_decay must be non-negative");
 }
 
-void RMSprop::step() {
+void RMSprop::update(const Tensor* found_inf) {
   NoGradGuard no_grad;
+  auto on_host = [](const RMSpropOptions& o, const Tensor& p) {
+    return !o.foreach () || !fusable(p);
+  };
+  if (skip_on_host(groups_, found_inf, on_host)) return;
+  const Tensor increment = step_increment(found_inf);
   for (ParamGroup& group : groups_) {
     const RMSpropOptions& o = group.options;
     const size_t gi = static_cast<size_t>(&group - groups_.data());
@@ -323,7 +379,7 @@ void RMSprop::step() {
       if (!p.grad().defined()) continue;
       if (o.foreach() && fusable(p)) {
         auto& s = state_of(p);
-        increment_step(s);
+        increment_step(s, increment);
         if (!s["square_avg"].defined()) s["square_avg"] = zeros_like(p);
         if (o.centered() && !s["grad_avg"].defined()) s["grad_avg"] = zeros_like(p);
         if (o.momentum() > 0 && !s["momentum_buffer"].defined())
@@ -373,7 +429,8 @@ void RMSprop::step() {
     for (const Batch& b : batches) {
       bind_lr(&groups_, gi, "xten::_fused_rmsprop_");
       _fused_rmsprop_(b.params, b.grads, b.a, b.b, b.c, o.lr(), o.alpha(), o.eps(),
-                      o.weight_decay(), o.momentum(), o.centered(), o.maximize());
+                      o.weight_decay(), o.momentum(), o.centered(), o.maximize(),
+                      flag_on(found_inf, b.device));
     }
   }
 }

@@ -23,6 +23,11 @@ class Optimizer {
   virtual ~Optimizer() = default;
   // One update of every parameter that has a gradient.
   virtual void step() = 0;
+  // GradScaler's step: step() unless `found_inf` (a one-element float32 tensor) is not 0. Here
+  // the flag is read back to the host first; SGD, Adam and RMSprop hand it to their multi-tensor
+  // kernels instead, which read it on the device and change nothing when it is set (docs/optim.md,
+  // "GradScaler"), so a compiled training step keeps GradScaler in its graph.
+  virtual void step_unless(const Tensor& found_inf);
   // Clears (set_to_none) or zeroes every parameter's gradient.
   void zero_grad(bool set_to_none = true);
 
@@ -100,7 +105,11 @@ struct SGDOptions {
 class SGD : public OptimizerOf<SGDOptions> {
  public:
   SGD(std::vector<Tensor> params, SGDOptions options);
-  void step() override;
+  void step() override { update(nullptr); }
+  void step_unless(const Tensor& found_inf) override { update(&found_inf); }
+
+ private:
+  void update(const Tensor* found_inf);
 };
 
 using Betas = std::pair<double, double>;
@@ -121,11 +130,15 @@ struct AdamOptions {
 class Adam : public OptimizerOf<AdamOptions> {
  public:
   Adam(std::vector<Tensor> params, AdamOptions options = {});
-  void step() override;
+  void step() override { update(nullptr); }
+  void step_unless(const Tensor& found_inf) override { update(&found_inf); }
 
  protected:
   Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled);
   bool decoupled_weight_decay_ = false;
+
+ private:
+  void update(const Tensor* found_inf);
 };
 // AdamW: Adam with decoupled weight decay (default 1e-2, as PyTorch).
 class AdamW : public Adam {
@@ -152,7 +165,11 @@ struct RMSpropOptions {
 class RMSprop : public OptimizerOf<RMSpropOptions> {
  public:
   RMSprop(std::vector<Tensor> params, RMSpropOptions options = {});
-  void step() override;
+  void step() override { update(nullptr); }
+  void step_unless(const Tensor& found_inf) override { update(&found_inf); }
+
+ private:
+  void update(const Tensor* found_inf);
 };
 
 }  // namespace xten::optim

@@ -1,7 +1,9 @@
 #pragma once
 // Checks of the multi-tensor ops (docs/optim.md, "One kernel for many tensors") that run on
 // every device: test_optim.cpp calls them on the CPU, test_nn_xpu.cpp on the XPU.
+#include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -219,6 +221,110 @@ inline void check_fused_optimizers(Device device, const std::vector<ScalarType>&
             return optim::RMSprop(std::move(ps), RMSpropOptions(o).foreach(f));
           },
         name);
+}
+
+// GradScaler's flag in the optimizers (Optimizer::step_unless, docs/optim.md "GradScaler") on
+// `device`: with flags 1, 0, 1, 0, 0 (a skipped first step) the parameters and state after each
+// step that ran equal, bit for bit, a twin optimizer that only steps where the flag is 0: a set
+// flag changes nothing (the multi-tensor kernels read it; the per-tensor loop and SGD's dampened
+// first step read it on the host), SGD's momentum starts from the first step that ran, and
+// Adam's and RMSprop's step counts do not advance on a skip.
+inline void check_skipped_steps(Device device) {
+  using Make = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>;
+  auto sgd = [](optim::SGDOptions o) {
+    return Make([o](std::vector<Tensor> ps) { return std::make_unique<optim::SGD>(ps, o); });
+  };
+  using optim::AdamOptions;
+  const std::vector<std::pair<std::string, Make>> makes = {
+      {"sgd momentum", sgd(optim::SGDOptions(0.1).momentum(0.9))},
+      {"sgd nesterov wd",
+       sgd(optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(0.01))},
+      {"sgd dampening (host)", sgd(optim::SGDOptions(0.1).momentum(0.9).dampening(0.1))},
+      {"sgd per-tensor (host)", sgd(optim::SGDOptions(0.1).momentum(0.9).foreach (false))},
+      {"adam", [](std::vector<Tensor> ps) { return std::make_unique<optim::Adam>(ps); }},
+      {"adamw amsgrad",
+       [](std::vector<Tensor> ps) {
+         return std::make_unique<optim::AdamW>(ps, AdamOptions(1e-2).amsgrad(true));
+       }},
+      {"rmsprop centered momentum",
+       [](std::vector<Tensor> ps) {
+         return std::make_unique<optim::RMSprop>(
+             ps, optim::RMSpropOptions(1e-2).centered(true).momentum(0.5));
+       }},
+  };
+  for (const auto& [name, make] : makes) {
+    manual_seed(9);
+    std::vector<Tensor> a, b;
+    for (const auto& [n, t] : std::vector<std::pair<int64_t, ScalarType>>{
+             {300, kFloat}, {5000, kFloat}, {700, kBFloat16}}) {
+      const Tensor init = randn({n}).to(device, t);
+      a.push_back(init.clone().requires_grad_());
+      b.push_back(init.clone().requires_grad_());
+    }
+    auto opt_a = make(a), opt_b = make(b);
+    const std::vector<float> flags = {1, 0, 1, 0, 0};
+    for (size_t step = 0; step < flags.size(); ++step) {
+      for (size_t i = 0; i < a.size(); ++i) {
+        const Tensor g = randn(a[i].sizes()).to(device, a[i].dtype());
+        a[i].grad() = g.clone();
+        b[i].grad() = g.clone();
+      }
+      opt_a->step_unless(full({1}, flags[step], TensorOptions(kFloat, device)));
+      if (flags[step] == 0) opt_b->step();
+      for (size_t i = 0; i < a.size(); ++i)
+        EXPECT_TRUE(same_values(a[i].detach(), b[i].detach()))
+            << name << ", step " << step << ", parameter " << i << ":\n"
+            << describe_diff(a[i].detach(), b[i].detach(), b[i].detach());
+      if (flags[step] != 0) continue;  // a skipped first step leaves state the twin lacks
+      const auto sa = opt_a->state_dict(), sb = opt_b->state_dict();
+      ASSERT_EQ(sa.size(), sb.size()) << name << ", step " << step;
+      for (size_t k = 0; k < sa.size(); ++k) {
+        EXPECT_EQ(sa[k].first, sb[k].first) << name;
+        EXPECT_TRUE(same_values(sa[k].second.to("cpu"), sb[k].second.to("cpu")))
+            << name << ", step " << step << ", " << sa[k].first;
+      }
+    }
+  }
+}
+
+// _amp_update_scale_ on `device`: PyTorch's rule, and its argument checks.
+inline void check_amp_update_scale(Device device) {
+  const TensorOptions f(kFloat, device);
+  const Tensor scale = full({1}, 8.0f, f), tracker = zeros({1}, TensorOptions(kInt, device));
+  auto run = [&](float found) {
+    _amp_update_scale_(scale, tracker, full({1}, found, f), 2.0, 0.25, 3);
+    return std::pair<float, int>(scale.to("cpu").item<float>(), tracker.to("cpu").item<int>());
+  };
+  EXPECT_EQ(run(0), (std::pair<float, int>(8, 1)));
+  EXPECT_EQ(run(0), (std::pair<float, int>(8, 2)));
+  EXPECT_EQ(run(0), (std::pair<float, int>(16, 0)));  // the third good step in a row grows it
+  EXPECT_EQ(run(0), (std::pair<float, int>(16, 1)));
+  EXPECT_EQ(run(1), (std::pair<float, int>(4, 0)));  // a skip backs off and restarts the count
+  EXPECT_EQ(run(2), (std::pair<float, int>(1, 0)));  // summed flags of several optimizers
+  // A growth past float32's range is not taken (the count restarts all the same).
+  const float big = 3e38f;
+  const Tensor top = full({1}, big, f), t1 = full({1}, 0, TensorOptions(kInt, device));
+  _amp_update_scale_(top, t1, zeros({1}, f), 2.0, 0.5, 1);
+  EXPECT_EQ(top.to("cpu").item<float>(), big);
+  EXPECT_EQ(t1.to("cpu").item<int>(), 0);
+  EXPECT_THROW_MSG(_amp_update_scale_(scale, zeros({1}, TensorOptions(kLong, device)),
+                                      zeros({1}, f), 2.0, 0.5, 3),
+                   ValueError,
+                   "[_amp_update_scale_] growth_tracker must be a one-element int32 tensor, got "
+                   "int64 of shape (1)");
+  EXPECT_THROW_MSG(_amp_update_scale_(scale, tracker, zeros({1}, f), 0.5, 0.5, 3), ValueError,
+                   "expected scale_growth_factor > 1, 0 < scale_backoff_factor < 1 and "
+                   "growth_interval > 0, got 0.5, 0.5 and 3");
+  // The fused steps' flag: one float32 element on the parameters' device.
+  const Tensor p = ones({4}, f), g = ones({4}, f);
+  EXPECT_THROW_MSG(_fused_sgd_({p}, {g}, {}, 0, 0, 0.1, 0, false, false, false, zeros({2}, f)),
+                   ValueError,
+                   "[_fused_sgd_] found_inf must be a one-element float32 tensor, got float32 of "
+                   "shape (2)");
+  if (device.type() != kCPU)
+    EXPECT_THROW_MSG(_fused_sgd_({p}, {g}, {}, 0, 0, 0.1, 0, false, false, false, zeros({1})),
+                     DeviceError,
+                     "[_fused_sgd_] found_inf is on cpu and the parameters on " + p.device().str());
 }
 
 // The fused steps' argument checks, the same on every device.

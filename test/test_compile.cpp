@@ -1298,6 +1298,101 @@ TEST(COMPILE_SUITE, TrainingStepsUnderAutocastEqualEager) {
   EXPECT_EQ(compiled_cnn.stats.compiled_calls, 4);
 }
 
+// A training step with GradScaler compiled whole (docs/compile.md, "Training steps"): the flag
+// goes from the unscale kernel to the optimizer's kernels and the scale update on the device, so
+// no value comes back to the host. 60 steps of the MLP (under autocast with `amp`); the inputs of
+// steps 1 (the captured call), 7 and 30 are made infinite, so their gradients are not finite and
+// the step is skipped in both runs. The scale starts at 2^10 and grows after 8 good steps.
+struct ScaledRun {
+  TrainRun run;
+  nn::NamedTensors scaler;
+};
+ScaledRun train_scaled(const MakeOptimizer& make, bool compiled, bool amp) {
+  manual_seed(0);
+  auto model = nn::Sequential(nn::Linear(32, 64), nn::ReLU(), nn::Dropout(0.1), nn::Linear(64, 10));
+  model->to(kDev);
+  model->train();
+  std::unique_ptr<optim::Optimizer> opt = make(model->parameters());
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(1024).growth_interval(8));
+  const Tensor x = randn_on({16, 32}, 21);
+  manual_seed(22);
+  const Tensor y = randint(0, 10, {16}).to(kDev);
+  auto step = [&](const Tensor& xb, const Tensor& yb) {
+    opt->zero_grad();
+    Tensor loss;
+    {
+      std::optional<autocast::AutocastGuard> ac;
+      if (amp) ac.emplace(kDev.type(), kDev.type() == kCPU ? kBFloat16 : kHalf);
+      loss = cross_entropy(model(xb), yb);
+    }
+    scaler.scale(loss).backward();
+    scaler.step(*opt);
+    scaler.update();
+    return loss;
+  };
+  auto compiled_step = compile(step);
+  ScaledRun r;
+  manual_seed(23);
+  for (int i = 0; i < 60; ++i) {
+    const bool bad = i == 1 || i == 7 || i == 30;
+    const Tensor xb = x * (bad ? std::numeric_limits<double>::infinity() : 1.0 + 0.01 * i);
+    r.run.losses.push_back(compiled ? compiled_step(xb, y) : step(xb, y));
+  }
+  r.run.params = model->named_parameters();
+  for (const auto& [name, p] : r.run.params) r.run.grads.emplace_back(name, p.grad());
+  r.run.state = opt->state_dict();
+  r.run.stats = compiled_step.stats();
+  r.scaler = scaler.state_dict();
+  return r;
+}
+
+TEST(COMPILE_SUITE, TrainingStepsWithGradScalerCompileWholeAndSkipInfSteps) {
+  const std::vector<std::tuple<std::string, MakeOptimizer, bool>> cases = {
+      {"SGD momentum",
+       [](std::vector<Tensor> ps) {
+         return std::make_unique<optim::SGD>(ps, optim::SGDOptions(0.05).momentum(0.9));
+       },
+       false},
+      {"AdamW under autocast",
+       [](std::vector<Tensor> ps) {
+         return std::make_unique<optim::AdamW>(ps, optim::AdamOptions(1e-3).weight_decay(1e-2));
+       },
+       true},
+      {"RMSprop",
+       [](std::vector<Tensor> ps) {
+         return std::make_unique<optim::RMSprop>(ps, optim::RMSpropOptions(1e-3).momentum(0.5));
+       },
+       false},
+  };
+  for (const auto& [name, make, amp] : cases) {
+    ScaledRun eager = train_scaled(make, false, amp);
+    ScaledRun compiled = train_scaled(make, true, amp);
+    // The skipped steps' losses are NaN in both; the others as in expect_same_training.
+    for (size_t i = 0; i < eager.run.losses.size(); ++i) {
+      if (i != 1 && i != 7 && i != 30) continue;
+      Tensor e = eager.run.losses[i].detach(), c = compiled.run.losses[i];
+      EXPECT_TRUE(std::isnan(e.item<float>()) && std::isnan(c.item<float>())) << name << i;
+      e.fill_(0);
+      c.fill_(0);
+    }
+    expect_same_training(eager.run, compiled.run, name + " with GradScaler");
+    // The scale: 1024, halved at steps 1, 7 and 30, doubled after steps 15, 23, 38, 46 and 54
+    // (the eighth good step in a row): 1024 / 8 * 32. The growth count: 5 good steps since.
+    ASSERT_EQ(eager.scaler.size(), compiled.scaler.size());
+    for (size_t k = 0; k < eager.scaler.size(); ++k)
+      EXPECT_EQ(compiled.scaler[k].second.item<double>(), eager.scaler[k].second.item<double>())
+          << name << ": " << eager.scaler[k].first;
+    EXPECT_EQ(eager.scaler[0].first, "scale");
+    EXPECT_EQ(eager.scaler[0].second.item<double>(), 4096.0) << name;
+    EXPECT_EQ(eager.scaler[4].first, "_growth_tracker");
+    EXPECT_EQ(eager.scaler[4].second.item<double>(), 5.0) << name;
+    EXPECT_EQ(compiled.run.stats.captures, 2) << name;
+    EXPECT_EQ(compiled.run.stats.compiled_calls, 58) << name;
+    EXPECT_EQ(compiled.run.stats.eager_calls, 0)
+        << name << ": " << compiled.run.stats.last_eager_reason;
+  }
+}
+
 // examples/gpt's step: a small GPT (attention, layer norm, GELU, tied embeddings, dropout),
 // AdamW under a cosine schedule (the learning rate changes every step), gradients clipped by
 // get_total_norm + clip_grads_with_norm_ (no host read): one graph, equal to eager. Without

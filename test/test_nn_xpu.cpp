@@ -133,6 +133,11 @@ TEST(NnXpu, MultiTensorStepsMatchThePerTensorLoopOnTheXpu) {
                                                   {"fused_sgd_f32", 1}}));
 }
 
+TEST(NnXpu, FlaggedStepsChangeNothingAndTheScaleUpdatesOnTheXpu) {
+  check_skipped_steps(Device("xpu"));
+  check_amp_update_scale(Device("xpu"));
+}
+
 TEST(NnXpu, GradScalerOnTheXpu) {
   Tensor p = tensor({1.0f, 2.0f}).to("xpu").requires_grad_();
   optim::SGD opt({p}, optim::SGDOptions(0.1));

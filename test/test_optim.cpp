@@ -317,6 +317,18 @@ TEST(Optim, MultiTensorStepsMatchThePerTensorLoopOnTheCpu) {
   check_fused_step_errors(Device("cpu"));
 }
 
+TEST(GradScaler, FlaggedStepsChangeNothingAndTheScaleUpdatesOnItsDevice) {
+  check_skipped_steps(Device("cpu"));
+  check_amp_update_scale(Device("cpu"));
+  // A step count of 0 (a skipped first step) with a clear flag: the CPU kernel refuses it.
+  const Tensor p = ones({4}), g = ones({4}), m = zeros({4}), v = zeros({4});
+  EXPECT_THROW_MSG(_fused_adam_({p}, {g}, {m}, {v}, {}, zeros({1}, kDouble), 1e-3, 0.9, 0.999, 0,
+                                1e-8, false, false, false, zeros({1})),
+                   ValueError,
+                   "[_fused_adam_] state_steps[0] is 0 and the step is not skipped (found_inf is "
+                   "0): steps count from 1");
+}
+
 // Note [Rows to threads]: on a team, the CPU's multi-tensor steps cut each large matrix at the
 // team's owned_rows and deal the other tensors' chunks to the threads with the least work. The
 // partition must not change a value: SGD, Adam and the unscale over a mix of cut and dealt

@@ -130,7 +130,7 @@ LIBRARY_IMPL(xten, Autograd, m) {
       {"logical_not", "logical_not_", "bitwise_not", "bitwise_not_", "isnan", "isinf", "isfinite",
        // GradScaler's unscale and the optimizers' steps: data to them (kernels/cpu/optim.cpp)
        "_amp_foreach_non_finite_check_and_unscale_", "_fused_sgd_", "_fused_adam_",
-       "_fused_rmsprop_"});
+       "_fused_rmsprop_", "_amp_update_scale_"});
 }
 
 }  // namespace xten::autograd

@@ -340,7 +340,8 @@ int run(const Args& a) {
   // One training step; with --compile, captured whole (forward, backward, clipping, AdamW) and
   // run as one graph from its third call (docs/compile.md, "Training steps"). Clipping takes the
   // two-step form (get_total_norm, clip_grads_with_norm_: no host read, so no graph break).
-  // Under fp16 autocast (XPU) the GradScaler's checks are graph breaks: those steps run eagerly.
+  // Under fp16 autocast (XPU) the GradScaler is in the graph too (its skip and scale update run
+  // on the device: docs/optim.md, "GradScaler").
   // With --compile-model, the loss alone compiled (its backward generated).
   auto compiled_loss = compile([&](const Tensor& x, const Tensor& y) { return model->loss(x, y); });
   auto train_step = [&](const Tensor& x, const Tensor& y) {

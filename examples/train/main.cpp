@@ -58,8 +58,9 @@ const char* kUsage = R"(usage: train [options]
   --device cpu|xpu        where to train (default cpu)
   --amp                   autocast: bfloat16 on CPU, float16 with a GradScaler on XPU
   --compile               compile the training step whole (forward, loss, backward, optimizer:
-                          docs/compile.md, "Training steps"); a step with a graph break (the
-                          XPU's GradScaler, DDP's all-reduce) runs eagerly, as the summary says
+                          docs/compile.md, "Training steps"), the XPU's GradScaler included; a
+                          step with a graph break (DDP's all-reduce) runs eagerly, as the
+                          summary says
   --compile-model         compile the model's forward alone: the loss, backward(), the scaler and
                           the optimizer run eagerly, the backward through the compiled forward's
                           generated backward (docs/compile.md, "A compiled forward in an eager

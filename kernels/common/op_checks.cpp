@@ -662,9 +662,10 @@ Device check_fused_sgd(const std::vector<Tensor>& self, const std::vector<Tensor
 Device check_fused_adam(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
                         const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
                         const std::vector<Tensor>& max_exp_avg_sqs, const Tensor& state_steps,
-                        bool amsgrad) {
+                        bool amsgrad, const std::optional<Tensor>& found_inf) {
   const char* op = "_fused_adam_";
   const Device d = list_device(op, self);
+  const double first = check_found_inf(op, found_inf, d) ? 0 : 1;
   check_list_like(op, "grads", grads, self);
   check_list_like(op, "exp_avgs", exp_avgs, self);
   check_list_like(op, "exp_avg_sqs", exp_avg_sqs, self);
@@ -680,7 +681,7 @@ Device check_fused_adam(const std::vector<Tensor>& self, const std::vector<Tenso
   const Tensor steps = state_steps.contiguous();
   for (int64_t i = 0; i < steps.numel(); ++i) {
     const double s = static_cast<const double*>(steps.data_ptr())[i];
-    XTEN_CHECK(s >= 1 && std::isfinite(s), ValueError, op,
+    XTEN_CHECK(s >= first && std::isfinite(s), ValueError, op,
                "state_steps[{}] is {}: steps count from 1", i, s);
   }
   return d;
@@ -698,6 +699,42 @@ Device check_fused_rmsprop(const std::vector<Tensor>& self, const std::vector<Te
   if (centered) check_list_like(op, "grad_avgs", grad_avgs, self);
   if (momentum > 0) check_list_like(op, "momentum_buffer_list", momentum_buffer_list, self);
   return d;
+}
+
+namespace {
+void check_one_element(const char* op, const char* name, const Tensor& t, ScalarType dtype) {
+  XTEN_CHECK(t.defined(), ValueError, op, "{} is an undefined tensor", name);
+  XTEN_CHECK(t.numel() == 1 && t.dtype() == dtype, ValueError, op,
+             "{} must be a one-element {} tensor, got {} of shape {}", name, dtype_name(dtype),
+             dtype_name(t.dtype()), t.sizes());
+}
+}  // namespace
+
+bool check_found_inf(const char* op, const std::optional<Tensor>& found_inf, Device device) {
+  if (!found_inf) return false;
+  check_one_element(op, "found_inf", *found_inf, kFloat);
+  XTEN_CHECK(found_inf->device() == device, DeviceError, op,
+             "found_inf is on {} and the parameters on {}", found_inf->device().str(),
+             device.str());
+  return true;
+}
+
+Device check_amp_update_scale(const Tensor& self, const Tensor& growth_tracker,
+                              const Tensor& found_inf, double growth_factor, double backoff_factor,
+                              int64_t growth_interval) {
+  const char* op = "_amp_update_scale_";
+  check_one_element(op, "self", self, kFloat);
+  check_one_element(op, "growth_tracker", growth_tracker, kInt);
+  check_one_element(op, "found_inf", found_inf, kFloat);
+  XTEN_CHECK(growth_tracker.device() == self.device() && found_inf.device() == self.device(),
+             DeviceError, op, "self is on {}, growth_tracker on {} and found_inf on {}",
+             self.device().str(), growth_tracker.device().str(), found_inf.device().str());
+  XTEN_CHECK(growth_factor > 1 && backoff_factor > 0 && backoff_factor < 1 && growth_interval > 0,
+             ValueError, op,
+             "expected scale_growth_factor > 1, 0 < scale_backoff_factor < 1 and "
+             "growth_interval > 0, got {}, {} and {}",
+             growth_factor, backoff_factor, growth_interval);
+  return self.device();
 }
 
 }  // namespace xten

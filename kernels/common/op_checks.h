@@ -244,14 +244,25 @@ void check_list_like(const char* op, const char* what, const std::vector<Tensor>
 // Both ops' checks; the device of self (CPU if self is empty).
 Device check_fused_sgd(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
                        const std::vector<Tensor>& momentum_buffer_list, double momentum);
+// Adam's step counts count from 1; a count of 0 is taken where found_inf is given (a step
+// GradScaler skips: its count was incremented by 0).
 Device check_fused_adam(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
                         const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
                         const std::vector<Tensor>& max_exp_avg_sqs, const Tensor& state_steps,
-                        bool amsgrad);
+                        bool amsgrad, const std::optional<Tensor>& found_inf);
 Device check_fused_rmsprop(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
                            const std::vector<Tensor>& square_avgs,
                            const std::vector<Tensor>& grad_avgs,
                            const std::vector<Tensor>& momentum_buffer_list, bool centered,
                            double momentum);
+// The fused steps' found_inf, when given: a one-element float32 tensor on `device` (the
+// parameters'). Returns whether it was given.
+bool check_found_inf(const char* op, const std::optional<Tensor>& found_inf, Device device);
+// _amp_update_scale_: the scale and found_inf one-element float32 tensors, growth_tracker a
+// one-element int32 tensor, all on one device (returned); the factors and interval as
+// GradScaler's options require.
+Device check_amp_update_scale(const Tensor& self, const Tensor& growth_tracker,
+                              const Tensor& found_inf, double growth_factor, double backoff_factor,
+                              int64_t growth_interval);
 
 }  // namespace xten

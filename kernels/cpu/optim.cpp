@@ -126,6 +126,32 @@ void amp_unscale_kernel(const std::vector<Tensor>& self, const Tensor& found_inf
   if (bad.load()) *static_cast<float*>(found_inf.data_ptr()) = 1.0f;
 }
 
+// GradScaler's scale update (_amp_update_scale_, PyTorch's rule): one element each.
+void amp_update_scale_kernel(const Tensor& self, const Tensor& growth_tracker,
+                             const Tensor& found_inf, double growth_factor, double backoff_factor,
+                             int64_t growth_interval) {
+  check_amp_update_scale(self, growth_tracker, found_inf, growth_factor, backoff_factor,
+                         growth_interval);
+  float& scale = *static_cast<float*>(self.data_ptr());
+  int32_t& tracker = *static_cast<int32_t*>(growth_tracker.data_ptr());
+  if (*static_cast<const float*>(found_inf.data_ptr()) != 0) {
+    scale = static_cast<float>(scale * backoff_factor);
+    tracker = 0;
+  } else if (tracker + 1 >= growth_interval) {
+    const float grown = static_cast<float>(scale * growth_factor);
+    if (std::isfinite(grown)) scale = grown;
+    tracker = 0;
+  } else {
+    ++tracker;
+  }
+}
+
+// Whether a fused step is skipped: found_inf given (checked) and not 0.
+bool skipped(const char* op, const std::optional<Tensor>& found_inf, Device device) {
+  return check_found_inf(op, found_inf, device) &&
+         *static_cast<const float*>(found_inf->data_ptr()) != 0;
+}
+
 template <class T>
 T* data(const std::vector<Tensor>& list, size_t i) {
   return static_cast<T*>(list[i].data_ptr());
@@ -148,9 +174,9 @@ void decayed_grad(M* d, const T* g, const T* p, int64_t n, M sign, M wd) {
 // opmath, with the loop's roundings where it stores (buffer, parameter).
 void fused_sgd_kernel(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
                       const std::vector<Tensor>& bufs, double weight_decay, double momentum,
-                      double lr, double dampening, bool nesterov, bool maximize,
-                      bool is_first_step) {
-  check_fused_sgd(self, grads, bufs, momentum);
+                      double lr, double dampening, bool nesterov, bool maximize, bool is_first_step,
+                      const std::optional<Tensor>& found_inf) {
+  if (skipped("_fused_sgd_", found_inf, check_fused_sgd(self, grads, bufs, momentum))) return;
   for_each_chunk("_fused_sgd_", self, [&](const Chunk& ch, auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     using M = opmath_t<T>;
@@ -195,10 +221,18 @@ void fused_adam_kernel(const std::vector<Tensor>& self, const std::vector<Tensor
                        const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
                        const std::vector<Tensor>& max_exp_avg_sqs, const Tensor& state_steps,
                        double lr, double beta1, double beta2, double weight_decay, double eps,
-                       bool amsgrad, bool maximize, bool decoupled) {
-  check_fused_adam(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad);
+                       bool amsgrad, bool maximize, bool decoupled,
+                       const std::optional<Tensor>& found_inf) {
+  const Device device = check_fused_adam(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
+                                         state_steps, amsgrad, found_inf);
+  if (skipped("_fused_adam_", found_inf, device)) return;
   const Tensor steps = state_steps.contiguous();
   const double* step = static_cast<const double*>(steps.data_ptr());
+  for (size_t k = 0; k < self.size(); ++k)
+    XTEN_CHECK(step[k] >= 1, ValueError, "_fused_adam_",
+               "state_steps[{}] is {} and the step is not skipped (found_inf is 0): steps count "
+               "from 1",
+               k, step[k]);
   for_each_chunk("_fused_adam_", self, [&](const Chunk& ch, auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     using M = opmath_t<T>;
@@ -257,8 +291,10 @@ void fused_rmsprop_kernel(const std::vector<Tensor>& self, const std::vector<Ten
                           const std::vector<Tensor>& square_avgs,
                           const std::vector<Tensor>& grad_avgs, const std::vector<Tensor>& bufs,
                           double lr, double alpha, double eps, double weight_decay, double momentum,
-                          bool centered, bool maximize) {
-  check_fused_rmsprop(self, grads, square_avgs, grad_avgs, bufs, centered, momentum);
+                          bool centered, bool maximize, const std::optional<Tensor>& found_inf) {
+  const Device device =
+      check_fused_rmsprop(self, grads, square_avgs, grad_avgs, bufs, centered, momentum);
+  if (skipped("_fused_rmsprop_", found_inf, device)) return;
   for_each_chunk("_fused_rmsprop_", self, [&](const Chunk& ch, auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     using M = opmath_t<T>;
@@ -313,6 +349,7 @@ XTEN_CPU_KERNELS(optim, m) {
   m.impl("_amp_foreach_non_finite_check_and_unscale_", amp_unscale_kernel);
   m.impl("_fused_sgd_", fused_sgd_kernel);
   m.impl("_fused_adam_", fused_adam_kernel);
+  m.impl("_amp_update_scale_", amp_update_scale_kernel);
 }
 
 }  // namespace xten::cpu

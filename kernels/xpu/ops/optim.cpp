@@ -2,6 +2,8 @@
 // "One kernel for many tensors"): the tensors are grouped by dtype, each group's chunks listed
 // in a table copied to the device, and one kernel launched per dtype over all of them. The
 // checks are the CPU kernels' (kernels/common/op_checks.h).
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -86,10 +88,35 @@ void amp_unscale_kernel(const std::vector<Tensor>& self, const Tensor& found_inf
   }
 }
 
+// GradScaler's flag as the fused kernels take it: a pointer and whether it was given (the
+// table's address stands in, unread, when it was not).
+struct Skip {
+  const void* ptr;
+  int32_t given;
+};
+Skip skip_of(const char* op, const std::optional<Tensor>& found_inf, Device device,
+             const Tensor& table) {
+  if (check_found_inf(op, found_inf, device)) return {found_inf->data_ptr(), 1};
+  return {table.data_ptr(), 0};
+}
+
+void amp_update_scale_kernel(const Tensor& self, const Tensor& growth_tracker,
+                             const Tensor& found_inf, double growth_factor, double backoff_factor,
+                             int64_t growth_interval) {
+  const char* op = "_amp_update_scale_";
+  check_amp_update_scale(self, growth_tracker, found_inf, growth_factor, backoff_factor,
+                         growth_interval);
+  Kernel& k = get_kernel(device_of(self), op, "optim", "amp_update_scale");
+  launch_groups(stream_of(self), k, 1, self.data_ptr(), growth_tracker.data_ptr(),
+                found_inf.data_ptr(), static_cast<float>(growth_factor),
+                static_cast<float>(backoff_factor),
+                static_cast<int32_t>(std::min<int64_t>(growth_interval, INT32_MAX)));
+}
+
 void fused_sgd_kernel(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
                       const std::vector<Tensor>& bufs, double weight_decay, double momentum,
-                      double lr, double dampening, bool nesterov, bool maximize,
-                      bool is_first_step) {
+                      double lr, double dampening, bool nesterov, bool maximize, bool is_first_step,
+                      const std::optional<Tensor>& found_inf) {
   const char* op = "_fused_sgd_";
   const Device device = check_fused_sgd(self, grads, bufs, momentum);
   auto row = [&](size_t k, int64_t begin, int64_t count, std::vector<int64_t>& out) {
@@ -100,12 +127,13 @@ void fused_sgd_kernel(const std::vector<Tensor>& self, const std::vector<Tensor>
     Kernel& k = table_kernel(device_of(self[0]), op, dtype, "fused_sgd");
     const int32_t use_momentum = momentum != 0, nest = nesterov, max = maximize,
                   first = is_first_step;
+    const Skip skip = skip_of(op, found_inf, device, table);
     OpmathScalar{dtype}([&](auto m) {
       using M = decltype(m);
       launch_groups(stream_of(self[0]), k, static_cast<uint64_t>(table.numel() / 5),
                     table.data_ptr(), static_cast<M>(weight_decay), static_cast<M>(momentum),
                     static_cast<M>(1 - dampening), static_cast<M>(lr), use_momentum, nest, max,
-                    first);
+                    first, skip.ptr, skip.given);
     });
   }
 }
@@ -114,10 +142,11 @@ void fused_adam_kernel(const std::vector<Tensor>& self, const std::vector<Tensor
                        const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
                        const std::vector<Tensor>& max_exp_avg_sqs, const Tensor& state_steps,
                        double lr, double beta1, double beta2, double weight_decay, double eps,
-                       bool amsgrad, bool maximize, bool decoupled) {
+                       bool amsgrad, bool maximize, bool decoupled,
+                       const std::optional<Tensor>& found_inf) {
   const char* op = "_fused_adam_";
   const Device device = check_fused_adam(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
-                                         state_steps, amsgrad);
+                                         state_steps, amsgrad, found_inf);
   const Tensor steps = state_steps.contiguous();
   const double* step = static_cast<const double*>(steps.data_ptr());
   auto row = [&](size_t k, int64_t begin, int64_t count, std::vector<int64_t>& out) {
@@ -131,22 +160,23 @@ void fused_adam_kernel(const std::vector<Tensor>& self, const std::vector<Tensor
   for (const auto& [dtype, table] : chunk_tables(self, device, row)) {
     Kernel& k = table_kernel(device_of(self[0]), op, dtype, "fused_adam");
     const int32_t ams = amsgrad, max = maximize, dec = decoupled;
+    const Skip skip = skip_of(op, found_inf, device, table);
     OpmathScalar{dtype}([&](auto m) {
       using M = decltype(m);
       launch_groups(stream_of(self[0]), k, static_cast<uint64_t>(table.numel() / 9),
                     table.data_ptr(), static_cast<M>(beta1), static_cast<M>(beta2),
                     static_cast<M>(1 - beta1), static_cast<M>(1 - beta2),
                     static_cast<M>(weight_decay), static_cast<M>(1 - lr * weight_decay),
-                    static_cast<M>(eps), ams, max, dec);
+                    static_cast<M>(eps), ams, max, dec, skip.ptr, skip.given);
     });
   }
 }
 
 void fused_rmsprop_kernel(const std::vector<Tensor>& self, const std::vector<Tensor>& grads,
                           const std::vector<Tensor>& square_avgs,
-                          const std::vector<Tensor>& grad_avgs,
-                          const std::vector<Tensor>& bufs, double lr, double alpha, double eps,
-                          double weight_decay, double momentum, bool centered, bool maximize) {
+                          const std::vector<Tensor>& grad_avgs, const std::vector<Tensor>& bufs,
+                          double lr, double alpha, double eps, double weight_decay, double momentum,
+                          bool centered, bool maximize, const std::optional<Tensor>& found_inf) {
   const char* op = "_fused_rmsprop_";
   const Device device =
       check_fused_rmsprop(self, grads, square_avgs, grad_avgs, bufs, centered, momentum);
@@ -158,12 +188,13 @@ void fused_rmsprop_kernel(const std::vector<Tensor>& self, const std::vector<Ten
   for (const auto& [dtype, table] : chunk_tables(self, device, row)) {
     Kernel& k = table_kernel(device_of(self[0]), op, dtype, "fused_rmsprop");
     const int32_t cen = centered, use_momentum = momentum > 0, max = maximize;
+    const Skip skip = skip_of(op, found_inf, device, table);
     OpmathScalar{dtype}([&](auto m) {
       using M = decltype(m);
       launch_groups(stream_of(self[0]), k, static_cast<uint64_t>(table.numel() / 7),
                     table.data_ptr(), static_cast<M>(lr), static_cast<M>(alpha),
                     static_cast<M>(1 - alpha), static_cast<M>(eps), static_cast<M>(weight_decay),
-                    static_cast<M>(momentum), cen, use_momentum, max);
+                    static_cast<M>(momentum), cen, use_momentum, max, skip.ptr, skip.given);
     });
   }
 }
@@ -175,6 +206,7 @@ LIBRARY_IMPL(xten, XPU, m) {
   m.impl("_amp_foreach_non_finite_check_and_unscale_", amp_unscale_kernel);
   m.impl("_fused_sgd_", fused_sgd_kernel);
   m.impl("_fused_adam_", fused_adam_kernel);
+  m.impl("_amp_update_scale_", amp_update_scale_kernel);
 }
 
 }  // namespace xten::xpu

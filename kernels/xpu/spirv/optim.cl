@@ -24,6 +24,27 @@
   }
 XTEN_FLOAT_DTYPES(AMP_UNSCALE, )
 
+// GradScaler's scale update (_amp_update_scale_): one work-item.
+#ifndef XTEN_F64
+KERNEL amp_update_scale(global float* scale, global int* tracker, global const float* found_inf,
+                        float growth, float backoff, int interval) {
+  if (get_global_id(0) != 0) return;
+  if (found_inf[0] != 0) {
+    scale[0] = scale[0] * backoff;
+    tracker[0] = 0;
+  } else if (tracker[0] + 1 >= interval) {
+    const float grown = scale[0] * growth;
+    if (isfinite(grown)) scale[0] = grown;
+    tracker[0] = 0;
+  } else {
+    tracker[0] += 1;
+  }
+}
+#endif
+
+// The fused steps change nothing where GradScaler's found_inf (when given: skip_given) is not 0.
+#define SKIPPED_STEP (skip_given && skip[0] != 0)
+
 // A per-chunk scalar kept in a long of the table: a float's bits, or a double's in the f64
 // module.
 #define TABLE_SCALAR_f16(x) as_float((int)(x))
@@ -35,7 +56,9 @@ XTEN_FLOAT_DTYPES(AMP_UNSCALE, )
 // (parameter, gradient, momentum buffer, first element, length). damp is 1 - dampening.
 #define FUSED_SGD(T, unused)                                                                       \
   KERNEL fused_sgd_##T(global const long* chunks, T##_m wd, T##_m mom, T##_m damp, T##_m lr,        \
-                       int use_momentum, int nesterov, int maximize, int first) {                  \
+                       int use_momentum, int nesterov, int maximize, int first,                    \
+                       global const float* skip, int skip_given) {                                 \
+    if (SKIPPED_STEP) return;                                                                      \
     const long c = get_group_id(0);                                                                \
     global T##_t* p = (global T##_t*)chunks[5 * c];                                                \
     global const T##_t* g = (global const T##_t*)chunks[5 * c + 1];                                \
@@ -61,7 +84,8 @@ XTEN_FLOAT_DTYPES(FUSED_SGD, )
 #define FUSED_ADAM(T, unused)                                                                      \
   KERNEL fused_adam_##T(global const long* chunks, T##_m b1, T##_m b2, T##_m c1, T##_m c2,          \
                         T##_m wd, T##_m decay, T##_m eps, int amsgrad, int maximize,               \
-                        int decoupled) {                                                           \
+                        int decoupled, global const float* skip, int skip_given) {                 \
+    if (SKIPPED_STEP) return;                                                                      \
     const long c = get_group_id(0);                                                                \
     global const long* row = chunks + 9 * c;                                                       \
     global T##_t* p = (global T##_t*)row[0];                                                       \
@@ -98,7 +122,9 @@ XTEN_FLOAT_DTYPES(FUSED_ADAM, )
 // square_avg, grad_avg or 0, momentum buffer or 0, first element, length: seven). c is 1 - alpha.
 #define FUSED_RMSPROP(T, unused)                                                                   \
   KERNEL fused_rmsprop_##T(global const long* chunks, T##_m lr, T##_m alpha, T##_m c, T##_m eps,   \
-                           T##_m wd, T##_m mom, int centered, int use_momentum, int maximize) {    \
+                           T##_m wd, T##_m mom, int centered, int use_momentum, int maximize,      \
+                           global const float* skip, int skip_given) {                             \
+    if (SKIPPED_STEP) return;                                                                      \
     const long r = get_group_id(0);                                                                \
     global const long* row = chunks + 7 * r;                                                       \
     global T##_t* p = (global T##_t*)row[0];                                                       \
