@@ -179,6 +179,12 @@ bool fusable(const Tensor& p) {
          g.device() == p.device();
 }
 
+// Whether a parameter with a gradient takes the per-tensor loop under a group's options.
+template <class Options>
+bool takes_loop(const Options& o, const Tensor& p) {
+  return !o.foreach() || !fusable(p);
+}
+
 // A state tensor in its parameter's layout: made so (zeros_like and empty_like make contiguous
 // tensors), or converted once where a loaded state dict brought another layout.
 Tensor& in_layout_of(Tensor& state, const Tensor& p) {
@@ -219,7 +225,7 @@ void SGD::update(const Tensor* found_inf) {
   // and take the later steps' formula, momentum * 0 + (1 - dampening) * g, which is the first
   // step's g only without dampening; with dampening the flag is read on the host.
   auto on_host = [this](const SGDOptions& o, const Tensor& p) {
-    if (!o.foreach () || !fusable(p)) return true;
+    if (takes_loop(o, p)) return true;
     auto it = state_.find(p.impl());
     const bool has_buffer = it != state_.end() && it->second.count("momentum_buffer");
     return o.momentum() != 0 && o.dampening() != 0 && !has_buffer;
@@ -289,8 +295,7 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled)
 
 void Adam::update(const Tensor* found_inf) {
   NoGradGuard no_grad;
-  auto on_host = [](const AdamOptions& o, const Tensor& p) { return !o.foreach () || !fusable(p); };
-  if (skip_on_host(groups_, found_inf, on_host)) return;
+  if (skip_on_host(groups_, found_inf, takes_loop<AdamOptions>)) return;
   const Tensor increment = step_increment(found_inf);
   for (ParamGroup& group : groups_) {
     const AdamOptions& o = group.options;
@@ -365,10 +370,7 @@ RMSprop::RMSprop(std::vector<Tensor> params, RMSpropOptions options)
 
 void RMSprop::update(const Tensor* found_inf) {
   NoGradGuard no_grad;
-  auto on_host = [](const RMSpropOptions& o, const Tensor& p) {
-    return !o.foreach () || !fusable(p);
-  };
-  if (skip_on_host(groups_, found_inf, on_host)) return;
+  if (skip_on_host(groups_, found_inf, takes_loop<RMSpropOptions>)) return;
   const Tensor increment = step_increment(found_inf);
   for (ParamGroup& group : groups_) {
     const RMSpropOptions& o = group.options;

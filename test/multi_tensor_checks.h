@@ -81,8 +81,9 @@ inline void check_amp_unscale(Device device, const std::vector<ScalarType>& dtyp
   EXPECT_THROW_MSG(_amp_foreach_non_finite_check_and_unscale_({x}, zeros({1}, kDouble, device),
                                                               inv_t),
                    ValueError, std::string(op) + " found_inf must be a one-element float32 tensor");
-  EXPECT_THROW_MSG(_amp_foreach_non_finite_check_and_unscale_({x}, found, ones({2}, kFloat, device)),
-                   ValueError, "inv_scale must be a one-element float32 tensor, got Float of shape (2)");
+  EXPECT_THROW_MSG(
+      _amp_foreach_non_finite_check_and_unscale_({x}, found, ones({2}, kFloat, device)), ValueError,
+      "inv_scale must be a one-element float32 tensor, got float32 of shape (2)");
   EXPECT_THROW_MSG(_amp_foreach_non_finite_check_and_unscale_({x, ones({2, 3}, kFloat, device).t()},
                                                               found, inv_t),
                    ValueError,

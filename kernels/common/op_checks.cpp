@@ -608,16 +608,20 @@ void check_tensor_list(const char* op, const char* what, const std::vector<Tenso
                "two tensors of {} share memory: each must be written once", what);
 }
 
+namespace {
+void check_one_element(const char* op, const char* name, const Tensor& t, ScalarType dtype) {
+  XTEN_CHECK(t.defined(), ValueError, op, "{} is an undefined tensor", name);
+  XTEN_CHECK(t.numel() == 1 && t.dtype() == dtype, ValueError, op,
+             "{} must be a one-element {} tensor, got {} of shape {}", name, dtype_name(dtype),
+             dtype_name(t.dtype()), t.sizes());
+}
+}  // namespace
+
 Device check_amp_unscale(const std::vector<Tensor>& self, const Tensor& found_inf,
                          const Tensor& inv_scale) {
   const char* op = "_amp_foreach_non_finite_check_and_unscale_";
-  for (const auto& [t, name] : {std::pair<const Tensor&, const char*>(found_inf, "found_inf"),
-                                std::pair<const Tensor&, const char*>(inv_scale, "inv_scale")}) {
-    XTEN_CHECK(t.defined(), ValueError, op, "{} is an undefined tensor", name);
-    XTEN_CHECK(t.numel() == 1 && t.dtype() == kFloat, ValueError, op,
-               "{} must be a one-element float32 tensor, got {} of shape {}", name,
-               to_string(t.dtype()), t.sizes());
-  }
+  check_one_element(op, "found_inf", found_inf, kFloat);
+  check_one_element(op, "inv_scale", inv_scale, kFloat);
   XTEN_CHECK(found_inf.device() == inv_scale.device(), DeviceError, op,
              "found_inf is on {} and inv_scale on {}", found_inf.device().str(),
              inv_scale.device().str());
@@ -700,15 +704,6 @@ Device check_fused_rmsprop(const std::vector<Tensor>& self, const std::vector<Te
   if (momentum > 0) check_list_like(op, "momentum_buffer_list", momentum_buffer_list, self);
   return d;
 }
-
-namespace {
-void check_one_element(const char* op, const char* name, const Tensor& t, ScalarType dtype) {
-  XTEN_CHECK(t.defined(), ValueError, op, "{} is an undefined tensor", name);
-  XTEN_CHECK(t.numel() == 1 && t.dtype() == dtype, ValueError, op,
-             "{} must be a one-element {} tensor, got {} of shape {}", name, dtype_name(dtype),
-             dtype_name(t.dtype()), t.sizes());
-}
-}  // namespace
 
 bool check_found_inf(const char* op, const std::optional<Tensor>& found_inf, Device device) {
   if (!found_inf) return false;

@@ -146,10 +146,9 @@ void amp_update_scale_kernel(const Tensor& self, const Tensor& growth_tracker,
   }
 }
 
-// Whether a fused step is skipped: found_inf given (checked) and not 0.
-bool skipped(const char* op, const std::optional<Tensor>& found_inf, Device device) {
-  return check_found_inf(op, found_inf, device) &&
-         *static_cast<const float*>(found_inf->data_ptr()) != 0;
+// Whether a fused step is skipped: found_inf (checked) given and not 0.
+bool flag_set(const std::optional<Tensor>& found_inf) {
+  return found_inf && *static_cast<const float*>(found_inf->data_ptr()) != 0;
 }
 
 template <class T>
@@ -176,7 +175,8 @@ void fused_sgd_kernel(const std::vector<Tensor>& self, const std::vector<Tensor>
                       const std::vector<Tensor>& bufs, double weight_decay, double momentum,
                       double lr, double dampening, bool nesterov, bool maximize, bool is_first_step,
                       const std::optional<Tensor>& found_inf) {
-  if (skipped("_fused_sgd_", found_inf, check_fused_sgd(self, grads, bufs, momentum))) return;
+  check_found_inf("_fused_sgd_", found_inf, check_fused_sgd(self, grads, bufs, momentum));
+  if (flag_set(found_inf)) return;
   for_each_chunk("_fused_sgd_", self, [&](const Chunk& ch, auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     using M = opmath_t<T>;
@@ -223,9 +223,9 @@ void fused_adam_kernel(const std::vector<Tensor>& self, const std::vector<Tensor
                        double lr, double beta1, double beta2, double weight_decay, double eps,
                        bool amsgrad, bool maximize, bool decoupled,
                        const std::optional<Tensor>& found_inf) {
-  const Device device = check_fused_adam(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
-                                         state_steps, amsgrad, found_inf);
-  if (skipped("_fused_adam_", found_inf, device)) return;
+  check_fused_adam(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad,
+                   found_inf);  // found_inf's checks among them
+  if (flag_set(found_inf)) return;
   const Tensor steps = state_steps.contiguous();
   const double* step = static_cast<const double*>(steps.data_ptr());
   for (size_t k = 0; k < self.size(); ++k)
@@ -292,9 +292,10 @@ void fused_rmsprop_kernel(const std::vector<Tensor>& self, const std::vector<Ten
                           const std::vector<Tensor>& grad_avgs, const std::vector<Tensor>& bufs,
                           double lr, double alpha, double eps, double weight_decay, double momentum,
                           bool centered, bool maximize, const std::optional<Tensor>& found_inf) {
-  const Device device =
-      check_fused_rmsprop(self, grads, square_avgs, grad_avgs, bufs, centered, momentum);
-  if (skipped("_fused_rmsprop_", found_inf, device)) return;
+  check_found_inf(
+      "_fused_rmsprop_", found_inf,
+      check_fused_rmsprop(self, grads, square_avgs, grad_avgs, bufs, centered, momentum));
+  if (flag_set(found_inf)) return;
   for_each_chunk("_fused_rmsprop_", self, [&](const Chunk& ch, auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     using M = opmath_t<T>;

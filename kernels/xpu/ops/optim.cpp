@@ -88,16 +88,10 @@ void amp_unscale_kernel(const std::vector<Tensor>& self, const Tensor& found_inf
   }
 }
 
-// GradScaler's flag as the fused kernels take it: a pointer and whether it was given (the
-// table's address stands in, unread, when it was not).
-struct Skip {
-  const void* ptr;
-  int32_t given;
-};
-Skip skip_of(const char* op, const std::optional<Tensor>& found_inf, Device device,
-             const Tensor& table) {
-  if (check_found_inf(op, found_inf, device)) return {found_inf->data_ptr(), 1};
-  return {table.data_ptr(), 0};
+// GradScaler's flag as the fused kernels take it (`skip`, `skip_given`): its address, or the
+// table's, unread, when it was not given.
+const void* flag_or(const std::optional<Tensor>& found_inf, const Tensor& table) {
+  return found_inf ? found_inf->data_ptr() : table.data_ptr();
 }
 
 void amp_update_scale_kernel(const Tensor& self, const Tensor& growth_tracker,
@@ -119,6 +113,7 @@ void fused_sgd_kernel(const std::vector<Tensor>& self, const std::vector<Tensor>
                       const std::optional<Tensor>& found_inf) {
   const char* op = "_fused_sgd_";
   const Device device = check_fused_sgd(self, grads, bufs, momentum);
+  const int32_t given = check_found_inf(op, found_inf, device);
   auto row = [&](size_t k, int64_t begin, int64_t count, std::vector<int64_t>& out) {
     out.insert(out.end(), {address(self[k]), address(grads[k]),
                            momentum != 0 ? address(bufs[k]) : 0, begin, count});
@@ -127,13 +122,12 @@ void fused_sgd_kernel(const std::vector<Tensor>& self, const std::vector<Tensor>
     Kernel& k = table_kernel(device_of(self[0]), op, dtype, "fused_sgd");
     const int32_t use_momentum = momentum != 0, nest = nesterov, max = maximize,
                   first = is_first_step;
-    const Skip skip = skip_of(op, found_inf, device, table);
     OpmathScalar{dtype}([&](auto m) {
       using M = decltype(m);
       launch_groups(stream_of(self[0]), k, static_cast<uint64_t>(table.numel() / 5),
                     table.data_ptr(), static_cast<M>(weight_decay), static_cast<M>(momentum),
                     static_cast<M>(1 - dampening), static_cast<M>(lr), use_momentum, nest, max,
-                    first, skip.ptr, skip.given);
+                    first, flag_or(found_inf, table), given);
     });
   }
 }
@@ -147,6 +141,7 @@ void fused_adam_kernel(const std::vector<Tensor>& self, const std::vector<Tensor
   const char* op = "_fused_adam_";
   const Device device = check_fused_adam(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
                                          state_steps, amsgrad, found_inf);
+  const int32_t given = found_inf.has_value();  // checked with the others
   const Tensor steps = state_steps.contiguous();
   const double* step = static_cast<const double*>(steps.data_ptr());
   auto row = [&](size_t k, int64_t begin, int64_t count, std::vector<int64_t>& out) {
@@ -160,14 +155,13 @@ void fused_adam_kernel(const std::vector<Tensor>& self, const std::vector<Tensor
   for (const auto& [dtype, table] : chunk_tables(self, device, row)) {
     Kernel& k = table_kernel(device_of(self[0]), op, dtype, "fused_adam");
     const int32_t ams = amsgrad, max = maximize, dec = decoupled;
-    const Skip skip = skip_of(op, found_inf, device, table);
     OpmathScalar{dtype}([&](auto m) {
       using M = decltype(m);
       launch_groups(stream_of(self[0]), k, static_cast<uint64_t>(table.numel() / 9),
                     table.data_ptr(), static_cast<M>(beta1), static_cast<M>(beta2),
                     static_cast<M>(1 - beta1), static_cast<M>(1 - beta2),
                     static_cast<M>(weight_decay), static_cast<M>(1 - lr * weight_decay),
-                    static_cast<M>(eps), ams, max, dec, skip.ptr, skip.given);
+                    static_cast<M>(eps), ams, max, dec, flag_or(found_inf, table), given);
     });
   }
 }
@@ -180,6 +174,7 @@ void fused_rmsprop_kernel(const std::vector<Tensor>& self, const std::vector<Ten
   const char* op = "_fused_rmsprop_";
   const Device device =
       check_fused_rmsprop(self, grads, square_avgs, grad_avgs, bufs, centered, momentum);
+  const int32_t given = check_found_inf(op, found_inf, device);
   auto row = [&](size_t k, int64_t begin, int64_t count, std::vector<int64_t>& out) {
     out.insert(out.end(), {address(self[k]), address(grads[k]), address(square_avgs[k]),
                            centered ? address(grad_avgs[k]) : 0,
@@ -188,13 +183,13 @@ void fused_rmsprop_kernel(const std::vector<Tensor>& self, const std::vector<Ten
   for (const auto& [dtype, table] : chunk_tables(self, device, row)) {
     Kernel& k = table_kernel(device_of(self[0]), op, dtype, "fused_rmsprop");
     const int32_t cen = centered, use_momentum = momentum > 0, max = maximize;
-    const Skip skip = skip_of(op, found_inf, device, table);
     OpmathScalar{dtype}([&](auto m) {
       using M = decltype(m);
       launch_groups(stream_of(self[0]), k, static_cast<uint64_t>(table.numel() / 7),
                     table.data_ptr(), static_cast<M>(lr), static_cast<M>(alpha),
                     static_cast<M>(1 - alpha), static_cast<M>(eps), static_cast<M>(weight_decay),
-                    static_cast<M>(momentum), cen, use_momentum, max, skip.ptr, skip.given);
+                    static_cast<M>(momentum), cen, use_momentum, max, flag_or(found_inf, table),
+                    given);
     });
   }
 }
