@@ -49,29 +49,52 @@ Targets targets_of(const Tensor& input, const Tensor& target, int64_t ignore_ind
 
 // f(i, offset of the target's class in the input, w[target], lane) for each target not ignored,
 // and the sum of those weights; a target out of range raises after the pass (f does not see it).
-// `lane` (i mod 4) lets f keep four partial sums: one chain of double adds, 4 cycles each, was a
-// quarter of nll_loss's time (the sum of weights has four lanes here).
-template <class M, class F>
-double for_each_target(const char* op, const Targets& r, const M* w, F&& f) {
-  double total[4] = {0, 0, 0, 0};
+// `lane` (i mod 4, a compile-time constant: the loop is unrolled by four) lets f keep four
+// partial sums in registers: one chain of double adds, 4 cycles each, was a quarter of
+// nll_loss's time, and sums indexed by a run-time lane lived on the stack, a store and a load
+// per target (the reads of the input are L2 hits in a training loop; the loop is the cost).
+template <bool kFlat, bool kWeighted, class M, class F>
+double for_each_target_as(const char* op, const Targets& r, const M* w, F& f) {
+  double total0 = 0, total1 = 0, total2 = 0, total3 = 0;
   bool bad = false;
   const uint64_t classes = static_cast<uint64_t>(r.classes);
-  for (int64_t o = 0; o < r.outer; ++o)
-    for (int64_t j = 0; j < r.inner; ++j) {
-      const int64_t i = o * r.inner + j, c = r.t[i];
-      if (c == r.ignore_index) continue;
-      // A branch, not a select of a safe class: the read's address then waits on nothing but c
-      // (Note [Indices read as they are] in index.cpp); out of range is rare and raises.
-      if (static_cast<uint64_t>(c) >= classes) {
-        bad = true;
-        continue;
-      }
-      const M wi = w ? w[c] : M(1);
-      f(i, (o * r.classes + c) * r.inner + j, wi, i & 3);
-      total[i & 3] += static_cast<double>(wi);
+  const int64_t n = r.outer * r.inner;
+  auto one = [&](int64_t i, auto lane, double& total) {
+    const int64_t c = r.t[i];
+    if (c == r.ignore_index) return;
+    // A branch, not a select of a safe class: the read's address then waits on nothing but c
+    // (Note [Indices read as they are] in index.cpp); out of range is rare and raises.
+    if (static_cast<uint64_t>(c) >= classes) {
+      bad = true;
+      return;
     }
+    const int64_t at = kFlat ? i * r.classes + c
+                             : ((i / r.inner) * r.classes + c) * r.inner + i % r.inner;
+    const M wi = kWeighted ? w[c] : M(1);
+    f(i, at, wi, lane);
+    total += static_cast<double>(wi);
+  };
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    one(i, std::integral_constant<int, 0>{}, total0);
+    one(i + 1, std::integral_constant<int, 1>{}, total1);
+    one(i + 2, std::integral_constant<int, 2>{}, total2);
+    one(i + 3, std::integral_constant<int, 3>{}, total3);
+  }
+  for (; i < n; ++i) one(i, std::integral_constant<int, 0>{}, total0);
   if (bad) raise_bad_target(op, r);
-  return (total[0] + total[1]) + (total[2] + total[3]);
+  return (total0 + total1) + (total2 + total3);
+}
+
+// The loop above for each of the four cases of [N, C] or spatial input, with weights or
+// without: each a loop without those tests (they were a third of nll_loss's time).
+template <class M, class F>
+double for_each_target(const char* op, const Targets& r, const M* w, F&& f) {
+  if (r.inner == 1)
+    return w ? for_each_target_as<true, true>(op, r, w, f)
+             : for_each_target_as<true, false>(op, r, w, f);
+  return w ? for_each_target_as<false, true>(op, r, w, f)
+           : for_each_target_as<false, false>(op, r, w, f);
 }
 
 Tensor nll_loss_kernel(const Tensor& input, const Tensor& target,
@@ -90,16 +113,16 @@ Tensor nll_loss_kernel(const Tensor& input, const Tensor& target,
     const M* w = wm.defined() ? static_cast<const M*>(wm.data_ptr()) : nullptr;
     const T* xp = static_cast<const T*>(x.data_ptr());
     T* op = static_cast<T*>(out.data_ptr());
-    double sum[4] = {0, 0, 0, 0};
-    const bool none = reduction == "none";  // once, not a string comparison per target
+    double sum[4] = {0, 0, 0, 0};  // indexed by constants only: registers
     const double total =
-        for_each_target("nll_loss", r, w, [&](int64_t i, int64_t at, M wi, int64_t lane) {
-          const M l = -static_cast<M>(xp[at]) * wi;
-          if (none)
-            op[i] = static_cast<T>(l);
-          else
-            sum[lane] += static_cast<double>(l);
-        });
+        reduction == "none"
+            ? for_each_target("nll_loss", r, w,
+                              [&](int64_t i, int64_t at, M wi, auto) {
+                                op[i] = static_cast<T>(-static_cast<M>(xp[at]) * wi);
+                              })
+            : for_each_target("nll_loss", r, w, [&](int64_t, int64_t at, M wi, auto lane) {
+                sum[decltype(lane)::value] -= static_cast<double>(static_cast<M>(xp[at]) * wi);
+              });
     const double all = (sum[0] + sum[1]) + (sum[2] + sum[3]);
     if (reduction == "sum") *op = static_cast<T>(all);
     if (reduction == "mean") *op = static_cast<T>(all / total);  // 0 / 0: NaN, as PyTorch
@@ -127,8 +150,8 @@ Tensor nll_loss_backward_kernel(const Tensor& grad_output, const Tensor& input,
     // 'mean' divides by the total weight, known after a first pass.
     const char* op = "nll_loss_backward";
     const double total =
-        reduction == "mean" ? for_each_target(op, r, w, [](int64_t, int64_t, M, int64_t) {}) : 1.0;
-    for_each_target(op, r, w, [&](int64_t i, int64_t at, M wi, int64_t) {
+        reduction == "mean" ? for_each_target(op, r, w, [](int64_t, int64_t, M, auto) {}) : 1.0;
+    for_each_target(op, r, w, [&](int64_t i, int64_t at, M wi, auto) {
       dp[at] = static_cast<T>(-wi * gp[i] / static_cast<M>(total));
     });
   });
