@@ -369,7 +369,8 @@ struct VecErf {
 //   off by up to 2e-6, a relative error of 2e-6 in exp (30 ulp).
 // - exp(-x^2 / 2) is phi's as well, so the derivative takes one exp, not two.
 // - Past |x| = 13.2 (x^2 / 2 > 87, where exp leaves the normal floats) c and phi are 0, and
-//   NaN stays NaN (t is NaN). At the avx512 level t starts from vrcp14ps, not a division. Worst
+//   NaN stays NaN (t is NaN), as does an infinite x (t's correction step multiplies inf by 0).
+//   The fitted P's factor 0.5 is folded into its coefficients. At the avx512 level t starts from vrcp14ps, not a division. Worst
 //   error against a double gelu: docs/cpu_kernels.md, "Vector math"; test_cpu_unary's
 //   GeluWithinItsUlpBound samples it. Float only.
 struct NormalCdf {
@@ -377,7 +378,7 @@ struct NormalCdf {
   template <class P>
   static P eval(const P& x, P* gauss) {
     using namespace Eigen::internal;
-    const P one = pset1<P>(1.0f), half = pset1<P>(0.5f);
+    const P one = pset1<P>(1.0f);
     // t = 1 / (1 + p |x|) to within half an ulp: d's rounding error de and the division's
     // residual put back (near x = 0 an ulp of t is 2e-7 in x).
     const P ax = pabs(x), p = pset1<P>(kP);
@@ -386,19 +387,20 @@ struct NormalCdf {
     const P t = pmadd(t0, pmadd(pnegate(t0), de, pmadd(pnegate(d), t0, one)), t0);
     P q = pset1<P>(kC[0]);
     for (int i = 1; i < 9; ++i) q = pmadd(q, t, pset1<P>(kC[i]));
-      // x^2 / 2 = hi + lo
+    // -x^2 / 2 = hi + lo, negative: -x / 2 is exact, so an FMA gives the product's rounding.
 #ifdef EIGEN_VECTORIZE_FMA
-    const P h = pmul(x, x);
-    const P hi = pmul(h, half), lo = pmul(pmadd(x, x, pnegate(h)), half);
+    const P nx = pmul(x, pset1<P>(-0.5f));
+    const P hi = pmul(x, nx), lo = pmadd(x, nx, pnegate(hi));
 #else
     const P xh = pand(x, pset1frombits<P>(0xfffff000u)), xl = psub(x, xh);  // xh^2 is exact
-    const P hi = pmul(pmul(xh, xh), half), lo = pmul(pmul(xl, padd(x, xh)), half);
+    const P nhalf = pset1<P>(-0.5f);
+    const P hi = pmul(pmul(xh, xh), nhalf), lo = pmul(pmul(xl, padd(x, xh)), nhalf);
 #endif
-    const P limit = pset1<P>(87.0f);
-    const P past = pcmp_lt(limit, hi);
-    const P e = pandnot(VecExp<float>::of_sum(pnegate(pmin(hi, limit)), pnegate(lo)), past);
+    const P limit = pset1<P>(-87.0f);
+    const P past = pcmp_lt(hi, limit);
+    const P e = pandnot(VecExp<float>::of_sum(pmax(hi, limit), lo), past);
     if (gauss) *gauss = e;
-    const P c = pmul(pmul(e, half), pmul(t, q));
+    const P c = pmul(e, pmul(t, q));  // P's coefficients carry the 0.5
     return pselect(pcmp_lt(x, pzero(x)), c, psub(one, c));
   }
   // 1 / d for d >= 1: the division, or at the avx512 level vrcp14ps (relative error below 2^-14),
@@ -411,12 +413,15 @@ struct NormalCdf {
     return Eigen::internal::pdiv(Eigen::internal::pset1<P>(1.0f), d);
   }
   static constexpr float kP = 0.265625f;
-  static constexpr float kC[9] = {6.1356518418e-02f,  -2.8473770618e-01f, 4.2463085055e-01f,
-                                  -2.2171585262e-01f, 2.6878327131e-01f,  1.2342961133e-01f,
-                                  2.0521208644e-01f,  2.1106305718e-01f,  2.1197818220e-01f};
+  // P's fitted coefficients times 0.5 (Phi's factor; exact: the same c to the bit wherever it
+  // is a normal float).
+  static constexpr float kC[9] = {
+      0.5f * 6.1356518418e-02f,  0.5f * -2.8473770618e-01f, 0.5f * 4.2463085055e-01f,
+      0.5f * -2.2171585262e-01f, 0.5f * 2.6878327131e-01f,  0.5f * 1.2342961133e-01f,
+      0.5f * 2.0521208644e-01f,  0.5f * 2.1106305718e-01f,  0.5f * 2.1197818220e-01f};
 };
 // gelu's exact form, 0.5 x (1 + erf(x / sqrt(2))) = x Phi(x) (Note [Vector normal cdf]), with
-// the infinities giving NaN (as the scalar form) selected in the vector. Float only.
+// the infinities giving NaN (as the scalar form). Float only.
 template <class S>
 struct VecGeluErf {
   S operator()(const S& x) const {
@@ -426,9 +431,8 @@ struct VecGeluErf {
   template <class P>
   P packetOp(const P& x) const {
     using namespace Eigen::internal;
-    const P r = pmul(x, NormalCdf::eval(x, static_cast<P*>(nullptr)));
-    const P inf = pset1<P>(std::numeric_limits<S>::infinity());
-    return por(r, pcmp_eq(pabs(x), inf));  // all ones: a NaN
+    // An infinite x gives NaN with no test of its own: d = inf, so t's correction is inf * 0.
+    return pmul(x, NormalCdf::eval(x, static_cast<P*>(nullptr)));
   }
 };
 // gelu's exact form for a result rounded to 16 bits (vec_rounded, Note [Vector forms for
