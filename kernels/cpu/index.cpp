@@ -45,9 +45,11 @@ Tensor index_select_kernel(const Tensor& self, int64_t dim, const Tensor& index)
   char* dst = static_cast<char*>(out.data_ptr());
   const int64_t n = s.size(d), k = static_cast<int64_t>(idx.size());
   parallel_for(outer * k, grain_for(inner), [&](int64_t b, int64_t e) {
+    // Row r is (o, j) = (r / k, r % k), stepped rather than divided per row.
+    int64_t o = b / k, j = b % k;
     for (int64_t r = b; r < e; ++r) {
-      const int64_t o = r / k, j = r % k;
       std::memcpy(dst + r * block, src + (o * n + idx[j]) * block, block);
+      if (++j == k) j = 0, ++o;
     }
   });
   return self.dim() == 0 && index.dim() == 0 ? out.reshape({}) : out;

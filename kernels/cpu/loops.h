@@ -187,27 +187,27 @@ inline void widen_n(const T* in, M* out, int64_t n) {
 #endif
   for (; i < n; ++i) out[i] = static_cast<M>(in[i]);
 }
-// 16 floats (as bits) rounded to 16 bfloat16s, as narrow_to_bfloat16 below rounds them.
-[[gnu::target("avx512f,avx512bw")]] static inline __m256i bfloat16s_of_x16(__m512i x) {
+// 16 floats (as bits) rounded to 16 bfloat16s, as narrow_to_bfloat16 below rounds them. NaN
+// lanes found by one vfpclassps (AVX-512 DQ, part of the avx512 level) and quieted by one masked
+// OR of the truncated bits.
+[[gnu::target("avx512f,avx512bw,avx512dq")]] static inline __m256i bfloat16s_of_x16(__m512i x) {
   const __m512i hi = _mm512_srli_epi32(x, 16);
   const __m512i rounded =
       _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)),
                                          _mm512_and_si512(hi, _mm512_set1_epi32(1))),
                         16);
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)),
-                                                _mm512_set1_epi32(0x7f800000));
-  return _mm512_cvtepi32_epi16(
-      _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40))));
+  const __mmask16 nan = _mm512_fpclass_ps_mask(_mm512_castsi512_ps(x), 0x81);  // QNaN, SNaN
+  return _mm512_cvtepi32_epi16(_mm512_mask_or_epi32(rounded, nan, hi, _mm512_set1_epi32(0x40)));
 }
 // float -> bfloat16, core/half.h's rounding (to nearest even, NaN kept quiet) written without a
 // branch, which the compiler vectorizes (the scalar conversion's NaN branch kept it one element
 // at a time: every bfloat16 output of the elementwise engine, and the casts of copy.cpp).
-// The same rounding 16 lanes at a time with AVX-512 BW (a mask select for NaN, vpmovdw to pack):
+// The same rounding 16 lanes at a time with AVX-512 BW and DQ (vpmovdw to pack):
 // GCC's vectorization of the loop below packed through shuffles and ran 1.6x an F16C float16
 // cast. Compiled for AVX-512 by its attribute, so that copy.cpp (built for the baseline) can
 // call it where the level chosen at load time is avx512; `n` a multiple of 16. Internal linkage:
 // no shared (weak) copy with AVX-512 instructions for the linker to pick (cpu_levels_isolated).
-[[gnu::target("avx512f,avx512bw")]] static inline void narrow_to_bfloat16_x16(
+[[gnu::target("avx512f,avx512bw,avx512dq")]] static inline void narrow_to_bfloat16_x16(
     const float* __restrict__ in, BFloat16* __restrict__ out, int64_t n) {
   for (int64_t i = 0; i < n; i += 16)
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
