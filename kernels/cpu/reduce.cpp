@@ -652,12 +652,34 @@ Tensor scan_impl(const char* op, const Tensor& self, int64_t dim, std::optional<
     using Acc = std::conditional_t<std::is_integral_v<T>, T, double>;
     const T* src = static_cast<const T*>(moved.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
+    // Note [Scans of rows side by side]: a row's scan is one chain of dependent adds (4 cycles
+    // each in double), so kScanRows rows are scanned together, element k of each in turn: as
+    // many independent chains, each row's sums in the same order as alone (the same values).
+    // Not for 16-bit floats, whose scalar rounding per element made the interleaved loop slower
+    // (one VM thread, [2048, 2048] bfloat16: 5.0 -> 8.1 ms), against float32's 3.8 -> 3.3.
+    constexpr int64_t kScanRows = 8;
+    constexpr bool kSideBySide = sizeof(T) >= 4;
+    auto step = [](Acc acc, T x) {
+      const Acc v = static_cast<Acc>(static_cast<opmath_t<T>>(x));
+      return kProd ? wrap_mul(acc, v) : wrap_add(acc, v);
+    };
     parallel_for(rows, grain_for(n), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
+      int64_t i = b;
+      for (; kSideBySide && i + kScanRows <= e; i += kScanRows) {
+        Acc acc[kScanRows];
+        for (int64_t r = 0; r < kScanRows; ++r) acc[r] = kProd ? Acc(1) : Acc(0);
+        const T* in = src + i * n;
+        T* o = dst + i * n;
+        for (int64_t k = 0; k < n; ++k)
+          for (int64_t r = 0; r < kScanRows; ++r) {
+            acc[r] = step(acc[r], in[r * n + k]);
+            o[r * n + k] = cast_value<T>(acc[r]);
+          }
+      }
+      for (; i < e; ++i) {
         Acc acc = kProd ? Acc(1) : Acc(0);
         for (int64_t k = 0; k < n; ++k) {
-          const Acc v = static_cast<Acc>(static_cast<opmath_t<T>>(src[i * n + k]));
-          acc = kProd ? wrap_mul(acc, v) : wrap_add(acc, v);
+          acc = step(acc, src[i * n + k]);
           dst[i * n + k] = cast_value<T>(acc);
         }
       }
