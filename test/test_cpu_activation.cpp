@@ -44,6 +44,33 @@ TEST(Activation, SoftmaxAndLogSoftmax) {
   EXPECT_LT((rows - 1).abs().amax().item<float>(), 1e-5);
   EXPECT_THROW_MSG(softmax(arange(3), 0), NotImplementedError,
                    "[softmax] not implemented for dtype Long");
+}
+
+// A masked position (-inf) gets exactly 0, and a value far below the row's max its exp, down
+// into the subnormals, at every CPU level (this program runs at each): Eigen's exp, which the
+// rows used to take, clamps at -88.72 and gave 2.9e-39 for both. Rows of 40 (vector packets and
+// a tail), float32 and float64, and log_softmax's backward, which takes the same exp.
+TEST(Activation, SoftmaxOfMaskedAndFarPositions) {
+  for (ScalarType t : {kFloat, kDouble}) {
+    std::vector<double> v(40, 0.5);
+    const double low = t == kFloat ? -95.0 : -720.0;  // exp(low): subnormal in the dtype
+    v[3] = -std::numeric_limits<double>::infinity(), v[17] = low, v[38] = -1e4;
+    const Tensor x = tensor(v).to(t).reshape({1, 40});
+    const Tensor y = softmax(x, 1).to(kDouble);
+    const double* p = y.data_ptr<double>();
+    EXPECT_EQ(p[3], 0.0) << to_string(t);
+    EXPECT_EQ(p[38], 0.0) << to_string(t);
+    const double want = std::exp(low - 0.5) / 37.0;  // 37 positions at 0.5
+    EXPECT_GT(p[17], 0.0) << to_string(t);
+    EXPECT_NEAR(p[17], want, want * 0.05) << to_string(t);  // a subnormal's few bits
+    EXPECT_NEAR(p[0], 1.0 / 37.0, 1e-7) << to_string(t);
+    // log_softmax's backward: dx = g - exp(y) sum(g); g = 1 at the masked position only.
+    const Tensor ls = log_softmax(x, 1), g = zeros({1, 40}, t);
+    g.select(1, 3).fill_(1.0);
+    const Tensor dx = _log_softmax_backward_data(g, ls, 1, t).to(kDouble);
+    EXPECT_EQ(dx.data_ptr<double>()[38], 0.0) << to_string(t);
+    EXPECT_EQ(dx.data_ptr<double>()[3], 1.0) << to_string(t);
+  }
   EXPECT_THROW_MSG(softmax(ones({2}), 1), IndexError, "[softmax] dim 1 is out of range");
 }
 

@@ -17,6 +17,7 @@
 #include <xten/kernels/common/op_checks.h>
 #include <xten/kernels/cpu/elementwise.h>
 #include <xten/kernels/cpu/loops.h>
+#include <xten/kernels/cpu/unary_functors.h>
 
 namespace xten::cpu {
 namespace {
@@ -58,7 +59,8 @@ Tensor softmax_impl(const char* op, const Tensor& self, int64_t dim,
       if (kLog) {
         y = (x - m) - std::log((x - m).exp().sum());
       } else {
-        y = (x - m).exp();
+        y = x - m;
+        exp_row(y.data(), y.size());
         y /= y.sum();
       }
     };
@@ -68,9 +70,9 @@ Tensor softmax_impl(const char* op, const Tensor& self, int64_t dim,
       } else {  // 16-bit floats: through a float row
         EArray<M> x(n), y(n);
         for (int64_t r = b; r < e; ++r) {
-          for (int64_t i = 0; i < n; ++i) x[i] = static_cast<M>(src[r * n + i]);
+          widen_n(src + r * n, x.data(), n);  // vectorized both ways (loops.h)
           row(x, y);
-          for (int64_t i = 0; i < n; ++i) dst[r * n + i] = cast_value<T>(y[i]);
+          narrow_n(y.data(), dst + r * n, n);
         }
       }
     });
@@ -109,7 +111,9 @@ Tensor softmax_backward_impl(const char* op, const Tensor& grad_output, const Te
     T* dst = static_cast<T*>(out.data_ptr());
     auto row = [](const auto& g, const auto& y, auto&& dx) {
       if (kLog) {
-        dx = g - y.exp() * g.sum();
+        dx = y;
+        exp_row(dx.data(), dx.size());
+        dx = g - dx * g.sum();
       } else {
         dx = y * (g - (g * y).sum());
       }
@@ -121,12 +125,10 @@ Tensor softmax_backward_impl(const char* op, const Tensor& grad_output, const Te
       } else {  // 16-bit floats: through float rows
         EArray<M> g(n), y(n), dx(n);
         for (int64_t r = b; r < e; ++r) {
-          for (int64_t i = 0; i < n; ++i) {
-            g[i] = static_cast<M>(gp[r * n + i]);
-            y[i] = static_cast<M>(yp[r * n + i]);
-          }
+          widen_n(gp + r * n, g.data(), n);
+          widen_n(yp + r * n, y.data(), n);
           row(g, y, dx);
-          for (int64_t i = 0; i < n; ++i) dst[r * n + i] = cast_value<T>(dx[i]);
+          narrow_n(dx.data(), dst + r * n, n);
         }
       }
     });

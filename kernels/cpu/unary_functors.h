@@ -665,6 +665,22 @@ struct ExpOp {
     return !(x >= -kExpLimit<M>) | !(x <= kExpHigh<M>);  // `|`: vectorizes
   }
 };
+// y = exp(y) over a contiguous row, as the exp op computes it (ExpOp: xten's vector exp, and
+// the scalar exp for what lies past its range): the softmax rows of activation.cpp and of the
+// compiler's fused rows (fused.cpp). Eigen's exp, which they took before, clamps its argument at
+// -88.72 (float; -709.78 double): a softmax row's -inf (a masked position) came out as 2.9e-39,
+// not 0, at the avx2 and default levels, and subnormal results were 0 at the avx512 level
+// (Activation.SoftmaxOfMaskedAndFarPositions). The same speed in cache on one VM thread.
+template <class M>
+void exp_row(M* y, int64_t n) {
+  const ExpOp op;
+  auto vector_pass = [&] { EMap<M>(y, n) = op.vec(ECMap<M>(y, n)); };
+  if constexpr (has_edge<ExpOp, M>::value)
+    with_edges(op, y, y, n, vector_pass);
+  else
+    vector_pass();
+}
+
 XTEN_UNARY_SCALAR_FUNCTOR(Exp2Op, std::exp2(x))
 // Float's vector log is whole (Note [Vector log]); double's clamps subnormals, the one edge.
 struct LogOp {
