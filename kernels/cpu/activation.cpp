@@ -59,8 +59,7 @@ Tensor softmax_impl(const char* op, const Tensor& self, int64_t dim,
       if (kLog) {
         y = (x - m) - std::log((x - m).exp().sum());
       } else {
-        y = x - m;
-        exp_row(y.data(), y.size());
+        exp_into(x - m, y);
         y /= y.sum();
       }
     };
@@ -111,9 +110,13 @@ Tensor softmax_backward_impl(const char* op, const Tensor& grad_output, const Te
     T* dst = static_cast<T*>(out.data_ptr());
     auto row = [](const auto& g, const auto& y, auto&& dx) {
       if (kLog) {
-        dx = y;
-        exp_row(dx.data(), dx.size());
-        dx = g - dx * g.sum();
+        using M = typename std::decay_t<decltype(y)>::Scalar;
+        if constexpr (has_edge<ExpOp, M>::value) {  // exp_into's two passes
+          exp_into(y, dx);
+          dx = g - dx * g.sum();
+        } else {  // one pass
+          dx = g - ExpOp{}.vec(y) * g.sum();
+        }
       } else {
         dx = y * (g - (g * y).sum());
       }

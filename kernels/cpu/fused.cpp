@@ -311,8 +311,7 @@ void run_rows(const FusedProgram& p, const std::vector<InputGeometry>& geo, IntA
       EMap<float> yr(y + r * d, d);
       if (norm.op == RowOp::Softmax) {  // as kernels/cpu/activation.cpp's softmax_impl
         const float mx = x.maxCoeff();
-        yr = x - mx;
-        exp_row(yr.data(), d);
+        exp_into(x - mx, yr);
         yr /= yr.sum();
         continue;
       }

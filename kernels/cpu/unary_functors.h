@@ -665,20 +665,27 @@ struct ExpOp {
     return !(x >= -kExpLimit<M>) | !(x <= kExpHigh<M>);  // `|`: vectorizes
   }
 };
-// y = exp(y) over a contiguous row, as the exp op computes it (ExpOp: xten's vector exp, and
-// the scalar exp for what lies past its range): the softmax rows of activation.cpp and of the
-// compiler's fused rows (fused.cpp). Eigen's exp, which they took before, clamps its argument at
-// -88.72 (float; -709.78 double): a softmax row's -inf (a masked position) came out as 2.9e-39,
-// not 0, at the avx2 and default levels, and subnormal results were 0 at the avx512 level
-// (Activation.SoftmaxOfMaskedAndFarPositions). The same speed in cache on one VM thread.
-template <class M>
-void exp_row(M* y, int64_t n) {
+// dst = exp(src) for a row expression src and a contiguous row dst, as the exp op computes it
+// (ExpOp: xten's vector exp, and the scalar exp for what lies past its range): the softmax rows
+// of activation.cpp and of the compiler's fused rows (fused.cpp). Eigen's exp, which they took
+// before, clamps its argument at -88.72 (float; -709.78 double): a softmax row's -inf (a masked
+// position) came out as 2.9e-39, not 0, at the avx2 and default levels, and subnormal results
+// were 0 at the avx512 level (Activation.SoftmaxOfMaskedAndFarPositions). Where the vector exp
+// has no edges (float at the avx512 level) it is one pass, src evaluated as it is read; else src
+// is written first and the edges recomputed (two passes made log_softmax's backward 30% slower
+// on the host at one thread, hence the one-pass form where it is exact).
+template <class Src, class Dst>
+void exp_into(const Src& src, Dst&& dst) {
+  using M = typename std::decay_t<Dst>::Scalar;
   const ExpOp op;
-  auto vector_pass = [&] { EMap<M>(y, n) = op.vec(ECMap<M>(y, n)); };
-  if constexpr (has_edge<ExpOp, M>::value)
-    with_edges(op, y, y, n, vector_pass);
-  else
-    vector_pass();
+  if constexpr (has_edge<ExpOp, M>::value) {
+    dst = src;
+    M* y = dst.data();
+    const int64_t n = dst.size();
+    with_edges(op, y, y, n, [&] { EMap<M>(y, n) = op.vec(ECMap<M>(y, n)); });
+  } else {
+    dst = op.vec(src);
+  }
 }
 
 XTEN_UNARY_SCALAR_FUNCTOR(Exp2Op, std::exp2(x))
