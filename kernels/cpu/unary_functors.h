@@ -370,9 +370,9 @@ struct VecErf {
 // - exp(-x^2 / 2) is phi's as well, so the derivative takes one exp, not two.
 // - Past |x| = 13.2 (x^2 / 2 > 87, where exp leaves the normal floats) c and phi are 0, and
 //   NaN stays NaN (t is NaN), as does an infinite x (t's correction step multiplies inf by 0).
-//   The fitted P's factor 0.5 is folded into its coefficients. At the avx512 level t starts from vrcp14ps, not a division. Worst
-//   error against a double gelu: docs/cpu_kernels.md, "Vector math"; test_cpu_unary's
-//   GeluWithinItsUlpBound samples it. Float only.
+//   The fitted P's factor 0.5 is folded into its coefficients. At the avx512 level t starts
+//   from vrcp14ps, not a division. Worst error against a double gelu: docs/cpu_kernels.md,
+//   "Vector math"; test_cpu_unary's GeluWithinItsUlpBound samples it. Float only.
 struct NormalCdf {
   // Phi(x); *gauss gets exp(-x^2 / 2), 0 past the range.
   template <class P>
