@@ -36,7 +36,7 @@ namespace {
 
 struct Args {
   std::string device = "cpu";
-  std::string quantize_device;  // --quantize-device; empty: the training device
+  std::vector<std::string> quantize_devices;  // --quantize-device; empty: the training device
   bool amp = false;
   std::string model = "small";    // small | resnet18
   std::string optimizer = "sgd";  // sgd | adamw
@@ -90,7 +90,8 @@ const char* kUsage = R"(usage: train [options]
                           (calibrated on 1,000 training images, docs/quantization.md) and
                           report float32 and INT8 test accuracy; exit 1 if they differ by more
                           than 0.5 points
-  --quantize-device D     quantize and test on D (cpu or xpu) instead
+  --quantize-device D     quantize and test on D instead: cpu, xpu, or cpu,xpu for both (one
+                          training run, each device quantizing its own copy)
   --compare-steps N       train the same model on CPU and XPU (float32) side by side for N
                           steps and compare their losses; exit 1 if they part
   --stop-after N          stop after epoch N as if interrupted (to try --resume)
@@ -103,6 +104,18 @@ Under xtenrun (xtenrun --nproc-per-node N train ...), each of the N ranks trains
 of every epoch with --batch-size images per step (global batch N x --batch-size) and
 DistributedDataParallel averages the gradients; rank 0 prints, evaluates and checkpoints.
 )";
+
+// "cpu,xpu" -> {"cpu", "xpu"}.
+std::vector<std::string> split_list(const std::string& v) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = v.find(',', start);
+    out.push_back(v.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
 
 [[noreturn]] void usage_error(const std::string& why) {
   std::fprintf(stderr, "train: %s\n%s", why.c_str(), kUsage);
@@ -169,7 +182,7 @@ Args parse(int argc, char** argv) {
     else if (flag == "--quantize")
       a.quantize = true;
     else if (flag == "--quantize-device")
-      a.quantize_device = value();
+      a.quantize_devices = split_list(value());
     else if (flag == "--compile")
       a.compile = true;
     else if (flag == "--compile-model")
@@ -192,9 +205,10 @@ Args parse(int argc, char** argv) {
     }
   }
   if (a.device != "cpu" && a.device != "xpu") usage_error("--device must be cpu or xpu");
-  if (!a.quantize_device.empty() && a.quantize_device != "cpu" && a.quantize_device != "xpu")
-    usage_error("--quantize-device must be cpu or xpu");
-  if (!a.quantize_device.empty() && !a.quantize) usage_error("--quantize-device needs --quantize");
+  for (const std::string& d : a.quantize_devices)
+    if (d != "cpu" && d != "xpu")
+      usage_error("--quantize-device takes cpu, xpu or cpu,xpu, not '" + d + "'");
+  if (!a.quantize_devices.empty() && !a.quantize) usage_error("--quantize-device needs --quantize");
   if (a.compile && a.compile_model)
     usage_error("--compile and --compile-model exclude each other: pick the step or the model");
   if (a.model != "small" && a.model != "resnet18") usage_error("--model must be small or resnet18");
@@ -270,14 +284,12 @@ Evaluation evaluate(const Net& net, data::DataLoader& loader, const xten::Device
   return {100.0 * correct / seen, loss_sum / seen};
 }
 
-// --quantize: a copy of the trained weights on --quantize-device (default: the training device),
-// float32 accuracy,
-// then post-training static quantization calibrated on the first 1,000 training images, and INT8
+// --quantize: a copy of the trained weights on `device` (one of --quantize-device's, default the
+// training device), float32 accuracy, then post-training static quantization calibrated on the first 1,000 training images, and INT8
 // accuracy (oneDNN's int8 kernels on the CPU, the XPU's integer kernels there). Returns whether
 // the two are within 0.5 points.
-bool quantize_and_compare(const Args& a, const Net& trained, const data::TensorDataset& train_set,
-                          data::DataLoader& test_loader) {
-  const xten::Device device(a.quantize_device.empty() ? a.device : a.quantize_device);
+bool quantize_and_compare(const Args& a, const xten::Device& device, const Net& trained,
+                          const data::TensorDataset& train_set, data::DataLoader& test_loader) {
   Net net = make_net(a.model, device, a.channels_last);
   net.module->load_state_dict(trained.module->state_dict());
   const Evaluation f = evaluate(net, test_loader, device, false);
@@ -626,7 +638,12 @@ int run(const Args& a) {
       status = 1;
     }
   }
-  if (a.quantize && rank == 0 && !quantize_and_compare(a, net, train_set, test_loader)) status = 1;
+  if (a.quantize && rank == 0) {
+    const std::vector<std::string> devices =
+        a.quantize_devices.empty() ? std::vector<std::string>{a.device} : a.quantize_devices;
+    for (const std::string& d : devices)
+      if (!quantize_and_compare(a, xten::Device(d), net, train_set, test_loader)) status = 1;
+  }
   return status;
 }
 
