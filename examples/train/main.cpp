@@ -285,9 +285,9 @@ Evaluation evaluate(const Net& net, data::DataLoader& loader, const xten::Device
 }
 
 // --quantize: a copy of the trained weights on `device` (one of --quantize-device's, default the
-// training device), float32 accuracy, then post-training static quantization calibrated on the first 1,000 training images, and INT8
-// accuracy (oneDNN's int8 kernels on the CPU, the XPU's integer kernels there). Returns whether
-// the two are within 0.5 points.
+// training device), float32 accuracy, then post-training static quantization calibrated on the
+// first 1,000 training images, and INT8 accuracy (oneDNN's int8 kernels on the CPU, the XPU's
+// integer kernels there). Returns whether the two are within 0.5 points.
 bool quantize_and_compare(const Args& a, const xten::Device& device, const Net& trained,
                           const data::TensorDataset& train_set, data::DataLoader& test_loader) {
   Net net = make_net(a.model, device, a.channels_last);
