@@ -21,6 +21,13 @@
 // and for float ptanh, Eigen's rational approximation of tanh (docs/cpu_kernels.md, "Vector
 // math"). Their NaN lanes go through the scalar form (TanhOp::edge).
 namespace {
+// Whether P is the avx512 level's 16-float packet (asked through its traits: naming __m512 as a
+// template argument makes GCC warn that the type's attributes are ignored).
+template <class P>
+constexpr bool is_packet16f() {
+  using Traits = Eigen::internal::unpacket_traits<P>;
+  return Traits::size == 16 && std::is_same_v<typename Traits::type, float>;
+}
 struct VecSqrt {
   template <class S>
   S operator()(const S& x) const {
@@ -107,7 +114,7 @@ struct VecExp {
   template <class P>
   static constexpr bool scales_whole() {
 #if defined(__AVX512F__)
-    return std::is_same_v<P, Eigen::internal::Packet16f>;
+    return is_packet16f<P>();
 #else
     return false;
 #endif
@@ -378,6 +385,9 @@ struct NormalCdf {
   template <class P>
   static P eval(const P& x, P* gauss) {
     using namespace Eigen::internal;
+#if defined(__AVX512F__)
+    if constexpr (is_packet16f<P>()) return eval16<true>(x, gauss);
+#endif
     const P one = pset1<P>(1.0f);
     // t = 1 / (1 + p |x|) to within half an ulp: d's rounding error de and the division's
     // residual put back (near x = 0 an ulp of t is 2e-7 in x).
@@ -403,12 +413,71 @@ struct NormalCdf {
     const P c = pmul(e, pmul(t, q));  // P's coefficients carry the 0.5
     return pselect(pcmp_lt(x, pzero(x)), c, psub(one, c));
   }
+#if defined(__AVX512F__)
+  // Note [Normal cdf at the avx512 level]: the same Phi as eval's with a third fewer operations
+  // (38 a packet where the portable form compiles to about 50; in cache on one VM thread gelu
+  // 0.42 -> 0.37 ns a float): negated products fused (fnmadd, fmsub), the tests in mask
+  // registers (the lanes past the range zeroed by the scaling itself, Phi's 1 - c for x >= 0 a
+  // masked subtraction), and exp(-x^2 / 2) reduced from the exact square: r = x (-x / 2) - m ln2hi
+  // in one FMA (m ln2hi is exact: m has 7 bits, ln2hi 9), so x^2's rounding error needs no term
+  // of its own, then Cephes' polynomial by Horner's rule. Within the same ulp bound as eval's
+  // (docs/cpu_kernels.md, "Vector math"; worst found 4.89 ulp, eval's 5.04) and 15% faster; the
+  // values differ from eval's in the last bit here and there. kFull false is the form for
+  // results rounded to 16 bits (VecGeluErfRounded): t from one Newton step without d's rounding
+  // error, and P of degree 6 (kC16).
+  template <bool kFull>
+  static Eigen::internal::Packet16f eval16(const __m512& x, __m512* gauss) {
+    const __m512 one = _mm512_set1_ps(1.0f), p = _mm512_set1_ps(kP);
+    const __m512 ax = _mm512_abs_ps(x);
+    const __m512 d = _mm512_fmadd_ps(p, ax, one);
+    const __m512 t0 = _mm512_rcp14_ps(d);
+    __m512 t, q;
+    if constexpr (kFull) {
+      // t = t0 + t0 (1 - d t0 - de t0), as eval's.
+      const __m512 de = _mm512_fmadd_ps(p, ax, _mm512_sub_ps(one, d));
+      t = _mm512_fmadd_ps(t0, _mm512_fnmadd_ps(t0, de, _mm512_fnmadd_ps(d, t0, one)), t0);
+      q = horner16(kC, t);
+    } else {
+      t = _mm512_fmadd_ps(t0, _mm512_fnmadd_ps(d, t0, one), t0);
+      q = horner16(kC16, t);
+    }
+    const __m512 nx = _mm512_mul_ps(x, _mm512_set1_ps(-0.5f));
+    const __m512 limit = _mm512_set1_ps(-87.0f);
+    const __m512 h = _mm512_max_ps(_mm512_mul_ps(x, nx), limit);  // -x^2 / 2 rounded, clamped
+    const __mmask16 inside = _mm512_cmp_ps_mask(h, limit, _CMP_GT_OQ);
+    const __m512 m = _mm512_roundscale_ps(_mm512_mul_ps(h, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fmadd_ps(x, nx, _mm512_mul_ps(m, _mm512_set1_ps(-0.693359375f)));
+    r = _mm512_fmadd_ps(m, _mm512_set1_ps(2.12194440e-4f), r);
+    // exp(r) = 1 + r (1 + r Q(r)), Q Cephes' (Note [Vector exp]'s polynomial).
+    __m512 y = _mm512_set1_ps(1.9875691500E-4f);
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507E-3f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073E-3f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894E-2f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459E-1f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201E-1f));
+    y = _mm512_fmadd_ps(y, r, one);
+    y = _mm512_fmadd_ps(y, r, one);
+    const __m512 e = _mm512_maskz_scalef_ps(inside, y, m);  // 0 past |x| = 13.2
+    if (gauss) *gauss = e;
+    const __m512 c = _mm512_mul_ps(e, _mm512_mul_ps(t, q));
+    // NaN fails the compare and keeps c (NaN: t is NaN).
+    const __mmask16 upper = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);
+    return _mm512_mask_sub_ps(c, upper, one, c);
+  }
+  template <size_t N>
+  static __m512 horner16(const float (&c)[N], const __m512& t) {
+    __m512 q = _mm512_set1_ps(c[0]);
+    for (size_t i = 1; i < N; ++i) q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(c[i]));
+    return q;
+  }
+#endif
   // 1 / d for d >= 1: the division, or at the avx512 level vrcp14ps (relative error below 2^-14),
   // which the correction step above takes to within an ulp as it does the division's rounding.
   template <class P>
   static P reciprocal(const P& d) {
 #if defined(__AVX512F__)
-    if constexpr (std::is_same_v<P, Eigen::internal::Packet16f>) return _mm512_rcp14_ps(d);
+    if constexpr (is_packet16f<P>()) return _mm512_rcp14_ps(d);
 #endif
     return Eigen::internal::pdiv(Eigen::internal::pset1<P>(1.0f), d);
   }
@@ -419,6 +488,10 @@ struct NormalCdf {
       0.5f * 6.1356518418e-02f,  0.5f * -2.8473770618e-01f, 0.5f * 4.2463085055e-01f,
       0.5f * -2.2171585262e-01f, 0.5f * 2.6878327131e-01f,  0.5f * 1.2342961133e-01f,
       0.5f * 2.0521208644e-01f,  0.5f * 2.1106305718e-01f,  0.5f * 2.1197818220e-01f};
+  // P of degree 6 for results rounded to 16 bits (VecGeluErfRounded), 0.5 folded in as well.
+  static constexpr float kC16[7] = {-6.6888168454e-02f, 1.9038030505e-01f, -6.0525067151e-02f,
+                                    1.3891971111e-01f,  8.4375776350e-02f, 1.0787319392e-01f,
+                                    1.0586391389e-01f};
 };
 // gelu's exact form, 0.5 x (1 + erf(x / sqrt(2))) = x Phi(x) (Note [Vector normal cdf]), with
 // the infinities giving NaN (as the scalar form). Float only.
@@ -442,23 +515,25 @@ struct VecGeluErf {
 // 7e-7 for |x| <= 13.2). Relative error below 2e-6 up to |x| = 10 (5e-6 at 13.2, x^2 / 2's
 // rounding), against bfloat16's 2^-9 and float16's 2^-12 of rounding: half the operations of
 // VecGeluErf. An infinite x gives NaN (the Newton step's inf * 0), as the scalar form; NaN stays.
+// At the avx512 level NormalCdf::eval16<false> (Note [Normal cdf at the avx512 level]), whose
+// exp takes x^2 / 2 exactly, so the 5e-6 at 13.2 is gone there.
 struct VecGeluErfRounded {
   float operator()(const float& x) const { return VecGeluErf<float>{}(x); }
   template <class P>
   P packetOp(const P& x) const {
     using namespace Eigen::internal;
+#if defined(__AVX512F__)
+    if constexpr (is_packet16f<P>()) return pmul(x, NormalCdf::eval16<false>(x, nullptr));
+#endif
     const P one = pset1<P>(1.0f);
     const P d = pmadd(pset1<P>(NormalCdf::kP), pabs(x), one);
     const P t0 = NormalCdf::reciprocal(d);
     const P t = pmadd(t0, pmadd(pnegate(d), t0, one), t0);
-    P q = pset1<P>(kQ[0]);
-    for (int i = 1; i < 7; ++i) q = pmadd(q, t, pset1<P>(kQ[i]));
+    P q = pset1<P>(NormalCdf::kC16[0]);
+    for (int i = 1; i < 7; ++i) q = pmadd(q, t, pset1<P>(NormalCdf::kC16[i]));
     const P c = pmul(VecExp<float>::normal_or_zero(pmul(x, pmul(x, pset1<P>(-0.5f)))), pmul(t, q));
     return pmul(x, pselect(pcmp_lt(x, pzero(x)), c, psub(one, c)));
   }
-  static constexpr float kQ[7] = {-6.6888168454e-02f, 1.9038030505e-01f, -6.0525067151e-02f,
-                                  1.3891971111e-01f,  8.4375776350e-02f, 1.0787319392e-01f,
-                                  1.0586391389e-01f};
 };
 // gelu's derivatives, times the incoming gradient g (gelu_backward). The exact form's is
 // Phi(x) + x phi(x) (Note [Vector normal cdf]); phi is 0 past |x| = 13.2, where the scalar exp
