@@ -28,6 +28,15 @@ constexpr bool is_packet16f() {
   using Traits = Eigen::internal::unpacket_traits<P>;
   return Traits::size == 16 && std::is_same_v<typename Traits::type, float>;
 }
+#if defined(__AVX512F__)
+// c[0] t^(N-1) + ... + c[N-1] by Horner's rule, 16 floats at a time.
+template <size_t N>
+__m512 horner16(const float (&c)[N], const __m512& t) {
+  __m512 q = _mm512_set1_ps(c[0]);
+  for (size_t i = 1; i < N; ++i) q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(c[i]));
+  return q;
+}
+#endif
 struct VecSqrt {
   template <class S>
   S operator()(const S& x) const {
@@ -150,6 +159,25 @@ struct VecExp {
     const P limit = pset1<P>(-87.0f);
     return pandnot(VecExp{}.packetOp(pmax(x, limit)), pcmp_lt(x, limit));
   }
+#if defined(__AVX512F__)
+  // exp(u v) at the avx512 level, h being u v rounded (the caller may clamp it to [-87, 88]):
+  // m = round(h / ln 2), r = u v - m ln2hi in one FMA, so the product's rounding error is in r
+  // with no term of its own (m ln2hi is exact: m has 7 bits, ln2hi 9), then Cephes' polynomial
+  // by Horner's rule and one vscalefps, which gives 0 in the lanes outside `keep`. NormalCdf
+  // (Note [Normal cdf at the avx512 level]) and VecErf take exp(-x^2 / 2) and exp(-x^2) so.
+  static __m512 of_product16(const __m512& u, const __m512& v, const __m512& h, __mmask16 keep) {
+    const __m512 m = _mm512_roundscale_ps(_mm512_mul_ps(h, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fmadd_ps(u, v, _mm512_mul_ps(m, _mm512_set1_ps(-0.693359375f)));
+    r = _mm512_fmadd_ps(m, _mm512_set1_ps(2.12194440e-4f), r);
+    // exp(r) = 1 + r (1 + r Q(r)), Q the polynomial's (below) higher terms.
+    static constexpr float kQ[6] = {1.9875691500E-4f, 1.3981999507E-3f, 8.3334519073E-3f,
+                                    4.1665795894E-2f, 1.6666665459E-1f, 5.0000001201E-1f};
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 y = _mm512_fmadd_ps(_mm512_fmadd_ps(horner16(kQ, r), r, one), r, one);
+    return _mm512_maskz_scalef_ps(keep, y, m);
+  }
+#endif
   // exp(hi + lo) for hi in [-87, 88] and lo within an ulp of hi (its rounding error): lo joins
   // the reduced argument, where it counts in full; added to hi first, it would round away.
   template <class P>
@@ -307,6 +335,7 @@ struct VecLog {
 // NaN fails both range compares, takes the first range and stays NaN. Double keeps the C
 // library's erf. Worst errors over every float in [0, 4.5] and their negatives, measured against
 // a double erf: docs/cpu_kernels.md, "Vector math"; test_cpu_unary's ErfWithinOneUlp samples them.
+// The avx512 level computes the same ranges with a fifth fewer operations (erf16, below).
 template <class S>
 struct VecErf {
   S operator()(const S& x) const { return std::erf(x); }
@@ -314,44 +343,18 @@ struct VecErf {
   P packetOp(const P& x) const {
     using namespace Eigen::internal;
     static_assert(std::is_same_v<S, float>, "VecErf's vector form is float only");
+#if defined(__AVX512F__)
+    if constexpr (is_packet16f<P>()) return erf16(x);
+#endif
     const P one = pset1<P>(1.0f);
     const P ax = pabs(x);
     // |x| < 0.75
-    const P s = pmul(x, x);
-    P q = pset1<P>(-1.1660109352e-05f);
-    q = pmadd(q, s, pset1<P>(1.1768573795e-04f));
-    q = pmadd(q, s, pset1<P>(-8.5349041017e-04f));
-    q = pmadd(q, s, pset1<P>(5.2236259680e-03f));
-    q = pmadd(q, s, pset1<P>(-2.6866120314e-02f));
-    q = pmadd(q, s, pset1<P>(1.1283791316e-01f));
-    q = pmadd(q, s, pset1<P>(-3.7612638894e-01f));
-    q = pmadd(q, s, pset1<P>(1.2837916709e-01f));  // 2 / sqrt(pi) - 1
-    const P small = pmadd(x, q, x);
+    const P small = pmadd(x, horner(kSmall, pmul(x, x)), x);
     // 0.75 <= |x| <= 1.25
-    const P t = psub(ax, one);
-    P m = pset1<P>(1.4861887134e-02f);
-    m = pmadd(m, t, pset1<P>(4.0289550192e-03f));
-    m = pmadd(m, t, pset1<P>(-6.9169073416e-02f));
-    m = pmadd(m, t, pset1<P>(6.9207172066e-02f));
-    m = pmadd(m, t, pset1<P>(1.3836885308e-01f));
-    m = pmadd(m, t, pset1<P>(-4.1510777823e-01f));
-    m = pmadd(m, t, pset1<P>(4.1510749919e-01f));
-    m = pmadd(m, t, pset1<P>(1.4057339686e-08f));
-    const P mid = padd(pset1<P>(0.842700779438f), m);  // erf(1) in float, then R
+    const P mid = padd(pset1<P>(kErf1), horner(kMid, psub(ax, one)));
     // |x| > 1.25
     const P a = pmin(ax, pset1<P>(4.0f));
-    const P u = pmul(psub(a, pset1<P>(2.625f)), pset1<P>(1.0f / 1.375f));
-    P r = pset1<P>(2.4865212789e-05f);
-    r = pmadd(r, u, pset1<P>(-7.4801943615e-05f));
-    r = pmadd(r, u, pset1<P>(1.4642736517e-04f));
-    r = pmadd(r, u, pset1<P>(-3.9649527115e-04f));
-    r = pmadd(r, u, pset1<P>(1.1226884821e-03f));
-    r = pmadd(r, u, pset1<P>(-2.9244456432e-03f));
-    r = pmadd(r, u, pset1<P>(7.3426868523e-03f));
-    r = pmadd(r, u, pset1<P>(-1.7870319408e-02f));
-    r = pmadd(r, u, pset1<P>(4.1886958902e-02f));
-    r = pmadd(r, u, pset1<P>(-9.4145657270e-02f));
-    r = pmadd(r, u, pset1<P>(2.0188755571e-01f));
+    const P r = horner(kBig, pmul(psub(a, pset1<P>(2.625f)), pset1<P>(1.0f / 1.375f)));
     const P h = pmul(a, a);
     const P l = pmadd(a, a, pnegate(h));  // 0 where pmadd is not fused
     const P e = pmul(VecExp<float>{}.packetOp(pnegate(h)), psub(one, l));
@@ -360,6 +363,52 @@ struct VecErf {
     const P signed_wide = pselect(pcmp_lt(x, pzero(x)), pnegate(wide), wide);
     return pselect(pcmp_le(pset1<P>(0.75f), ax), signed_wide, small);
   }
+#if defined(__AVX512F__)
+  // The same three ranges at the avx512 level with a fifth fewer operations (in cache on one VM
+  // thread 0.66 -> 0.55 ns a float; worst error unchanged): the selects on mask registers, the
+  // sign put back with one vpternlogd, and exp(-x^2) from the exact square (VecExp::of_product16)
+  // instead of exp(-h) (1 - l). The values differ from the portable form's in the last bit for
+  // about one float in 6,000.
+  static __m512 erf16(const __m512& x) {
+    const __m512 one = _mm512_set1_ps(1.0f), ax = _mm512_abs_ps(x);
+    const __m512 small = _mm512_fmadd_ps(x, horner16(kSmall, _mm512_mul_ps(x, x)), x);
+    const __m512 mid = _mm512_add_ps(_mm512_set1_ps(kErf1), horner16(kMid, _mm512_sub_ps(ax, one)));
+    const __m512 a = _mm512_min_ps(ax, _mm512_set1_ps(4.0f)),
+                 na = _mm512_sub_ps(_mm512_setzero_ps(), a);
+    const __m512 r = horner16(kBig, _mm512_mul_ps(_mm512_sub_ps(a, _mm512_set1_ps(2.625f)),
+                                                  _mm512_set1_ps(1.0f / 1.375f)));
+    const __m512 e = VecExp<float>::of_product16(na, a, _mm512_mul_ps(na, a), 0xffff);
+    const __m512 big = _mm512_fnmadd_ps(e, r, one);
+    const __m512 wide =
+        _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(1.25f), _CMP_GT_OQ), mid, big);
+    // wide | (x & sign): wide is not negative. NaN compares false and takes `small` (NaN).
+    const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+    const __m512 signed_wide = _mm512_castsi512_ps(
+        _mm512_ternarylogic_epi32(_mm512_castps_si512(wide), _mm512_castps_si512(x), sign, 0xf8));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.75f), _CMP_GE_OQ), small,
+                                signed_wide);
+  }
+#endif
+  template <class P, size_t N>
+  static P horner(const float (&c)[N], const P& t) {
+    P q = Eigen::internal::pset1<P>(c[0]);
+    for (size_t i = 1; i < N; ++i)
+      q = Eigen::internal::pmadd(q, t, Eigen::internal::pset1<P>(c[i]));
+    return q;
+  }
+  // q(s) = P(s) - 1 below 0.75 (erf(x) = x + x q(x^2)); R(|x| - 1) from 0.75 to 1.25; Q(u) above.
+  static constexpr float kSmall[8] = {
+      -1.1660109352e-05f, 1.1768573795e-04f,  -8.5349041017e-04f,
+      5.2236259680e-03f,  -2.6866120314e-02f, 1.1283791316e-01f,
+      -3.7612638894e-01f, 1.2837916709e-01f};  // last: 2/sqrt(pi) - 1
+  static constexpr float kMid[8] = {1.4861887134e-02f, 4.0289550192e-03f, -6.9169073416e-02f,
+                                    6.9207172066e-02f, 1.3836885308e-01f, -4.1510777823e-01f,
+                                    4.1510749919e-01f, 1.4057339686e-08f};
+  static constexpr float kErf1 = 0.842700779438f;  // erf(1) in float
+  static constexpr float kBig[11] = {2.4865212789e-05f,  -7.4801943615e-05f, 1.4642736517e-04f,
+                                     -3.9649527115e-04f, 1.1226884821e-03f,  -2.9244456432e-03f,
+                                     7.3426868523e-03f,  -1.7870319408e-02f, 4.1886958902e-02f,
+                                     -9.4145657270e-02f, 2.0188755571e-01f};
 };
 // Note [Vector normal cdf]: gelu's exact form is x Phi(x) and its derivative Phi(x) + x phi(x),
 // with Phi(x) = 0.5 erfc(-x / sqrt 2) and phi(x) = exp(-x^2 / 2) / sqrt(2 pi). Both come from one
@@ -445,31 +494,12 @@ struct NormalCdf {
     const __m512 limit = _mm512_set1_ps(-87.0f);
     const __m512 h = _mm512_max_ps(_mm512_mul_ps(x, nx), limit);  // -x^2 / 2 rounded, clamped
     const __mmask16 inside = _mm512_cmp_ps_mask(h, limit, _CMP_GT_OQ);
-    const __m512 m = _mm512_roundscale_ps(_mm512_mul_ps(h, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fmadd_ps(x, nx, _mm512_mul_ps(m, _mm512_set1_ps(-0.693359375f)));
-    r = _mm512_fmadd_ps(m, _mm512_set1_ps(2.12194440e-4f), r);
-    // exp(r) = 1 + r (1 + r Q(r)), Q Cephes' (Note [Vector exp]'s polynomial).
-    __m512 y = _mm512_set1_ps(1.9875691500E-4f);
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507E-3f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073E-3f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894E-2f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459E-1f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201E-1f));
-    y = _mm512_fmadd_ps(y, r, one);
-    y = _mm512_fmadd_ps(y, r, one);
-    const __m512 e = _mm512_maskz_scalef_ps(inside, y, m);  // 0 past |x| = 13.2
+    const __m512 e = VecExp<float>::of_product16(x, nx, h, inside);  // 0 past |x| = 13.2
     if (gauss) *gauss = e;
     const __m512 c = _mm512_mul_ps(e, _mm512_mul_ps(t, q));
     // NaN fails the compare and keeps c (NaN: t is NaN).
     const __mmask16 upper = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);
     return _mm512_mask_sub_ps(c, upper, one, c);
-  }
-  template <size_t N>
-  static __m512 horner16(const float (&c)[N], const __m512& t) {
-    __m512 q = _mm512_set1_ps(c[0]);
-    for (size_t i = 1; i < N; ++i) q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(c[i]));
-    return q;
   }
 #endif
   // 1 / d for d >= 1: the division, or at the avx512 level vrcp14ps (relative error below 2^-14),
