@@ -221,7 +221,50 @@ TEST(Unary, GeluOf16BitFloatsWithinOneUlp) {
   }
 }
 
-// gelu's exact form and its derivative (Note [Vector normal cdf]) against long double within
+// rsqrt of every bfloat16 and float16 value (RsqrtOp's 16-bit form, VecRsqrtRounded: an estimate
+// and a Newton step at the avx512 level): within one ulp of the type, the correctly rounded value
+// for all but a few ties, and exact at the edges (0 -> inf, -0 -> -inf, inf -> 0, negative and
+// NaN -> NaN), in contiguous runs long enough for the vector loop.
+TEST(Unary, RsqrtOf16BitFloatsEveryValue) {
+  for (ScalarType t : {kBFloat16, kHalf}) {
+    std::vector<uint16_t> bits(65536);
+    for (size_t i = 0; i < bits.size(); ++i) bits[i] = static_cast<uint16_t>(i);
+    const Tensor in = from_blob(bits.data(), {65536}, t).clone();  // the bit patterns as type t
+    const Tensor x = in.to(kFloat), y = rsqrt(in).to(kFloat);
+    const float* px = x.data_ptr<float>();
+    const float* py = y.data_ptr<float>();
+    const int digits = t == kBFloat16 ? 7 : 10;
+    int64_t not_nearest = 0, finite = 0;
+    double worst = 0;
+    float at = 0;
+    for (int64_t i = 0; i < 65536; ++i) {
+      const float v = px[i];
+      if (std::isnan(v) || v < 0) {
+        EXPECT_TRUE(std::isnan(py[i])) << to_string(t) << " rsqrt(" << v << ") = " << py[i];
+        continue;
+      }
+      const long double ref = 1.0L / std::sqrt(static_cast<long double>(v));
+      if (v == 0 || std::isinf(v) || std::isinf(double(ref)) || (ref > 65504 && t == kHalf)) {
+        const float want = t == kBFloat16 ? float(BFloat16(float(ref))) : float(Half(float(ref)));
+        EXPECT_EQ(py[i], want) << to_string(t) << " rsqrt(" << v << ")";
+        if (v == 0) {
+          EXPECT_EQ(std::signbit(py[i]), std::signbit(v));
+        }
+        continue;
+      }
+      ++finite;
+      const float nearest = t == kBFloat16 ? float(BFloat16(float(ref))) : float(Half(float(ref)));
+      const int e = static_cast<int>(std::floor(std::log2(double(ref))));
+      const double err = std::fabs(double(py[i] - ref)) / std::exp2(e - digits);
+      if (err > worst) worst = err, at = v;
+      not_nearest += py[i] != nearest;
+    }
+    EXPECT_LE(worst, 1.0) << "rsqrt " << to_string(t) << " at x = " << at;
+    EXPECT_LE(not_nearest, finite / 1000)
+        << to_string(t) << ": " << not_nearest << " of " << finite;
+  }
+}
+
 // their documented bounds, on every 1021st float of [0, 13.5] and their negatives: 5 ulp where
 // the level has FMA, 7 at the default level; the small tail for negative x keeps its relative
 // accuracy (1 + erf(x / sqrt 2) would cancel: 15 ulp at -1, no correct digit below -5). The
