@@ -135,7 +135,8 @@ struct has_vec<Op, M, 3,
 // widened to float as for vec()). Its relative error must stay below 2^-18 (a 64th of float16's
 // half ulp), so that the stored values are those of vec() but for rare ties. gelu's exact form
 // uses it (unary_functors.h, VecGeluErfRounded): VecGeluErf keeps 5 ulp in float, which costs
-// twice the operations. docs/cpu_kernels.md, "Vector math".
+// twice the operations; so does rsqrt (VecRsqrtRounded: an estimate and a Newton step instead of
+// a square root and a division at the avx512 level). docs/cpu_kernels.md, "Vector math".
 template <class Op, class M, int N, class = void>
 struct has_vec_rounded : std::false_type {};
 template <class Op, class M>

@@ -28,8 +28,14 @@ constexpr bool is_packet16f() {
   using Traits = Eigen::internal::unpacket_traits<P>;
   return Traits::size == 16 && std::is_same_v<typename Traits::type, float>;
 }
+// c[0] t^(N-1) + ... + c[N-1] by Horner's rule, a packet at a time; horner16 at the avx512 level.
+template <class P, size_t N>
+P horner(const float (&c)[N], const P& t) {
+  P q = Eigen::internal::pset1<P>(c[0]);
+  for (size_t i = 1; i < N; ++i) q = Eigen::internal::pmadd(q, t, Eigen::internal::pset1<P>(c[i]));
+  return q;
+}
 #if defined(__AVX512F__)
-// c[0] t^(N-1) + ... + c[N-1] by Horner's rule, 16 floats at a time.
 template <size_t N>
 __m512 horner16(const float (&c)[N], const __m512& t) {
   __m512 q = _mm512_set1_ps(c[0]);
@@ -421,13 +427,6 @@ struct VecErf {
                                 signed_wide);
   }
 #endif
-  template <class P, size_t N>
-  static P horner(const float (&c)[N], const P& t) {
-    P q = Eigen::internal::pset1<P>(c[0]);
-    for (size_t i = 1; i < N; ++i)
-      q = Eigen::internal::pmadd(q, t, Eigen::internal::pset1<P>(c[i]));
-    return q;
-  }
   // q(s) = P(s) - 1 below 0.75 (erf(x) = x + x q(x^2)); R(|x| - 1) from 0.75 to 1.25; Q(u) above.
   static constexpr float kSmall[8] = {
       -1.1660109352e-05f, 1.1768573795e-04f,  -8.5349041017e-04f,
@@ -476,8 +475,7 @@ struct NormalCdf {
     const P d = pmadd(p, ax, one), de = pmadd(p, ax, psub(one, d));
     const P t0 = reciprocal(d);
     const P t = pmadd(t0, pmadd(pnegate(t0), de, pmadd(pnegate(d), t0, one)), t0);
-    P q = pset1<P>(kC[0]);
-    for (int i = 1; i < 9; ++i) q = pmadd(q, t, pset1<P>(kC[i]));
+    const P q = horner(kC, t);
     // -x^2 / 2 = hi + lo, negative: -x / 2 is exact, so an FMA gives the product's rounding.
 #ifdef EIGEN_VECTORIZE_FMA
     const P nx = pmul(x, pset1<P>(-0.5f));
@@ -591,8 +589,7 @@ struct VecGeluErfRounded {
     const P d = pmadd(pset1<P>(NormalCdf::kP), pabs(x), one);
     const P t0 = NormalCdf::reciprocal(d);
     const P t = pmadd(t0, pmadd(pnegate(d), t0, one), t0);
-    P q = pset1<P>(NormalCdf::kC16[0]);
-    for (int i = 1; i < 7; ++i) q = pmadd(q, t, pset1<P>(NormalCdf::kC16[i]));
+    const P q = horner(NormalCdf::kC16, t);
     const P c = pmul(VecExp<float>::normal_or_zero(pmul(x, pmul(x, pset1<P>(-0.5f)))), pmul(t, q));
     return pmul(x, pselect(pcmp_lt(x, pzero(x)), c, psub(one, c)));
   }
