@@ -67,6 +67,45 @@ std::vector<SweepCase> sweep_cases() {
     add("where" + s, [=] { (void)where(x > 0, x, y); });
     add("masked_fill" + s, [=] { (void)A::masked_fill(x, y > 0, 0.0); });
   }
+  // The rest of the table's pointwise ops, at the same shape.
+  for (auto d : {f32, bf16}) {
+    const std::string s = dname(d) + " [2048,2048]";
+    const T x = A::randn({2048, 2048}, d);
+    const T pos = abs(x) + 0.5;
+    add("cos" + s, [=] { (void)cos(x); });
+    add("tan" + s, [=] { (void)tan(x); });
+    add("exp2" + s, [=] { (void)exp2(x); });
+    add("expm1" + s, [=] { (void)expm1(x); });
+    add("log2" + s, [=] { (void)log2(pos); });
+    add("log10" + s, [=] { (void)log10(pos); });
+    add("log1p" + s, [=] { (void)log1p(pos); });
+    add("reciprocal" + s, [=] { (void)reciprocal(pos); });
+    add("sign" + s, [=] { (void)sign(x); });
+    add("softplus" + s, [=] { (void)softplus(x, 1, 20); });
+    add("elu" + s, [=] { (void)elu(x); });
+    add("leaky_relu" + s, [=] { (void)leaky_relu(x, 0.01); });
+    add("hardswish" + s, [=] { (void)hardswish(x); });
+    add("hardtanh" + s, [=] { (void)hardtanh(x, -1, 1); });
+  }
+  {
+    const std::string s = " f32 [2048,2048]";
+    const T x = A::randn({2048, 2048}, f32), y = A::randn({2048, 2048}, f32),
+            z = A::randn({2048, 2048}, f32);
+    add("round" + s, [=] { (void)round(x); });
+    add("floor" + s, [=] { (void)floor(x); });
+    add("nan_to_num" + s, [=] { (void)nan_to_num(x); });
+    add("minimum" + s, [=] { (void)minimum(x, y); });
+    add("maximum" + s, [=] { (void)maximum(x, y); });
+    add("addcmul" + s, [=] { (void)addcmul(x, y, z, 0.5); });
+    const T bx = x > 0, by = y > 0;
+    add("logical_and bool [2048,2048]", [=] { (void)logical_and(bx, by); });
+    add("amin dim 1" + s, [=] { (void)A::amin(x, 1); });
+    add("argmin dim 1" + s, [=] { (void)A::argmin(x, 1); });
+    const T near1 = A::randn({2048, 2048}, f32) * 0.01 + 1;
+    add("cumprod dim 1" + s, [=] { (void)cumprod(near1, 1); });
+    add("masked_select" + s, [=] { (void)masked_select(x, by); });
+    add("nonzero bool [2048,2048]", [=] { (void)nonzero(bx); });
+  }
   {
     const T x = A::randn({2048, 2048}, f32), row = A::randn({2048}, f32);
     const T s64 = A::randn({64, 64}, f32), r64 = A::randn({64}, f32);
@@ -135,6 +174,13 @@ std::vector<SweepCase> sweep_cases() {
     add("adaptive_avg_pool2d 1x1 f32 [32,512,7,7]", [=] {
       (void)adaptive_avg_pool2d(feat, {1, 1});
     });
+    add("adaptive_max_pool2d 1x1 f32 [32,512,7,7]", [=] {
+      (void)adaptive_max_pool2d(feat, {1, 1});
+    });
+    add("upsample_bilinear2d to 112 f32 [8,64,56,56]", [=] { (void)A::upsample_bilinear(x, 112); });
+    const T half = A::randn({8, 64, 28, 28}, f32), tw = A::randn({64, 32, 2, 2}, f32);
+    add("conv_transpose2d 2/2 f32 [8,64,28,28]x[64,32,2,2]",
+        [=] { (void)A::conv_transpose2d_s2(half, tw); });
   }
 
   // ---- products, attention --------------------------------------------------------------------
@@ -196,6 +242,10 @@ std::vector<SweepCase> sweep_cases() {
     backward("tanh backward" + s, tanh(x), {x});
     backward("silu backward" + s, silu(x), {x});
     backward("exp backward" + s, exp(x), {x});
+    backward("softplus backward" + s, softplus(x, 1, 20), {x});
+    backward("elu backward" + s, elu(x), {x});
+    backward("leaky_relu backward" + s, leaky_relu(x, 0.01), {x});
+    backward("hardswish backward" + s, hardswish(x), {x});
     backward("softmax backward" + s, softmax(x, 1), {x});
     backward("log_softmax backward" + s, log_softmax(x, 1), {x});
     const T y = A::leaf(A::randn({2048, 2048}, d)), row = A::leaf(A::randn({2048}, d));

@@ -43,6 +43,14 @@ struct XtenSweepApi {
   static Tensor amax(const Tensor& x, int64_t d) { return xten::amax(x, {d}); }
   static std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t d) { return xten::max(x, d); }
   static Tensor argmax(const Tensor& x, int64_t d) { return xten::argmax(x, d); }
+  static Tensor amin(const Tensor& x, int64_t d) { return xten::amin(x, {d}); }
+  static Tensor argmin(const Tensor& x, int64_t d) { return xten::argmin(x, d); }
+  static Tensor upsample_bilinear(const Tensor& x, int64_t size) {
+    return xten::upsample_bilinear2d(x, {size, size});
+  }
+  static Tensor conv_transpose2d_s2(const Tensor& x, const Tensor& w) {
+    return xten::conv_transpose2d(x, w, std::nullopt, {2, 2});
+  }
   static Tensor var(const Tensor& x, int64_t d) { return xten::var(x, {d}); }
   static Tensor logsumexp(const Tensor& x, int64_t d) { return xten::logsumexp(x, {d}); }
   static Tensor batch_norm(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& rm,

@@ -153,7 +153,50 @@ TEST(Activation, Pointwise) {
     expect_elements(
         hardtanh(a, -2, 3), [&](auto& i) { return std::min(std::max(value_at(a, i), -2.0), 3.0); },
         "hardtanh");
+    // Contiguous and long enough for the vector forms (kernels/cpu/activation_pointwise.cpp),
+    // with the values where they hand over to the scalar form: softplus's exp below -87 (a
+    // subnormal result) and above 88 under a threshold of 100 (exp(89) is inf in float, as in
+    // PyTorch), elu's expm1 near 0.
+    std::vector<double> v = {-100, -90, -87.5, -1e-6, -1e-30, 0, 1e-30, 87.5, 88.5, 101};
+    for (int i = 0; v.size() < 4099; ++i) v.push_back(-30 + 60.0 * (i % 997) / 997);
+    const Tensor b =
+        tensor(v, IntArrayRef({static_cast<int64_t>(v.size())}), TensorOptions(kDouble)).to(t);
+    expect_elements(
+        leaky_relu(b, 0.2),
+        [&](auto& i) {
+          double x = value_at(b, i);
+          return x > 0 ? x : 0.2 * x;
+        },
+        "leaky_relu long", 2.0);
+    expect_elements(
+        elu(b, 1.5, 2, 0.5),
+        [&](auto& i) {
+          double x = value_at(b, i);
+          return x > 0 ? 2 * x : 3 * std::expm1(0.5 * x);
+        },
+        "elu long", 2.0);
+    expect_elements(
+        softplus(b, 1, 100),
+        [&](auto& i) {
+          double x = value_at(b, i);
+          return x > 100 ? x : std::log1p(std::exp(x));
+        },
+        "softplus long", 2.0);
+    expect_elements(
+        hardswish(b),
+        [&](auto& i) {
+          double x = value_at(b, i);
+          return x * std::min(std::max(x + 3, 0.0), 6.0) / 6;
+        },
+        "hardswish long", 2.0);
   }
+  // The scalar form's edges, relative to the tiny result, in vectors of 64: softplus of -100 is
+  // exp(-100) (subnormal in float; the vector exp gives 0 there), of 88.5 under a threshold of
+  // 100 is 88.5 (the vector exp clamps at 88.7).
+  EXPECT_NEAR(softplus(full({64}, -100.0f)).data_ptr<float>()[9], std::exp(-100.0), 1e-45);
+  EXPECT_GT(softplus(full({64}, -100.0f)).data_ptr<float>()[9], 0.0f);
+  EXPECT_FLOAT_EQ(softplus(full({64}, 88.5f), 1, 100).data_ptr<float>()[9], 88.5f);
+  EXPECT_NEAR(elu(full({64}, -1e-20f)).data_ptr<float>()[9], -1e-20, 1e-27);
   EXPECT_THROW_MSG(leaky_relu(arange(3)), NotImplementedError,
                    "[leaky_relu] not implemented for dtype Long");
   EXPECT_THROW_MSG(hardtanh(ones({2}), 2, 1), ValueError,

@@ -409,6 +409,77 @@ TEST(Unary, LogWithinOneUlpSubnormalsIncluded) {
   }
 }
 
+// expm1, exp2, log2, log10 and tan of floats (Note [Vector expm1, exp2, log2, log10, tan]) within
+// their documented bounds (docs/cpu_kernels.md, "Vector math"; found: 1.39, 1.30, 1.79, 1.73 and
+// 3.82 ulp at the default level, less above) on every 4099th float of their ranges against long
+// double; exact values and the edges the scalar form takes.
+TEST(Unary, Expm1Exp2Log2Log10TanWithinTheirBounds) {
+  struct Fn {
+    const char* name;
+    Tensor (*op)(const Tensor&);
+    long double (*ref)(long double);
+    float lo, hi;
+    double bound;
+  };
+  const Fn fns[] = {
+      {"expm1", [](const Tensor& t) { return expm1(t); }, [](long double x) { return expm1l(x); },
+       -100, 88, 1.5},
+      {"exp2", [](const Tensor& t) { return exp2(t); }, [](long double x) { return exp2l(x); },
+       -126, 127, 1.5},
+      {"log2", [](const Tensor& t) { return log2(t); }, [](long double x) { return log2l(x); }, 0,
+       3.4e38f, 2.0},
+      {"log10", [](const Tensor& t) { return log10(t); }, [](long double x) { return log10l(x); },
+       0, 3.4e38f, 2.0},
+      {"tan", [](const Tensor& t) { return tan(t); }, [](long double x) { return tanl(x); },
+       -3.4e38f, 3.4e38f, 4.0},
+  };
+  for (const Fn& f : fns) {
+    std::vector<float> xs;
+    for (uint32_t b = 1; b < 0xff800000u; b += 4099) {
+      float x;
+      std::memcpy(&x, &b, sizeof x);
+      if (x >= f.lo && x <= f.hi) xs.push_back(x);
+    }
+    const Tensor in = from_blob(xs.data(), {static_cast<int64_t>(xs.size())}, kFloat).clone();
+    const Tensor out = f.op(in);
+    const float* y = out.data_ptr<float>();
+    double worst = 0;
+    float worst_x = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const long double ref = f.ref(xs[i]);
+      const double ulp =
+          std::ldexp(1.0, std::ilogb(std::max(std::fabs(double(ref)), 1.17549435e-38)) - 23);
+      const double e = double(std::fabs(y[i] - ref)) / ulp;
+      if (e > worst) worst = e, worst_x = xs[i];
+    }
+    EXPECT_LE(worst, f.bound) << f.name << " at x = " << worst_x;
+  }
+  auto at = [](const Tensor& t) { return t.data_ptr<float>()[9]; };  // a lane of a vector of 64
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int k = -149; k <= 127; ++k) {
+    EXPECT_EQ(at(log2(full({64}, std::ldexp(1.0f, k)))), float(k)) << "log2 of 2^" << k;
+    EXPECT_EQ(at(exp2(full({64}, float(k)))), std::ldexp(1.0f, k)) << "exp2 of " << k;
+  }
+  for (int k = -30; k <= 30; ++k)
+    EXPECT_EQ(at(log10(full({64}, std::pow(10.0f, k)))), std::log10(std::pow(10.0f, k)))
+        << "log10 of 1e" << k;
+  EXPECT_TRUE(std::signbit(at(expm1(full({64}, -0.0f)))));
+  EXPECT_TRUE(std::signbit(at(tan(full({64}, -0.0f)))));
+  EXPECT_EQ(at(expm1(full({64}, -inf))), -1.0f);
+  EXPECT_EQ(at(expm1(full({64}, 89.0f))), inf);
+  EXPECT_EQ(at(exp2(full({64}, 128.0f))), inf);
+  EXPECT_EQ(at(exp2(full({64}, -inf))), 0.0f);
+  EXPECT_EQ(at(log2(full({64}, 0.0f))), -inf);
+  EXPECT_EQ(at(log10(full({64}, inf))), inf);
+  for (auto op :
+       {+[](const Tensor& t) { return expm1(t); }, +[](const Tensor& t) { return exp2(t); },
+        +[](const Tensor& t) { return log2(t); }, +[](const Tensor& t) { return log10(t); },
+        +[](const Tensor& t) { return tan(t); }})
+    EXPECT_TRUE(std::isnan(at(op(full({64}, NAN)))));
+  EXPECT_TRUE(std::isnan(at(log2(full({64}, -1.0f)))));
+  EXPECT_TRUE(std::isnan(at(tan(full({64}, inf)))));
+}
+
 // abs and neg of float16 and bfloat16 flip or clear the sign bit only: against the float
 // results on values, signed zeros, infinities and NaN; contiguous, strided and in place.
 TEST(Unary, SixteenBitAbsAndNegAreSignBitOps) {

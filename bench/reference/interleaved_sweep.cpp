@@ -4,9 +4,9 @@
 // blocks, the pair's order alternating. Prints, per thread count, a table sorted worst first:
 // xten's and libtorch's median ms per call and the median of the pairs' ratios (libtorch's time
 // over xten's: above 1, xten is faster), then the geometric mean of the ratios and the cases
-// below 0.9. XTEN_SWEEP_ONLY=text runs only the cases whose name contains it, and
-// XTEN_SWEEP_SKIP=text skips those. Build and run: compare_interleaved.sh sweep [ROUNDS]
-// [THREADS...].
+// below 0.9. XTEN_SWEEP_ONLY=text runs only the cases whose name contains it (or one of its
+// '|'-separated parts: XTEN_SWEEP_ONLY='tan|softplus'), and XTEN_SWEEP_SKIP=text skips those. Build
+// and run: compare_interleaved.sh sweep [ROUNDS] [THREADS...].
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -29,6 +29,15 @@ std::vector<SweepCase> libtorch_sweep_cases() {
 
 constexpr int kPairs = 5;
 
+// Whether `name` contains one of the '|'-separated parts of `parts`.
+bool contains_any(const std::string& name, const std::string& parts) {
+  for (size_t b = 0, e; b <= parts.size(); b = e + 1) {
+    e = std::min(parts.find('|', b), parts.size());
+    if (e > b && name.find(parts.substr(b, e - b)) != std::string::npos) return true;
+  }
+  return false;
+}
+
 int main(int argc, char** argv) {
   const std::vector<int> threads = thread_counts("interleaved_sweep", argc, argv);
   if (threads.empty()) return 2;
@@ -50,7 +59,7 @@ int main(int argc, char** argv) {
     std::vector<Row> rows;
     for (size_t c = 0; c < xs.size(); ++c) {
       const SweepCase &x = xs[c], &l = ls[c];
-      if ((only && x.name.find(only) == std::string::npos) ||
+      if ((only && !contains_any(x.name, only)) ||
           (skip && *skip && x.name.find(skip) != std::string::npos))
         continue;
       std::fprintf(stderr, "%s, %d threads\n", x.name.c_str(), t);  // progress; the table follows

@@ -32,6 +32,16 @@ struct TorchSweepApi {
   static Tensor amax(const Tensor& x, int64_t d) { return torch::amax(x, at::IntArrayRef{d}); }
   static std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t d) { return torch::max(x, d); }
   static Tensor argmax(const Tensor& x, int64_t d) { return torch::argmax(x, d); }
+  static Tensor amin(const Tensor& x, int64_t d) { return torch::amin(x, at::IntArrayRef{d}); }
+  static Tensor argmin(const Tensor& x, int64_t d) { return torch::argmin(x, d); }
+  static Tensor upsample_bilinear(const Tensor& x, int64_t size) {
+    const std::vector<int64_t> out{size, size};
+    return at::upsample_bilinear2d(x, at::IntArrayRef(out), /*align_corners=*/false);
+  }
+  static Tensor conv_transpose2d_s2(const Tensor& x, const Tensor& w) {
+    const std::vector<int64_t> stride{2, 2};
+    return torch::conv_transpose2d(x, w, {}, at::IntArrayRef(stride));
+  }
   static Tensor var(const Tensor& x, int64_t d) {
     return torch::var(x, at::IntArrayRef{d}, /*unbiased=*/true, /*keepdim=*/false);
   }

@@ -1,8 +1,8 @@
 // Activations on CPU: softmax and log_softmax and their backward (one pass per row, vectorized
 // by Eigen, over the input itself when the dim is innermost and contiguous, else over a
-// contiguous copy with the dim innermost), and the parameterized pointwise
-// activations (leaky_relu, elu, softplus, hardswish) through the elementwise engine. Composite ones
-// (hardtanh, prelu, dropout) are in kernels/composite/activation.cpp.
+// contiguous copy with the dim innermost). The parameterized pointwise activations (leaky_relu,
+// elu, softplus, hardswish) are in activation_pointwise.cpp; composite ones (hardtanh, prelu,
+// dropout) in kernels/composite/activation.cpp.
 #include <cmath>
 
 #include <Eigen/Core>
@@ -140,52 +140,6 @@ Tensor softmax_backward_impl(const char* op, const Tensor& grad_output, const Te
   return dx.dtype() == input_dtype ? dx : dx.to(input_dtype);  // dx is contiguous
 }
 
-// A pointwise activation over floating inputs, the functor built per opmath type.
-template <class MakeOp>
-Tensor activation(const char* op, const Tensor& self, const MakeOp& make) {
-  Elementwise e(op, Tensor(), {self});
-  e.prepare();
-  return visit_dtype<dtypes::kFloating>(op, e.compute(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    return e.run(make_loop<T, T>(make(TypeTag<opmath_t<T>>{})));
-  });
-}
-
-Tensor leaky_relu_kernel(const Tensor& self, const Scalar& slope) {
-  return activation("leaky_relu", self, [&](auto tag) {
-    using M = typename decltype(tag)::type;
-    return [s = slope.to<M>()](M x) { return x > M(0) ? x : x * s; };
-  });
-}
-
-Tensor elu_kernel(const Tensor& self, const Scalar& alpha, const Scalar& scale,
-                  const Scalar& input_scale) {
-  return activation("elu", self, [&](auto tag) {
-    using M = typename decltype(tag)::type;
-    return [a = alpha.to<M>(), s = scale.to<M>(), is = input_scale.to<M>()](M x) {
-      return x > M(0) ? s * x : s * a * std::expm1(x * is);
-    };
-  });
-}
-
-Tensor softplus_kernel(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
-  check_softplus_beta(beta);
-  return activation("softplus", self, [&](auto tag) {
-    using M = typename decltype(tag)::type;
-    // Above the threshold the function is linear to within rounding: return x, as PyTorch.
-    return [b = beta.to<M>(), t = threshold.to<M>()](M x) {
-      return x * b > t ? x : std::log1p(std::exp(x * b)) / b;
-    };
-  });
-}
-
-Tensor hardswish_kernel(const Tensor& self) {
-  return activation("hardswish", self, [](auto tag) {
-    using M = typename decltype(tag)::type;
-    return [](M x) { return x * std::min(std::max(x + M(3), M(0)), M(6)) / M(6); };
-  });
-}
-
 }  // namespace
 
 XTEN_CPU_KERNELS(activation, m) {
@@ -199,10 +153,6 @@ XTEN_CPU_KERNELS(activation, m) {
          [](const Tensor& g, const Tensor& y, int64_t dim, ScalarType input_dtype) {
            return softmax_backward_impl<true>("_log_softmax_backward_data", g, y, dim, input_dtype);
          });
-  m.impl("leaky_relu", leaky_relu_kernel);
-  m.impl("elu", elu_kernel);
-  m.impl("softplus", softplus_kernel);
-  m.impl("hardswish", hardswish_kernel);
 }
 
 }  // namespace xten::cpu

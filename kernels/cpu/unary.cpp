@@ -188,14 +188,43 @@ Tensor silu_backward_kernel(const Tensor& grad, const Tensor& self) {
   return activation_backward("silu_backward", grad, self, SiluBackwardOp{});
 }
 
+// nan_to_num's lane function: the three replacements selected per lane (one element at a time
+// it ran at 0.2-0.3x libtorch's speed).
 template <class M>
-struct NanToNumOp {
+struct VecNanToNum {
   M nan, posinf, neginf;
-  M operator()(M x) const {
+  M operator()(const M& x) const {
     return x != x                                     ? nan
            : x == std::numeric_limits<M>::infinity()  ? posinf
            : x == -std::numeric_limits<M>::infinity() ? neginf
                                                       : x;
+  }
+  template <class P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    const P inf = pset1<P>(std::numeric_limits<M>::infinity());
+    P r = pselect(pcmp_eq(x, inf), pset1<P>(posinf), x);
+    r = pselect(pcmp_eq(x, pnegate(inf)), pset1<P>(neginf), r);
+    return pselect(pcmp_eq(x, x), r, pset1<P>(nan));
+  }
+};
+}  // namespace
+}  // namespace xten::cpu
+
+template <class M>
+struct Eigen::internal::functor_traits<xten::cpu::VecNanToNum<M>> {
+  enum { Cost = 4, PacketAccess = std::is_floating_point_v<M> };
+};
+
+namespace xten::cpu {
+namespace {
+template <class M>
+struct NanToNumOp {
+  VecNanToNum<M> f;
+  M operator()(M x) const { return f(x); }
+  template <class A>
+  auto vec(const A& x) const {
+    return x.unaryExpr(f);
   }
 };
 Tensor nan_to_num_kernel(const Tensor& s, std::optional<double> nan, std::optional<double> posinf,
@@ -207,8 +236,8 @@ Tensor nan_to_num_kernel(const Tensor& s, std::optional<double> nan, std::option
     using M = opmath_t<T>;
     // Defaults: the largest and lowest finite values of the tensor's dtype, not of M.
     const double max = finite_max(s.dtype());
-    const NanToNumOp<M> op{static_cast<M>(nan.value_or(0.0)), static_cast<M>(posinf.value_or(max)),
-                           static_cast<M>(neginf.value_or(-max))};
+    const NanToNumOp<M> op{{static_cast<M>(nan.value_or(0.0)), static_cast<M>(posinf.value_or(max)),
+                            static_cast<M>(neginf.value_or(-max))}};
     Elementwise e("nan_to_num", Tensor(), {s});
     e.prepare();
     return e.run(make_loop<T, T>(op));

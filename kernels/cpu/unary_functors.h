@@ -275,9 +275,13 @@ struct VecExpWhole {
 // with no test at all (whole_packet: 0.31 -> 0.21 ns a float in cache). Worst error found:
 // docs/cpu_kernels.md, "Vector math". Double keeps Eigen's plog (exact for normal doubles; a double
 // subnormal takes the scalar form, LogOp::edge).
-template <class S>
+// kBase 2 and 10: log2 and log10 of floats from the same e and f (Note [Vector expm1, exp2, log2,
+// log10, tan]).
+template <class S, int kBase = 0>
 struct VecLog {
-  S operator()(const S& x) const { return std::log(x); }
+  S operator()(const S& x) const {
+    return kBase == 2 ? std::log2(x) : kBase == 10 ? std::log10(x) : std::log(x);
+  }
   // log(x) = e ln 2 + log1p(f) for x = 2^e (1 + f), f in [sqrt(1/2) - 1, sqrt(2) - 1).
   // Inlined: called twice from packetOp, GCC otherwise kept them as calls (twice the time).
   template <class P>
@@ -293,9 +297,23 @@ struct VecLog {
     y = pmadd(y, f3, y1);
     y = pmadd(y, f3, y2);
     y = pmul(y, f3);
-    y = pmadd(e, pset1<P>(-2.12194440e-4f), y);
-    y = pmadd(pset1<P>(-0.5f), f2, y);
-    return pmadd(e, pset1<P>(0.693359375f), padd(f, y));
+    if constexpr (kBase == 2) {
+      // e + (f + y) log2(e), log2(e) in two parts: exact at powers of 2 (f = y = 0).
+      y = pmadd(pset1<P>(-0.5f), f2, y);
+      const P r = pmadd(f, pset1<P>(1.925962989e-8f), pmul(y, pset1<P>(1.44269504089f)));
+      return padd(pmadd(f, pset1<P>(1.44269502163f), r), e);
+    } else if constexpr (kBase == 10) {
+      // e log10(2) + (f + y) log10(e), each constant in two parts (e log10(2)'s first exact).
+      y = pmadd(pset1<P>(-0.5f), f2, y);
+      P r = pmadd(f, pset1<P>(-1.0103050119e-8f), pmul(y, pset1<P>(0.434294481903f)));
+      r = pmadd(e, pset1<P>(4.6050389811952e-6f), r);
+      r = pmadd(f, pset1<P>(0.434294492f), r);
+      return pmadd(e, pset1<P>(0.30102539062f), r);
+    } else {
+      y = pmadd(e, pset1<P>(-2.12194440e-4f), y);
+      y = pmadd(pset1<P>(-0.5f), f2, y);
+      return pmadd(e, pset1<P>(0.693359375f), padd(f, y));
+    }
   }
   // e and f of a positive normal x (bias: 127, or 150 for an x scaled by 2^23).
   template <class P>
@@ -335,6 +353,7 @@ struct VecLog {
       r = por(r, pcmp_lt_or_nan(x, pzero(x)));  // NaN
       return pselect(pcmp_eq(x, pzero(x)), pnegate(inf), r);
     } else {
+      static_assert(kBase == 0, "log2 and log10 of doubles take the C library's");
       return plog(x);
     }
   }
@@ -355,6 +374,57 @@ struct VecLog {
     return _mm512_fixupimm_ps(r, x, _mm512_set1_epi32(0x03530421), 0);
   }
 #endif
+};
+// Note [Vector expm1, exp2, log2, log10, tan]: float forms built on the vector exp, log, sin and
+// cos above, where Eigen has a slow form (expm1: exp, log and a division) or none (tan, log10,
+// exp2: the C library one element at a time, 0.05-0.25x libtorch's speed in the sweep).
+// - expm1: below 1 in magnitude x + x^2 q(x), q the Taylor series of (e^x - 1 - x) / x^2 to
+//   degree 9 (truncation below 2e-9 relative); elsewhere exp(x) - 1, whose subtraction scales
+//   exp's error by at most e / (e - 1). Above 88 and NaN: the scalar form (edge); below -87 the
+//   vector exp's 0 gives -1, as expm1 rounds to in float below -17.4.
+// - exp2: 2^n exp(f ln 2), n = x rounded to an integer (the 1.5 * 2^23 trick), f = x - n exact,
+//   |f ln 2| <= 0.35; 2^n from its bits. Exact at integers. Outside [-126, 127] (subnormal or
+//   infinite results) and NaN: the scalar form (edge).
+// - log2, log10: VecLog<S, 2 or 10> (Note [Vector log]): e + log1p(f) log2(e), and e log10(2) +
+//   log1p(f) log10(e) with the constants in two parts; the same edges as log, selected in the
+//   vector. log2 is exact at powers of 2.
+// - tan: sin / cos (VecSin, VecCos), with their edges at the default level.
+// Worst errors found: docs/cpu_kernels.md, "Vector math"; test_cpu_unary checks them.
+struct VecExpm1 {
+  float operator()(const float& x) const { return std::expm1(x); }
+  template <class P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    static constexpr float kQ[10] = {
+        2.5052108385e-8f, 2.7557319224e-7f, 2.7557319224e-6f, 2.4801587302e-5f, 1.9841269841e-4f,
+        1.3888888889e-3f, 8.3333333333e-3f, 4.1666666667e-2f, 1.6666666667e-1f, 0.5f};
+    P q = pset1<P>(kQ[0]);
+    for (int i = 1; i < 10; ++i) q = pmadd(q, x, pset1<P>(kQ[i]));
+    // x + x^2 q, its sign bit put back for x = -0 (where the sum gives +0).
+    const P small = por(pmadd(pmul(x, x), q, x), pand(x, pset1frombits<P>(0x80000000u)));
+    const P large = psub(VecExp<float>{}.packetOp(x), pset1<P>(1.0f));
+    return pselect(pcmp_lt(pabs(x), pset1<P>(1.0f)), small, large);
+  }
+};
+struct VecExp2 {
+  float operator()(const float& x) const { return std::exp2(x); }
+  template <class P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    using PI = typename unpacket_traits<P>::integer_packet;
+    const P magic = pset1<P>(12582912.0f);  // 1.5 * 2^23: x + magic rounds x to an integer
+    const P n = psub(padd(x, magic), magic);
+    const P f = psub(x, n);
+    const P scale = preinterpret<P>(plogical_shift_left<23>(padd(pcast<P, PI>(n), pset1<PI>(127))));
+    return pmul(VecExp<float>{}.packetOp(pmul(f, pset1<P>(0.69314718056f))), scale);
+  }
+};
+struct VecTan {
+  float operator()(const float& x) const { return std::tan(x); }
+  template <class P>
+  P packetOp(const P& x) const {
+    return Eigen::internal::pdiv(Eigen::internal::psin(x), Eigen::internal::pcos(x));
+  }
 };
 // Note [Vector erf]: float erf without the C library (which computes one element at a time and
 // made gelu's exact form 10-20x slower than libtorch's), within its 1-ulp bound. Three ranges of
@@ -684,9 +754,21 @@ template <>
 struct functor_traits<VecExp<double>> {
   enum { Cost = 25, PacketAccess = packet_traits<double>::HasExp };
 };
-template <class S>
-struct functor_traits<VecLog<S>> {
-  enum { Cost = 30, PacketAccess = packet_traits<S>::HasLog };
+template <class S, int kBase>
+struct functor_traits<VecLog<S, kBase>> {
+  enum { Cost = 30, PacketAccess = packet_traits<S>::HasLog && (kBase == 0 || sizeof(S) == 4) };
+};
+template <>
+struct functor_traits<VecExpm1> {
+  enum { Cost = 35, PacketAccess = 1 };
+};
+template <>
+struct functor_traits<VecExp2> {
+  enum { Cost = 25, PacketAccess = 1 };
+};
+template <>
+struct functor_traits<VecTan> {
+  enum { Cost = 90, PacketAccess = 1 };
 };
 template <>
 struct functor_traits<VecErf<float>> {
@@ -826,7 +908,29 @@ void exp_into(const Src& src, Dst&& dst) {
   }
 }
 
-XTEN_UNARY_SCALAR_FUNCTOR(Exp2Op, std::exp2(x))
+// The float vector forms of Note [Vector expm1, exp2, log2, log10, tan]: `vec` exists for
+// float only (double takes the C library one element at a time, as before for these).
+#define XTEN_UNARY_FLOAT_VEC_PART(vec_expr)                                                \
+  template <class A, std::enable_if_t<std::is_same_v<typename A::Scalar, float>, int> = 0> \
+  auto vec(const A& x) const {                                                             \
+    return vec_expr;                                                                       \
+  }
+struct Exp2Op {
+  XTEN_UNARY_SCALAR_PART(std::exp2(x))
+  XTEN_UNARY_FLOAT_VEC_PART(x.unaryExpr(VecExp2{}))
+  template <class M>
+  bool edge(M x) const {
+    return !(x >= M(-126)) | !(x <= M(127));
+  }
+};
+struct Expm1Op {
+  XTEN_UNARY_SCALAR_PART(std::expm1(x))
+  XTEN_UNARY_FLOAT_VEC_PART(x.unaryExpr(VecExpm1{}))
+  template <class M>
+  bool edge(M x) const {
+    return !(x <= kExpHigh<M>);
+  }
+};
 // Float's vector log is whole (Note [Vector log]); double's clamps subnormals, the one edge.
 struct LogOp {
   XTEN_UNARY_SCALAR_PART(std::log(x))
@@ -836,10 +940,15 @@ struct LogOp {
     return x > M(0) && x < std::numeric_limits<M>::min();
   }
 };
-XTEN_UNARY_FUNCTOR(Log2Op, std::log2(x), x.log2())
-XTEN_UNARY_FUNCTOR(Log10Op, std::log10(x), x.log10())
+struct Log2Op {
+  XTEN_UNARY_SCALAR_PART(std::log2(x))
+  XTEN_UNARY_FLOAT_VEC_PART(x.unaryExpr(VecLog<float, 2>{}))
+};
+struct Log10Op {
+  XTEN_UNARY_SCALAR_PART(std::log10(x))
+  XTEN_UNARY_FLOAT_VEC_PART(x.unaryExpr(VecLog<float, 10>{}))
+};
 XTEN_UNARY_FUNCTOR(Log1pOp, std::log1p(x), x.log1p())
-XTEN_UNARY_FUNCTOR(Expm1Op, std::expm1(x), x.expm1())
 XTEN_UNARY_FUNCTOR(SqrtOp, std::sqrt(x), x.unaryExpr(VecSqrt{}))
 // rsqrt; for a result rounded to 16 bits (Note [Vector forms for 16-bit results] in loops.h)
 // VecRsqrtRounded, which at the avx512 level takes vrsqrt14ps and one Newton step instead of a
@@ -866,7 +975,21 @@ XTEN_UNARY_EDGE_FUNCTOR(SinOp, std::sin(x), x.unaryExpr(VecSin<S>{}),
 XTEN_UNARY_EDGE_FUNCTOR(CosOp, std::cos(x), x.unaryExpr(VecCos<S>{}),
                         !(std::abs(x) <= kTrigVectorMax<M>))
 #endif
-XTEN_UNARY_FUNCTOR(TanOp, std::tan(x), x.tan())
+#if defined(__FMA__)
+struct TanOp {
+  XTEN_UNARY_SCALAR_PART(std::tan(x))
+  XTEN_UNARY_FLOAT_VEC_PART(x.unaryExpr(VecTan{}))
+};
+#else
+struct TanOp {
+  XTEN_UNARY_SCALAR_PART(std::tan(x))
+  XTEN_UNARY_FLOAT_VEC_PART(x.unaryExpr(VecTan{}))
+  template <class M>
+  bool edge(M x) const {
+    return !(std::abs(x) <= kTrigVectorMax<M>);
+  }
+};
+#endif
 // NaN lanes: the packet tanh clamps its input first.
 XTEN_UNARY_EDGE_FUNCTOR(TanhOp, std::tanh(x), x.unaryExpr(VecTanh<S>{}), x != x)
 // sigmoid and silu through the vector exp of exp(-x); where -x is past the vector exp's clamp
@@ -903,6 +1026,7 @@ struct AbsOp {
 // NaN in, NaN out (as PyTorch): `x < 0` is false for NaN, so NaN passes through.
 XTEN_UNARY_SCALAR_FUNCTOR(ReluOp, static_cast<M>(x < 0 ? M(0) : x))
 XTEN_UNARY_SCALAR_FUNCTOR(IdentityOp, x)
+#undef XTEN_UNARY_FLOAT_VEC_PART
 #undef XTEN_UNARY_FUNCTOR
 #undef XTEN_UNARY_SCALAR_FUNCTOR
 #undef XTEN_UNARY_EDGE_FUNCTOR

@@ -1,0 +1,184 @@
+// The parameterized pointwise activations on CPU (leaky_relu, elu, softplus, hardswish) through
+// the elementwise engine, each as a lane function with a vector form. A file of its own: in
+// activation.cpp they grew the avx2 copy past what GCC inlines in one unit, and the copy then
+// held AVX instances of shared inline functions (cpu_levels_isolated; Note [CPU capability]).
+#include <algorithm>
+#include <cmath>
+
+#include <Eigen/Core>
+
+#include <xten/core/dtype_dispatch.h>
+#include <xten/dispatch/library.h>
+#include <xten/dispatch/ops.h>
+#include <xten/kernels/cpu/capability.h>
+
+#include <xten/kernels/common/op_checks.h>
+#include <xten/kernels/cpu/elementwise.h>
+#include <xten/kernels/cpu/loops.h>
+#include <xten/kernels/cpu/unary_functors.h>
+
+namespace xten::cpu {
+namespace {
+
+// The parameterized activations as lane functions (a scalar form and a packet form that Eigen
+// calls through unaryExpr): both select per lane without a branch. Written with `x > 0 ? a : b`
+// and the C library's expm1 and log1p, one element at a time, they ran 0.06-0.18x libtorch's
+// speed (bench/README.md, "bench_sweep"): a branch on the sign of random data mispredicts half
+// the time. The comparisons are false for NaN, which then takes the second form and stays NaN.
+// x > 0 ? x : slope x.
+template <class S>
+struct VecLeakyRelu {
+  S slope;
+  S operator()(const S& x) const { return branchless_select(x > S(0), x, x * slope); }
+  template <class P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    return pselect(pcmp_lt(pzero(x), x), x, pmul(x, pset1<P>(slope)));
+  }
+};
+// x > 0 ? scale x : scale alpha expm1(input_scale x) (scale_alpha = scale * alpha), with the
+// vector expm1 (VecExpm1, Note [Vector expm1, exp2, log2, log10, tan]), whose edges (an argument
+// above 88, NaN) take the scalar form.
+template <class S>
+struct VecElu {
+  S scale, scale_alpha, input_scale;
+  S operator()(const S& x) const {
+    return x > S(0) ? scale * x : scale_alpha * std::expm1(x * input_scale);
+  }
+  bool edge(S x) const { return !(x * input_scale <= kExpHigh<S>); }
+  template <class P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    const P neg = pmul(pset1<P>(scale_alpha), VecExpm1{}.packetOp(pmul(x, pset1<P>(input_scale))));
+    return pselect(pcmp_lt(pzero(x), x), pmul(x, pset1<P>(scale)), neg);
+  }
+};
+// beta x > threshold ? x : log1p(exp(beta x)) / beta, as PyTorch. The vector exp (VecExp) clamps
+// its argument (Note [Vector exp]): below -87 (the result subnormal or 0) and above 88 (with a
+// threshold that high) the scalar form computes the element (edge), as for NaN.
+template <class S>
+struct VecSoftplus {
+  S beta, threshold;
+  S operator()(const S& x) const {
+    return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
+  }
+  bool edge(S x) const {
+    const S bx = x * beta;
+    return !(bx >= -kExpLimit<S> && (bx <= kExpHigh<S> || bx > threshold));
+  }
+  template <class P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    const P bx = pmul(x, pset1<P>(beta));
+    const P soft = pdiv(plog1p(VecExp<S>{}.packetOp(bx)), pset1<P>(beta));
+    return pselect(pcmp_lt(pset1<P>(threshold), bx), x, soft);
+  }
+};
+// x min(max(x + 3, 0), 6) / 6; NaN stays NaN through the product with x.
+template <class S>
+struct VecHardswish {
+  S operator()(const S& x) const { return x * std::min(std::max(x + S(3), S(0)), S(6)) / S(6); }
+  template <class P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    const P r = pmin(pmax(padd(x, pset1<P>(S(3))), pzero(x)), pset1<P>(S(6)));
+    return pdiv(pmul(x, r), pset1<P>(S(6)));
+  }
+};
+
+// The engine's op for a lane function F (loops.h): scalar and vector forms, and F's edges where
+// it has them (Note [Vector math edges]).
+template <class F>
+struct PointwiseActivation {
+  F f;
+  template <class M>
+  M operator()(M x) const {
+    return f(x);
+  }
+  template <class A>
+  auto vec(const A& x) const {
+    return x.unaryExpr(f);
+  }
+  template <class M, class G = F>
+  auto edge(M x) const -> decltype(std::declval<const G&>().edge(x)) {
+    return f.edge(x);
+  }
+};
+
+}  // namespace
+}  // namespace xten::cpu
+
+namespace Eigen::internal {
+template <class S>
+struct functor_traits<xten::cpu::VecLeakyRelu<S>> {
+  enum { Cost = 3, PacketAccess = std::is_floating_point_v<S> };
+};
+template <class S>
+struct functor_traits<xten::cpu::VecElu<S>> {
+  enum { Cost = 40, PacketAccess = std::is_same_v<S, float> };
+};
+template <class S>
+struct functor_traits<xten::cpu::VecSoftplus<S>> {
+  enum { Cost = 60, PacketAccess = std::is_same_v<S, float> };
+};
+template <class S>
+struct functor_traits<xten::cpu::VecHardswish<S>> {
+  enum { Cost = 8, PacketAccess = std::is_floating_point_v<S> };
+};
+}  // namespace Eigen::internal
+
+namespace xten::cpu {
+namespace {
+
+// A pointwise activation over floating inputs, the functor built per opmath type.
+template <class MakeOp>
+Tensor activation(const char* op, const Tensor& self, const MakeOp& make) {
+  Elementwise e(op, Tensor(), {self});
+  e.prepare();
+  return visit_dtype<dtypes::kFloating>(op, e.compute(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return e.run(make_loop<T, T>(make(TypeTag<opmath_t<T>>{})));
+  });
+}
+
+Tensor leaky_relu_kernel(const Tensor& self, const Scalar& slope) {
+  return activation("leaky_relu", self, [&](auto tag) {
+    using M = typename decltype(tag)::type;
+    return PointwiseActivation<VecLeakyRelu<M>>{{slope.to<M>()}};
+  });
+}
+
+Tensor elu_kernel(const Tensor& self, const Scalar& alpha, const Scalar& scale,
+                  const Scalar& input_scale) {
+  return activation("elu", self, [&](auto tag) {
+    using M = typename decltype(tag)::type;
+    return PointwiseActivation<VecElu<M>>{
+        {scale.to<M>(), scale.to<M>() * alpha.to<M>(), input_scale.to<M>()}};
+  });
+}
+
+Tensor softplus_kernel(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
+  check_softplus_beta(beta);
+  return activation("softplus", self, [&](auto tag) {
+    using M = typename decltype(tag)::type;
+    return PointwiseActivation<VecSoftplus<M>>{{beta.to<M>(), threshold.to<M>()}};
+  });
+}
+
+Tensor hardswish_kernel(const Tensor& self) {
+  return activation("hardswish", self, [](auto tag) {
+    using M = typename decltype(tag)::type;
+    return PointwiseActivation<VecHardswish<M>>{{}};
+  });
+}
+
+}  // namespace
+
+XTEN_CPU_KERNELS(activation_pointwise, m) {
+  m.impl("leaky_relu", leaky_relu_kernel);
+  m.impl("elu", elu_kernel);
+  m.impl("softplus", softplus_kernel);
+  m.impl("hardswish", hardswish_kernel);
+}
+
+}  // namespace xten::cpu
