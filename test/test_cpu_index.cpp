@@ -298,6 +298,51 @@ TEST(Index, CatStackAndShapes) {
   EXPECT_THROW_MSG(tril(ones({3})), ValueError, "[tril] expected a tensor with at least 2 dims");
 }
 
+// nonzero and masked_select over several chunks (Note [Selecting in chunks] in
+// kernels/cpu/index.cpp: 65,536 elements each, written in parallel) against a walk of the
+// elements in order: the rows of each chunk land after those of the one before, a chunk that
+// ends in rejected elements does not write into the next one's rows; NaN is nonzero; every
+// element size; the empty and 0-d cases.
+TEST(Index, NonzeroAndMaskedSelectOverChunks) {
+  manual_seed(7);
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{70, 50, 40}, {200000}, {3, 65536}, {0, 5}}) {
+    Tensor x = (rand(shape) < 0.3).to(kFloat) * randn(shape);
+    const int64_t n = x.numel();
+    if (n > 10) x.view({-1}).narrow(0, 5, 1).fill_(NAN);
+    // The last chunk's tail rejected, so a chunk's stores would run on if not stopped.
+    if (n > 65536) x.view({-1}).narrow(0, 65536 - 100, 100).zero_();
+    const Tensor nz = nonzero(x);
+    const Tensor xc = x.contiguous();
+    const float* p = xc.data_ptr<float>();
+    std::vector<int64_t> want, at(shape.size());
+    for (int64_t i = 0; i < n; ++i) {
+      if (p[i] == 0.0f) continue;
+      for (int64_t k = x.dim() - 1, rest = i; k >= 0; --k) {
+        at[k] = rest % shape[k];
+        rest /= shape[k];
+      }
+      want.insert(want.end(), at.begin(), at.end());
+    }
+    ASSERT_EQ(nz.sizes(), IntArrayRef({static_cast<int64_t>(want.size()) / x.dim(), x.dim()}));
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), nz.data_ptr<int64_t>())) << x.sizes();
+    const Tensor m = x != 0;
+    for (ScalarType t : {kBool, kHalf, kFloat, kDouble}) {
+      const Tensor src = arange(n, kDouble).reshape(shape).to(t);
+      const Tensor got = masked_select(src, m);
+      const Tensor gd = got.to(kDouble), sd = src.to(kDouble).contiguous();
+      const bool* mp = m.contiguous().data_ptr<bool>();
+      int64_t j = 0, bad = 0;
+      for (int64_t i = 0; i < n; ++i)
+        if (mp[i]) bad += gd.data_ptr<double>()[j++] != sd.data_ptr<double>()[i];
+      EXPECT_EQ(j, got.numel()) << to_string(t);
+      EXPECT_EQ(bad, 0) << to_string(t);
+    }
+  }
+  EXPECT_EQ(nonzero(full({}, 2.0)).sizes(), IntArrayRef({1, 0}));
+  EXPECT_EQ(nonzero(full({}, 0.0)).sizes(), IntArrayRef({0, 0}));
+}
+
 TEST(Index, MaskedAndAdvanced) {
   Tensor a = arange(12, kFloat).reshape({3, 4});
   Tensor m = a.gt(6);

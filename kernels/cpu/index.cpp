@@ -275,22 +275,83 @@ Tensor scatter_add_kernel(const Tensor& self, int64_t dim, const Tensor& index, 
   return scatter_impl("scatter_add", self, dim, index, src, true);
 }
 
+// Note [Selecting in chunks]: nonzero and masked_select write, in order, one output row per
+// element that passes a test. Over chunks of kSelectChunk elements, in parallel: each chunk
+// counts its passing elements (branch-free, vectorized), a prefix sum of the counts gives each
+// chunk the first row it writes, and each chunk then writes its rows without a branch on the
+// test: every element is stored at the next row, and the row advances only for a passing one.
+// The chunk stops when its rows are full, so it never stores into the next chunk's rows. One
+// thread walking every element with a branch (and, for nonzero, for_each_position's index vector)
+// ran nonzero of a random [2048, 2048] bool tensor at 0.06x libtorch's speed at 16 threads and
+// 0.58x at one, masked_select at 0.74-0.78x at 16.
+constexpr int64_t kSelectChunk = 1 << 16;
+// first[c]: the first row of chunk c (first[chunks]: the total); count(b, e) counts [b, e).
+template <class Count>
+std::vector<int64_t> chunk_rows(int64_t n, const Count& count) {
+  const int64_t chunks = (n + kSelectChunk - 1) / kSelectChunk;
+  std::vector<int64_t> first(chunks + 1, 0);
+  parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c)
+      first[c + 1] = count(c * kSelectChunk, std::min(n, (c + 1) * kSelectChunk));
+  });
+  std::partial_sum(first.begin(), first.end(), first.begin());
+  return first;
+}
+
 Tensor nonzero_kernel(const Tensor& self) {
   const Tensor x = self.contiguous();
-  std::vector<int64_t> coords;
-  int64_t count = 0;
+  const int64_t n = x.numel(), d = x.dim();
+  Tensor out;
   visit_dtype<dtypes::kAll>("nonzero", self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
     const T* p = static_cast<const T*>(x.data_ptr());
-    for_each_position(x.sizes(), [&](int64_t i, const std::vector<int64_t>& at) {
-      if (static_cast<opmath_t<T>>(p[i]) == opmath_t<T>(0)) return;
-      coords.insert(coords.end(), at.begin(), at.end());
-      ++count;
+    // NaN is nonzero (`!=`), as in PyTorch.
+    const std::vector<int64_t> first = chunk_rows(n, [p](int64_t b, int64_t e) {
+      int64_t k = 0;
+      for (int64_t i = b; i < e; ++i) k += static_cast<M>(p[i]) != M(0);
+      return k;
+    });
+    out = empty_tensor({first.back(), d}, kLong, self.device());
+    int64_t* o = static_cast<int64_t*>(out.data_ptr());
+    const IntArrayRef sizes = x.sizes();
+    parallel_for(static_cast<int64_t>(first.size()) - 1, 1, [&](int64_t b, int64_t e) {
+      std::vector<int64_t> at(static_cast<size_t>(d));
+      for (int64_t c = b; c < e; ++c) {
+        const int64_t start = c * kSelectChunk, end = std::min(n, start + kSelectChunk);
+        for (int64_t k = d - 1, rest = start; k >= 0; --k) {  // start's coordinates
+          at[k] = rest % sizes[k];
+          rest /= sizes[k];
+        }
+        int64_t* row = o + first[c] * d;
+        int64_t* const full = o + first[c + 1] * d;
+        for (int64_t i = start; i < end && row != full; ++i) {
+          std::copy(at.begin(), at.end(), row);
+          row += d * (static_cast<M>(p[i]) != M(0));
+          for (int64_t k = d - 1; k >= 0 && ++at[k] == sizes[k]; --k) at[k] = 0;  // next
+        }
+      }
     });
   });
-  Tensor out = empty_tensor({count, self.dim()}, kLong, self.device());
-  if (!coords.empty()) std::memcpy(out.data_ptr(), coords.data(), coords.size() * sizeof(int64_t));
   return out;
+}
+
+// masked_select's copy (Note [Selecting in chunks]), typed by element size.
+template <class E>
+void masked_copy(const E* src, const bool* mask, E* dst, int64_t n) {
+  const std::vector<int64_t> first =
+      chunk_rows(n, [mask](int64_t b, int64_t e) { return std::count(mask + b, mask + e, true); });
+  parallel_for(static_cast<int64_t>(first.size()) - 1, 1, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      const int64_t start = c * kSelectChunk, end = std::min(n, start + kSelectChunk);
+      E* row = dst + first[c];
+      E* const full = dst + first[c + 1];
+      for (int64_t i = start; i < end && row != full; ++i) {
+        *row = src[i];
+        row += mask[i];
+      }
+    }
+  });
 }
 
 Tensor masked_select_kernel(const Tensor& self, const Tensor& mask) {
@@ -300,11 +361,27 @@ Tensor masked_select_kernel(const Tensor& self, const Tensor& mask) {
   const bool* mp = static_cast<const bool*>(m.data_ptr());
   const int64_t n = m.numel(), kept = std::count(mp, mp + n, true);
   Tensor out = empty_tensor({kept}, self.dtype(), self.device());
-  const size_t es = self.element_size();
-  const char* src = static_cast<const char*>(x.data_ptr());
-  char* dst = static_cast<char*>(out.data_ptr());
-  for (int64_t i = 0, j = 0; i < n; ++i)
-    if (mp[i]) std::memcpy(dst + (j++) * es, src + i * es, es);
+  auto copy = [&](auto element) {
+    using E = decltype(element);
+    masked_copy(static_cast<const E*>(x.data_ptr()), mp, static_cast<E*>(out.data_ptr()), n);
+  };
+  switch (self.element_size()) {
+    case 1:
+      copy(uint8_t());
+      break;
+    case 2:
+      copy(uint16_t());
+      break;
+    case 4:
+      copy(uint32_t());
+      break;
+    case 8:
+      copy(uint64_t());
+      break;
+    default:
+      XTEN_CHECK(false, NotImplementedError, "masked_select", "not implemented for dtype {}",
+                 to_string(self.dtype()));
+  }
   return out;
 }
 

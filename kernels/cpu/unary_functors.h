@@ -225,6 +225,7 @@ struct VecExp {
   }
 
  private:
+  friend struct VecExp2;
   // exp(x) = 2^m exp(r), m = round(x / ln 2), r = x - m ln 2 (ln 2 in two parts).
   template <class P>
   static P reduce(const P& x, P& m) {
@@ -383,7 +384,8 @@ struct VecLog {
 //   exp's error by at most e / (e - 1). Above 88 and NaN: the scalar form (edge); below -87 the
 //   vector exp's 0 gives -1, as expm1 rounds to in float below -17.4.
 // - exp2: 2^n exp(f ln 2), n = x rounded to an integer (the 1.5 * 2^23 trick), f = x - n exact,
-//   |f ln 2| <= 0.35; 2^n from its bits. Exact at integers. Outside [-126, 127] (subnormal or
+//   |f ln 2| <= 0.35 (the vector exp's polynomial alone, no second reduction); 2^n from its
+//   bits. Exact at integers. Outside [-126, 127] (subnormal or
 //   infinite results) and NaN: the scalar form (edge).
 // - log2, log10: VecLog<S, 2 or 10> (Note [Vector log]): e + log1p(f) log2(e), and e log10(2) +
 //   log1p(f) log10(e) with the constants in two parts; the same edges as log, selected in the
@@ -416,7 +418,8 @@ struct VecExp2 {
     const P n = psub(padd(x, magic), magic);
     const P f = psub(x, n);
     const P scale = preinterpret<P>(plogical_shift_left<23>(padd(pcast<P, PI>(n), pset1<PI>(127))));
-    return pmul(VecExp<float>{}.packetOp(pmul(f, pset1<P>(0.69314718056f))), scale);
+    // exp(f ln 2) straight from the vector exp's polynomial: |f ln 2| <= ln 2 / 2 is its range.
+    return pmul(VecExp<float>::polynomial(pmul(f, pset1<P>(0.69314718056f))), scale);
   }
 };
 struct VecTan {
