@@ -472,6 +472,25 @@
     "Tensor", Tensor, (const Tensor& grad_output, const Tensor& output), (grad_output, output))     \
   X(FN, silu_backward, silu_backward, "silu_backward(Tensor grad_output, Tensor self) -> Tensor",   \
     Tensor, (const Tensor& grad_output, const Tensor& self), (grad_output, self))                  \
+  /* the backward of leaky_relu, elu, softplus and hardswish, PyTorch's schemas (CPU: */          \
+  /* kernels/cpu/activation_pointwise.cpp; composites in kernels/composite/activation.cpp, */     \
+  /* which the XPU and a backward with create_graph run) */                                        \
+  X(FN, leaky_relu_backward, leaky_relu_backward, "leaky_relu_backward(Tensor grad_output, "       \
+    "Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor",                          \
+    Tensor, (const Tensor& grad_output, const Tensor& self, const Scalar& negative_slope,          \
+             bool self_is_result), (grad_output, self, negative_slope, self_is_result))           \
+  X(FN, elu_backward, elu_backward, "elu_backward(Tensor grad_output, Scalar alpha, Scalar "       \
+    "scale, Scalar input_scale, bool is_result, Tensor self_or_result) -> Tensor",                 \
+    Tensor, (const Tensor& grad_output, const Scalar& alpha, const Scalar& scale,                  \
+             const Scalar& input_scale, bool is_result, const Tensor& self_or_result),            \
+    (grad_output, alpha, scale, input_scale, is_result, self_or_result))                          \
+  X(FN, softplus_backward, softplus_backward, "softplus_backward(Tensor grad_output, Tensor "      \
+    "self, Scalar beta, Scalar threshold) -> Tensor",                                               \
+    Tensor, (const Tensor& grad_output, const Tensor& self, const Scalar& beta,                    \
+             const Scalar& threshold), (grad_output, self, beta, threshold))                        \
+  X(FN, hardswish_backward, hardswish_backward, "hardswish_backward(Tensor grad_output, Tensor "   \
+    "self) -> Tensor", Tensor, (const Tensor& grad_output, const Tensor& self),                    \
+    (grad_output, self))                                                                            \
   /* the backward of softmax and log_softmax (kernels/cpu/activation.cpp; composites in */        \
   /* kernels/composite/activation.cpp, which a backward with create_graph records) */              \
   X(FN, _softmax_backward_data, _softmax_backward_data, "_softmax_backward_data(Tensor "            \

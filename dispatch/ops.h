@@ -325,6 +325,16 @@ Tensor gelu_backward(const Tensor& grad_output, const Tensor& self,
 Tensor sigmoid_backward(const Tensor& grad_output, const Tensor& output);
 Tensor tanh_backward(const Tensor& grad_output, const Tensor& output);
 Tensor silu_backward(const Tensor& grad_output, const Tensor& self);
+// The backward of leaky_relu, elu, softplus and hardswish (PyTorch's schemas): grad_output times
+// the derivative at self (elu: at self_or_result, its result where is_result; leaky_relu: the
+// result's sign is self's for a positive slope, the only one self_is_result takes).
+Tensor leaky_relu_backward(const Tensor& grad_output, const Tensor& self,
+                           const Scalar& negative_slope, bool self_is_result);
+Tensor elu_backward(const Tensor& grad_output, const Scalar& alpha, const Scalar& scale,
+                    const Scalar& input_scale, bool is_result, const Tensor& self_or_result);
+Tensor softplus_backward(const Tensor& grad_output, const Tensor& self, const Scalar& beta,
+                         const Scalar& threshold);
+Tensor hardswish_backward(const Tensor& grad_output, const Tensor& self);
 Tensor _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,
                               ScalarType input_dtype);
 Tensor _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,

@@ -204,6 +204,47 @@ TEST(Activation, Pointwise) {
   EXPECT_THROW_MSG(softplus(ones({2}), 0), ValueError, "[softplus] beta must be nonzero");
 }
 
+// The backward kernels of leaky_relu, elu, softplus and hardswish (kernels/cpu/
+// activation_pointwise.cpp) against their formulas written with ops, over long contiguous and
+// strided runs with NaN, the bounds and both signs, in each floating dtype.
+TEST(Activation, PointwiseBackwardKernelsMatchTheirFormulas) {
+  manual_seed(52);
+  for (ScalarType t : float_dtypes()) {
+    std::vector<double> v = {NAN, -3, 3, 0, -0.0, -1e-30, 1e-30, -100, 100, 2.5};
+    for (int i = 0; v.size() < 4099; ++i) v.push_back(-6 + 12.0 * (i % 991) / 991);
+    const int64_t n = static_cast<int64_t>(v.size());
+    const Tensor x0 = tensor(v, IntArrayRef({n}), TensorOptions(kDouble)), g0 = randn({n}, kDouble);
+    for (bool strided : {false, true}) {
+      const Tensor x = strided ? non_contiguous(x0.to(t)) : x0.to(t);
+      const Tensor g = strided ? non_contiguous(g0.to(t)) : g0.to(t);
+      const Tensor xd = x.to(kDouble), gd = g.to(kDouble);
+      auto check = [&](const Tensor& got, const Tensor& want, const char* what) {
+        expect_elements(
+            got, [&](auto& i) { return value_at(want, i); },
+            std::string(what) + (strided ? " strided " : " ") + to_string(t), 4.0);
+      };
+      check(leaky_relu_backward(g, x, 0.2, false), where(xd > 0, gd, gd * 0.2), "leaky_relu");
+      const Tensor y = elu(x, 1.5, 2, 0.5), yd = y.to(kDouble);
+      check(elu_backward(g, 1.5, 2, 0.5, false, x),
+            where(xd <= 0, gd * exp(xd * 0.5) * (1.5 * 2 * 0.5), gd * 2), "elu");
+      check(elu_backward(g, 1.5, 2, 0.5, true, y),
+            where(yd <= 0, gd * ((yd + 1.5 * 2) * 0.5), gd * 2), "elu of the result");
+      check(softplus_backward(g, x, 2, 5), where(xd * 2 > 5, gd, gd * sigmoid(xd * 2)), "softplus");
+      check(hardswish_backward(g, x),
+            where(xd <= -3, zeros({}, kDouble), where(xd < 3, gd * (xd / 3 + 0.5), gd)),
+            "hardswish");
+    }
+  }
+  EXPECT_THROW_MSG(leaky_relu_backward(ones({2}), ones({2}), -0.1, true), ValueError,
+                   "[leaky_relu_backward] the derivative from the result needs a nonnegative "
+                   "slope, but got -0.1");
+  EXPECT_THROW_MSG(hardswish_backward(ones({2}), ones({3})), ValueError,
+                   "[hardswish_backward] grad_output and self must have one shape, but got (2) "
+                   "and (3)");
+  EXPECT_THROW_MSG(softplus_backward(ones({2}, kInt), ones({2}, kInt), 1, 20), NotImplementedError,
+                   "[softplus_backward] not implemented for dtype Int");
+}
+
 TEST(Activation, Prelu) {
   Tensor x = tensor({-1.f, 2.f, -3.f, 4.f, -5.f, 6.f}, IntArrayRef{1, 3, 2});
   Tensor w = tensor({0.1f, 0.2f, 0.3f});

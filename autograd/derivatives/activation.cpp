@@ -23,18 +23,12 @@ LIBRARY_IMPL(xten, Autograd, m) {
       .saves_result()
       .saves_only({});
   d.def("leaky_relu", [](const GradContext& c) -> variable_list {
-    const Tensor x = c.input(0);
-    return {where(x > 0, c.grad(), c.grad() * c.arg<Scalar>(1))};
+    return {leaky_relu_backward(c.grad(), c.input(0), c.arg<Scalar>(1), false)};
   });
   // elu(x) = scale * x for x > 0, scale * alpha * (exp(input_scale * x) - 1) otherwise.
   d.def("elu", [](const GradContext& c) -> variable_list {
-    const Tensor x = c.input(0);
-    const double alpha = c.arg<Scalar>(1).to<double>(), scale = c.arg<Scalar>(2).to<double>(),
-                 input_scale = c.arg<Scalar>(3).to<double>();
-    // x <= 0 picks the exponential side, so NaN takes the linear one and passes the gradient
-    // (PyTorch's elu_backward).
-    return {where(x <= 0, c.grad() * exp(x * input_scale) * (alpha * scale * input_scale),
-                  c.grad() * scale)};
+    return {elu_backward(c.grad(), c.arg<Scalar>(1), c.arg<Scalar>(2), c.arg<Scalar>(3), false,
+                         c.input(0))};
   });
   // hardtanh passes the gradient strictly inside (min, max): 0 at the bounds, unlike clamp, and
   // NaN passes it (PyTorch's hardtanh_backward). hardtanh is a composite of clamp (kernels/
@@ -46,16 +40,10 @@ LIBRARY_IMPL(xten, Autograd, m) {
   });
   // softplus(x) = log(1 + exp(beta x)) / beta, x where beta x > threshold.
   d.def("softplus", [](const GradContext& c) -> variable_list {
-    const Tensor x = c.input(0);
-    const double beta = c.arg<Scalar>(1).to<double>(), threshold = c.arg<Scalar>(2).to<double>();
-    const Tensor bx = x * beta;
-    return {where(bx > threshold, c.grad(), c.grad() * sigmoid(bx))};
+    return {softplus_backward(c.grad(), c.input(0), c.arg<Scalar>(1), c.arg<Scalar>(2))};
   });
   d.def("hardswish", [](const GradContext& c) -> variable_list {
-    const Tensor x = c.input(0);
-    // PyTorch 2.11's bounds: 0 at x = -3, the identity's 1 at x = 3 and at NaN.
-    return {where(x <= -3, zeros({}, c.grad().dtype(), c.grad().device()),
-                  where(x < 3, c.grad() * (x / 3 + 0.5), c.grad()))};
+    return {hardswish_backward(c.grad(), c.input(0))};
   });
 }
 

@@ -70,6 +70,14 @@ void check_pointwise_backward(const char* op, const Tensor& grad, const Tensor& 
              "not implemented for dtype {}", to_string(grad.dtype()));
 }
 
+void check_leaky_relu_backward(const Tensor& grad, const Tensor& self, const Scalar& slope,
+                               bool self_is_result) {
+  check_pointwise_backward("leaky_relu_backward", grad, self);
+  XTEN_CHECK(!self_is_result || slope.to<double>() >= 0, ValueError, "leaky_relu_backward",
+             "the derivative from the result needs a nonnegative slope, but got {}",
+             slope.to<double>());
+}
+
 void check_floating_loss(const char* op, const Tensor& input, const Tensor& target) {
   XTEN_CHECK(is_floating_type(input.dtype()), NotImplementedError, op,
              "not implemented for input dtype {}", to_string(input.dtype()));

@@ -226,6 +226,10 @@ double mse_loss_backward_norm(const Tensor& grad_output, const Tensor& self, con
 // shape, dtype and device, and a floating dtype.
 void check_pointwise_backward(const char* op, const Tensor& grad, const Tensor& other,
                               const char* other_name = "self");
+// leaky_relu_backward's: as above, and from the result (self_is_result) only for a nonnegative
+// slope (a negative one flips the result's sign: PyTorch refuses it too).
+void check_leaky_relu_backward(const Tensor& grad, const Tensor& self, const Scalar& slope,
+                               bool self_is_result);
 // gelu_backward's operands: one shape, dtype and device, a floating dtype, a known form.
 void check_gelu_backward(const Tensor& grad, const Tensor& self, const std::string& approximate);
 

@@ -89,6 +89,36 @@ Tensor silu_backward_kernel(const Tensor& g, const Tensor& x) {
   return g * s * (x * (1 - s) + 1);
 }
 
+// leaky_relu's, elu's, softplus's and hardswish's derivatives written with ops (the formulas
+// autograd used before the CPU kernels, kernels/cpu/activation_pointwise.cpp).
+Tensor leaky_relu_backward_kernel(const Tensor& g, const Tensor& self, const Scalar& slope,
+                                  bool self_is_result) {
+  check_leaky_relu_backward(g, self, slope, self_is_result);
+  return where(self > 0, g, g * slope);
+}
+// x <= 0 picks the exponential side, so NaN takes the linear one and passes the gradient
+// (PyTorch's elu_backward); from the result y: input_scale (y + alpha scale) there.
+Tensor elu_backward_kernel(const Tensor& g, const Scalar& alpha, const Scalar& scale,
+                           const Scalar& input_scale, bool is_result, const Tensor& y_or_x) {
+  check_pointwise_backward("elu_backward", g, y_or_x, "self_or_result");
+  const double a = alpha.to<double>(), s = scale.to<double>(), is = input_scale.to<double>();
+  const Tensor neg = is_result ? g * ((y_or_x + a * s) * is) : g * exp(y_or_x * is) * (a * s * is);
+  return where(y_or_x <= 0, neg, g * s);
+}
+Tensor softplus_backward_kernel(const Tensor& g, const Tensor& self, const Scalar& beta,
+                                const Scalar& threshold) {
+  check_pointwise_backward("softplus_backward", g, self);
+  check_softplus_beta(beta);
+  const Tensor bx = self * beta;
+  return where(bx > threshold, g, g * sigmoid(bx));
+}
+// PyTorch 2.11's bounds: 0 at x = -3, the identity's 1 at x = 3 and at NaN.
+Tensor hardswish_backward_kernel(const Tensor& g, const Tensor& self) {
+  check_pointwise_backward("hardswish_backward", g, self);
+  return where(self <= -3, zeros({}, g.dtype(), g.device()),
+               where(self < 3, g * (self / 3 + 0.5), g));
+}
+
 Tensor log_softmax_backward_data_kernel(const Tensor& g, const Tensor& y, int64_t dim,
                                         ScalarType input_dtype) {
   const int64_t d = softmax_backward_meta("_log_softmax_backward_data", g, y, dim, input_dtype);
@@ -105,6 +135,10 @@ LIBRARY_IMPL(xten, CompositeImplicit, m) {
   m.impl("sigmoid_backward", sigmoid_backward_kernel);
   m.impl("tanh_backward", tanh_backward_kernel);
   m.impl("silu_backward", silu_backward_kernel);
+  m.impl("leaky_relu_backward", leaky_relu_backward_kernel);
+  m.impl("elu_backward", elu_backward_kernel);
+  m.impl("softplus_backward", softplus_backward_kernel);
+  m.impl("hardswish_backward", hardswish_backward_kernel);
   m.impl("hardtanh", hardtanh_kernel);
   m.impl("prelu", prelu_kernel);
   m.impl("dropout", dropout_kernel);

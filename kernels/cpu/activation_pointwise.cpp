@@ -1,7 +1,8 @@
-// The parameterized pointwise activations on CPU (leaky_relu, elu, softplus, hardswish) through
-// the elementwise engine, each as a lane function with a vector form. A file of its own: in
-// activation.cpp they grew the avx2 copy past what GCC inlines in one unit, and the copy then
-// held AVX instances of shared inline functions (cpu_levels_isolated; Note [CPU capability]).
+// The parameterized pointwise activations on CPU (leaky_relu, elu, softplus, hardswish) and their
+// backward through the elementwise engine, each as a lane function with a vector form. A file of
+// its own: in activation.cpp they grew the avx2 copy past what GCC inlines in one unit, and the
+// copy then held AVX instances of shared inline functions (cpu_levels_isolated; Note [CPU
+// capability]).
 #include <algorithm>
 #include <cmath>
 
@@ -97,6 +98,86 @@ struct VecHardswish {
   }
 };
 
+// Their derivatives times the incoming gradient g, as lane functions of (g, x) for the backward
+// kernels. Written with ops (where, comparisons, products: 3-5 passes over memory) they ran at
+// 0.15-0.4x libtorch's speed. The conditions are PyTorch's, NaN included: leaky_relu's and
+// softplus's NaN x gives NaN, elu's and hardswish's pass g.
+template <class S>
+struct VecLeakyReluGrad {
+  S slope;
+  S operator()(const S& g, const S& x) const { return branchless_select(x > S(0), g, g * slope); }
+  template <class P>
+  P packetOp(const P& g, const P& x) const {
+    using namespace Eigen::internal;
+    return pselect(pcmp_lt(pzero(x), x), g, pmul(g, pset1<P>(slope)));
+  }
+};
+// x <= 0 ? g input_scale scale alpha exp(input_scale x) : g scale; from the result y
+// (is_result): x <= 0 ? g input_scale (y + scale alpha) : g scale.
+template <class S>
+struct VecEluGrad {
+  S scale, scale_alpha, input_scale;
+  bool is_result;
+  S operator()(const S& g, const S& x) const {
+    if (!(x <= S(0))) return g * scale;
+    return is_result ? g * (input_scale * (x + scale_alpha))
+                     : g * (input_scale * scale_alpha) * std::exp(x * input_scale);
+  }
+  template <class P>
+  P packetOp(const P& g, const P& x) const {
+    using namespace Eigen::internal;
+    const P neg = is_result ? pmul(g, pmul(pset1<P>(input_scale), padd(x, pset1<P>(scale_alpha))))
+                            : pmul(pmul(g, pset1<P>(input_scale * scale_alpha)),
+                                   VecExp<S>{}.packetOp(pmul(x, pset1<P>(input_scale))));
+    return pselect(pcmp_le(x, pzero(x)), neg, pmul(g, pset1<P>(scale)));
+  }
+};
+// beta x > threshold ? g : g z / (z + 1), z = exp(beta x) (PyTorch's form); NaN x gives NaN.
+template <class S>
+struct VecSoftplusGrad {
+  S beta, threshold;
+  S operator()(const S& g, const S& x) const {
+    const S bx = x * beta, z = std::exp(bx);
+    return bx > threshold ? g : g * z / (z + S(1));
+  }
+  template <class P>
+  P packetOp(const P& g, const P& x) const {
+    using namespace Eigen::internal;
+    const P bx = pmul(x, pset1<P>(beta));
+    const P z = VecExp<S>{}.packetOp(bx);  // clamped at 88.7: z / (z + 1) is 1 there anyway
+    const P r =
+        pselect(pcmp_lt(pset1<P>(threshold), bx), g, pdiv(pmul(g, z), padd(z, pset1<P>(S(1)))));
+    return pselect(pcmp_eq(x, x), r, x);
+  }
+};
+// x <= -3 ? 0 : x < 3 ? g (x / 3 + 1/2) : g; NaN passes g.
+template <class S>
+struct VecHardswishGrad {
+  S operator()(const S& g, const S& x) const {
+    return x <= S(-3) ? S(0) : x < S(3) ? g * (x / S(3) + S(0.5)) : g;
+  }
+  template <class P>
+  P packetOp(const P& g, const P& x) const {
+    using namespace Eigen::internal;
+    const P mid = pmul(g, padd(pdiv(x, pset1<P>(S(3))), pset1<P>(S(0.5))));
+    const P r = pselect(pcmp_lt(x, pset1<P>(S(3))), mid, g);
+    return pselect(pcmp_le(x, pset1<P>(S(-3))), pzero(x), r);
+  }
+};
+// The engine's op for a lane function F of (g, x).
+template <class F>
+struct PointwiseActivationGrad {
+  F f;
+  template <class M>
+  M operator()(M g, M x) const {
+    return f(g, x);
+  }
+  template <class A, class B>
+  auto vec(const A& g, const B& x) const {
+    return g.binaryExpr(x, f);
+  }
+};
+
 // The engine's op for a lane function F (loops.h): scalar and vector forms, and F's edges where
 // it has them (Note [Vector math edges]).
 template <class F>
@@ -135,6 +216,22 @@ struct functor_traits<xten::cpu::VecSoftplus<S>> {
 template <class S>
 struct functor_traits<xten::cpu::VecHardswish<S>> {
   enum { Cost = 8, PacketAccess = std::is_floating_point_v<S> };
+};
+template <class S>
+struct functor_traits<xten::cpu::VecLeakyReluGrad<S>> {
+  enum { Cost = 3, PacketAccess = std::is_floating_point_v<S> };
+};
+template <class S>
+struct functor_traits<xten::cpu::VecEluGrad<S>> {
+  enum { Cost = 30, PacketAccess = std::is_same_v<S, float> };
+};
+template <class S>
+struct functor_traits<xten::cpu::VecSoftplusGrad<S>> {
+  enum { Cost = 35, PacketAccess = std::is_same_v<S, float> };
+};
+template <class S>
+struct functor_traits<xten::cpu::VecHardswishGrad<S>> {
+  enum { Cost = 10, PacketAccess = std::is_floating_point_v<S> };
 };
 }  // namespace Eigen::internal
 
@@ -183,6 +280,53 @@ Tensor hardswish_kernel(const Tensor& self) {
   });
 }
 
+// A backward over (grad_output, x) of one floating dtype, the functor built per opmath type.
+template <class MakeOp>
+Tensor activation_backward(const char* op, const Tensor& grad, const Tensor& x,
+                           const MakeOp& make) {
+  Elementwise e(op, Tensor(), {grad, x});
+  e.compute_dtype(grad.dtype());
+  e.prepare();
+  return visit_dtype<dtypes::kFloating>(op, e.compute(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return e.run(make_loop<T, T, T>(make(TypeTag<opmath_t<T>>{})));
+  });
+}
+
+Tensor leaky_relu_backward_kernel(const Tensor& g, const Tensor& self, const Scalar& slope,
+                                  bool self_is_result) {
+  check_leaky_relu_backward(g, self, slope, self_is_result);
+  return activation_backward("leaky_relu_backward", g, self, [&](auto tag) {
+    using M = typename decltype(tag)::type;
+    return PointwiseActivationGrad<VecLeakyReluGrad<M>>{{slope.to<M>()}};
+  });
+}
+Tensor elu_backward_kernel(const Tensor& g, const Scalar& alpha, const Scalar& scale,
+                           const Scalar& input_scale, bool is_result, const Tensor& y_or_x) {
+  check_pointwise_backward("elu_backward", g, y_or_x, "self_or_result");
+  return activation_backward("elu_backward", g, y_or_x, [&](auto tag) {
+    using M = typename decltype(tag)::type;
+    return PointwiseActivationGrad<VecEluGrad<M>>{
+        {scale.to<M>(), scale.to<M>() * alpha.to<M>(), input_scale.to<M>(), is_result}};
+  });
+}
+Tensor softplus_backward_kernel(const Tensor& g, const Tensor& self, const Scalar& beta,
+                                const Scalar& threshold) {
+  check_pointwise_backward("softplus_backward", g, self);
+  check_softplus_beta(beta);
+  return activation_backward("softplus_backward", g, self, [&](auto tag) {
+    using M = typename decltype(tag)::type;
+    return PointwiseActivationGrad<VecSoftplusGrad<M>>{{beta.to<M>(), threshold.to<M>()}};
+  });
+}
+Tensor hardswish_backward_kernel(const Tensor& g, const Tensor& self) {
+  check_pointwise_backward("hardswish_backward", g, self);
+  return activation_backward("hardswish_backward", g, self, [](auto tag) {
+    using M = typename decltype(tag)::type;
+    return PointwiseActivationGrad<VecHardswishGrad<M>>{{}};
+  });
+}
+
 }  // namespace
 
 XTEN_CPU_KERNELS(activation_pointwise, m) {
@@ -190,6 +334,10 @@ XTEN_CPU_KERNELS(activation_pointwise, m) {
   m.impl("elu", elu_kernel);
   m.impl("softplus", softplus_kernel);
   m.impl("hardswish", hardswish_kernel);
+  m.impl("leaky_relu_backward", leaky_relu_backward_kernel);
+  m.impl("elu_backward", elu_backward_kernel);
+  m.impl("softplus_backward", softplus_backward_kernel);
+  m.impl("hardswish_backward", hardswish_backward_kernel);
 }
 
 }  // namespace xten::cpu
