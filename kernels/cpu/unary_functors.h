@@ -390,7 +390,9 @@ struct VecLog {
 // - log2, log10: VecLog<S, 2 or 10> (Note [Vector log]): e + log1p(f) log2(e), and e log10(2) +
 //   log1p(f) log10(e) with the constants in two parts; the same edges as log, selected in the
 //   vector. log2 is exact at powers of 2.
-// - tan: sin / cos (VecSin, VecCos), with their edges at the default level.
+// - tan: with FMA, one reduction by pi/2 in three fused parts, Cephes' tanf polynomial, and
+//   -1 / tan(r) for odd quadrants (|x| <= 8192; beyond, and NaN and the infinities, the scalar
+//   form); at the default level sin / cos (VecSin, VecCos) with their edges.
 // Worst errors found: docs/cpu_kernels.md, "Vector math"; test_cpu_unary checks them.
 struct VecExpm1 {
   float operator()(const float& x) const { return std::expm1(x); }
@@ -426,7 +428,29 @@ struct VecTan {
   float operator()(const float& x) const { return std::tan(x); }
   template <class P>
   P packetOp(const P& x) const {
-    return Eigen::internal::pdiv(Eigen::internal::psin(x), Eigen::internal::pcos(x));
+    using namespace Eigen::internal;
+#if defined(__FMA__)
+    // One reduction: r = x - n pi/2 (pi/2 in three parts, Eigen's for its sin and cos, each
+    // product fused), tan(r) = r + r^3 Q(r^2) (Cephes' tanf coefficients) for |r| <= pi/4, and
+    // -1 / tan(r) for odd n. Beyond kTanVectorMax, the scalar form (TanOp's edge).
+    const P n = pround(pmul(x, pset1<P>(0.636619772368f)));
+    P r = pmadd(n, pset1<P>(-1.57079601287841796875f), x);
+    r = pmadd(n, pset1<P>(-3.13916473e-07f), r);
+    r = pmadd(n, pset1<P>(-5.3903029534742383e-15f), r);
+    const P z = pmul(r, r);
+    P q = pmadd(pset1<P>(9.38540185543e-3f), z, pset1<P>(3.11992232697e-3f));
+    q = pmadd(q, z, pset1<P>(2.44301354525e-2f));
+    q = pmadd(q, z, pset1<P>(5.34112807005e-2f));
+    q = pmadd(q, z, pset1<P>(1.33387994085e-1f));
+    q = pmadd(q, z, pset1<P>(3.33331568548e-1f));
+    const P t = pmadd(pmul(q, z), r, r);
+    using PI = typename unpacket_traits<P>::integer_packet;
+    const P odd = preinterpret<P>(pcmp_eq(pand(pcast<P, PI>(n), pset1<PI>(1)), pset1<PI>(1)));
+    // +-0 gives itself (the reduction's sum makes -0 a +0).
+    return pselect(pcmp_eq(x, pzero(x)), x, pselect(odd, pdiv(pset1<P>(-1.0f), t), t));
+#else
+    return pdiv(psin(x), pcos(x));
+#endif
   }
 };
 // Note [Vector erf]: float erf without the C library (which computes one element at a time and
@@ -979,9 +1003,16 @@ XTEN_UNARY_EDGE_FUNCTOR(CosOp, std::cos(x), x.unaryExpr(VecCos<S>{}),
                         !(std::abs(x) <= kTrigVectorMax<M>))
 #endif
 #if defined(__FMA__)
+// VecTan's one reduction is exact enough up to here (NaN and the infinities: the scalar form).
+template <class M>
+constexpr M kTanVectorMax = M(8192);
 struct TanOp {
   XTEN_UNARY_SCALAR_PART(std::tan(x))
   XTEN_UNARY_FLOAT_VEC_PART(x.unaryExpr(VecTan{}))
+  template <class M>
+  bool edge(M x) const {
+    return !(std::abs(x) <= kTanVectorMax<M>);
+  }
 };
 #else
 struct TanOp {
