@@ -99,6 +99,50 @@ TEST(Random, DocumentedMapping) {
   EXPECT_EQ(k[3], 0x9b00dbd8u);
 }
 
+TEST(Random, EveryElementFollowsTheMapping) {
+  // The avx2 and avx512 levels draw the words in vector blocks (Note [Philox in vector lanes],
+  // kernels/cpu/factory.cpp). Every element, across block edges, the unaligned starts of 3
+  // threads' chunks and a ragged tail, equals docs/random.md's scalar mapping at every level.
+  const int saved = get_num_threads();
+  set_num_threads(3);
+  const int64_t n = 100003;
+  manual_seed(99);
+  const Tensor f = rand({n}), d = rand({n}, kDouble), h = rand({n}, kHalf), b = rand({n}, kBFloat16);
+  const Tensor z = randn({n}), zd = randn({n}, kDouble), k = randint(-7, 1000, {n}, kLong);
+  set_num_threads(saved);
+  const float* fp = f.data_ptr<float>();
+  const double* dp = d.data_ptr<double>();
+  const Half* hp = h.data_ptr<Half>();
+  const BFloat16* bp = b.data_ptr<BFloat16>();
+  const float* zp = z.data_ptr<float>();
+  const double* zdp = zd.data_ptr<double>();
+  const int64_t* kp = k.data_ptr<int64_t>();
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto w = [&](uint64_t offset) { return philox_words(99, offset, static_cast<uint64_t>(i)); };
+    const PhiloxCounter w0 = w(0), w1 = w(1), w2 = w(2), w3 = w(3), w4 = w(4), w5 = w(5), w6 = w(6);
+    const float u1 = (static_cast<float>(w4[0] >> 8) + 1.0f) * 0x1.0p-24f;
+    const float u2 = static_cast<float>(w4[1] >> 8) * 0x1.0p-24f;
+    const float normal = std::sqrt(-2.0f * std::log(u1)) * std::cos(6.2831853071795864769f * u2);
+    const double v1 =
+        (static_cast<double>((static_cast<uint64_t>(w5[0]) << 32 | w5[1]) >> 11) + 1.0) * 0x1.0p-53;
+    const double v2 =
+        static_cast<double>((static_cast<uint64_t>(w5[2]) << 32 | w5[3]) >> 11) * 0x1.0p-53;
+    const double normal_d = std::sqrt(-2.0 * std::log(v1)) * std::cos(2.0 * M_PI * v2);
+    const bool ok =
+        fp[i] == static_cast<float>(w0[0] >> 8) * 0x1.0p-24f &&
+        dp[i] == static_cast<double>((static_cast<uint64_t>(w1[0]) << 32 | w1[1]) >> 11) *
+                     0x1.0p-53 &&
+        static_cast<float>(hp[i]) == static_cast<float>(w2[0] >> 21) * 0x1.0p-11f &&
+        static_cast<float>(bp[i]) == static_cast<float>(w3[0] >> 24) * 0x1.0p-8f &&
+        zp[i] == normal && zdp[i] == normal_d &&
+        kp[i] == -7 + static_cast<int64_t>((static_cast<uint64_t>(w6[0]) << 32 | w6[1]) % 1007);
+    wrong += !ok;
+    if (!ok && wrong <= 3) ADD_FAILURE() << "element " << i << " differs from docs/random.md";
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(Random, Distributions) {
   manual_seed(7);
   for (ScalarType t : float_dtypes()) {

@@ -1,7 +1,11 @@
 // Unary ops on CPU against double-precision references, every supported dtype and layout.
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <numeric>
+#include <random>
+#include <utility>
 
 #include "test_util.h"
 
@@ -517,6 +521,61 @@ TEST(Unary, SixteenBitAbsAndNegAreSignBitOps) {
 // sigmoid_backward, tanh_backward and silu_backward (one kernel each) against the derivatives in
 // double, every float dtype, contiguous and strided; silu's far negative range and NaN (the
 // scalar lanes of VecSiluGrad) against the composite's values; the errors.
+TEST(Unary, SixteenBitTablesEqualTheComputedResults) {
+  // Note [16-bit unary ops by table] (kernels/cpu/unary.cpp): float16 and bfloat16 inputs of
+  // 16,384 elements or more look their results up in a table of the op's own results. Every bit
+  // pattern, shuffled, contiguous, through a transposed view and in place, must give the bits that
+  // the computed path gives (pieces of 4,096 elements, below the threshold), at every CPU level.
+  std::vector<uint16_t> bits(65536);
+  std::iota(bits.begin(), bits.end(), uint16_t(0));
+  std::shuffle(bits.begin(), bits.end(), std::mt19937(5));
+  using Fn = std::function<Tensor(const Tensor&)>;
+  const std::vector<std::pair<std::string, Fn>> ops = {
+      {"exp", [](const Tensor& x) { return x.exp(); }},
+      {"exp2", [](const Tensor& x) { return x.exp2(); }},
+      {"log", [](const Tensor& x) { return x.log(); }},
+      {"log2", [](const Tensor& x) { return x.log2(); }},
+      {"log10", [](const Tensor& x) { return x.log10(); }},
+      {"log1p", [](const Tensor& x) { return x.log1p(); }},
+      {"expm1", [](const Tensor& x) { return x.expm1(); }},
+      {"sqrt", [](const Tensor& x) { return x.sqrt(); }},
+      {"rsqrt", [](const Tensor& x) { return x.rsqrt(); }},
+      {"reciprocal", [](const Tensor& x) { return x.reciprocal(); }},
+      {"sin", [](const Tensor& x) { return x.sin(); }},
+      {"cos", [](const Tensor& x) { return x.cos(); }},
+      {"tan", [](const Tensor& x) { return x.tan(); }},
+      {"tanh", [](const Tensor& x) { return x.tanh(); }},
+      {"sigmoid", [](const Tensor& x) { return x.sigmoid(); }},
+      {"erf", [](const Tensor& x) { return x.erf(); }},
+      {"silu", [](const Tensor& x) { return x.silu(); }},
+      {"gelu", [](const Tensor& x) { return x.gelu(); }},
+      {"gelu tanh", [](const Tensor& x) { return x.gelu("tanh"); }},
+  };
+  const auto same_bits = [](const Tensor& a, const Tensor& b) {
+    const Tensor ca = a.contiguous(), cb = b.contiguous();
+    return ca.sizes() == cb.sizes() && ca.dtype() == cb.dtype() &&
+           std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.numel() * 2) == 0;
+  };
+  for (ScalarType t : {kBFloat16, kHalf}) {
+    const Tensor in = from_blob(bits.data(), {65536}, t).clone();
+    for (const auto& [name, f] : ops) {
+      std::vector<Tensor> pieces;
+      for (int64_t k = 0; k < 16; ++k) pieces.push_back(f(in.narrow(0, k * 4096, 4096)));
+      const Tensor computed = cat(pieces);
+      EXPECT_TRUE(same_bits(f(in), computed)) << name << " " << to_string(t);
+      const Tensor transposed = in.view({256, 256}).t();
+      EXPECT_TRUE(same_bits(f(transposed), computed.view({256, 256}).t()))
+          << name << " " << to_string(t) << " transposed";
+    }
+    Tensor a = in.clone(), b = in.clone(), c = in.clone();
+    a.exp_();
+    b.erf_();
+    c.silu_();
+    EXPECT_TRUE(same_bits(a, in.exp()) && same_bits(b, in.erf()) && same_bits(c, in.silu()))
+        << to_string(t) << " in place";
+  }
+}
+
 TEST(Unary, SigmoidTanhSiluBackward) {
   manual_seed(22);
   for (ScalarType t : float_dtypes()) {

@@ -1,13 +1,20 @@
 // Factories with CPU kernels: empty, arange, linspace and the random ones. The random ones
-// follow the (seed, offset, index) -> value mapping of docs/random.md exactly.
+// follow the (seed, offset, index) -> value mapping of docs/random.md exactly. Compiled once per
+// CPU level (capability.h), for Philox in vector lanes.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/generator.h>
 #include <xten/core/meta.h>
 #include <xten/core/parallel.h>
 #include <xten/dispatch/library.h>
+#include <xten/kernels/cpu/capability.h>
 
 #include <xten/kernels/common/factory_meta.h>
 #include <xten/kernels/cpu/loops.h>
@@ -65,6 +72,119 @@ Tensor linspace_kernel(const Scalar& start, const Scalar& end, int64_t steps, Sc
   return out;
 }
 
+// Note [Philox in vector lanes]
+// One Philox call per element is ten rounds of two 32 x 32 -> 64-bit products: about 5 ns an
+// element on one core, which made rand (and so dropout) the slowest pointwise op of the sweep
+// (dropout 0.77x libtorch at one thread; bench/README.md). The rounds of different indices are
+// independent, so at the avx2 and avx512 levels each of the four words is a vector of 8 or 16
+// indices' words, and kPhiloxVectors vectors go through the rounds together so that the products
+// of one vector overlap the latency of the others'. vpmuludq multiplies the even 32-bit lanes;
+// the odd lanes are shifted down and multiplied apart, then the low and high halves blended back.
+// The words are the scalar philox_words' bit for bit (integer arithmetic), so every level draws
+// the same numbers. A block starts at a multiple of its size, so index + lane never carries into
+// the index's high word. The default level (SSE2's two-lane products) keeps the scalar form.
+#if defined(__AVX512F__)
+#define XTEN_PHILOX_LANES 1
+using PhiloxVec = __m512i;
+constexpr int kPhiloxLanes = 16;
+inline PhiloxVec philox_splat(uint32_t x) { return _mm512_set1_epi32(static_cast<int>(x)); }
+inline PhiloxVec philox_xor(PhiloxVec a, PhiloxVec b) { return _mm512_xor_si512(a, b); }
+inline PhiloxVec philox_iota(uint32_t first) {
+  return _mm512_add_epi32(philox_splat(first),
+                          _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+}
+inline void philox_mulhilo(PhiloxVec a, PhiloxVec m, PhiloxVec& hi, PhiloxVec& lo) {
+  const PhiloxVec even = _mm512_mul_epu32(a, m);
+  const PhiloxVec odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), m);
+  lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
+  hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
+}
+inline void philox_store(uint32_t* p, PhiloxVec v) { _mm512_storeu_si512(p, v); }
+#elif defined(__AVX2__)
+#define XTEN_PHILOX_LANES 1
+using PhiloxVec = __m256i;
+constexpr int kPhiloxLanes = 8;
+inline PhiloxVec philox_splat(uint32_t x) { return _mm256_set1_epi32(static_cast<int>(x)); }
+inline PhiloxVec philox_xor(PhiloxVec a, PhiloxVec b) { return _mm256_xor_si256(a, b); }
+inline PhiloxVec philox_iota(uint32_t first) {
+  return _mm256_add_epi32(philox_splat(first), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+inline void philox_mulhilo(PhiloxVec a, PhiloxVec m, PhiloxVec& hi, PhiloxVec& lo) {
+  const PhiloxVec even = _mm256_mul_epu32(a, m);
+  const PhiloxVec odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
+  lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+  hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+}
+inline void philox_store(uint32_t* p, PhiloxVec v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+}
+#endif
+
+#ifdef XTEN_PHILOX_LANES
+constexpr int kPhiloxVectors = 4;
+constexpr int64_t kPhiloxBlock = kPhiloxLanes * kPhiloxVectors;
+
+// words[w][j] = philox_words(seed, offset, first + j)[w] for j < kPhiloxBlock; first is a
+// multiple of kPhiloxBlock.
+void philox_block(const PhiloxState& st, uint64_t first, uint32_t (&words)[4][kPhiloxBlock]) {
+  PhiloxVec c0[kPhiloxVectors], c1[kPhiloxVectors], c2[kPhiloxVectors], c3[kPhiloxVectors];
+  for (int v = 0; v < kPhiloxVectors; ++v) {
+    c0[v] = philox_iota(static_cast<uint32_t>(first) + static_cast<uint32_t>(v * kPhiloxLanes));
+    c1[v] = philox_splat(static_cast<uint32_t>(first >> 32));
+    c2[v] = philox_splat(static_cast<uint32_t>(st.offset));
+    c3[v] = philox_splat(static_cast<uint32_t>(st.offset >> 32));
+  }
+  const PhiloxVec m0 = philox_splat(0xD2511F53u), m1 = philox_splat(0xCD9E8D57u);
+  uint32_t k0 = static_cast<uint32_t>(st.seed), k1 = static_cast<uint32_t>(st.seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    const PhiloxVec key0 = philox_splat(k0), key1 = philox_splat(k1);
+    for (int v = 0; v < kPhiloxVectors; ++v) {
+      PhiloxVec hi0, lo0, hi1, lo1;
+      philox_mulhilo(c0[v], m0, hi0, lo0);
+      philox_mulhilo(c2[v], m1, hi1, lo1);
+      c0[v] = philox_xor(philox_xor(hi1, c1[v]), key0);
+      c1[v] = lo1;
+      c2[v] = philox_xor(philox_xor(hi0, c3[v]), key1);
+      c3[v] = lo0;
+    }
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  for (int v = 0; v < kPhiloxVectors; ++v) {
+    philox_store(words[0] + v * kPhiloxLanes, c0[v]);
+    philox_store(words[1] + v * kPhiloxLanes, c1[v]);
+    philox_store(words[2] + v * kPhiloxLanes, c2[v]);
+    philox_store(words[3] + v * kPhiloxLanes, c3[v]);
+  }
+}
+#endif
+
+// Calls f(i, philox_words(st.seed, st.offset, i)) for every i in [b, e), in order.
+template <class F>
+void for_each_philox(const PhiloxState& st, int64_t b, int64_t e, const F& f) {
+  int64_t i = b;
+#ifdef XTEN_PHILOX_LANES
+  const int64_t first_block = (b + kPhiloxBlock - 1) / kPhiloxBlock * kPhiloxBlock;
+  for (; i < std::min(first_block, e); ++i) f(i, philox_words(st.seed, st.offset, i));
+  alignas(64) uint32_t words[4][kPhiloxBlock];
+  for (; i + kPhiloxBlock <= e; i += kPhiloxBlock) {
+    philox_block(st, static_cast<uint64_t>(i), words);
+    for (int64_t j = 0; j < kPhiloxBlock; ++j)
+      f(i + j, PhiloxCounter{words[0][j], words[1][j], words[2][j], words[3][j]});
+  }
+#endif
+  for (; i < e; ++i) f(i, philox_words(st.seed, st.offset, i));
+}
+
+// Fills a contiguous tensor with value_from(philox words of i) in parallel.
+template <class T, class F>
+void fill_random(const Tensor& out, const PhiloxState& st, const F& value_from) {
+  T* p = out.data_ptr<T>();
+  parallel_for(out.numel(), kParallelGrain / 8, [&](int64_t b, int64_t e) {
+    for_each_philox(st, b, e, [&](int64_t i, const PhiloxCounter& r) { p[i] = value_from(r); });
+  });
+}
+
 // Uniform [0, 1) from Philox words, at the precision of the dtype (docs/random.md).
 template <class T>
 T uniform_from(const PhiloxCounter& r) {
@@ -101,8 +221,7 @@ Tensor rand_kernel(IntArrayRef size, ScalarType dtype, Device device) {
   const PhiloxState st = default_cpu_generator().next();
   visit_dtype<dtypes::kFloating>("rand", dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    fill_indexed<T>(
-        out, [=](int64_t i) { return uniform_from<T>(philox_words(st.seed, st.offset, i)); });
+    fill_random<T>(out, st, [](const PhiloxCounter& r) { return uniform_from<T>(r); });
   });
   return out;
 }
@@ -112,8 +231,7 @@ Tensor randn_kernel(IntArrayRef size, ScalarType dtype, Device device) {
   const PhiloxState st = default_cpu_generator().next();
   visit_dtype<dtypes::kFloating>("randn", dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    fill_indexed<T>(out,
-                    [=](int64_t i) { return normal_from<T>(philox_words(st.seed, st.offset, i)); });
+    fill_random<T>(out, st, [](const PhiloxCounter& r) { return normal_from<T>(r); });
   });
   return out;
 }
@@ -125,8 +243,7 @@ Tensor randint_kernel(int64_t low, int64_t high, IntArrayRef size, ScalarType dt
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   visit_dtype<dtypes::kAllButBool>("randint", dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    fill_indexed<T>(out, [=](int64_t i) {
-      const PhiloxCounter r = philox_words(st.seed, st.offset, i);
+    fill_random<T>(out, st, [=](const PhiloxCounter& r) {
       const uint64_t v = (static_cast<uint64_t>(r[0]) << 32 | r[1]) % range;
       return cast_value<T>(static_cast<int64_t>(static_cast<uint64_t>(low) + v));
     });
@@ -136,7 +253,7 @@ Tensor randint_kernel(int64_t low, int64_t high, IntArrayRef size, ScalarType dt
 
 }  // namespace
 
-LIBRARY_IMPL(xten, CPU, m) {
+XTEN_CPU_KERNELS(factory, m) {
   m.impl("empty", empty_kernel);
   m.impl("arange", arange_kernel);
   m.impl("linspace", linspace_kernel);

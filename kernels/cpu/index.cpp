@@ -336,11 +336,11 @@ Tensor nonzero_kernel(const Tensor& self) {
   return out;
 }
 
-// masked_select's copy (Note [Selecting in chunks]), typed by element size.
+// masked_select's copy (Note [Selecting in chunks]), typed by element size; first is chunk_rows'
+// count of the mask.
 template <class E>
-void masked_copy(const E* src, const bool* mask, E* dst, int64_t n) {
-  const std::vector<int64_t> first =
-      chunk_rows(n, [mask](int64_t b, int64_t e) { return std::count(mask + b, mask + e, true); });
+void masked_copy(const E* src, const bool* mask, E* dst, int64_t n,
+                 const std::vector<int64_t>& first) {
   parallel_for(static_cast<int64_t>(first.size()) - 1, 1, [&](int64_t b, int64_t e) {
     for (int64_t c = b; c < e; ++c) {
       const int64_t start = c * kSelectChunk, end = std::min(n, start + kSelectChunk);
@@ -359,29 +359,16 @@ Tensor masked_select_kernel(const Tensor& self, const Tensor& mask) {
   const DimVector shape = broadcast_shapes("masked_select", self.sizes(), mask.sizes());
   const Tensor x = self.expand(shape).contiguous(), m = mask.expand(shape).contiguous();
   const bool* mp = static_cast<const bool*>(m.data_ptr());
-  const int64_t n = m.numel(), kept = std::count(mp, mp + n, true);
-  Tensor out = empty_tensor({kept}, self.dtype(), self.device());
-  auto copy = [&](auto element) {
-    using E = decltype(element);
-    masked_copy(static_cast<const E*>(x.data_ptr()), mp, static_cast<E*>(out.data_ptr()), n);
-  };
-  switch (self.element_size()) {
-    case 1:
-      copy(uint8_t());
-      break;
-    case 2:
-      copy(uint16_t());
-      break;
-    case 4:
-      copy(uint32_t());
-      break;
-    case 8:
-      copy(uint64_t());
-      break;
-    default:
-      XTEN_CHECK(false, NotImplementedError, "masked_select", "not implemented for dtype {}",
-                 to_string(self.dtype()));
-  }
+  const int64_t n = m.numel();
+  // One parallel count sizes the output and places each chunk's rows.
+  const std::vector<int64_t> first =
+      chunk_rows(n, [mp](int64_t b, int64_t e) { return std::count(mp + b, mp + e, true); });
+  Tensor out = empty_tensor({first.back()}, self.dtype(), self.device());
+  visit_element_size("masked_select", self.element_size(), [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    masked_copy(static_cast<const E*>(x.data_ptr()), mp, static_cast<E*>(out.data_ptr()), n,
+                first);
+  });
   return out;
 }
 

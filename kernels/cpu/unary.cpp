@@ -1,9 +1,16 @@
 // Unary pointwise ops on CPU. Float-valued ops (exp, sin, ...) compute integer and bool
 // inputs in float32, as PyTorch does; rounding ops return integer inputs unchanged.
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include <xten/core/dtype_dispatch.h>
+#include <xten/core/parallel.h>
 #include <xten/dispatch/library.h>
 #include <xten/kernels/cpu/capability.h>
 
@@ -31,13 +38,111 @@ Tensor unary(const char* name, const Tensor& out, const Tensor& self, const Op& 
   });
 }
 
+// Same dtype in and out, over the dtype set `Set`.
+#define XTEN_SAME_DTYPE_UNARY(name, Set, Op)                                             \
+  Tensor name##_kernel(const Tensor& s) { return unary<Set>(#name, Tensor(), s, Op{}); } \
+  Tensor name##__kernel(const Tensor& s) { return unary<Set>(#name "_", s, s, Op{}); }
+XTEN_SAME_DTYPE_UNARY(sign, unary_dtypes::kSign, SignOp)
+XTEN_SAME_DTYPE_UNARY(relu, unary_dtypes::kRelu, ReluOp)
+XTEN_SAME_DTYPE_UNARY(bitwise_not, unary_dtypes::kBitwiseNot, BitNotOp)
+#undef XTEN_SAME_DTYPE_UNARY
+
+// Runs run(out_words, in_words, n) over the 16-bit words of s into out (undefined: new, of s's
+// dtype): n consecutive words where both are contiguous, else one word at a time.
+template <class Run>
+Tensor word_unary(const char* name, const Tensor& out, const Tensor& s, const Run& run) {
+  Elementwise e(name, out, {s});
+  e.prepare();
+  return e.run([&run](char** data, const int64_t* st, int64_t n) {
+    if (st[0] == 2 && st[1] == 2) {
+      run(reinterpret_cast<uint16_t*>(data[0]), reinterpret_cast<const uint16_t*>(data[1]), n);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i)
+      run(reinterpret_cast<uint16_t*>(data[0] + i * st[0]),
+          reinterpret_cast<const uint16_t*>(data[1] + i * st[1]), 1);
+  });
+}
+
+// abs and neg of float16 and bfloat16 only change the sign bit: a loop over the 16-bit words,
+// (w & keep) ^ flip, with no conversion to float and back (which made bfloat16 abs and neg 0.4x
+// libtorch's at 16 threads). NaN stays NaN, -0.0 becomes +0.0 under abs, as the float path does.
+Tensor sign_bit_unary(const char* name, const Tensor& out, const Tensor& s, uint16_t keep,
+                      uint16_t flip) {
+  return word_unary(name, out, s, [keep, flip](uint16_t* o, const uint16_t* in, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<uint16_t>((in[i] & keep) ^ flip);
+  });
+}
+bool is_16bit_float(ScalarType t) {
+  return t == kHalf || t == kBFloat16;
+}
+
+// Note [16-bit unary ops by table]
+// A float16 or bfloat16 element is one of 65,536 bit patterns, so a unary op from such a dtype to
+// itself is a table of 65,536 results. The float ops below (exp ... erf, silu, gelu) look up the
+// results of a large input (kTableMinElements or more) in such a table: 128 KiB, filled on first
+// use for each op and dtype by running the op's own kernel (this level's vector form) over every
+// bit pattern, so each result is bit for bit what the kernel computes, NaN payloads included (and
+// the same wherever the element sits: a tail no longer takes the scalar form). A lookup costs a
+// load, a 16-lane gather at the avx512 level, against the 30-50 vector operations of a packet of
+// erf or gelu and the widening and rounding around them: bfloat16 gelu took 0.67-0.70x libtorch's
+// time in the sweep, erf 0.87-0.92 and rsqrt 0.82-0.83 (bench/README.md, "bench_sweep"). Inputs
+// below the threshold compute: there a table out of cache costs more than the arithmetic. The
+// table is filled on one thread (about 65,536 elements' work, once), so that a first call from
+// several threads at once waits on one fill, not on an OpenMP team inside a static initializer.
+constexpr int64_t kTableMinElements = 1 << 14;
+
+// out[i] = table[in[i]]; table has 65,537 entries (the gather reads 32 bits at each index).
+void look_up(const uint16_t* table, uint16_t* out, const uint16_t* in, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  for (; i + 16 <= n; i += 16) {
+    const __m512i index =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i)));
+    const __m512i words = _mm512_i32gather_epi32(index, table, 2);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(words));
+  }
+#endif
+  for (; i < n; ++i) out[i] = table[in[i]];
+}
+
+// op's results for every bit pattern of T (Half or BFloat16), computed once.
+template <uint32_t Set, class T, class Op>
+const uint16_t* table_of(const char* name, const Op& op, bool to_float) {
+  static const std::vector<uint16_t> table = [&] {
+    ThreadLimitGuard one_thread(1);
+    const Tensor every = empty_tensor({65536}, scalar_type_of_v<T>, Device(kCPU));
+    uint16_t* w = static_cast<uint16_t*>(every.data_ptr());
+    for (int b = 0; b < 65536; ++b) w[b] = static_cast<uint16_t>(b);
+    const Tensor r = unary<Set>(name, Tensor(), every, op, to_float);
+    std::vector<uint16_t> t(65537, 0);
+    std::memcpy(t.data(), r.data_ptr(), 65536 * sizeof(uint16_t));
+    return t;
+  }();
+  return table.data();
+}
+
+// unary(), through the table of Note [16-bit unary ops by table] where it applies.
+template <uint32_t Set, class Op>
+Tensor unary_or_table(const char* name, const Tensor& out, const Tensor& s, const Op& op,
+                      bool to_float = false) {
+  if (!is_16bit_float(s.dtype()) || s.numel() < kTableMinElements ||
+      (out.defined() && out.dtype() != s.dtype()))
+    return unary<Set>(name, out, s, op, to_float);
+  const uint16_t* table = s.dtype() == kHalf ? table_of<Set, Half>(name, op, to_float)
+                                             : table_of<Set, BFloat16>(name, op, to_float);
+  return word_unary(name, out, s, [table](uint16_t* o, const uint16_t* in, int64_t n) {
+    look_up(table, o, in, n);
+  });
+}
+
 // Kernels: `name` for the functional form, `name_` writing into self.
-#define XTEN_FLOAT_UNARY(name, Op)                                                \
-  Tensor name##_kernel(const Tensor& s) {                                         \
-    return unary<dtypes::kFloating>(#name, Tensor(), s, Op{}, /*to_float=*/true); \
-  }                                                                               \
-  Tensor name##__kernel(const Tensor& s) {                                        \
-    return unary<dtypes::kFloating>(#name "_", s, s, Op{}, /*to_float=*/true);    \
+#define XTEN_FLOAT_UNARY(name, Op)                                                         \
+  Tensor name##_kernel(const Tensor& s) {                                                  \
+    return unary_or_table<dtypes::kFloating>(#name, Tensor(), s, Op{}, /*to_float=*/true); \
+  }                                                                                        \
+  Tensor name##__kernel(const Tensor& s) {                                                 \
+    return unary_or_table<dtypes::kFloating>(#name "_", s, s, Op{}, /*to_float=*/true);    \
   }
 XTEN_FLOAT_UNARY(exp, ExpOp)
 XTEN_FLOAT_UNARY(exp2, Exp2Op)
@@ -57,39 +162,13 @@ XTEN_FLOAT_UNARY(sigmoid, SigmoidOp)
 XTEN_FLOAT_UNARY(erf, ErfOp)
 #undef XTEN_FLOAT_UNARY
 
-// Same dtype in and out, over the dtype set `Set`.
-#define XTEN_SAME_DTYPE_UNARY(name, Set, Op)                                             \
-  Tensor name##_kernel(const Tensor& s) { return unary<Set>(#name, Tensor(), s, Op{}); } \
-  Tensor name##__kernel(const Tensor& s) { return unary<Set>(#name "_", s, s, Op{}); }
-XTEN_SAME_DTYPE_UNARY(silu, unary_dtypes::kSilu, SiluOp)
-XTEN_SAME_DTYPE_UNARY(sign, unary_dtypes::kSign, SignOp)
-XTEN_SAME_DTYPE_UNARY(relu, unary_dtypes::kRelu, ReluOp)
-XTEN_SAME_DTYPE_UNARY(bitwise_not, unary_dtypes::kBitwiseNot, BitNotOp)
-#undef XTEN_SAME_DTYPE_UNARY
+Tensor silu_kernel(const Tensor& s) {
+  return unary_or_table<unary_dtypes::kSilu>("silu", Tensor(), s, SiluOp{});
+}
+Tensor silu__kernel(const Tensor& s) {
+  return unary_or_table<unary_dtypes::kSilu>("silu_", s, s, SiluOp{});
+}
 
-// abs and neg of float16 and bfloat16 only change the sign bit: a loop over the 16-bit words,
-// (w & keep) ^ flip, with no conversion to float and back (which made bfloat16 abs and neg 0.4x
-// libtorch's at 16 threads). NaN stays NaN, -0.0 becomes +0.0 under abs, as the float path does.
-Tensor sign_bit_unary(const char* name, const Tensor& out, const Tensor& s, uint16_t keep,
-                      uint16_t flip) {
-  Elementwise e(name, out, {s});
-  e.prepare();
-  return e.run([keep, flip](char** data, const int64_t* st, int64_t n) {
-    if (st[0] == 2 && st[1] == 2) {
-      uint16_t* __restrict__ o = reinterpret_cast<uint16_t*>(data[0]);
-      const uint16_t* __restrict__ in = reinterpret_cast<const uint16_t*>(data[1]);
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<uint16_t>((in[i] & keep) ^ flip);
-      return;
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      const uint16_t w = *reinterpret_cast<const uint16_t*>(data[1] + i * st[1]);
-      *reinterpret_cast<uint16_t*>(data[0] + i * st[0]) = static_cast<uint16_t>((w & keep) ^ flip);
-    }
-  });
-}
-bool is_16bit_float(ScalarType t) {
-  return t == kHalf || t == kBFloat16;
-}
 
 Tensor abs_impl(const char* name, const Tensor& out, const Tensor& s) {
   if (is_16bit_float(s.dtype()) && (!out.defined() || out.dtype() == s.dtype()))
@@ -150,8 +229,9 @@ Tensor isfinite_kernel(const Tensor& s) {
 
 Tensor gelu_kernel(const Tensor& s, const std::string& approximate) {
   check_gelu_approximate(approximate);
-  if (approximate == "tanh") return unary<unary_dtypes::kGelu>("gelu", Tensor(), s, GeluTanhOp{});
-  return unary<unary_dtypes::kGelu>("gelu", Tensor(), s, GeluErfOp{});
+  if (approximate == "tanh")
+    return unary_or_table<unary_dtypes::kGelu>("gelu", Tensor(), s, GeluTanhOp{});
+  return unary_or_table<unary_dtypes::kGelu>("gelu", Tensor(), s, GeluErfOp{});
 }
 
 // An activation's backward in one pass over grad_output and x (its input or output), computed
