@@ -107,7 +107,8 @@ TEST(Random, EveryElementFollowsTheMapping) {
   set_num_threads(3);
   const int64_t n = 100003;
   manual_seed(99);
-  const Tensor f = rand({n}), d = rand({n}, kDouble), h = rand({n}, kHalf), b = rand({n}, kBFloat16);
+  const Tensor f = rand({n}), d = rand({n}, kDouble), h = rand({n}, kHalf),
+               b = rand({n}, kBFloat16);
   const Tensor z = randn({n}), zd = randn({n}, kDouble), k = randint(-7, 1000, {n}, kLong);
   set_num_threads(saved);
   const float* fp = f.data_ptr<float>();
@@ -119,7 +120,9 @@ TEST(Random, EveryElementFollowsTheMapping) {
   const int64_t* kp = k.data_ptr<int64_t>();
   int64_t wrong = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const auto w = [&](uint64_t offset) { return philox_words(99, offset, static_cast<uint64_t>(i)); };
+    const auto w = [&](uint64_t offset) {
+      return philox_words(99, offset, static_cast<uint64_t>(i));
+    };
     const PhiloxCounter w0 = w(0), w1 = w(1), w2 = w(2), w3 = w(3), w4 = w(4), w5 = w(5), w6 = w(6);
     const float u1 = (static_cast<float>(w4[0] >> 8) + 1.0f) * 0x1.0p-24f;
     const float u2 = static_cast<float>(w4[1] >> 8) * 0x1.0p-24f;
@@ -131,8 +134,8 @@ TEST(Random, EveryElementFollowsTheMapping) {
     const double normal_d = std::sqrt(-2.0 * std::log(v1)) * std::cos(2.0 * M_PI * v2);
     const bool ok =
         fp[i] == static_cast<float>(w0[0] >> 8) * 0x1.0p-24f &&
-        dp[i] == static_cast<double>((static_cast<uint64_t>(w1[0]) << 32 | w1[1]) >> 11) *
-                     0x1.0p-53 &&
+        dp[i] ==
+            static_cast<double>((static_cast<uint64_t>(w1[0]) << 32 | w1[1]) >> 11) * 0x1.0p-53 &&
         static_cast<float>(hp[i]) == static_cast<float>(w2[0] >> 21) * 0x1.0p-11f &&
         static_cast<float>(bp[i]) == static_cast<float>(w3[0] >> 24) * 0x1.0p-8f &&
         zp[i] == normal && zdp[i] == normal_d &&

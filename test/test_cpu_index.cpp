@@ -197,8 +197,11 @@ TEST(Index, IndexPutRowsInSerialOrderAtAnyThreadCount) {
     last.index_put_({idx}, g, false);
     std::vector<int64_t> last_j(500, -1);  // the last j that names each row
     for (int64_t j = 0; j < 6000; ++j) last_j[idx.data_ptr<int64_t>()[j]] = j;
-    for (int64_t r = 0; r < 500; r += 37)
-      if (last_j[r] >= 0) EXPECT_TRUE(same_bytes(last.select(0, r), g.select(0, last_j[r])));
+    for (int64_t r = 0; r < 500; r += 37) {
+      if (last_j[r] >= 0) {
+        EXPECT_TRUE(same_bytes(last.select(0, r), g.select(0, last_j[r])));
+      }
+    }
     const Tensor w = randn({500, 40}).requires_grad_(true);
     embedding(w, idx).backward(g);
     EXPECT_TRUE(same_bytes(w.grad(), by_scatter)) << "embedding's gradient, " << th;
@@ -375,6 +378,32 @@ TEST(Index, MaskedAndAdvanced) {
                    "[index] index 3 is out of range for dim 0 of size 3");
   EXPECT_THROW_MSG(index(a, {rows, cols, cols}), IndexError,
                    "too many indices (3) for a tensor of 2 dims");
+}
+
+TEST(Index, TopkOfUpToSixteenKeepsTheStableSortsOrder) {
+  // Note [Top k in one pass] (kernels/cpu/index.cpp): k <= 16 keeps the best k in one pass over
+  // each row; its values and indices are the stable sort's first k, ties (values drawn from a few
+  // integers) and NaN included, largest and smallest, every dtype kind; k = 17 takes the partial
+  // sort, which breaks ties by position to the same order.
+  for (ScalarType t : {kFloat, kDouble, kBFloat16, kLong}) {
+    Tensor s = random_tensor({6, 301}, t, -3, 3).round();
+    if (is_floating_type(t)) s.view({-1}).narrow(0, 5, 7).fill_(NAN);
+    for (bool largest : {true, false}) {
+      const auto [sv, si] = sort(s, 1, largest);
+      for (int64_t k : {1, 5, 16, 17}) {
+        const auto [tv, ti] = topk(s, k, 1, largest);
+        EXPECT_TRUE(ti.eq(si.narrow(1, 0, k)).all().item<bool>())
+            << to_string(t) << " k " << k << " largest " << largest;
+        const Tensor same = tv.eq(sv.narrow(1, 0, k))
+                                .logical_or(tv.isnan().logical_and(sv.narrow(1, 0, k).isnan()));
+        EXPECT_TRUE(same.all().item<bool>()) << to_string(t) << " k " << k;
+      }
+    }
+  }
+  // Ascending input makes every element enter the buffer (the worst case).
+  const Tensor up = arange(0, 1000, 1, kFloat);
+  EXPECT_EQ(std::get<1>(topk(up, 4)).select(0, 3).item<int64_t>(), 996);
+  EXPECT_EQ(std::get<0>(topk(up, 0)).numel(), 0);
 }
 
 TEST(Index, SortArgsortTopk) {

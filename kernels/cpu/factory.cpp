@@ -87,8 +87,12 @@ Tensor linspace_kernel(const Scalar& start, const Scalar& end, int64_t steps, Sc
 #define XTEN_PHILOX_LANES 1
 using PhiloxVec = __m512i;
 constexpr int kPhiloxLanes = 16;
-inline PhiloxVec philox_splat(uint32_t x) { return _mm512_set1_epi32(static_cast<int>(x)); }
-inline PhiloxVec philox_xor(PhiloxVec a, PhiloxVec b) { return _mm512_xor_si512(a, b); }
+inline PhiloxVec philox_splat(uint32_t x) {
+  return _mm512_set1_epi32(static_cast<int>(x));
+}
+inline PhiloxVec philox_xor(PhiloxVec a, PhiloxVec b) {
+  return _mm512_xor_si512(a, b);
+}
 inline PhiloxVec philox_iota(uint32_t first) {
   return _mm512_add_epi32(philox_splat(first),
                           _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
@@ -99,13 +103,19 @@ inline void philox_mulhilo(PhiloxVec a, PhiloxVec m, PhiloxVec& hi, PhiloxVec& l
   lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
   hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
 }
-inline void philox_store(uint32_t* p, PhiloxVec v) { _mm512_storeu_si512(p, v); }
+inline void philox_store(uint32_t* p, PhiloxVec v) {
+  _mm512_storeu_si512(p, v);
+}
 #elif defined(__AVX2__)
 #define XTEN_PHILOX_LANES 1
 using PhiloxVec = __m256i;
 constexpr int kPhiloxLanes = 8;
-inline PhiloxVec philox_splat(uint32_t x) { return _mm256_set1_epi32(static_cast<int>(x)); }
-inline PhiloxVec philox_xor(PhiloxVec a, PhiloxVec b) { return _mm256_xor_si256(a, b); }
+inline PhiloxVec philox_splat(uint32_t x) {
+  return _mm256_set1_epi32(static_cast<int>(x));
+}
+inline PhiloxVec philox_xor(PhiloxVec a, PhiloxVec b) {
+  return _mm256_xor_si256(a, b);
+}
 inline PhiloxVec philox_iota(uint32_t first) {
   return _mm256_add_epi32(philox_splat(first), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }

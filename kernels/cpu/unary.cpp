@@ -16,6 +16,7 @@
 
 #include <xten/kernels/common/op_checks.h>
 #include <xten/kernels/cpu/elementwise.h>
+#include <xten/kernels/cpu/lane_op.h>
 #include <xten/kernels/cpu/loops.h>
 #include <xten/kernels/cpu/unary_functors.h>
 
@@ -39,9 +40,13 @@ Tensor unary(const char* name, const Tensor& out, const Tensor& self, const Op& 
 }
 
 // Same dtype in and out, over the dtype set `Set`.
-#define XTEN_SAME_DTYPE_UNARY(name, Set, Op)                                             \
-  Tensor name##_kernel(const Tensor& s) { return unary<Set>(#name, Tensor(), s, Op{}); } \
-  Tensor name##__kernel(const Tensor& s) { return unary<Set>(#name "_", s, s, Op{}); }
+#define XTEN_SAME_DTYPE_UNARY(name, Set, Op)     \
+  Tensor name##_kernel(const Tensor& s) {        \
+    return unary<Set>(#name, Tensor(), s, Op{}); \
+  }                                              \
+  Tensor name##__kernel(const Tensor& s) {       \
+    return unary<Set>(#name "_", s, s, Op{});    \
+  }
 XTEN_SAME_DTYPE_UNARY(sign, unary_dtypes::kSign, SignOp)
 XTEN_SAME_DTYPE_UNARY(relu, unary_dtypes::kRelu, ReluOp)
 XTEN_SAME_DTYPE_UNARY(bitwise_not, unary_dtypes::kBitwiseNot, BitNotOp)
@@ -85,11 +90,14 @@ bool is_16bit_float(ScalarType t) {
 // bit pattern, so each result is bit for bit what the kernel computes, NaN payloads included (and
 // the same wherever the element sits: a tail no longer takes the scalar form). A lookup costs a
 // load, a 16-lane gather at the avx512 level, against the 30-50 vector operations of a packet of
-// erf or gelu and the widening and rounding around them: bfloat16 gelu took 0.67-0.70x libtorch's
-// time in the sweep, erf 0.87-0.92 and rsqrt 0.82-0.83 (bench/README.md, "bench_sweep"). Inputs
-// below the threshold compute: there a table out of cache costs more than the arithmetic. The
-// table is filled on one thread (about 65,536 elements' work, once), so that a first call from
-// several threads at once waits on one fill, not on an OpenMP team inside a static initializer.
+// erf or gelu and the widening and rounding around them. On the 16-core host, one thread,
+// bfloat16 [2048, 2048], ratio to libtorch: gelu 0.67-0.70 -> 1.81-1.83, erf 0.89-0.92 -> 3.3,
+// rsqrt 0.82-0.83 -> 1.8-2.4 (bench/README.md, "bench_sweep"). Not for sqrt and reciprocal: one
+// correctly rounded instruction each, which the lookup does not beat (reciprocal fell to
+// 0.79-0.93). Inputs below the threshold compute: there a table out of cache costs more than the
+// arithmetic. The table is filled on one thread (about 65,536 elements' work, once), so that a
+// first call from several threads at once waits on one fill, not on an OpenMP team inside a
+// static initializer.
 constexpr int64_t kTableMinElements = 1 << 14;
 
 // out[i] = table[in[i]]; table has 65,537 entries (the gather reads 32 bits at each index).
@@ -136,30 +144,31 @@ Tensor unary_or_table(const char* name, const Tensor& out, const Tensor& s, cons
   });
 }
 
-// Kernels: `name` for the functional form, `name_` writing into self.
-#define XTEN_FLOAT_UNARY(name, Op)                                                         \
-  Tensor name##_kernel(const Tensor& s) {                                                  \
-    return unary_or_table<dtypes::kFloating>(#name, Tensor(), s, Op{}, /*to_float=*/true); \
-  }                                                                                        \
-  Tensor name##__kernel(const Tensor& s) {                                                 \
-    return unary_or_table<dtypes::kFloating>(#name "_", s, s, Op{}, /*to_float=*/true);    \
+// Kernels: `name` for the functional form, `name_` writing into self; `run` is unary_or_table, or
+// unary for sqrt and reciprocal (Note [16-bit unary ops by table]).
+#define XTEN_FLOAT_UNARY(name, Op, run)                                         \
+  Tensor name##_kernel(const Tensor& s) {                                       \
+    return run<dtypes::kFloating>(#name, Tensor(), s, Op{}, /*to_float=*/true); \
+  }                                                                             \
+  Tensor name##__kernel(const Tensor& s) {                                      \
+    return run<dtypes::kFloating>(#name "_", s, s, Op{}, /*to_float=*/true);    \
   }
-XTEN_FLOAT_UNARY(exp, ExpOp)
-XTEN_FLOAT_UNARY(exp2, Exp2Op)
-XTEN_FLOAT_UNARY(log, LogOp)
-XTEN_FLOAT_UNARY(log2, Log2Op)
-XTEN_FLOAT_UNARY(log10, Log10Op)
-XTEN_FLOAT_UNARY(log1p, Log1pOp)
-XTEN_FLOAT_UNARY(expm1, Expm1Op)
-XTEN_FLOAT_UNARY(sqrt, SqrtOp)
-XTEN_FLOAT_UNARY(rsqrt, RsqrtOp)
-XTEN_FLOAT_UNARY(reciprocal, ReciprocalOp)
-XTEN_FLOAT_UNARY(sin, SinOp)
-XTEN_FLOAT_UNARY(cos, CosOp)
-XTEN_FLOAT_UNARY(tan, TanOp)
-XTEN_FLOAT_UNARY(tanh, TanhOp)
-XTEN_FLOAT_UNARY(sigmoid, SigmoidOp)
-XTEN_FLOAT_UNARY(erf, ErfOp)
+XTEN_FLOAT_UNARY(exp, ExpOp, unary_or_table)
+XTEN_FLOAT_UNARY(exp2, Exp2Op, unary_or_table)
+XTEN_FLOAT_UNARY(log, LogOp, unary_or_table)
+XTEN_FLOAT_UNARY(log2, Log2Op, unary_or_table)
+XTEN_FLOAT_UNARY(log10, Log10Op, unary_or_table)
+XTEN_FLOAT_UNARY(log1p, Log1pOp, unary_or_table)
+XTEN_FLOAT_UNARY(expm1, Expm1Op, unary_or_table)
+XTEN_FLOAT_UNARY(sqrt, SqrtOp, unary)
+XTEN_FLOAT_UNARY(rsqrt, RsqrtOp, unary_or_table)
+XTEN_FLOAT_UNARY(reciprocal, ReciprocalOp, unary)
+XTEN_FLOAT_UNARY(sin, SinOp, unary_or_table)
+XTEN_FLOAT_UNARY(cos, CosOp, unary_or_table)
+XTEN_FLOAT_UNARY(tan, TanOp, unary_or_table)
+XTEN_FLOAT_UNARY(tanh, TanhOp, unary_or_table)
+XTEN_FLOAT_UNARY(sigmoid, SigmoidOp, unary_or_table)
+XTEN_FLOAT_UNARY(erf, ErfOp, unary_or_table)
 #undef XTEN_FLOAT_UNARY
 
 Tensor silu_kernel(const Tensor& s) {
@@ -168,7 +177,6 @@ Tensor silu_kernel(const Tensor& s) {
 Tensor silu__kernel(const Tensor& s) {
   return unary_or_table<unary_dtypes::kSilu>("silu_", s, s, SiluOp{});
 }
-
 
 Tensor abs_impl(const char* name, const Tensor& out, const Tensor& s) {
   if (is_16bit_float(s.dtype()) && (!out.defined() || out.dtype() == s.dtype()))
@@ -298,15 +306,6 @@ struct Eigen::internal::functor_traits<xten::cpu::VecNanToNum<M>> {
 
 namespace xten::cpu {
 namespace {
-template <class M>
-struct NanToNumOp {
-  VecNanToNum<M> f;
-  M operator()(M x) const { return f(x); }
-  template <class A>
-  auto vec(const A& x) const {
-    return x.unaryExpr(f);
-  }
-};
 Tensor nan_to_num_kernel(const Tensor& s, std::optional<double> nan, std::optional<double> posinf,
                          std::optional<double> neginf) {
   if (!is_floating_type(s.dtype()))
@@ -316,8 +315,9 @@ Tensor nan_to_num_kernel(const Tensor& s, std::optional<double> nan, std::option
     using M = opmath_t<T>;
     // Defaults: the largest and lowest finite values of the tensor's dtype, not of M.
     const double max = finite_max(s.dtype());
-    const NanToNumOp<M> op{{static_cast<M>(nan.value_or(0.0)), static_cast<M>(posinf.value_or(max)),
-                            static_cast<M>(neginf.value_or(-max))}};
+    const LaneOp<VecNanToNum<M>> op{{static_cast<M>(nan.value_or(0.0)),
+                                     static_cast<M>(posinf.value_or(max)),
+                                     static_cast<M>(neginf.value_or(-max))}};
     Elementwise e("nan_to_num", Tensor(), {s});
     e.prepare();
     return e.run(make_loop<T, T>(op));
