@@ -91,8 +91,8 @@ bool is_16bit_float(ScalarType t) {
 // the same wherever the element sits: a tail no longer takes the scalar form). A lookup costs a
 // load, a 16-lane gather at the avx512 level, against the 30-50 vector operations of a packet of
 // erf or gelu and the widening and rounding around them. On the 16-core host, one thread,
-// bfloat16 [2048, 2048], ratio to libtorch: gelu 0.67-0.70 -> 1.81-1.83, erf 0.89-0.92 -> 3.3,
-// rsqrt 0.82-0.83 -> 1.8-2.4 (bench/README.md, "bench_sweep"). Not for sqrt and reciprocal: one
+// bfloat16 [2048, 2048], ratio to libtorch: gelu 0.67-0.70 -> 1.64-1.83, erf 0.89-0.92 -> 3.0-3.4,
+// rsqrt 0.82-0.83 -> 1.65-2.5 (bench/README.md, "bench_sweep"). Not for sqrt and reciprocal: one
 // correctly rounded instruction each, which the lookup does not beat (reciprocal fell to
 // 0.79-0.93). Inputs below the threshold compute: there a table out of cache costs more than the
 // arithmetic. The table is filled on one thread (about 65,536 elements' work, once), so that a
