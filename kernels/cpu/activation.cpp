@@ -55,12 +55,11 @@ Tensor softmax_impl(const char* op, const Tensor& self, int64_t dim,
     // Not x - (max + log(sum)): that rounds max + log(sum) at the logits' magnitude
     // (log_softmax([1000, 1000, -1000]) would lose 4 digits of log 0.5).
     auto row = [](const auto& x, auto&& y) {
-      const M m = x.maxCoeff();
       if (kLog) {
+        const M m = x.maxCoeff();
         y = (x - m) - std::log((x - m).exp().sum());
       } else {
-        exp_into(x - m, y);
-        y /= y.sum();
+        softmax_into(x, y);
       }
     };
     parallel_for(rows, grain_for(n), [&](int64_t b, int64_t e) {

@@ -310,9 +310,7 @@ void run_rows(const FusedProgram& p, const std::vector<InputGeometry>& geo, IntA
       const ECMap<float> x(xs, d);
       EMap<float> yr(y + r * d, d);
       if (norm.op == RowOp::Softmax) {  // as kernels/cpu/activation.cpp's softmax_impl
-        const float mx = x.maxCoeff();
-        exp_into(x - mx, yr);
-        yr /= yr.sum();
+        softmax_into(x, yr);
         continue;
       }
       if (norm.op == RowOp::LogSoftmax) {
