@@ -1,5 +1,8 @@
 // Matrix products against double-precision loops.
+#include <algorithm>
+
 #include "test_util.h"
+#include <xten/autograd/gradcheck.h>
 
 using namespace xten;
 using namespace xten::testing;
@@ -102,6 +105,47 @@ TEST(Linalg, BmmAndMatmulCases) {
   EXPECT_EQ(matmul(v, random_tensor({2, 5, 3}, kFloat)).sizes(), IntArrayRef({2, 3}));
   Tensor many_a = random_tensor({64, 8, 8}, kDouble), many_b = random_tensor({64, 8, 8}, kDouble);
   expect_matmul(bmm(many_a, many_b), many_a, many_b);  // parallel over the batch
+}
+
+// A 3-D or larger left operand times a matrix or a vector is one product over its rows folded
+// together where its leading dims merge without a copy (PyTorch's fold), not a batch that
+// copies the matrix once per batch element; a layout that does not merge takes the batch path.
+// Both agree with the loops, and so does the folded form's gradient.
+TEST(Linalg, MatmulFoldsLeadingDimsIntoRows) {
+  manual_seed(43);
+  const Tensor a = random_tensor({2, 3, 4, 5}, kFloat), m = random_tensor({5, 6}, kFloat),
+               v = random_tensor({5}, kFloat);
+  auto ops_of = [](const std::function<void()>& f) {
+    profiler::Profiler prof;
+    prof.start();
+    f();
+    prof.stop();
+    std::vector<std::string> names;
+    for (const profiler::Event& e : prof.events()) names.push_back(e.name);
+    return names;
+  };
+  auto has = [](const std::vector<std::string>& names, const std::string& op) {
+    return std::find(names.begin(), names.end(), op) != names.end();
+  };
+  Tensor out;
+  const std::vector<std::string> folded = ops_of([&] { out = matmul(a, m); });
+  EXPECT_EQ(out.sizes(), IntArrayRef({2, 3, 4, 6}));
+  expect_matmul(out, a, m.expand({2, 3, 5, 6}));
+  EXPECT_TRUE(has(folded, "xten::mm"));
+  EXPECT_FALSE(has(folded, "xten::copy_"));  // no copies of m, and a is a view
+  const Tensor mv_out = matmul(a, v);
+  EXPECT_EQ(mv_out.sizes(), IntArrayRef({2, 3, 4}));
+  expect_matmul(mv_out.unsqueeze(-1), a, v.unsqueeze(1).expand({2, 3, 5, 1}));
+  // Leading dims that do not merge with the rows: [3, 2, 4, 5] seen as [2, 3, 4, 5].
+  const Tensor swapped = a.transpose(0, 1).contiguous().transpose(0, 1);
+  const std::vector<std::string> batched = ops_of([&] { out = matmul(swapped, m); });
+  expect_matmul(out, swapped, m.expand({2, 3, 5, 6}));
+  EXPECT_TRUE(has(batched, "xten::bmm"));
+  EXPECT_FALSE(has(batched, "xten::mm"));
+  EXPECT_TRUE(autograd::gradcheck(
+      [](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); },
+      {random_tensor({2, 3, 4}, kDouble).requires_grad_(),
+       random_tensor({4, 2}, kDouble).requires_grad_()}));
 }
 
 TEST(Linalg, AddmmBaddbmmLinearOuter) {
