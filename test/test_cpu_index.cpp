@@ -492,6 +492,21 @@ TEST(Index, EmbeddingOneHotPad) {
                    "[embedding] index -2 is out of range for the weight's 4 rows");
   EXPECT_THROW_MSG(embedding(w, tensor({1.f})), TypeError,
                    "[embedding] expected int64 or int32 indices, but got Float");
+  // The bounds check reads small integer indices in one loop and large ones by reductions
+  // (kernels/composite/value_checks.cpp): int32, strided and large index tensors, both ways.
+  const Tensor strided = tensor(std::vector<int64_t>{0, 9, 3, 9}).narrow(0, 0, 4).slice(0, 0, 4, 2);
+  EXPECT_EQ(embedding(w, strided).select(0, 1).sum().item<float>(), 9 + 10 + 11.f);
+  EXPECT_THROW_MSG(embedding(w, tensor(std::vector<int64_t>{0, 9, 3, 9}).slice(0, 1, 4, 2)),
+                   IndexError, "[embedding] index 9 is out of range for the weight's 4 rows");
+  EXPECT_THROW_MSG(embedding(w, tensor(std::vector<int64_t>{2, -1}).to(kInt)), IndexError,
+                   "[embedding] index -1 is out of range for the weight's 4 rows");
+  for (int64_t n : {int64_t{1} << 16, (int64_t{1} << 16) + 1}) {
+    Tensor many = randint(4, {n});
+    EXPECT_EQ(embedding(w, many).size(0), n);
+    many.narrow(0, n - 1, 1).fill_(7);
+    EXPECT_THROW_MSG(embedding(w, many), IndexError,
+                     "[embedding] index 7 is out of range for the weight's 4 rows");
+  }
   Tensor oh = one_hot(tensor(std::vector<int64_t>{2, 0}), 4);
   EXPECT_EQ(oh.sizes(), IntArrayRef({2, 4}));
   EXPECT_EQ(oh.select(0, 0).select(0, 2).item<int64_t>(), 1);
