@@ -432,15 +432,18 @@ void top_k_row(const T* x, int64_t n, int64_t k, bool largest,
   const auto before = [largest](M a, M b) {
     return largest ? less_nan_last(b, a) : less_nan_last(a, b);
   };
-  const auto insert = [&](int64_t i) {
-    const M a = static_cast<M>(x[i]);
-    if (static_cast<int64_t>(best.size()) == k && !before(a, best.back().first)) return;
-    // After every kept element that a does not come before: the earlier position wins ties.
+  // Keeps a (at position i), known to enter: after every kept element that a does not come
+  // before, so the earlier position wins ties.
+  const auto place = [&](M a, int64_t i) {
     const auto at = std::upper_bound(best.begin(), best.end(), a, [&](M v, const auto& e) {
                       return before(v, e.first);
                     }) - best.begin();
     if (static_cast<int64_t>(best.size()) == k) best.pop_back();
     best.insert(best.begin() + at, {a, i});
+  };
+  const auto insert = [&](int64_t i) {
+    const M a = static_cast<M>(x[i]);
+    if (static_cast<int64_t>(best.size()) < k || before(a, best.back().first)) place(a, i);
   };
   best.clear();
   int64_t i = 0;
@@ -465,8 +468,9 @@ void top_k_row(const T* x, int64_t n, int64_t k, bool largest,
       continue;
     }
     for (; i < end && t == t; ++i) {
-      if (!enters(static_cast<M>(x[i]), t)) continue;
-      insert(i);
+      const M a = static_cast<M>(x[i]);
+      if (!enters(a, t)) continue;
+      place(a, i);  // enters is before's answer while t is a number
       t = best.back().first;
     }
   }
