@@ -205,6 +205,13 @@ std::vector<SweepCase> sweep_cases() {
     add("mse_loss f32 [4096,1024]", [=] { (void)mse_loss(a, b); });
     const T x = A::randn({2048, 2048}, f32);
     add("dropout 0.1 f32 [2048,2048]", [=] { (void)dropout(x, 0.1, true); });
+    // The random factories (their values differ: each library has its own generator).
+    add("rand f32 [2048,2048]", [=] { (void)A::draw_rand({2048, 2048}, f32); });
+    add("randn f32 [2048,2048]", [=] { (void)A::draw_randn({2048, 2048}, f32); });
+    add("randn bf16 [2048,2048]", [=] { (void)A::draw_randn({2048, 2048}, bf16); });
+    add("randint 1000 i64 [2048,2048]", [=] { (void)A::draw_randint(1000, {2048, 2048}); });
+    const T probs = softmax(A::randn({64, 113}, f32), 1);
+    add("multinomial 1 of [64,113] f32", [=] { (void)multinomial(probs, 1, false); });
     const T table = A::randn({8192, 512}, f32), idx = A::randint(8192, {8192});
     add("embedding f32 [8192,512] x 8192", [=] { (void)embedding(table, idx); });
     add("index_select dim 0 f32 [8192,512] x 8192", [=] { (void)index_select(table, 0, idx); });

@@ -25,6 +25,16 @@ struct XtenSweepApi {
     return xten::randn(size).to(d).to(sweep_device());
   }
   static Tensor randn_like(const Tensor& t) { return xten::randn_like(t); }
+  // The random factories as timed cases: drawn in the dtype on the device.
+  static Tensor draw_rand(xten::IntArrayRef size, Dtype d) {
+    return xten::rand(size, xten::TensorOptions(d, sweep_device()));
+  }
+  static Tensor draw_randn(xten::IntArrayRef size, Dtype d) {
+    return xten::randn(size, xten::TensorOptions(d, sweep_device()));
+  }
+  static Tensor draw_randint(int64_t high, xten::IntArrayRef size) {
+    return xten::randint(high, size, xten::TensorOptions(xten::kLong, sweep_device()));
+  }
   static Tensor randint(int64_t high, xten::IntArrayRef size) {
     return xten::randint(high, size).to(sweep_device());
   }

@@ -1,5 +1,8 @@
 // Factories on CPU, and the Philox generator (docs/random.md).
 #include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
 
 #include "test_util.h"
 
@@ -144,6 +147,44 @@ TEST(Random, EveryElementFollowsTheMapping) {
     if (!ok && wrong <= 3) ADD_FAILURE() << "element " << i << " differs from docs/random.md";
   }
   EXPECT_EQ(wrong, 0);
+}
+
+// randint's remainder by the range without a division (Note [Remainder by an invariant
+// divisor], kernels/cpu/factory.cpp) is docs/random.md's `mod` for ranges from 1 to 2^64 - 1:
+// powers of two and their neighbours, and the widest range int64 has.
+TEST(Random, RandintIsTheRemainderForEveryRange) {
+  const int64_t kMin = std::numeric_limits<int64_t>::min(),
+                kMax = std::numeric_limits<int64_t>::max();
+  const std::vector<std::pair<int64_t, int64_t>> bounds = {{0, 1},
+                                                           {0, 2},
+                                                           {-1, 2},
+                                                           {0, 7},
+                                                           {-500, 500},
+                                                           {0, kMax / 2},
+                                                           {0, 1LL << 32},
+                                                           {0, (1LL << 32) + 1},
+                                                           {5, (1LL << 33) + 12},
+                                                           {0, (1LL << 62) + 3},
+                                                           {kMin, 0},
+                                                           {kMin, 5},
+                                                           {kMin + 1, kMax},
+                                                           {kMin, kMax}};
+  manual_seed(5);
+  uint64_t offset = 0;
+  for (const auto& [low, high] : bounds) {
+    const int64_t n = 4099;  // whole vector blocks and a tail
+    const Tensor k = randint(low, high, {n}, kLong);
+    const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+    const int64_t* kp = k.data_ptr<int64_t>();
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const PhiloxCounter w = philox_words(5, offset, static_cast<uint64_t>(i));
+      const uint64_t v = (static_cast<uint64_t>(w[0]) << 32 | w[1]) % range;
+      wrong += kp[i] != static_cast<int64_t>(static_cast<uint64_t>(low) + v);
+    }
+    EXPECT_EQ(wrong, 0) << "randint(" << low << ", " << high << ")";
+    ++offset;
+  }
 }
 
 TEST(Random, Distributions) {

@@ -14,6 +14,15 @@ struct TorchSweepApi {
   static void seed(uint64_t s) { torch::manual_seed(s); }
   static Tensor randn(at::IntArrayRef size, Dtype d) { return torch::randn(size).to(d); }
   static Tensor randn_like(const Tensor& t) { return torch::randn_like(t); }
+  static Tensor draw_rand(at::IntArrayRef size, Dtype d) {
+    return torch::rand(size, torch::TensorOptions().dtype(d));
+  }
+  static Tensor draw_randn(at::IntArrayRef size, Dtype d) {
+    return torch::randn(size, torch::TensorOptions().dtype(d));
+  }
+  static Tensor draw_randint(int64_t high, at::IntArrayRef size) {
+    return torch::randint(high, size, torch::TensorOptions().dtype(torch::kLong));
+  }
   static Tensor randint(int64_t high, at::IntArrayRef size) {
     return torch::randint(high, size, torch::TensorOptions().dtype(torch::kLong));
   }
