@@ -18,6 +18,7 @@
 
 #include <xten/kernels/common/factory_meta.h>
 #include <xten/kernels/cpu/loops.h>
+#include <xten/kernels/cpu/normal_float.h>
 
 namespace xten::cpu {
 namespace {
@@ -220,9 +221,7 @@ T normal_from(const PhiloxCounter& r) {
         static_cast<double>((static_cast<uint64_t>(r[2]) << 32 | r[3]) >> 11) * 0x1.0p-53;
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
   } else {
-    const float u1 = (static_cast<float>(r[0] >> 8) + 1.0f) * 0x1.0p-24f;
-    const float u2 = static_cast<float>(r[1] >> 8) * 0x1.0p-24f;
-    return T(std::sqrt(-2.0f * std::log(u1)) * std::cos(6.2831853071795864769f * u2));
+    return T(box_muller_float(r[0], r[1]));  // Note [Box-Muller in float arithmetic]
   }
 }
 
