@@ -50,6 +50,7 @@ foreach(src ${XTEN_SPIRV_SOURCES})
       COMMAND ${XTEN_LLVM_SPIRV} ${out_dir}/${name}.bc -o ${out_dir}/${name}.spv
       COMMAND ${XTEN_SPIRV_VAL} ${out_dir}/${name}.spv
       DEPENDS ${src} ${PROJECT_SOURCE_DIR}/kernels/xpu/spirv/common.h
+              ${PROJECT_SOURCE_DIR}/kernels/common/box_muller.inc
       COMMENT "SPIR-V module ${name}"
       VERBATIM)
     add_custom_command(

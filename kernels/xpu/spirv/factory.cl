@@ -58,10 +58,17 @@ static inline uint4 philox_words(ulong seed, ulong offset, ulong index) {
 #define UNIFORM_f16(r) ((float)((r).x >> 21) * 0x1.0p-11f)
 #define UNIFORM_bf16(r) ((float)((r).x >> 24) * 0x1.0p-8f)
 #define UNIFORM_f64(r) ((double)((((ulong)(r).x << 32) | (r).y) >> 11) * 0x1.0p-53)
+// randn's float mapping is the CPU's, compiled from the same file (Note [Box-Muller in float
+// arithmetic]): the same bits on both devices.
+#define BM_FN static inline
+#define BM_U32 uint
+#define BM_I32 int
+#define BM_AS_UINT(f) as_uint(f)
+#define BM_AS_FLOAT(u) as_float(u)
+#define BM_SQRT(x) sqrt(x)
+#include "../../common/box_muller.inc"
 static inline float normal_float(uint4 r) {
-  const float u1 = ((float)(r.x >> 8) + 1.0f) * 0x1.0p-24f;
-  const float u2 = (float)(r.y >> 8) * 0x1.0p-24f;
-  return sqrt(-2.0f * log(u1)) * cos(6.2831853071795864769f * u2);
+  return box_muller_float(r.x, r.y);
 }
 #define NORMAL_f32(r) normal_float(r)
 #define NORMAL_f16(r) normal_float(r)
