@@ -274,8 +274,11 @@ TEST(Unary, RsqrtOf16BitFloatsEveryValue) {
 // the level has FMA, 7 at the default level; the small tail for negative x keeps its relative
 // accuracy (1 + erf(x / sqrt 2) would cancel: 15 ulp at -1, no correct digit below -5). The
 // derivative's error is taken against the size of its two terms (they cancel near -0.75).
-TEST(Unary, GeluWithinItsUlpBound) {
-  std::vector<float> xs = every_1021st_float_and_its_negative(13.5f);
+struct GeluErrors {
+  double worst = 0, worst_grad = 0;  // ulp; the derivative's of the size of its terms
+  float at = 0, at_grad = 0;
+};
+GeluErrors gelu_errors(std::vector<float> xs) {
   const int64_t n = static_cast<int64_t>(xs.size());
   const Tensor in = from_blob(xs.data(), {n}, kFloat).clone();
   const Tensor y = gelu(in), g = gelu_backward(ones({n}), in);
@@ -284,26 +287,69 @@ TEST(Unary, GeluWithinItsUlpBound) {
   auto ulp = [](long double r) {
     return std::exp2(std::floor(std::log2(std::max<double>(std::fabs(double(r)), 1.2e-38))) - 23);
   };
-  double worst = 0, worst_grad = 0;
-  float at = 0, at_grad = 0;
+  GeluErrors r;
   for (int64_t i = 0; i < n; ++i) {
     const long double x = xs[i], cdf = 0.5L * std::erfc(-x / std::sqrt(2.0L));
     const long double pdf = std::exp(-0.5L * x * x) / std::sqrt(2 * 3.14159265358979323846L);
     const long double ref = x * cdf;
     if (std::fabs(double(ref)) > 1e-37) {
       const double e = std::fabs(double(py[i] - ref)) / ulp(ref);
-      if (e > worst) worst = e, at = xs[i];
+      if (e > r.worst) r.worst = e, r.at = xs[i];
     }
     const long double scale = cdf + std::fabs(double(x * pdf));
     if (scale > 1e-30) {
       const double e = std::fabs(double(pg[i] - (cdf + x * pdf))) / ulp(scale);
-      if (e > worst_grad) worst_grad = e, at_grad = xs[i];
+      if (e > r.worst_grad) r.worst_grad = e, r.at_grad = xs[i];
     }
   }
+  return r;
+}
+
+TEST(Unary, GeluWithinItsUlpBound) {
+  const GeluErrors e = gelu_errors(every_1021st_float_and_its_negative(13.5f));
   const double bound = cpu_capability() == CpuCapability::Default ? 7.0 : 5.0;
-  EXPECT_LE(worst, bound) << "gelu at x = " << at;
-  EXPECT_LE(worst_grad, bound) << "gelu_backward at x = " << at_grad;
+  EXPECT_LE(e.worst, bound) << "gelu at x = " << e.at;
+  EXPECT_LE(e.worst_grad, bound) << "gelu_backward at x = " << e.at_grad;
   EXPECT_LT(gelu(full({64}, -6.0f)).data_ptr<float>()[7], 0.0f);  // -5.9e-9, not 0
+  // A tensor shorter than a packet takes the scalar form, which must not cancel either (it
+  // computed 0.5 x (1 + erf(x / sqrt 2)): no correct digit below -5).
+  for (const float x : {-5.9f, -8.0f, -10.0f, 3.0f}) {
+    const GeluErrors one = gelu_errors({x});
+    EXPECT_LE(one.worst, 1.0) << "gelu at x = " << x;
+    EXPECT_LE(one.worst_grad, 1.0) << "gelu_backward at x = " << x;
+  }
+}
+
+// At the avx512 level a packet whose lanes all lie inside +-5.90625 takes interval tables (Note
+// [Gelu from interval tables]): worst errors there 2.66 ulp for gelu and 2.06 for its derivative
+// (tools/fit_interval_tables.cpp --errors), checked against 3 on every 1021st float of the range
+// and its negative; the other levels keep their bound. The same inputs with one lane of every 16
+// past the range send every packet to the exp form, which keeps its own bound.
+TEST(Unary, GeluTablesWithinTheirBound) {
+  const std::vector<float> inside = every_1021st_float_and_its_negative(5.906f);
+  const GeluErrors e = gelu_errors(inside);
+  const double bound = cpu_capability() == CpuCapability::Avx512    ? 3.0
+                       : cpu_capability() == CpuCapability::Default ? 7.0
+                                                                    : 5.0;
+  EXPECT_LE(e.worst, bound) << "gelu at x = " << e.at;
+  EXPECT_LE(e.worst_grad, bound) << "gelu_backward at x = " << e.at_grad;
+  std::vector<float> mixed;
+  for (size_t i = 0; i < inside.size(); ++i) {
+    if (i % 15 == 5) mixed.push_back(i / 15 % 2 ? -7.5f : 9.0f);  // one in each 16
+    mixed.push_back(inside[i]);
+  }
+  const GeluErrors m = gelu_errors(mixed);
+  const double exp_bound = cpu_capability() == CpuCapability::Default ? 7.0 : 5.0;
+  EXPECT_LE(m.worst, exp_bound) << "gelu at x = " << m.at;
+  EXPECT_LE(m.worst_grad, exp_bound) << "gelu_backward at x = " << m.at_grad;
+  // NaN and the infinities in a packet of ordinary values take the exp form too.
+  Tensor edges = full({32}, 0.5f);
+  float* pe = edges.data_ptr<float>();
+  pe[3] = NAN, pe[17] = std::numeric_limits<float>::infinity(), pe[18] = -pe[17];
+  const Tensor ge = gelu(edges);
+  EXPECT_TRUE(std::isnan(ge.data_ptr<float>()[3]));
+  EXPECT_TRUE(std::isnan(ge.data_ptr<float>()[17]));
+  EXPECT_NEAR(ge.data_ptr<float>()[4], 0.5 * 0.6914624612740131, 1e-7);
 }
 
 // The vector erf (Note [Vector erf]) against a double erf within its documented 1 ulp, on every

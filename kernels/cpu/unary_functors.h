@@ -42,6 +42,42 @@ __m512 horner16(const float (&c)[N], const __m512& t) {
   for (size_t i = 1; i < N; ++i) q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(c[i]));
   return q;
 }
+// Note [Interval tables]: at the avx512 level erf, gelu and gelu_backward (float) evaluate a
+// polynomial of low degree on one of 32 intervals of |x| instead of an exp and a rational form:
+// a = |x| = (k + t) / s, k = round(a s) in 0..31, t = a s - k in [-0.5, 0.5] (exact for s = 8, to
+// half an ulp of t otherwise), and each coefficient is looked up per lane with one vpermi2ps over
+// a 32-float row held in two registers. The rows (interval_tables.inc) are written by
+// tools/fit_interval_tables.cpp, which interpolates each function at Chebyshev points in long
+// double and measures the kernels' formulas emulated in scalar float. k comes from a shifter:
+// u = a s + 1.5 * 2^23 rounds a s to an integer held in u's low mantissa bits, which are the
+// permute's index (it reads the low 5 bits of each lane); NaN and the infinities give some k and a
+// NaN t, and each caller selects its own value for them. About 20 operations a packet where the
+// exp-based forms take 35-38 (docs/cpu_kernels.md, "Vector math").
+struct IntervalTables {
+#include <xten/kernels/cpu/interval_tables.inc>
+};
+struct Interval16 {
+  __m512i k;  // the interval, in the low 5 bits of each lane
+  __m512 t;
+};
+inline Interval16 interval16(const __m512& a, float s) {
+  const __m512 shifter = _mm512_set1_ps(12582912.0f), scale = _mm512_set1_ps(s);
+  const __m512 u = _mm512_fmadd_ps(a, scale, shifter);
+  const __m512 r = _mm512_sub_ps(u, shifter);
+  return {_mm512_castps_si512(u), _mm512_fmsub_ps(a, scale, r)};
+}
+// Row `row` of a table, each lane's own interval's coefficient.
+inline __m512 table_row16(const float (&row)[32], const __m512i& k) {
+  return _mm512_permutex2var_ps(_mm512_load_ps(row), k, _mm512_load_ps(row + 16));
+}
+// rows[0] t^(N-1) + ... + rows[N-1] by Horner's rule, each lane on its own interval.
+template <size_t N, size_t R>
+__m512 table_horner16(const float (&rows)[R][32], const Interval16& iv) {
+  static_assert(N <= R);
+  __m512 q = table_row16(rows[0], iv.k);
+  for (size_t i = 1; i < N; ++i) q = _mm512_fmadd_ps(q, iv.t, table_row16(rows[i], iv.k));
+  return q;
+}
 #endif
 struct VecSqrt {
   template <class S>
@@ -470,7 +506,7 @@ struct VecTan {
 // NaN fails both range compares, takes the first range and stays NaN. Double keeps the C
 // library's erf. Worst errors over every float in [0, 4.5] and their negatives, measured against
 // a double erf: docs/cpu_kernels.md, "Vector math"; test_cpu_unary's ErfWithinOneUlp samples them.
-// The avx512 level computes the same ranges with a fifth fewer operations (erf16, below).
+// The avx512 level takes a table of 32 intervals instead (erf16, below).
 template <class S>
 struct VecErf {
   S operator()(const S& x) const { return std::erf(x); }
@@ -499,29 +535,25 @@ struct VecErf {
     return pselect(pcmp_le(pset1<P>(0.75f), ax), signed_wide, small);
   }
 #if defined(__AVX512F__)
-  // The same three ranges at the avx512 level with a fifth fewer operations (in cache on one VM
-  // thread 0.66 -> 0.55 ns a float; worst error unchanged): the selects on mask registers, the
-  // sign put back with one vpternlogd, and exp(-x^2) from the exact square (VecExp::of_product16)
-  // instead of exp(-h) (1 - l). The values differ from the portable form's in the last bit for
-  // about one float in 6,000.
+  // At the avx512 level erf(x) = x R(|x|), R(a) = erf(a) / a from 32 intervals of width 1/8
+  // (Note [Interval tables]): R = hi + lo + t q(t), q of degree 3, and erf = x hi + x (lo + t q)
+  // in one FMA, so the result has one rounding and hi's none (the first interval's hi is 1, which
+  // keeps x (lo + t q) a normal number down to x = 1e-37). Past 3.9375 erf is +-1 in float, the
+  // infinities too; NaN stays NaN (t is NaN). Worst error over every 7th float of [-3.9375,
+  // 3.9375] 0.76 ulp (the three ranges': 0.785), about 19 operations where they took 36: in
+  // cache on one VM thread 0.86-0.99 -> 0.29 ns a float (docs/cpu_kernels.md, "Vector math").
   static __m512 erf16(const __m512& x) {
-    const __m512 one = _mm512_set1_ps(1.0f), ax = _mm512_abs_ps(x);
-    const __m512 small = _mm512_fmadd_ps(x, horner16(kSmall, _mm512_mul_ps(x, x)), x);
-    const __m512 mid = _mm512_add_ps(_mm512_set1_ps(kErf1), horner16(kMid, _mm512_sub_ps(ax, one)));
-    const __m512 a = _mm512_min_ps(ax, _mm512_set1_ps(4.0f)),
-                 na = _mm512_sub_ps(_mm512_setzero_ps(), a);
-    const __m512 r = horner16(kBig, _mm512_mul_ps(_mm512_sub_ps(a, _mm512_set1_ps(2.625f)),
-                                                  _mm512_set1_ps(1.0f / 1.375f)));
-    const __m512 e = VecExp<float>::of_product16(na, a, _mm512_mul_ps(na, a), 0xffff);
-    const __m512 big = _mm512_fnmadd_ps(e, r, one);
-    const __m512 wide =
-        _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(1.25f), _CMP_GT_OQ), mid, big);
-    // wide | (x & sign): wide is not negative. NaN compares false and takes `small` (NaN).
+    using T = IntervalTables;
+    const __m512 ax = _mm512_abs_ps(x);
+    const Interval16 iv = interval16(ax, 8.0f);
+    const __m512 s = table_horner16<5>(T::kErfTable, iv);
+    const __m512 r = _mm512_fmadd_ps(x, table_row16(T::kErfTable[5], iv.k), _mm512_mul_ps(x, s));
+    // 1 | (x & sign) past the table
     const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
-    const __m512 signed_wide = _mm512_castsi512_ps(
-        _mm512_ternarylogic_epi32(_mm512_castps_si512(wide), _mm512_castps_si512(x), sign, 0xf8));
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.75f), _CMP_GE_OQ), small,
-                                signed_wide);
+    const __m512 unit = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
+        _mm512_castps_si512(_mm512_set1_ps(1.0f)), _mm512_castps_si512(x), sign, 0xf8));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(3.9375f), _CMP_GE_OQ), r,
+                                unit);
   }
 #endif
   // q(s) = P(s) - 1 below 0.75 (erf(x) = x + x q(x^2)); R(|x| - 1) from 0.75 to 1.25; Q(u) above.
@@ -628,6 +660,40 @@ struct NormalCdf {
     const __mmask16 upper = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);
     return _mm512_mask_sub_ps(c, upper, one, c);
   }
+  // Note [Gelu from interval tables]: at the avx512 level, where every lane of a packet has
+  // |x| < 5.90625, gelu and its derivative take tables of 32 intervals of width 3/16 (Note
+  // [Interval tables]) instead of eval16's exp and rational form: c = Phi(-|x|) of degree 6, gelu
+  // = x c below 0 and x - x c above (one rounding); the derivative's a phi(a) - Phi(-a) = E of
+  // degree 6, Phi(x) + x phi(x) = -E below 0 and 1 + E above. Worst errors over every 7th float
+  // of the range: gelu 2.66 ulp (eval16's 4.89), the derivative 2.06 of the size of its terms
+  // (4.43); about 20 operations where eval16 takes 38. A packet with a lane past the range (or
+  // NaN, or an infinity) computes eval16 as well and takes its value in those lanes only, so each
+  // lane's result depends on its own x alone (a shape, a stride or a fused loop that groups the
+  // elements otherwise gives the same bits); the branch is on the packet, so data inside +-5.9
+  // (a unit normal leaves it once in 3e8) pays nothing for the tails.
+  static constexpr float kTableScale = 16.0f / 3.0f, kTableEnd = 5.90625f;
+  // The lanes inside the tables (NaN is not).
+  static __mmask16 in_tables16(const __m512& ax) {
+    return _mm512_cmp_ps_mask(ax, _mm512_set1_ps(kTableEnd), _CMP_LT_OQ);
+  }
+  // x Phi(x) for |x| < kTableEnd.
+  static __m512 gelu_table16(const __m512& x, const __m512& ax) {
+    const __m512 c =
+        table_horner16<7>(IntervalTables::kLowerTailTable, interval16(ax, kTableScale));
+    const __mmask16 upper = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ);
+    const __m512 r = _mm512_mask_fnmadd_ps(c, upper, x, x);  // x - x c above 0, c below
+    return _mm512_mask_mul_ps(r, _knot_mask16(upper), r, x);
+  }
+  // g (Phi(x) + x phi(x)) for |x| < kTableEnd.
+  static __m512 gelu_grad_table16(const __m512& g, const __m512& x, const __m512& ax) {
+    const __m512 e = table_horner16<7>(IntervalTables::kGeluGradTable, interval16(ax, kTableScale));
+    const __mmask16 upper = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ);
+    // 1 + e above 0, -e below; then times g, as the exp form (so that g times
+    // gelu_backward(1, x) is gelu_backward(g, x) to the bit, as the compiler's graphs assume).
+    const __m512 d =
+        _mm512_mask_add_ps(_mm512_sub_ps(_mm512_setzero_ps(), e), upper, e, _mm512_set1_ps(1.0f));
+    return _mm512_mul_ps(g, d);
+  }
 #endif
   // 1 / d for d >= 1: the division, or at the avx512 level vrcp14ps (relative error below 2^-14),
   // which the correction step above takes to within an ulp as it does the division's rounding.
@@ -652,16 +718,39 @@ struct NormalCdf {
 };
 // gelu's exact form, 0.5 x (1 + erf(x / sqrt(2))) = x Phi(x) (Note [Vector normal cdf]), with
 // the infinities giving NaN (as the scalar form). Float only.
+// One element (the packets' tails, double): 0.5 x erfc(-x / sqrt 2), which keeps the small tail
+// for negative x where 0.5 x (1 + erf(x / sqrt 2)) cancels (no correct digit below -5 in float),
+// computed in double (float's rounding of x / sqrt 2 alone is 30 ulp of the result at -5.9).
+// Infinities give NaN, as PyTorch's gelu.
+template <class M>
+M gelu_erf_scalar(M x) {
+  if (std::isinf(x)) return std::numeric_limits<M>::quiet_NaN();
+  const double xd = static_cast<double>(x);
+  return static_cast<M>(0.5 * xd * std::erfc(xd * -0.70710678118654752440));
+}
+// g (Phi(x) + x phi(x)) for one element, in double as gelu_erf_scalar.
+template <class M>
+M gelu_erf_grad_scalar(M g, M x) {
+  const double xd = static_cast<double>(x);
+  const double cdf = 0.5 * std::erfc(xd * -0.70710678118654752440);
+  const double pdf = std::exp(-0.5 * xd * xd) * 0.39894228040143267794;
+  return static_cast<M>(static_cast<double>(g) * (cdf + xd * pdf));
+}
 template <class S>
 struct VecGeluErf {
-  S operator()(const S& x) const {
-    if (std::isinf(x)) return std::numeric_limits<S>::quiet_NaN();
-    return S(0.5) * x * (S(1) + std::erf(x * S(0.70710678118654752440)));
-  }
+  S operator()(const S& x) const { return gelu_erf_scalar(x); }
   template <class P>
   P packetOp(const P& x) const {
     using namespace Eigen::internal;
     // An infinite x gives NaN with no test of its own: d = inf, so t's correction is inf * 0.
+#if defined(__AVX512F__)
+    if constexpr (is_packet16f<P>()) {
+      const __m512 ax = _mm512_abs_ps(x), fast = NormalCdf::gelu_table16(x, ax);
+      const __mmask16 inside = NormalCdf::in_tables16(ax);
+      if (inside == 0xffff) return fast;
+      return _mm512_mask_blend_ps(inside, pmul(x, NormalCdf::eval16<true>(x, nullptr)), fast);
+    }
+#endif
     return pmul(x, NormalCdf::eval(x, static_cast<P*>(nullptr)));
   }
 };
@@ -680,7 +769,12 @@ struct VecGeluErfRounded {
   P packetOp(const P& x) const {
     using namespace Eigen::internal;
 #if defined(__AVX512F__)
-    if constexpr (is_packet16f<P>()) return pmul(x, NormalCdf::eval16<false>(x, nullptr));
+    if constexpr (is_packet16f<P>()) {
+      const __m512 ax = _mm512_abs_ps(x), fast = NormalCdf::gelu_table16(x, ax);
+      const __mmask16 inside = NormalCdf::in_tables16(ax);
+      if (inside == 0xffff) return fast;
+      return _mm512_mask_blend_ps(inside, pmul(x, NormalCdf::eval16<false>(x, nullptr)), fast);
+    }
 #endif
     const P one = pset1<P>(1.0f);
     const P d = pmadd(pset1<P>(NormalCdf::kP), pabs(x), one);
@@ -697,14 +791,22 @@ struct VecGeluErfRounded {
 // written with ops does.
 template <class S>
 struct VecGeluErfGrad {
-  static constexpr S kRsqrt2 = S(0.70710678118654752440), kRsqrt2Pi = S(0.39894228040143267794);
-  S operator()(const S& g, const S& x) const {
-    const S cdf = S(0.5) * (S(1) + std::erf(x * kRsqrt2));
-    return g * (cdf + x * (std::exp(S(-0.5) * x * x) * kRsqrt2Pi));
-  }
+  static constexpr S kRsqrt2Pi = S(0.39894228040143267794);
+  S operator()(const S& g, const S& x) const { return gelu_erf_grad_scalar(g, x); }
   template <class P>
   P packetOp(const P& g, const P& x) const {
     using namespace Eigen::internal;
+#if defined(__AVX512F__)
+    if constexpr (is_packet16f<P>()) {
+      const __m512 ax = _mm512_abs_ps(x), fast = NormalCdf::gelu_grad_table16(g, x, ax);
+      const __mmask16 inside = NormalCdf::in_tables16(ax);
+      if (inside == 0xffff) return fast;
+      __m512 e;
+      const __m512 cdf = NormalCdf::eval16<true>(x, &e);
+      const __m512 slow = pmul(g, pmadd(x, pmul(e, pset1<P>(kRsqrt2Pi)), cdf));
+      return _mm512_mask_blend_ps(inside, slow, fast);
+    }
+#endif
     P e;
     const P cdf = NormalCdf::eval(x, &e);
     return pmul(g, pmadd(x, pmul(e, pset1<P>(kRsqrt2Pi)), cdf));
@@ -1094,13 +1196,12 @@ struct SignOp {
       return static_cast<M>((x > 0) - (x < 0));  // sign(NaN) = 0, as PyTorch
   }
 };
-// gelu's exact form, 0.5 x (1 + erf(x / sqrt(2))); NaN at both infinities, as PyTorch gives
-// (docs/xpu_kernels.md, "Accuracy"): the vector form sends infinities and NaN to the scalar one.
+// gelu's exact form, 0.5 x (1 + erf(x / sqrt(2))) (gelu_erf_scalar, VecGeluErf); NaN at both
+// infinities, as PyTorch gives (docs/xpu_kernels.md, "Accuracy").
 struct GeluErfOp {
   template <class M>
   M operator()(M x) const {
-    if (std::isinf(x)) return std::numeric_limits<M>::quiet_NaN();
-    return M(0.5) * x * (M(1) + std::erf(x * M(0.70710678118654752440)));
+    return gelu_erf_scalar(x);
   }
   template <class A>
   auto vec(const A& x) const {
