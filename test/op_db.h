@@ -363,6 +363,9 @@ inline const std::vector<OpInfo>& op_db() {
       {"adaptive_avg_pool2d_tiling",  // windows that tile the input: avg_pool2d's backward
        {{2, 3, 6, 4}},
        [](const V& x) { return adaptive_avg_pool2d(x[0], {3, 1}); }},
+      {"adaptive_avg_pool2d_global",  // one window over each plane: the backward's fill
+       {{2, 3, 5, 7}},
+       [](const V& x) { return adaptive_avg_pool2d(x[0], {1, 1}); }},
       {"upsample_bilinear2d",
        {{2, 2, 3, 4}},
        [](const V& x) { return upsample_bilinear2d(x[0], {5, 7}); }},

@@ -231,6 +231,11 @@ void copy_into(const char* op, const Tensor& dst, const Tensor& src) {
           }
           return;
         }
+        if (st[0] == sizeof(D) && st[1] == 0) {  // a broadcast source (expand(...).contiguous())
+          std::fill_n(reinterpret_cast<D*>(data[0]), n,
+                      cast_value<D>(*reinterpret_cast<const S*>(data[1])));
+          return;
+        }
         for (int64_t i = 0; i < n; ++i)
           *reinterpret_cast<D*>(data[0] + i * st[0]) =
               cast_value<D>(*reinterpret_cast<const S*>(data[1] + i * st[1]));

@@ -408,9 +408,10 @@ auto make_loop(const Op& op) {
       alignas(64) M in[N][kBlock];
       alignas(64) V res[kBlock];  // aligned: Note [Aligned blocks]
       const M* src[N];
-      for (int k = 0; k < N; ++k)
+      for (int k = 0; k < N; ++k)  // as much of the block as the run uses (a run may be short)
         if (s[k + 1] == 0)
-          std::fill_n(in[k], kBlock, static_cast<M>(*reinterpret_cast<const T0*>(data[k + 1])));
+          std::fill_n(in[k], std::min(kBlock, n),
+                      static_cast<M>(*reinterpret_cast<const T0*>(data[k + 1])));
       for (int64_t start = 0; start < n; start += kBlock) {
         const int64_t m = std::min(kBlock, n - start);
         for (int k = 0; k < N; ++k) {

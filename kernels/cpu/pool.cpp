@@ -532,6 +532,19 @@ Tensor avg_pool2d_backward_kernel(const Tensor& grad, const Tensor& self, IntArr
     using M = opmath_t<T>;
     const T* go = static_cast<const T*>(g.data_ptr());
     const int64_t width = p.w;
+    if (per == 1 && cells[0].divisor != 0 && cells[0].y0 == 0 && cells[0].x0 == 0 &&
+        cells[0].y1 == p.h && cells[0].x1 == p.w) {
+      // One window over the whole plane (adaptive_avg_pool2d to 1 x 1, ResNet's head): each
+      // plane is its gradient over the divisor, written once (the accumulation below zeroes the
+      // plane first and adds element by element: 0.47 -> 0.12 ms for [32, 512, 7, 7] on one VM
+      // thread).
+      T* dst = static_cast<T*>(out.data_ptr());
+      const M d = static_cast<M>(cells[0].divisor);
+      for_each_plane(p.planes, hw, [&](int64_t pl) {
+        std::fill_n(dst + pl * hw, hw, cast_value<T>(static_cast<M>(go[pl]) / d));
+      });
+      return;
+    }
     plane_backward<T>(out, p.planes, hw, hw + per * w.kh * w.kw, [&](int64_t pl, auto* gi) {
       using A = std::remove_reference_t<decltype(*gi)>;
       const T* gp = go + pl * per;
