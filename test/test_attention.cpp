@@ -159,8 +159,9 @@ TEST(Attention, FlashAndMathPathsAgreeOnEveryForm) {
 TEST(Attention, FusedBackwardMatchesItsClosedForm) {
   manual_seed(4);
   // 130 queries: a full tile and a ragged one; 100: shorter than a tile, which bfloat16 takes
-  // through the widening path (docs/attention.md, "The CPU kernel").
-  for (int64_t len : {130, 100})
+  // through the widening path (docs/attention.md, "The CPU kernel"); 300: causal tiles whose
+  // diagonal lies inside a key tile (Note [Causal diagonal in halves]).
+  for (int64_t len : {130, 100, 300})
     for (ScalarType t : {kDouble, kFloat, kBFloat16}) {
       for (int form = 0; form < 3; ++form) {  // plain, causal, boolean mask; grouped heads
         SCOPED_TRACE(std::string(to_string(t)) + " form " + std::to_string(form) + " length " +
@@ -179,6 +180,7 @@ TEST(Attention, FusedBackwardMatchesItsClosedForm) {
             _scaled_dot_product_attention_math(qd, kd, vd, m, 0.0, form == 1, 0.3, true));
         auto want = autograd::grad({(o * g.to(kDouble)).sum()}, {qd, kd, vd});
         const double tol = t == kDouble ? 1e-10 : t == kFloat ? 1e-4 : 0.1;
+        EXPECT_LT(max_abs_diff(out, o.detach()), t == kBFloat16 ? 0.02 : tol);
         EXPECT_LT(max_abs_diff(dq, want[0]), tol);
         EXPECT_LT(max_abs_diff(dk, want[1]), tol);
         EXPECT_LT(max_abs_diff(dv, want[2]), tol);

@@ -244,6 +244,42 @@ std::vector<std::pair<int64_t, int64_t>> tile_shapes(int64_t L, int64_t S, bool 
   return shapes;
 }
 
+// Note [Causal diagonal in halves]: the forward's steps for the query tile [i0, i0 + nq): rows
+// [r0, r0 + nr) of the tile against keys [j0, j0 + nk). Key tiles of kKeyTile for every row, but
+// under a causal mask the key tile that holds the diagonal is taken in two halves of rows when
+// the query tile has more than 64: the upper rows stop at their own last key (i0 + 64), so the
+// masked upper triangle computed is two 64 x 64 halves instead of one 128 x 128 (at length 512
+// a quarter of the scores computed were masked, now an eighth).
+struct ForwardStep {
+  int64_t r0, nr, j0, nk;
+};
+std::vector<ForwardStep> forward_steps(int64_t i0, int64_t nq, int64_t S, bool causal) {
+  std::vector<ForwardStep> steps;
+  const int64_t kv_end = causal ? std::min(S, i0 + nq) : S;
+  constexpr int64_t kHalf = kQueryTile / 2;
+  for (int64_t j0 = 0; j0 < kv_end; j0 += kKeyTile) {
+    const int64_t nk = std::min(kKeyTile, kv_end - j0);
+    const int64_t upper_end = std::min(kv_end, i0 + kHalf);  // the upper rows' last key + 1
+    if (causal && nq > kHalf && j0 + nk > upper_end && upper_end > j0) {
+      steps.push_back({0, kHalf, j0, upper_end - j0});
+      steps.push_back({kHalf, nq - kHalf, j0, nk});
+    } else {
+      steps.push_back({0, nq, j0, nk});
+    }
+  }
+  return steps;
+}
+// The (rows, keys) shapes of every query tile's forward steps.
+std::vector<std::pair<int64_t, int64_t>> forward_shapes(int64_t L, int64_t S, bool causal) {
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  for (int64_t i0 = 0; i0 < L; i0 += kQueryTile)
+    for (const ForwardStep& st : forward_steps(i0, std::min(kQueryTile, L - i0), S, causal)) {
+      const std::pair<int64_t, int64_t> s{st.nr, st.nk};
+      if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(s);
+    }
+  return shapes;
+}
+
 // The products of one tile shape, made before the tasks start. `make(nq, nk)` gives them (false:
 // one is not available); `of(nq, nk)` finds them.
 template <size_t N>
@@ -297,7 +333,7 @@ bool flash_forward_tiles(const AttentionShape& g, const Tensor& query, const Ten
   const int64_t E = g.head_dim, Ev = g.value_dim, L = g.q_len, S = g.kv_len;
   const ScalarType dt = query.dtype();
   TileProducts<2> products;
-  const bool ok = products.build(tile_shapes(L, S, causal), [&](int64_t nq, int64_t nk) {
+  const bool ok = products.build(forward_shapes(L, S, causal), [&](int64_t nq, int64_t nk) {
     return TileProducts<2>::Set{
         onednn::TileProduct::make(dt, nq, nk, E, {q.s[2], 1}, {1, k.s[2]}, kKeyTile, false),
         onednn::TileProduct::make(dt, nq, Ev, nk, {kKeyTile, 1}, {v.s[2], 1}, Ev, true)};
@@ -319,18 +355,18 @@ bool flash_forward_tiles(const AttentionShape& g, const Tensor& query, const Ten
       at.setZero();
       std::fill(m.begin(), m.end(), kNegInf);
       std::fill(l.begin(), l.end(), A(0));
-      const int64_t kv_end = causal ? std::min(S, i0 + nq) : S;
-      for (int64_t j0 = 0; j0 < kv_end; j0 += kKeyTile) {
-        const int64_t nk = std::min(kKeyTile, kv_end - j0);
-        const auto& pr = products.of(nq, nk);
-        pr[0].run(q.rows(b, h, i0), k.rows(b, hk, j0), sb.data());
-        Tile<A> sc(sb.data(), nq, nk, Eigen::OuterStride<>(kKeyTile));
+      for (const ForwardStep& st : forward_steps(i0, nq, S, causal)) {
+        const int64_t r0 = st.r0, nr = st.nr, j0 = st.j0, nk = st.nk;
+        const auto& pr = products.of(nr, nk);
+        pr[0].run(q.rows(b, h, i0 + r0), k.rows(b, hk, j0), sb.data());
+        Tile<A> sc(sb.data(), nr, nk, Eigen::OuterStride<>(kKeyTile));
         // The scale folded into the softmax where no additive mask needs scaled scores.
         if (!fold) sc *= static_cast<A>(scale);
-        apply_mask<T, A>(g, mask, causal, b, h, i0, j0, sc);
-        online_softmax(sc, m.data(), l.data(), at, fold ? static_cast<A>(scale) : A(1));
-        pr[1].run(tile_operand(sb.data(), nq, nk, kKeyTile, pb.data()), v.rows(b, hk, j0),
-                  acc.data());
+        apply_mask<T, A>(g, mask, causal, b, h, i0 + r0, j0, sc);
+        Tile<A> rows(acc.data() + r0 * Ev, nr, Ev, Eigen::OuterStride<>(Ev));
+        online_softmax(sc, m.data() + r0, l.data() + r0, rows, fold ? static_cast<A>(scale) : A(1));
+        pr[1].run(tile_operand(sb.data(), nr, nk, kKeyTile, pb.data()), v.rows(b, hk, j0),
+                  acc.data() + r0 * Ev);
       }
       write_rows(at, m.data(), l.data(), o + b * os[0] + h * os[1] + i0 * os[2], os[2],
                  ls + (b * g.heads + h) * L + i0);
