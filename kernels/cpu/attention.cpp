@@ -314,8 +314,9 @@ const T* tile_operand(const A* x, int64_t rows, int64_t cols, int64_t ld, T* buf
   if constexpr (std::is_same_v<T, A>) {
     return x;
   } else {
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) buf[r * ld + c] = static_cast<T>(x[r * ld + c]);
+    // The vector rounding of the elementwise loops (the same bits as static_cast<T>, which
+    // went element by element)
+    for (int64_t r = 0; r < rows; ++r) narrow_n(x + r * ld, buf + r * ld, cols);
     return buf;
   }
 }
