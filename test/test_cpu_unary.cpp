@@ -269,11 +269,7 @@ TEST(Unary, RsqrtOf16BitFloatsEveryValue) {
   }
 }
 
-// gelu's exact form and its derivative (Note [Vector normal cdf]) against long double within
-// their documented bounds, on every 1021st float of [0, 13.5] and their negatives: 5 ulp where
-// the level has FMA, 7 at the default level; the small tail for negative x keeps its relative
-// accuracy (1 + erf(x / sqrt 2) would cancel: 15 ulp at -1, no correct digit below -5). The
-// derivative's error is taken against the size of its two terms (they cancel near -0.75).
+// The worst errors of gelu and gelu_backward on xs against long double.
 struct GeluErrors {
   double worst = 0, worst_grad = 0;  // ulp; the derivative's of the size of its terms
   float at = 0, at_grad = 0;
@@ -305,6 +301,11 @@ GeluErrors gelu_errors(std::vector<float> xs) {
   return r;
 }
 
+// gelu's exact form and its derivative (Note [Vector normal cdf]) against long double within
+// their documented bounds, on every 1021st float of [0, 13.5] and their negatives: 5 ulp where
+// the level has FMA, 7 at the default level; the small tail for negative x keeps its relative
+// accuracy (1 + erf(x / sqrt 2) would cancel: 15 ulp at -1, no correct digit below -5). The
+// derivative's error is taken against the size of its two terms (they cancel near -0.75).
 TEST(Unary, GeluWithinItsUlpBound) {
   const GeluErrors e = gelu_errors(every_1021st_float_and_its_negative(13.5f));
   const double bound = cpu_capability() == CpuCapability::Default ? 7.0 : 5.0;

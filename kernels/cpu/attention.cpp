@@ -257,9 +257,9 @@ std::vector<ForwardStep> forward_steps(int64_t i0, int64_t nq, int64_t S, bool c
   std::vector<ForwardStep> steps;
   const int64_t kv_end = causal ? std::min(S, i0 + nq) : S;
   constexpr int64_t kHalf = kQueryTile / 2;
+  const int64_t upper_end = std::min(kv_end, i0 + kHalf);  // the upper rows' last key + 1
   for (int64_t j0 = 0; j0 < kv_end; j0 += kKeyTile) {
     const int64_t nk = std::min(kKeyTile, kv_end - j0);
-    const int64_t upper_end = std::min(kv_end, i0 + kHalf);  // the upper rows' last key + 1
     if (causal && nq > kHalf && j0 + nk > upper_end && upper_end > j0) {
       steps.push_back({0, kHalf, j0, upper_end - j0});
       steps.push_back({kHalf, nq - kHalf, j0, nk});

@@ -536,7 +536,7 @@ Tensor avg_pool2d_backward_kernel(const Tensor& grad, const Tensor& self, IntArr
         cells[0].y1 == p.h && cells[0].x1 == p.w) {
       // One window over the whole plane (adaptive_avg_pool2d to 1 x 1, ResNet's head): each
       // plane is its gradient over the divisor, written once (the accumulation below zeroes the
-      // plane first and adds element by element: 0.47 -> 0.12 ms for [32, 512, 7, 7] on one VM
+      // plane first and adds element by element: 0.47 -> 0.047 ms for [32, 512, 7, 7] on one VM
       // thread).
       T* dst = static_cast<T*>(out.data_ptr());
       const M d = static_cast<M>(cells[0].divisor);

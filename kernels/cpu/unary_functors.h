@@ -684,6 +684,14 @@ struct NormalCdf {
     const __m512 r = _mm512_mask_fnmadd_ps(c, upper, x, x);  // x - x c above 0, c below
     return _mm512_mask_mul_ps(r, _knot_mask16(upper), r, x);
   }
+  // gelu at the avx512 level: the tables, and eval16<kFull> in the lanes outside them.
+  template <bool kFull>
+  static __m512 gelu16(const __m512& x) {
+    const __m512 ax = _mm512_abs_ps(x), fast = gelu_table16(x, ax);
+    const __mmask16 inside = in_tables16(ax);
+    if (inside == 0xffff) return fast;
+    return _mm512_mask_blend_ps(inside, _mm512_mul_ps(x, eval16<kFull>(x, nullptr)), fast);
+  }
   // g (Phi(x) + x phi(x)) for |x| < kTableEnd.
   static __m512 gelu_grad_table16(const __m512& g, const __m512& x, const __m512& ax) {
     const __m512 e = table_horner16<7>(IntervalTables::kGeluGradTable, interval16(ax, kTableScale));
@@ -744,12 +752,7 @@ struct VecGeluErf {
     using namespace Eigen::internal;
     // An infinite x gives NaN with no test of its own: d = inf, so t's correction is inf * 0.
 #if defined(__AVX512F__)
-    if constexpr (is_packet16f<P>()) {
-      const __m512 ax = _mm512_abs_ps(x), fast = NormalCdf::gelu_table16(x, ax);
-      const __mmask16 inside = NormalCdf::in_tables16(ax);
-      if (inside == 0xffff) return fast;
-      return _mm512_mask_blend_ps(inside, pmul(x, NormalCdf::eval16<true>(x, nullptr)), fast);
-    }
+    if constexpr (is_packet16f<P>()) return NormalCdf::gelu16<true>(x);
 #endif
     return pmul(x, NormalCdf::eval(x, static_cast<P*>(nullptr)));
   }
@@ -769,12 +772,7 @@ struct VecGeluErfRounded {
   P packetOp(const P& x) const {
     using namespace Eigen::internal;
 #if defined(__AVX512F__)
-    if constexpr (is_packet16f<P>()) {
-      const __m512 ax = _mm512_abs_ps(x), fast = NormalCdf::gelu_table16(x, ax);
-      const __mmask16 inside = NormalCdf::in_tables16(ax);
-      if (inside == 0xffff) return fast;
-      return _mm512_mask_blend_ps(inside, pmul(x, NormalCdf::eval16<false>(x, nullptr)), fast);
-    }
+    if constexpr (is_packet16f<P>()) return NormalCdf::gelu16<false>(x);
 #endif
     const P one = pset1<P>(1.0f);
     const P d = pmadd(pset1<P>(NormalCdf::kP), pabs(x), one);
@@ -797,19 +795,23 @@ struct VecGeluErfGrad {
   P packetOp(const P& g, const P& x) const {
     using namespace Eigen::internal;
 #if defined(__AVX512F__)
+    __m512 fast;
+    __mmask16 inside = 0;
     if constexpr (is_packet16f<P>()) {
-      const __m512 ax = _mm512_abs_ps(x), fast = NormalCdf::gelu_grad_table16(g, x, ax);
-      const __mmask16 inside = NormalCdf::in_tables16(ax);
+      const __m512 ax = _mm512_abs_ps(x);
+      fast = NormalCdf::gelu_grad_table16(g, x, ax);
+      inside = NormalCdf::in_tables16(ax);
       if (inside == 0xffff) return fast;
-      __m512 e;
-      const __m512 cdf = NormalCdf::eval16<true>(x, &e);
-      const __m512 slow = pmul(g, pmadd(x, pmul(e, pset1<P>(kRsqrt2Pi)), cdf));
-      return _mm512_mask_blend_ps(inside, slow, fast);
     }
 #endif
     P e;
     const P cdf = NormalCdf::eval(x, &e);
-    return pmul(g, pmadd(x, pmul(e, pset1<P>(kRsqrt2Pi)), cdf));
+    const P exact = pmul(g, pmadd(x, pmul(e, pset1<P>(kRsqrt2Pi)), cdf));
+#if defined(__AVX512F__)
+    // the lanes inside the tables keep the tables' values (Note [Gelu from interval tables])
+    if constexpr (is_packet16f<P>()) return _mm512_mask_blend_ps(inside, exact, fast);
+#endif
+    return exact;
   }
 };
 // silu's derivative times g: s (1 + x (1 - s)), s = 1 / (1 + exp(-x)). Where -x is past the
