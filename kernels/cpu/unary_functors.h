@@ -724,8 +724,6 @@ struct NormalCdf {
                                     1.3891971111e-01f,  8.4375776350e-02f, 1.0787319392e-01f,
                                     1.0586391389e-01f};
 };
-// gelu's exact form, 0.5 x (1 + erf(x / sqrt(2))) = x Phi(x) (Note [Vector normal cdf]), with
-// the infinities giving NaN (as the scalar form). Float only.
 // One element (the packets' tails, double): 0.5 x erfc(-x / sqrt 2), which keeps the small tail
 // for negative x where 0.5 x (1 + erf(x / sqrt 2)) cancels (no correct digit below -5 in float),
 // computed in double (float's rounding of x / sqrt 2 alone is 30 ulp of the result at -5.9).
@@ -744,6 +742,8 @@ M gelu_erf_grad_scalar(M g, M x) {
   const double pdf = std::exp(-0.5 * xd * xd) * 0.39894228040143267794;
   return static_cast<M>(static_cast<double>(g) * (cdf + xd * pdf));
 }
+// gelu's exact form, 0.5 x (1 + erf(x / sqrt(2))) = x Phi(x) (Note [Vector normal cdf]), with
+// the infinities giving NaN (as the scalar form). Float only.
 template <class S>
 struct VecGeluErf {
   S operator()(const S& x) const { return gelu_erf_scalar(x); }
