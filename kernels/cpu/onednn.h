@@ -59,10 +59,11 @@ bool quantized_linear(const Tensor& x, int32_t x_zero_point, const Tensor& w, co
 // leading dimension ldc) = a[m, k] @ b[k, n], or += with `accumulate`; a and b of `dtype` with
 // the element strides given ({row, column}; one of them 1). float32 runs dnnl_sgemm on the
 // calling thread; bfloat16 and float16 a one-thread matmul primitive, built once per shape and
-// run without the cache's look-up. Empty (false) where oneDNN takes the case only with its
-// reference code or not at all (bfloat16 below AVX-512, float16 without AVX512-FP16,
-// XTEN_CPU_CAPABILITY capping the ISA, or a dnnl_sgemm that does not compute): the caller then
-// multiplies with Eigen in float.
+// run without the cache's look-up, each thread keeping its stream, scratchpad and the memory
+// objects of its last 16 shapes (TileThreadState in onednn.cpp). Empty (false) where oneDNN takes
+// the case only with its reference code or not at all (bfloat16 below AVX-512, float16 without
+// AVX512-FP16, XTEN_CPU_CAPABILITY capping the ISA, or a dnnl_sgemm that does not compute): the
+// caller then multiplies with Eigen in float.
 class TileProduct {
  public:
   TileProduct() = default;
