@@ -49,6 +49,13 @@ static inline float xten_clamp(float x, float p0, float p1) {
   }
   return v;
 }
+// gelu's Phi(x) as common.h's normal_cdf for float (XTEN_NORMAL): erfc of -x / sqrt 2 carried
+// as hi + lo, with lo's first-order term.
+static inline float normal_cdf(float x) {
+  const float hi = x * (float)-0.70710678f;
+  const float lo = fma(x, (float)-0.70710678f, -hi) + x * (float)-1.2101617104478969e-8f;
+  return (float)0.5 * (erfc(hi) - lo * (float)1.12837916709551257390 * exp(-hi * hi));
+}
 )";
 
 std::string literal(float v) {
@@ -102,10 +109,7 @@ std::string expression(const cpu::FusedInstr& in) {
     case FusedOpcode::Relu:
       return fmt::format("{0} < 0 ? (float)0 : {0}", a);
     case FusedOpcode::GeluErf:
-      return fmt::format(
-          "isinf({0}) ? (float)NAN : (float)0.5 * {0} * ((float)1 + erf({0} * "
-          "(float)0.70710678118654752440))",
-          a);
+      return fmt::format("isinf({0}) ? (float)NAN : {0} * normal_cdf({0})", a);
     case FusedOpcode::GeluTanh:
       return fmt::format(
           "{0} / ((float)1 + exp((float)-2 * ((float)0.79788456080286535588 * ({0} + "

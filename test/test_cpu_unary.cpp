@@ -178,19 +178,6 @@ TEST(Unary, VectorFormsAtTheEdges) {
   }
 }
 
-// Every 1021st float (by bit pattern) of [0, up_to] and its negative: the ulp tests' samples.
-std::vector<float> every_1021st_float_and_its_negative(float up_to) {
-  std::vector<float> xs;
-  for (uint32_t b = 0;; b += 1021) {
-    float x;
-    std::memcpy(&x, &b, sizeof x);
-    if (x > up_to) break;
-    xs.push_back(x);
-    xs.push_back(-x);
-  }
-  return xs;
-}
-
 // gelu of bfloat16 and float16 tensors, computed with the cheaper vector form for 16-bit results
 // (Note [Vector forms for 16-bit results]): within one ulp of the 16-bit type of the exact value
 // on every 1021st float of [-13.5, 13.5] rounded to it, and the correctly rounded value for all
@@ -267,38 +254,6 @@ TEST(Unary, RsqrtOf16BitFloatsEveryValue) {
     EXPECT_LE(not_nearest, finite / 1000)
         << to_string(t) << ": " << not_nearest << " of " << finite;
   }
-}
-
-// The worst errors of gelu and gelu_backward on xs against long double.
-struct GeluErrors {
-  double worst = 0, worst_grad = 0;  // ulp; the derivative's of the size of its terms
-  float at = 0, at_grad = 0;
-};
-GeluErrors gelu_errors(std::vector<float> xs) {
-  const int64_t n = static_cast<int64_t>(xs.size());
-  const Tensor in = from_blob(xs.data(), {n}, kFloat).clone();
-  const Tensor y = gelu(in), g = gelu_backward(ones({n}), in);
-  const float* py = y.data_ptr<float>();
-  const float* pg = g.data_ptr<float>();
-  auto ulp = [](long double r) {
-    return std::exp2(std::floor(std::log2(std::max<double>(std::fabs(double(r)), 1.2e-38))) - 23);
-  };
-  GeluErrors r;
-  for (int64_t i = 0; i < n; ++i) {
-    const long double x = xs[i], cdf = 0.5L * std::erfc(-x / std::sqrt(2.0L));
-    const long double pdf = std::exp(-0.5L * x * x) / std::sqrt(2 * 3.14159265358979323846L);
-    const long double ref = x * cdf;
-    if (std::fabs(double(ref)) > 1e-37) {
-      const double e = std::fabs(double(py[i] - ref)) / ulp(ref);
-      if (e > r.worst) r.worst = e, r.at = xs[i];
-    }
-    const long double scale = cdf + std::fabs(double(x * pdf));
-    if (scale > 1e-30) {
-      const double e = std::fabs(double(pg[i] - (cdf + x * pdf))) / ulp(scale);
-      if (e > r.worst_grad) r.worst_grad = e, r.at_grad = xs[i];
-    }
-  }
-  return r;
 }
 
 // gelu's exact form and its derivative (Note [Vector normal cdf]) against long double within

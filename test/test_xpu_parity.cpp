@@ -566,6 +566,17 @@ TEST(XpuParity, Float32FunctionsWithinTheirDocumentedUlp) {
   EXPECT_EQ(atan2(ones({1}), ones({1})).item<float>(), 0x1.921fb6p-1f);
 }
 
+// gelu's exact form and its derivative on the XPU (docs/xpu_kernels.md, "Accuracy"): erfc, not
+// 1 + erf, so the tail for negative x keeps its relative accuracy (1 + erf had no correct digit
+// below -5; 186 ulp at -12.8 from rounding -x / sqrt 2 before the arguments were carried as hi +
+// lo). Every 1021st float of [0, 13.5] and their negatives, against long double: 2.2 and 3.3 ulp
+// measured on PoCL, the CPU's bound of 5 checked.
+TEST(XpuParity, GeluWithinItsUlpBound) {
+  const GeluErrors e = gelu_errors(every_1021st_float_and_its_negative(13.5f), "xpu");
+  EXPECT_LE(e.worst, 5.0) << "gelu at x = " << e.at;
+  EXPECT_LE(e.worst_grad, 5.0) << "gelu_backward at x = " << e.at_grad;
+}
+
 // Convolution and pooling take images, not the generic layouts: a table of geometries, each
 // on a contiguous and a non-contiguous input, in every float dtype.
 TEST(XpuParity, ConvolutionAndPoolingMatchTheCpu) {

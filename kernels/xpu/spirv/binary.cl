@@ -181,9 +181,7 @@ ALL_DIVISION(BINARY_ERR_HEAD_1D)
 // u = sqrt(2 / pi) (y + 0.044715 y^3), (1 + t) / 2 + y (1 - t^2) du/dy / 2.
 #define FLOAT_ACTIVATION_BACKWARDS(T, HEAD)                                                        \
   HEAD(gelu_backward_erf, T, T##_t,                                                                \
-    const T##_m cdf = (T##_m)0.5 * (ONE(T) + erf(y * (T##_m)0.70710678118654752440));            \
-    const T##_m pdf = exp((T##_m)-0.5 * y * y) * (T##_m)0.39894228040143267794;                   \
-    T##_store(out, oo, x * (cdf + y * pdf));)                                                      \
+    T##_store(out, oo, x * (normal_cdf(y) + y * normal_pdf(y)));) /* common.h */                  \
   HEAD(gelu_backward_tanh, T, T##_t,                                                               \
     const T##_m beta = (T##_m)0.79788456080286535588, kappa = (T##_m)0.044715;                     \
     const T##_m t = tanh(beta * (y + kappa * y * y * y));                                          \

@@ -215,6 +215,26 @@ static inline void strided_offsets(long i, int ndim, long8 sizes, long8 a_st, lo
 
 #define ONE(T) ((T##_m)1)  // one in opmath
 
+// The standard normal's cdf Phi(x) = erfc(-x / sqrt 2) / 2 and density phi(x), for gelu's exact
+// form and its derivative. erfc(a) magnifies the relative error of a by about 2 a^2 (160 ulp at
+// x = -12.8 from rounding -x / sqrt 2 alone), and exp(-x^2 / 2) that of x^2 by x^2 / 2: both
+// arguments are carried as hi + lo (an fma gives a product's rounding error exactly) and the
+// first-order term of lo is added (docs/xpu_kernels.md, "Accuracy"). The prelude of compiled
+// XPU kernels (compile/xpu_codegen.cpp) repeats the float form: the two must give the same bits.
+#define XTEN_NORMAL(M, C_HI, C_LO)                                                                 \
+  OVL static inline M normal_cdf(M x) {                                                            \
+    const M hi = x * (M)C_HI, lo = fma(x, (M)C_HI, -hi) + x * (M)C_LO;                             \
+    return (M)0.5 * (erfc(hi) - lo * (M)1.12837916709551257390 * exp(-hi * hi));                   \
+  }                                                                                                \
+  OVL static inline M normal_pdf(M x) {                                                            \
+    const M s = x * x, s_lo = fma(x, x, -s);                                                       \
+    return exp((M)-0.5 * s) * ((M)1 - (M)0.5 * s_lo) * (M)0.39894228040143267794;                  \
+  }
+XTEN_NORMAL(float, -0.70710678f, -1.2101617104478969e-8f)  // -1 / sqrt 2 = C_HI + C_LO
+#ifdef XTEN_F64
+XTEN_NORMAL(double, -0.70710678118654757, 4.8336466567264565e-17)
+#endif
+
 #define XTEN_GROUP_SIZE 256
 // Note [One work-item per element]: elementwise kernels give each work-item one element,
 // `i = get_global_id(0)`, guarded by `i < n`; the host launches ceil(n / 256) groups (launch()

@@ -61,11 +61,10 @@
   HEAD(ceil, T, T##_t, T##_store(out, oo, ceil(x));)                                               \
   HEAD(round, T, T##_t, T##_store(out, oo, rint(x));) /* half to even */                           \
   HEAD(trunc, T, T##_t, T##_store(out, oo, trunc(x));)                                             \
-  /* gelu as on the CPU (kernels/cpu/unary.cpp): the exact form NaN at +-inf, the tanh form as */ \
-  /* x / (1 + exp(-2u)), which does not cancel for x below about -3 (NaN at -inf, inf at +inf) */ \
-  HEAD(gelu_erf, T, T##_t,                                                                         \
-    T##_store(out, oo, isinf(x) ? (T##_m)NAN                                                       \
-                                : (T##_m)0.5 * x * (ONE(T) + erf(x * (T##_m)0.70710678118654752440)));) \
+  /* gelu as on the CPU (kernels/cpu/unary.cpp): the exact form x Phi(x) (common.h; 1 + erf */   \
+  /* would cancel for negative x), NaN at +-inf; the tanh form as x / (1 + exp(-2u)), which  */   \
+  /* does not cancel for x below about -3 (NaN at -inf, inf at +inf)                          */  \
+  HEAD(gelu_erf, T, T##_t, T##_store(out, oo, isinf(x) ? (T##_m)NAN : x * normal_cdf(x));)        \
   HEAD(gelu_tanh, T, T##_t,                                                                        \
     const T##_m inner = (T##_m)0.79788456080286535588 * (x + (T##_m)0.044715 * x * x * x);         \
     T##_store(out, oo, x / (ONE(T) + exp((T##_m)-2 * inner)));)                                    \
