@@ -109,10 +109,6 @@ void apply_mask(const AttentionShape& g, const void* mask, bool causal, int64_t 
   }
 }
 
-// exp of a row in place with the vector exp of docs/cpu_kernels.md, by whole packets from the
-// row's start and the scalar form for the tail: where the split falls depends on the length
-// only, never on the buffer's address, so a run's results do not change with where memory
-// lands (Eigen's own array loops switch forms at the first aligned address).
 // exp(x - shift) of a row in place, with the vector exp of docs/cpu_kernels.md, and its sum:
 // by whole packets from the row's start and the scalar form for the tail, so where the split
 // falls depends on the length only, never on the buffer's address (a run's results do not change
@@ -145,24 +141,38 @@ A exp_row(A* x, int64_t n, A shift, A scale = A(1)) {
   return sum;
 }
 
+// A row of a tile the row steps just wrote, rounded to the products' operand dtype T into `out`
+// (a row of the same leading dimension) while it is in the L1 cache: a pass of its own over a
+// 128 x 256 tile read it back from L2. Nothing where `out` is null (float32 operands, the Eigen
+// path). The vector rounding of the elementwise loops (the bits of static_cast<T>).
+template <class T, class A>
+void round_row(const A* row, int64_t n, T* out) {
+  if constexpr (!std::is_same_v<T, A>)
+    if (out != nullptr) narrow_n(row, out, n);
+}
+
 // The row steps both forward paths share. The online softmax over one score tile: per row the
 // new maximum m, the tile's exp(s - m) in place (0 where nothing is attended yet), the running
-// sum l and the accumulator `at` rescaled by exp(m_old - m_new).
+// sum l and the accumulator `at` rescaled by exp(m_old - m_new); with `rounded`, the tile's
+// values as T there too (round_row; the sum is of the floats).
 // With `scale` (positive), the tile holds unscaled scores: the scaled row's maximum is the scale
 // times the unscaled one (rounding is monotonic), and exp_row scales as it reads, so the values
 // are those of a tile scaled first, without that pass over it.
-template <class A>
-void online_softmax(Tile<A>& sc, A* m, A* l, Tile<A>& at, A scale = A(1)) {
+template <class A, class T = A>
+void online_softmax(Tile<A>& sc, A* m, A* l, Tile<A>& at, A scale = A(1), T* rounded = nullptr) {
   constexpr A kNegInf = -std::numeric_limits<A>::infinity();
   const int64_t nk = sc.cols();
   for (int64_t r = 0; r < sc.rows(); ++r) {
     A* row = &sc(r, 0);
+    T* rrow = rounded == nullptr ? nullptr : rounded + r * sc.outerStride();
     const A m_new = std::max(m[r], sc.row(r).maxCoeff() * scale);
     if (m_new == kNegInf) {  // nothing attended in this row yet
       std::fill(row, row + nk, A(0));
+      round_row(row, nk, rrow);
       continue;
     }
     const A sum = exp_row(row, nk, m_new, scale);
+    round_row(row, nk, rrow);
     const A alpha = m[r] == kNegInf ? A(0) : std::exp(m[r] - m_new);
     l[r] = l[r] * alpha + sum;
     if (alpha != A(1)) at.row(r) *= alpha;
@@ -190,24 +200,26 @@ bool scale_folds(const AttentionShape& g, double scale) {
 }
 
 // The backward's row steps. P = exp(s - logsumexp) in place (0 for a row that attends nothing);
-// with `scale`, of the unscaled scores s (as online_softmax's).
-template <class A>
-void probabilities(Tile<A>& p, const A* lse, A scale = A(1)) {
+// with `scale`, of the unscaled scores s (as online_softmax's); with `rounded`, P as T there too.
+template <class A, class T = A>
+void probabilities(Tile<A>& p, const A* lse, A scale = A(1), T* rounded = nullptr) {
   for (int64_t r = 0; r < p.rows(); ++r) {
     A* row = &p(r, 0);
-    if (lse[r] == -std::numeric_limits<A>::infinity()) {  // attended nothing
+    if (lse[r] == -std::numeric_limits<A>::infinity())  // attended nothing
       std::fill(row, row + p.cols(), A(0));
-      continue;
-    }
-    exp_row(row, p.cols(), lse[r], scale);
+    else
+      exp_row(row, p.cols(), lse[r], scale);
+    round_row(row, p.cols(), rounded == nullptr ? nullptr : rounded + r * p.outerStride());
   }
 }
 
-// dS = P * (dP - D) in place of dP, D = rowsum(dO * O) per row.
-template <class A>
-void softmax_backward(const Tile<A>& p, const A* d, Tile<A>& ds) {
-  for (int64_t r = 0; r < p.rows(); ++r)
+// dS = P * (dP - D) in place of dP, D = rowsum(dO * O) per row; with `rounded`, dS as T there too.
+template <class A, class T = A>
+void softmax_backward(const Tile<A>& p, const A* d, Tile<A>& ds, T* rounded = nullptr) {
+  for (int64_t r = 0; r < p.rows(); ++r) {
     ds.row(r).array() = p.row(r).array() * (ds.row(r).array() - d[r]);
+    round_row(&ds(r, 0), ds.cols(), rounded == nullptr ? nullptr : rounded + r * ds.outerStride());
+  }
 }
 
 // Note [Tile products in attention]
@@ -307,18 +319,19 @@ class TileProducts {
   std::vector<std::pair<std::pair<int64_t, int64_t>, Set>> sets_;
 };
 
-// A tile of rows x cols floats (leading dimension ld) as the products' operand dtype T: the
-// floats themselves for float32, else rounded into `buf` (the same leading dimension).
+// The tile products' operand for a tile of floats: the floats themselves for float32, else the
+// copy rounded to T that the row steps wrote into `buf` (round_row).
 template <class T, class A>
-const T* tile_operand(const A* x, int64_t rows, int64_t cols, int64_t ld, T* buf) {
-  if constexpr (std::is_same_v<T, A>) {
+const T* tile_operand(const A* x, const T* buf) {
+  if constexpr (std::is_same_v<T, A>)
     return x;
-  } else {
-    // The vector rounding of the elementwise loops (the same bits as static_cast<T>, which
-    // went element by element)
-    for (int64_t r = 0; r < rows; ++r) narrow_n(x + r * ld, buf + r * ld, cols);
+  else
     return buf;
-  }
+}
+// Where the row steps write that rounded copy: nowhere for float32.
+template <class T, class A>
+T* rounded_into(std::vector<T>& buf) {
+  return std::is_same_v<T, A> ? nullptr : buf.data();
 }
 
 // The forward of Note [Tile products in attention]; false (nothing done) where the products are
@@ -365,9 +378,9 @@ bool flash_forward_tiles(const AttentionShape& g, const Tensor& query, const Ten
         if (!fold) sc *= static_cast<A>(scale);
         apply_mask<T, A>(g, mask, causal, b, h, i0 + r0, j0, sc);
         Tile<A> rows(acc.data() + r0 * Ev, nr, Ev, Eigen::OuterStride<>(Ev));
-        online_softmax(sc, m.data() + r0, l.data() + r0, rows, fold ? static_cast<A>(scale) : A(1));
-        pr[1].run(tile_operand(sb.data(), nr, nk, kKeyTile, pb.data()), v.rows(b, hk, j0),
-                  acc.data() + r0 * Ev);
+        online_softmax(sc, m.data() + r0, l.data() + r0, rows, fold ? static_cast<A>(scale) : A(1),
+                       rounded_into<T, A>(pb));
+        pr[1].run(tile_operand(sb.data(), pb.data()), v.rows(b, hk, j0), acc.data() + r0 * Ev);
       }
       write_rows(at, m.data(), l.data(), o + b * os[0] + h * os[1] + i0 * os[2], os[2],
                  ls + (b * g.heads + h) * L + i0);
@@ -438,13 +451,12 @@ bool flash_backward_tiles(const AttentionShape& g, const Tensor& grad_out, const
             Tile<A> p(sb.data(), nq, nk, Eigen::OuterStride<>(kKeyTile));
             if (!fold) p *= sc_mul;  // else scaled as probabilities reads it (as the forward)
             apply_mask<T, A>(g, mask, causal, b, h, i0, j0, p);
-            probabilities(p, lrow, fold ? sc_mul : A(1));
-            pr[1].run(tile_operand(sb.data(), nq, nk, kKeyTile, pb.data()), gt,
-                      dvb.data() + j0 * Ev);
+            probabilities(p, lrow, fold ? sc_mul : A(1), rounded_into<T, A>(pb));
+            pr[1].run(tile_operand(sb.data(), pb.data()), gt, dvb.data() + j0 * Ev);
             pr[2].run(gt, v.rows(b, hk, j0), db.data());
             Tile<A> ds(db.data(), nq, nk, Eigen::OuterStride<>(kKeyTile));
-            softmax_backward(p, d.data(), ds);
-            const T* dst = tile_operand(db.data(), nq, nk, kKeyTile, dsb.data());
+            softmax_backward(p, d.data(), ds, rounded_into<T, A>(dsb));
+            const T* dst = tile_operand(db.data(), dsb.data());
             pr[3].run(dst, k.rows(b, hk, j0), dqb.data());
             pr[4].run(dst, qt, dkb.data() + j0 * E);
           }
