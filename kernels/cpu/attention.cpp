@@ -241,32 +241,19 @@ bool tile_path(const AttentionShape& g, std::initializer_list<const Tensor*> ope
   return true;
 }
 
-// The (query rows, key rows) tile shapes the loops visit: a query length's full tiles and its
-// tail, against the key tiles up to each query tile's end (causal) or to S.
-std::vector<std::pair<int64_t, int64_t>> tile_shapes(int64_t L, int64_t S, bool causal) {
-  std::vector<std::pair<int64_t, int64_t>> shapes;
-  for (int64_t i0 = 0; i0 < L; i0 += kQueryTile) {
-    const int64_t nq = std::min(kQueryTile, L - i0);
-    const int64_t kv_end = causal ? std::min(S, i0 + nq) : S;
-    for (int64_t j0 = 0; j0 < kv_end; j0 += kKeyTile) {
-      const std::pair<int64_t, int64_t> s{nq, std::min(kKeyTile, kv_end - j0)};
-      if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(s);
-    }
-  }
-  return shapes;
-}
-
-// Note [Causal diagonal in halves]: the forward's steps for the query tile [i0, i0 + nq): rows
-// [r0, r0 + nr) of the tile against keys [j0, j0 + nk). Key tiles of kKeyTile for every row, but
+// Note [Causal diagonal in halves]: the steps of the query tile [i0, i0 + nq), forward and
+// backward: rows [r0, r0 + nr) of the tile against keys [j0, j0 + nk). Key tiles of kKeyTile for
+// every row, but
 // under a causal mask the key tile that holds the diagonal is taken in two halves of rows when
 // the query tile has more than 64: the upper rows stop at their own last key (i0 + 64), so the
 // masked upper triangle computed is two 64 x 64 halves instead of one 128 x 128 (at length 512
-// a quarter of the scores computed were masked, now an eighth).
-struct ForwardStep {
+// a quarter of the scores computed were masked, now an eighth; at the GPT's length 128, where the
+// diagonal tile is the only one, the backward's five products do three quarters of the work).
+struct TileStep {
   int64_t r0, nr, j0, nk;
 };
-std::vector<ForwardStep> forward_steps(int64_t i0, int64_t nq, int64_t S, bool causal) {
-  std::vector<ForwardStep> steps;
+std::vector<TileStep> tile_steps(int64_t i0, int64_t nq, int64_t S, bool causal) {
+  std::vector<TileStep> steps;
   const int64_t kv_end = causal ? std::min(S, i0 + nq) : S;
   constexpr int64_t kHalf = kQueryTile / 2;
   const int64_t upper_end = std::min(kv_end, i0 + kHalf);  // the upper rows' last key + 1
@@ -281,11 +268,11 @@ std::vector<ForwardStep> forward_steps(int64_t i0, int64_t nq, int64_t S, bool c
   }
   return steps;
 }
-// The (rows, keys) shapes of every query tile's forward steps.
-std::vector<std::pair<int64_t, int64_t>> forward_shapes(int64_t L, int64_t S, bool causal) {
+// The (rows, keys) shapes of every query tile's steps.
+std::vector<std::pair<int64_t, int64_t>> step_shapes(int64_t L, int64_t S, bool causal) {
   std::vector<std::pair<int64_t, int64_t>> shapes;
   for (int64_t i0 = 0; i0 < L; i0 += kQueryTile)
-    for (const ForwardStep& st : forward_steps(i0, std::min(kQueryTile, L - i0), S, causal)) {
+    for (const TileStep& st : tile_steps(i0, std::min(kQueryTile, L - i0), S, causal)) {
       const std::pair<int64_t, int64_t> s{st.nr, st.nk};
       if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(s);
     }
@@ -347,7 +334,7 @@ bool flash_forward_tiles(const AttentionShape& g, const Tensor& query, const Ten
   const int64_t E = g.head_dim, Ev = g.value_dim, L = g.q_len, S = g.kv_len;
   const ScalarType dt = query.dtype();
   TileProducts<2> products;
-  const bool ok = products.build(forward_shapes(L, S, causal), [&](int64_t nq, int64_t nk) {
+  const bool ok = products.build(step_shapes(L, S, causal), [&](int64_t nq, int64_t nk) {
     return TileProducts<2>::Set{
         onednn::TileProduct::make(dt, nq, nk, E, {q.s[2], 1}, {1, k.s[2]}, kKeyTile, false),
         onednn::TileProduct::make(dt, nq, Ev, nk, {kKeyTile, 1}, {v.s[2], 1}, Ev, true)};
@@ -369,7 +356,7 @@ bool flash_forward_tiles(const AttentionShape& g, const Tensor& query, const Ten
       at.setZero();
       std::fill(m.begin(), m.end(), kNegInf);
       std::fill(l.begin(), l.end(), A(0));
-      for (const ForwardStep& st : forward_steps(i0, nq, S, causal)) {
+      for (const TileStep& st : tile_steps(i0, nq, S, causal)) {
         const int64_t r0 = st.r0, nr = st.nr, j0 = st.j0, nk = st.nk;
         const auto& pr = products.of(nr, nk);
         pr[0].run(q.rows(b, h, i0 + r0), k.rows(b, hk, j0), sb.data());
@@ -404,7 +391,7 @@ bool flash_backward_tiles(const AttentionShape& g, const Tensor& grad_out, const
   const ScalarType dt = query.dtype();
   using onednn::TileProduct;
   TileProducts<5> products;
-  const bool ok = products.build(tile_shapes(L, S, causal), [&](int64_t nq, int64_t nk) {
+  const bool ok = products.build(step_shapes(L, S, causal), [&](int64_t nq, int64_t nk) {
     return TileProducts<5>::Set{
         TileProduct::make(dt, nq, nk, E, {q.s[2], 1}, {1, k.s[2]}, kKeyTile, false),    // Q K^T
         TileProduct::make(dt, nk, Ev, nq, {1, kKeyTile}, {go.s[2], 1}, Ev, true),       // P^T dO
@@ -443,22 +430,23 @@ bool flash_backward_tiles(const AttentionShape& g, const Tensor& grad_out, const
             d[r] = s;
           }
           std::fill(dqb.begin(), dqb.begin() + nq * E, A(0));
-          const int64_t kv_end = causal ? std::min(S, i0 + nq) : S;
-          for (int64_t j0 = 0; j0 < kv_end; j0 += kKeyTile) {
-            const int64_t nk = std::min(kKeyTile, kv_end - j0);
-            const auto& pr = products.of(nq, nk);
-            pr[0].run(qt, k.rows(b, hk, j0), sb.data());
-            Tile<A> p(sb.data(), nq, nk, Eigen::OuterStride<>(kKeyTile));
+          for (const TileStep& st : tile_steps(i0, nq, S, causal)) {
+            const int64_t r0 = st.r0, nr = st.nr, j0 = st.j0, nk = st.nk;
+            const auto& pr = products.of(nr, nk);
+            const T* qs = qt + r0 * q.s[2];
+            const T* gs = gt + r0 * go.s[2];
+            pr[0].run(qs, k.rows(b, hk, j0), sb.data());
+            Tile<A> p(sb.data(), nr, nk, Eigen::OuterStride<>(kKeyTile));
             if (!fold) p *= sc_mul;  // else scaled as probabilities reads it (as the forward)
-            apply_mask<T, A>(g, mask, causal, b, h, i0, j0, p);
-            probabilities(p, lrow, fold ? sc_mul : A(1), rounded_into<T, A>(pb));
-            pr[1].run(tile_operand(sb.data(), pb.data()), gt, dvb.data() + j0 * Ev);
-            pr[2].run(gt, v.rows(b, hk, j0), db.data());
-            Tile<A> ds(db.data(), nq, nk, Eigen::OuterStride<>(kKeyTile));
-            softmax_backward(p, d.data(), ds, rounded_into<T, A>(dsb));
+            apply_mask<T, A>(g, mask, causal, b, h, i0 + r0, j0, p);
+            probabilities(p, lrow + r0, fold ? sc_mul : A(1), rounded_into<T, A>(pb));
+            pr[1].run(tile_operand(sb.data(), pb.data()), gs, dvb.data() + j0 * Ev);
+            pr[2].run(gs, v.rows(b, hk, j0), db.data());
+            Tile<A> ds(db.data(), nr, nk, Eigen::OuterStride<>(kKeyTile));
+            softmax_backward(p, d.data() + r0, ds, rounded_into<T, A>(dsb));
             const T* dst = tile_operand(db.data(), dsb.data());
-            pr[3].run(dst, k.rows(b, hk, j0), dqb.data());
-            pr[4].run(dst, qt, dkb.data() + j0 * E);
+            pr[3].run(dst, k.rows(b, hk, j0), dqb.data() + r0 * E);
+            pr[4].run(dst, qs, dkb.data() + j0 * E);
           }
           T* dqp = static_cast<T*>(dq.data_ptr());
           for (int64_t r = 0; r < nq; ++r) {
