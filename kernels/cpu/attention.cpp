@@ -141,14 +141,14 @@ A exp_row(A* x, int64_t n, A shift, A scale = A(1)) {
   return sum;
 }
 
-// A row of a tile the row steps just wrote, rounded to the products' operand dtype T into `out`
-// (a row of the same leading dimension) while it is in the L1 cache: a pass of its own over a
-// 128 x 256 tile read it back from L2. Nothing where `out` is null (float32 operands, the Eigen
-// path). The vector rounding of the elementwise loops (the bits of static_cast<T>).
-template <class T, class A>
-void round_row(const A* row, int64_t n, T* out) {
+// Row r of a tile the row steps just wrote, rounded to the products' operand dtype T into
+// `rounded` (a tile of the same leading dimension) while it is in the L1 cache: a pass of its own
+// over a 128 x 256 tile read it back from L2. Nothing where `rounded` is null (float32 operands,
+// the Eigen path). The vector rounding of the elementwise loops (the bits of static_cast<T>).
+template <class A, class T>
+void round_row(const Tile<A>& t, int64_t r, T* rounded) {
   if constexpr (!std::is_same_v<T, A>)
-    if (out != nullptr) narrow_n(row, out, n);
+    if (rounded != nullptr) narrow_n(&t(r, 0), rounded + r * t.outerStride(), t.cols());
 }
 
 // The row steps both forward paths share. The online softmax over one score tile: per row the
@@ -164,15 +164,14 @@ void online_softmax(Tile<A>& sc, A* m, A* l, Tile<A>& at, A scale = A(1), T* rou
   const int64_t nk = sc.cols();
   for (int64_t r = 0; r < sc.rows(); ++r) {
     A* row = &sc(r, 0);
-    T* rrow = rounded == nullptr ? nullptr : rounded + r * sc.outerStride();
     const A m_new = std::max(m[r], sc.row(r).maxCoeff() * scale);
     if (m_new == kNegInf) {  // nothing attended in this row yet
       std::fill(row, row + nk, A(0));
-      round_row(row, nk, rrow);
+      round_row(sc, r, rounded);
       continue;
     }
     const A sum = exp_row(row, nk, m_new, scale);
-    round_row(row, nk, rrow);
+    round_row(sc, r, rounded);
     const A alpha = m[r] == kNegInf ? A(0) : std::exp(m[r] - m_new);
     l[r] = l[r] * alpha + sum;
     if (alpha != A(1)) at.row(r) *= alpha;
@@ -209,7 +208,7 @@ void probabilities(Tile<A>& p, const A* lse, A scale = A(1), T* rounded = nullpt
       std::fill(row, row + p.cols(), A(0));
     else
       exp_row(row, p.cols(), lse[r], scale);
-    round_row(row, p.cols(), rounded == nullptr ? nullptr : rounded + r * p.outerStride());
+    round_row(p, r, rounded);
   }
 }
 
@@ -218,7 +217,7 @@ template <class A, class T = A>
 void softmax_backward(const Tile<A>& p, const A* d, Tile<A>& ds, T* rounded = nullptr) {
   for (int64_t r = 0; r < p.rows(); ++r) {
     ds.row(r).array() = p.row(r).array() * (ds.row(r).array() - d[r]);
-    round_row(&ds(r, 0), ds.cols(), rounded == nullptr ? nullptr : rounded + r * ds.outerStride());
+    round_row(ds, r, rounded);
   }
 }
 
@@ -243,12 +242,12 @@ bool tile_path(const AttentionShape& g, std::initializer_list<const Tensor*> ope
 
 // Note [Causal diagonal in halves]: the steps of the query tile [i0, i0 + nq), forward and
 // backward: rows [r0, r0 + nr) of the tile against keys [j0, j0 + nk). Key tiles of kKeyTile for
-// every row, but
-// under a causal mask the key tile that holds the diagonal is taken in two halves of rows when
-// the query tile has more than 64: the upper rows stop at their own last key (i0 + 64), so the
-// masked upper triangle computed is two 64 x 64 halves instead of one 128 x 128 (at length 512
-// a quarter of the scores computed were masked, now an eighth; at the GPT's length 128, where the
-// diagonal tile is the only one, the backward's five products do three quarters of the work).
+// every row, but under a causal mask the key tile that holds the diagonal is taken in two halves
+// of rows when the query tile has more than 64: the upper rows stop at their own last key (i0 +
+// 64), so the masked upper triangle computed is two 64 x 64 halves instead of one 128 x 128 (at
+// length 512 a quarter of the scores computed were masked, now an eighth; at the GPT's length 128,
+// where the diagonal tile is the only one, the backward's five products do three quarters of the
+// work).
 struct TileStep {
   int64_t r0, nr, j0, nk;
 };

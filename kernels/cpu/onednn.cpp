@@ -17,7 +17,6 @@
 #include <list>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -584,9 +583,6 @@ class TileThreadState {
  public:
   void run(const std::shared_ptr<const Entry>& e, const void* a, const void* b, float* c) {
     Slot& slot = slot_of(e);
-    const size_t need = e->main.scratchpad.get_size();
-    if (scratch_.size() < need + kAlign) scratch_.resize(need + kAlign);
-    void* sp = scratch_.data() + (kAlign - reinterpret_cast<uintptr_t>(scratch_.data()) % kAlign);
     slot.a.set_data_handle(const_cast<void*>(a));
     slot.b.set_data_handle(const_cast<void*>(b));
     slot.c.set_data_handle(c);
@@ -595,22 +591,23 @@ class TileThreadState {
                                {DNNL_ARG_DST, slot.c.get()},
                                {DNNL_ARG_SCRATCHPAD, nullptr}};
     int nargs = 3;
-    if (need > 0) {
-      slot.sp.set_data_handle(sp);
+    if (slot.scratch_size > 0) {
+      if (scratch_.size() < slot.scratch_size + kAlign) scratch_.resize(slot.scratch_size + kAlign);
+      const uintptr_t at = reinterpret_cast<uintptr_t>(scratch_.data());
+      slot.sp.set_data_handle(scratch_.data() + (kAlign - at % kAlign));
       args[nargs++].memory = slot.sp.get();
     }
-    if (!stream_) stream_.emplace(engine());
-    const dnnl_status_t st =
-        dnnl_primitive_execute(e->main.prim.get(), stream_->get(), nargs, args);
+    const dnnl_status_t st = dnnl_primitive_execute(e->main.prim.get(), stream_.get(), nargs, args);
     XTEN_ASSERT(st == dnnl_success, "oneDNN tile product failed ({})", static_cast<int>(st));
-    stream_->wait();
+    stream_.wait();
   }
 
  private:
   static constexpr size_t kAlign = 64;
   struct Slot {
     std::shared_ptr<const Entry> e;
-    memory a, b, c, sp;
+    memory a, b, c, sp;  // sp only where the primitive has a scratchpad
+    size_t scratch_size = 0;
   };
   Slot& slot_of(const std::shared_ptr<const Entry>& e) {
     for (Slot& s : slots_)
@@ -621,14 +618,13 @@ class TileThreadState {
     s.a = memory(e->user_src, engine(), DNNL_MEMORY_NONE);
     s.b = memory(e->user_weights, engine(), DNNL_MEMORY_NONE);
     s.c = memory(e->user_dst, engine(), DNNL_MEMORY_NONE);
-    s.sp = e->main.scratchpad.get_size() > 0
-               ? memory(e->main.scratchpad, engine(), DNNL_MEMORY_NONE)
-               : memory();
+    s.scratch_size = e->main.scratchpad.get_size();
+    s.sp = s.scratch_size > 0 ? memory(e->main.scratchpad, engine(), DNNL_MEMORY_NONE) : memory();
     return s;
   }
   std::array<Slot, 16> slots_;  // attention's backward runs five products for each tile shape
   size_t next_ = 0;
-  std::optional<dnnl::stream> stream_;
+  dnnl::stream stream_{engine()};
   std::vector<char> scratch_;
 };
 
