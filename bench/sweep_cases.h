@@ -194,6 +194,16 @@ std::vector<SweepCase> sweep_cases() {
             v = A::randn({4, 8, 512, 64}, d);
     add("attention causal" + dname(d) + " [4,8,512,64]", [=] { (void)A::sdpa_causal(qq, k, v); });
   }
+  {  // the GPT's (examples/gpt: batch 32, 4 heads of 64, block 128, width 256)
+    const T q = A::randn({32, 4, 128, 64}, f32), k = A::randn({32, 4, 128, 64}, f32),
+            v = A::randn({32, 4, 128, 64}, f32);
+    add("attention causal f32 [32,4,128,64]", [=] { (void)A::sdpa_causal(q, k, v); });
+    const T x = A::randn({4096, 256}, f32), w = A::randn({1024, 256}, f32) * 0.06,
+            b = A::randn({1024}, f32), g = A::randn({4096, 1024}, f32);
+    add("linear f32 [4096,256]x[1024,256]", [=] { (void)linear(x, w, b); });
+    add("mm f32 [4096,1024]x[1024,256]", [=] { (void)mm(g, w); });
+    add("mm f32 [1024,4096]x[4096,256] (weight gradient)", [=] { (void)mm(g.t(), x); });
+  }
 
   // ---- losses, indexing ----------------------------------------------------------------------
   {
@@ -286,6 +296,10 @@ std::vector<SweepCase> sweep_cases() {
       backward("attention causal backward" + dname(d) + " [4,8,512,64]", A::sdpa_causal(q, k, v),
                {q, k, v});
     }
+    const T q = A::leaf(A::randn({32, 4, 128, 64}, f32)),
+            k = A::leaf(A::randn({32, 4, 128, 64}, f32)),
+            v = A::leaf(A::randn({32, 4, 128, 64}, f32));
+    backward("attention causal backward f32 [32,4,128,64]", A::sdpa_causal(q, k, v), {q, k, v});
   }
   return out;
 }

@@ -229,6 +229,10 @@ void softmax_backward(const Tile<A>& p, const A* d, Tile<A>& ds, T* rounded = nu
 // score gradients dS are rounded to the dtype before the products that read them. The scale
 // multiplies the score tile. Measured on the 16-core host against the widening Eigen path
 // below: bfloat16 1.75-2.7x faster, float32 1.01-1.74x (bench/README.md, "bench_gpt").
+// The score and probability tiles are dense (leading dimension the step's key count, not
+// kKeyTile): oneDNN 2.6 gives a strided 16-bit tile to its packing gemm:jit instead of brgemm,
+// which on the 2-core VM (AVX512-BF16) took 15 us for a 64 x 64 x 64 product against 4.5 (the
+// causal diagonal's halves, whose key count is below kKeyTile; bench/README.md, "Dense tiles").
 // The Eigen path (tiles widened to float) stays for float64,
 // operands whose rows are not contiguous, bfloat16 / float16 where oneDNN has no fast product,
 // and a reduced-precision query shorter than one tile (generation with a key/value cache: its
@@ -335,8 +339,8 @@ bool flash_forward_tiles(const AttentionShape& g, const Tensor& query, const Ten
   TileProducts<2> products;
   const bool ok = products.build(step_shapes(L, S, causal), [&](int64_t nq, int64_t nk) {
     return TileProducts<2>::Set{
-        onednn::TileProduct::make(dt, nq, nk, E, {q.s[2], 1}, {1, k.s[2]}, kKeyTile, false),
-        onednn::TileProduct::make(dt, nq, Ev, nk, {kKeyTile, 1}, {v.s[2], 1}, Ev, true)};
+        onednn::TileProduct::make(dt, nq, nk, E, {q.s[2], 1}, {1, k.s[2]}, nk, false),
+        onednn::TileProduct::make(dt, nq, Ev, nk, {nk, 1}, {v.s[2], 1}, Ev, true)};
   });
   if (!ok) return false;
   const int64_t q_tiles = (L + kQueryTile - 1) / kQueryTile;
@@ -359,7 +363,7 @@ bool flash_forward_tiles(const AttentionShape& g, const Tensor& query, const Ten
         const int64_t r0 = st.r0, nr = st.nr, j0 = st.j0, nk = st.nk;
         const auto& pr = products.of(nr, nk);
         pr[0].run(q.rows(b, h, i0 + r0), k.rows(b, hk, j0), sb.data());
-        Tile<A> sc(sb.data(), nr, nk, Eigen::OuterStride<>(kKeyTile));
+        Tile<A> sc(sb.data(), nr, nk, Eigen::OuterStride<>(nk));
         // The scale folded into the softmax where no additive mask needs scaled scores.
         if (!fold) sc *= static_cast<A>(scale);
         apply_mask<T, A>(g, mask, causal, b, h, i0 + r0, j0, sc);
@@ -392,17 +396,23 @@ bool flash_backward_tiles(const AttentionShape& g, const Tensor& grad_out, const
   TileProducts<5> products;
   const bool ok = products.build(step_shapes(L, S, causal), [&](int64_t nq, int64_t nk) {
     return TileProducts<5>::Set{
-        TileProduct::make(dt, nq, nk, E, {q.s[2], 1}, {1, k.s[2]}, kKeyTile, false),    // Q K^T
-        TileProduct::make(dt, nk, Ev, nq, {1, kKeyTile}, {go.s[2], 1}, Ev, true),       // P^T dO
-        TileProduct::make(dt, nq, nk, Ev, {go.s[2], 1}, {1, v.s[2]}, kKeyTile, false),  // dO V^T
-        TileProduct::make(dt, nq, E, nk, {kKeyTile, 1}, {k.s[2], 1}, E, true),          // dS K
-        TileProduct::make(dt, nk, E, nq, {1, kKeyTile}, {q.s[2], 1}, E, true)};         // dS^T Q
+        TileProduct::make(dt, nq, nk, E, {q.s[2], 1}, {1, k.s[2]}, nk, false),    // Q K^T
+        TileProduct::make(dt, nk, Ev, nq, {1, nk}, {go.s[2], 1}, Ev, true),       // P^T dO
+        TileProduct::make(dt, nq, nk, Ev, {go.s[2], 1}, {1, v.s[2]}, nk, false),  // dO V^T
+        TileProduct::make(dt, nq, E, nk, {nk, 1}, {k.s[2], 1}, E, true),          // dS K
+        TileProduct::make(dt, nk, E, nq, {1, nk}, {q.s[2], 1}, E, true)};         // dS^T Q
   });
   if (!ok) return false;
   const Tensor lse_c = lse.contiguous();
   const A* ls = static_cast<const A*>(lse_c.data_ptr());
   const A sc_mul = static_cast<A>(scale);
   const bool fold = scale_folds(g, scale);
+  T* dqp = static_cast<T*>(dq.data_ptr());
+  T* dkp = static_cast<T*>(dk.data_ptr());
+  T* dvp = static_cast<T*>(dv.data_ptr());
+  const int64_t dqs[3] = {dq.stride(0), dq.stride(1), dq.stride(2)},
+                dks[3] = {dk.stride(0), dk.stride(1), dk.stride(2)},
+                dvs[3] = {dv.stride(0), dv.stride(1), dv.stride(2)};
   parallel_for(g.batch * g.kv_heads, 1, [&](int64_t t0, int64_t t1) {
     std::vector<A> sb(kQueryTile * kKeyTile), db(kQueryTile * kKeyTile), dqb(kQueryTile * E),
         dkb(S * E), dvb(S * Ev), d(kQueryTile);
@@ -435,30 +445,26 @@ bool flash_backward_tiles(const AttentionShape& g, const Tensor& grad_out, const
             const T* qs = qt + r0 * q.s[2];
             const T* gs = gt + r0 * go.s[2];
             pr[0].run(qs, k.rows(b, hk, j0), sb.data());
-            Tile<A> p(sb.data(), nr, nk, Eigen::OuterStride<>(kKeyTile));
+            Tile<A> p(sb.data(), nr, nk, Eigen::OuterStride<>(nk));
             if (!fold) p *= sc_mul;  // else scaled as probabilities reads it (as the forward)
             apply_mask<T, A>(g, mask, causal, b, h, i0 + r0, j0, p);
             probabilities(p, lrow + r0, fold ? sc_mul : A(1), rounded_into<T, A>(pb));
             pr[1].run(tile_operand(sb.data(), pb.data()), gs, dvb.data() + j0 * Ev);
             pr[2].run(gs, v.rows(b, hk, j0), db.data());
-            Tile<A> ds(db.data(), nr, nk, Eigen::OuterStride<>(kKeyTile));
+            Tile<A> ds(db.data(), nr, nk, Eigen::OuterStride<>(nk));
             softmax_backward(p, d.data() + r0, ds, rounded_into<T, A>(dsb));
             const T* dst = tile_operand(db.data(), dsb.data());
             pr[3].run(dst, k.rows(b, hk, j0), dqb.data() + r0 * E);
             pr[4].run(dst, qs, dkb.data() + j0 * E);
           }
-          T* dqp = static_cast<T*>(dq.data_ptr());
-          for (int64_t r = 0; r < nq; ++r) {
-            T* row = dqp + b * dq.stride(0) + h * dq.stride(1) + (i0 + r) * dq.stride(2);
+          T* row = dqp + b * dqs[0] + h * dqs[1] + i0 * dqs[2];
+          for (int64_t r = 0; r < nq; ++r, row += dqs[2])
             for (int64_t c = 0; c < E; ++c) row[c] = static_cast<T>(dqb[r * E + c] * sc_mul);
-          }
         }
       }
-      T* dkp = static_cast<T*>(dk.data_ptr());
-      T* dvp = static_cast<T*>(dv.data_ptr());
-      for (int64_t r = 0; r < S; ++r) {
-        T* krow = dkp + b * dk.stride(0) + hk * dk.stride(1) + r * dk.stride(2);
-        T* vrow = dvp + b * dv.stride(0) + hk * dv.stride(1) + r * dv.stride(2);
+      T* krow = dkp + b * dks[0] + hk * dks[1];
+      T* vrow = dvp + b * dvs[0] + hk * dvs[1];
+      for (int64_t r = 0; r < S; ++r, krow += dks[2], vrow += dvs[2]) {
         for (int64_t c = 0; c < E; ++c) krow[c] = static_cast<T>(dkb[r * E + c] * sc_mul);
         for (int64_t c = 0; c < Ev; ++c) vrow[c] = static_cast<T>(dvb[r * Ev + c]);
       }
