@@ -300,6 +300,10 @@ std::vector<SweepCase> sweep_cases() {
             k = A::leaf(A::randn({32, 4, 128, 64}, f32)),
             v = A::leaf(A::randn({32, 4, 128, 64}, f32));
     backward("attention causal backward f32 [32,4,128,64]", A::sdpa_causal(q, k, v), {q, k, v});
+    const T h = A::leaf(A::randn({4096, 1024}, f32)), ln = A::leaf(A::randn({4096, 256}, f32)),
+            lw = A::leaf(A::randn({256}, f32)), lb = A::leaf(A::randn({256}, f32));
+    backward("gelu backward f32 [4096,1024]", gelu(h, "none"), {h});
+    backward("layer_norm backward f32 [4096,256]", layer_norm(ln, {256}, lw, lb), {ln, lw, lb});
   }
   return out;
 }
