@@ -366,17 +366,18 @@ auto make_loop(const Op& op) {
       }
 #if defined(__AVX512BW__)
       // Note [16-bit runs in registers]: at the avx512 level, a run whose operands and output
-      // are all contiguous bfloat16 or float16 is computed 16 elements at a time without the
-      // blocks' float buffers for the result: each input packet widened in registers (stored
-      // once to a 64-byte buffer the expression reads back), the op's vector form evaluated for
-      // that one packet, and the result rounded to 16 bits in registers and stored. The blocks
-      // below made three passes through L1 (widen, compute, narrow). Cheap ops only (Eigen's
-      // cost estimate of the expression below 20: arithmetic, sqrt, division): one VM thread, in
-      // cache, bfloat16 x * x 0.17 -> 0.13 ns an element, x * y 0.21 -> 0.14, x / y 0.28 ->
-      // 0.20, sqrt 0.26 -> 0.22; exp and gelu got 15% slower this way and keep the blocks. The
-      // last n % 16 elements take the blocks, whose scalar tail computes the same elements.
-      // Two packets a step, rounded into one 64-byte store (bfloat16s_of_x32): one VM thread (AMD,
-      // avx512), in cache, bfloat16 x * x 14.8 -> 14.3 us and x * y 17.6 -> 16.6 for 128K.
+      // are all contiguous bfloat16 or float16 is computed without the blocks' float buffers for
+      // the result: each input packet of 16 widened in registers (stored once to a 64-byte
+      // buffer the expression reads back), the op's vector form evaluated for that packet, and
+      // the result rounded to 16 bits in registers and stored. The blocks below made three
+      // passes through L1 (widen, compute, narrow). Cheap ops only (Eigen's cost estimate of the
+      // expression below 20: arithmetic, sqrt, division): one VM thread, in cache, bfloat16
+      // x * x 0.17 -> 0.13 ns an element, x * y 0.21 -> 0.14, x / y 0.28 -> 0.20, sqrt 0.26 ->
+      // 0.22; exp and gelu got 15% slower this way and keep the blocks. Two packets a step,
+      // rounded into one 64-byte store (bfloat16s_of_x32), then one packet where 16 are left:
+      // one VM thread (AMD, avx512), in cache, bfloat16 x * x 14.8 -> 14.3 us and x * y 17.6 ->
+      // 16.6 for 128K, against a packet a step. The last n % 16 elements take the blocks, whose
+      // scalar tail computes the same elements.
       constexpr bool kSixteen = std::is_same_v<T0, BFloat16> || std::is_same_v<T0, Half>;
       char* rest[N + 1];
       if constexpr (kSixteen && std::is_same_v<R, T0> && std::is_same_v<V, float> && N <= 2 &&
