@@ -285,6 +285,11 @@ std::vector<SweepCase> sweep_cases() {
     const T logits = A::leaf(A::randn({4096, 1000}, f32));
     backward("cross_entropy backward f32 [4096,1000]",
              A::cross_entropy(logits, A::randint(1000, {4096})), {logits});
+    // Its two parts: the log_softmax backward and the nll_loss backward.
+    backward("log_softmax backward f32 [4096,1000]", log_softmax(logits, 1), {logits});
+    const T logp = A::leaf(log_softmax(A::randn({4096, 1000}, f32), 1));
+    backward("nll_loss backward f32 [4096,1000]", A::nll_loss(logp, A::randint(1000, {4096})),
+             {logp});
     const T a = A::leaf(A::randn({4096, 1024}, f32));
     backward("mse_loss backward f32 [4096,1024]", mse_loss(a, A::randn({4096, 1024}, f32)), {a});
     const T table = A::leaf(A::randn({8192, 512}, f32));

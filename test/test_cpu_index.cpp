@@ -90,6 +90,34 @@ TEST(Index, IndexSelectGatherScatter) {
                    "index (1-D) must have as many dims as self (2-D)");
 }
 
+// index_select checks each index as its row is copied, on the threads (Note [Index checks in
+// the copy], kernels/cpu/index.cpp): the error still names the first bad index in order, also
+// when later threads meet bad ones first or rows repeat over outer dims; negatives wrap; an
+// index is checked when there is no row to copy.
+TEST(Index, IndexSelectChecksEachIndexOnTheThreads) {
+  const Tensor table = arange(4 * 8192, kFloat).reshape({8192, 4});
+  Tensor idx = randint(8192, {100000});
+  const Tensor rows = index_select(table, 0, idx);
+  EXPECT_TRUE(allclose(rows.select(1, 0), idx.to(kFloat) * 4, 0, 0));
+  idx.narrow(0, 99990, 1).fill_(-8193);
+  idx.narrow(0, 30000, 1).fill_(8192);
+  idx.narrow(0, 50001, 1).fill_(10000);
+  EXPECT_THROW_MSG(index_select(table, 0, idx), IndexError,
+                   "[index_select] index 8192 is out of range for dim 0 of size 8192");
+  const Tensor neg = tensor(std::vector<int64_t>{-1, 0, -4, 2});
+  const Tensor t3 = arange(2 * 4 * 3, kFloat).reshape({2, 4, 3});
+  const Tensor picked = index_select(t3, 1, neg);
+  EXPECT_TRUE(
+      allclose(picked, index_select(t3, 1, tensor(std::vector<int64_t>{3, 0, 0, 2})), 0, 0));
+  EXPECT_EQ(picked.select(0, 1).select(0, 0).select(0, 0).item<float>(), 12 + 9);
+  EXPECT_THROW_MSG(index_select(t3, 1, tensor(std::vector<int64_t>{1, 5, -5})), IndexError,
+                   "[index_select] index 5 is out of range for dim 1 of size 4");
+  EXPECT_THROW_MSG(index_select(zeros({0, 4}), 1, tensor(std::vector<int64_t>{4})), IndexError,
+                   "[index_select] index 4 is out of range for dim 1 of size 4");
+  EXPECT_EQ(index_select(zeros({0, 4}), 1, tensor(std::vector<int64_t>{3, -4})).sizes(),
+            IntArrayRef({0, 2}));
+}
+
 // An index that repeats one line along dim d (stride 0 elsewhere: the gradient of index_select
 // and embedding) scatters whole rows (scatter_rows in kernels/cpu/index.cpp): the same values
 // bit for bit as the element path on the index made contiguous, on 1 and 4 threads, every dim,

@@ -253,6 +253,20 @@ TEST(Loss, NllLossKernelsEveryDtypeReductionAndLayout) {
       }
     }
   }
+  // Rows of the gradient on several threads (each zeroes its rows and writes their targets'
+  // entries): against the composite's gradient (the create_graph path), [N, C] and spatial.
+  for (const std::vector<int64_t>& tshape : std::vector<std::vector<int64_t>>{{3000}, {300, 9}}) {
+    DimVector xshape{IntArrayRef(tshape)};
+    xshape.insert(1, 40);
+    const Tensor x = log_softmax(randn(IntArrayRef(xshape)), 1).detach().requires_grad_();
+    Tensor target = randint(0, 40, IntArrayRef(tshape));
+    target.view({-1}).narrow(0, 7, 5).fill_(-100);
+    const Tensor y = nll_loss(x, target, random_tensor({40}, kFloat, 0.5, 2), "mean");
+    const Tensor gx = autograd::grad({y}, {x}, {}, true)[0];
+    const Tensor gc = autograd::grad({y}, {x}, {}, true, /*create_graph=*/true)[0];
+    EXPECT_TRUE(allclose(gx, gc.detach(), 1e-6, 1e-9)) << to_string(IntArrayRef(tshape));
+    EXPECT_EQ((gx != 0).sum().item<int64_t>(), target.numel() - 5);
+  }
   // Every target ignored: 'mean' is 0 / 0 (NaN, as PyTorch), 'sum' 0.
   const Tensor logp = log_softmax(randn({3, 4}), 1), none = full({3}, int64_t{-100});
   EXPECT_TRUE(std::isnan(nll_loss(logp, none).item<float>()));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
@@ -386,9 +387,13 @@ void check_index_range(const char* op, const Tensor& index_long, int64_t size, i
       }
     }
   });
-  XTEN_CHECK(first_bad.load() == n, IndexError, op,
-             "index {} is out of range for dim {} of size {}", p[std::min(first_bad.load(), n - 1)],
-             dim, size);
+  if (first_bad.load() < n) raise_index_out_of_range(op, p[first_bad.load()], dim, size);
+}
+
+void raise_index_out_of_range(const char* op, int64_t value, int64_t dim, int64_t size) {
+  XTEN_CHECK(false, IndexError, op, "index {} is out of range for dim {} of size {}", value, dim,
+             size);
+  std::abort();  // not reached
 }
 
 std::vector<int64_t> index_values(const char* op, const Tensor& index, int64_t size, int64_t dim) {

@@ -195,6 +195,9 @@ std::vector<int64_t> index_values(const char* op, const Tensor& index, int64_t s
 // wrapped by wrap_index. A 1 MB copy (zeroed, new pages each call) was a cost of its own.
 Tensor index_as_long(const char* op, const Tensor& index);
 void check_index_range(const char* op, const Tensor& index_long, int64_t size, int64_t dim);
+// The IndexError those checks raise for `value`, an index of dim `dim` (of size `size`).
+[[noreturn]] void raise_index_out_of_range(const char* op, int64_t value, int64_t dim,
+                                           int64_t size);
 // i in [-size, size) wrapped into [0, size).
 inline int64_t wrap_index(int64_t i, int64_t size) {
   return i < 0 ? i + size : i;

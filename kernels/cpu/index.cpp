@@ -27,31 +27,52 @@
 namespace xten::cpu {
 namespace {
 
+// Note [Index checks in the copy]: index_select checks (and wraps) each row's index as the row is
+// copied, inside the threads' loop, instead of in passes before it. The passes (the range check,
+// then a copy of the indices with negatives wrapped) ran on the calling thread for fewer than
+// kParallelGrain indices: for embedding's 8,192 rows of 2 KB they were about a tenth of the op's
+// time at 16 threads on the benchmark host, where the copy itself takes about 0.2 ms. A bad
+// index is not read; the rows after it are still copied into the new tensor, which the IndexError
+// (naming the first bad index in order, as the passes did) then discards.
 Tensor index_select_kernel(const Tensor& self, int64_t dim, const Tensor& index) {
   check_index_select_index(index);
   const Tensor s = self.dim() == 0 ? self.reshape({1}) : self;
   const int64_t d = wrap_dim("index_select", dim, s.dim());
-  const std::vector<int64_t> idx = index_values("index_select", index, s.size(d), d);
+  const Tensor flat = index_as_long("index_select", index);
+  const int64_t* idx = static_cast<const int64_t*>(flat.data_ptr());
   // Rows: dims before d (outer) x selected (k) x dims after d (inner block, contiguous).
   const Tensor x = s.contiguous();
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < d; ++i) outer *= s.size(i);
   for (int64_t i = d + 1; i < s.dim(); ++i) inner *= s.size(i);
+  const int64_t n = s.size(d), k = flat.numel();
+  // No rows to copy: the indices are still checked.
+  if (outer == 0) check_index_range("index_select", flat, n, d);
   DimVector shape(s.sizes());
-  shape[d] = static_cast<int64_t>(idx.size());
+  shape[d] = k;
   Tensor out = empty_tensor(shape, self.dtype(), self.device());
   const size_t block = static_cast<size_t>(inner) * self.element_size();
   const char* src = static_cast<const char*>(x.data_ptr());
   char* dst = static_cast<char*>(out.data_ptr());
-  const int64_t n = s.size(d), k = static_cast<int64_t>(idx.size());
+  std::atomic<int64_t> first_bad{k};
   parallel_for(outer * k, grain_for(inner), [&](int64_t b, int64_t e) {
     // Row r is (o, j) = (r / k, r % k), stepped rather than divided per row.
     int64_t o = b / k, j = b % k;
     for (int64_t r = b; r < e; ++r) {
-      std::memcpy(dst + r * block, src + (o * n + idx[j]) * block, block);
+      const int64_t i = idx[j];
+      if (static_cast<uint64_t>(i) < static_cast<uint64_t>(n)) {
+        std::memcpy(dst + r * block, src + (o * n + i) * block, block);
+      } else if (i < 0 && i >= -n) {
+        std::memcpy(dst + r * block, src + (o * n + i + n) * block, block);
+      } else {
+        int64_t seen = first_bad.load(std::memory_order_relaxed);
+        while (j < seen && !first_bad.compare_exchange_weak(seen, j)) {
+        }
+      }
       if (++j == k) j = 0, ++o;
     }
   });
+  if (first_bad.load() < k) raise_index_out_of_range("index_select", idx[first_bad.load()], d, n);
   return self.dim() == 0 && index.dim() == 0 ? out.reshape({}) : out;
 }
 

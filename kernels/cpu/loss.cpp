@@ -1,8 +1,10 @@
-// nll_loss and nll_loss_backward on the CPU: one pass over the targets each (the composites in
-// kernels/composite/loss.cpp take about twenty ops: docs/autograd.md, "Fused backward kernels");
+// nll_loss and nll_loss_backward on the CPU: one pass over the targets (the backward a second,
+// which writes the gradient's rows on the threads; the composites in kernels/composite/loss.cpp
+// take about twenty ops: docs/autograd.md, "Fused backward kernels");
 // mse_loss and mse_loss_backward in one pass over the input and target.
 // The input is read as [outer, classes, inner] (N, C and the spatial dims; [C] is 1 x C x 1).
 #include <cstdlib>
+#include <cstring>
 
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
@@ -137,7 +139,7 @@ Tensor nll_loss_backward_kernel(const Tensor& grad_output, const Tensor& input,
   check_nll_loss_grad(grad_output, input, target, reduction);
   const Tensor t = target.contiguous();
   const Targets r = targets_of(input, t, ignore_index);
-  Tensor grad = zeros(input.sizes(), input.options());
+  Tensor grad = empty_tensor(input.sizes(), input.dtype(), input.device());
   visit_dtype<dtypes::kFloating>("nll_loss_backward", input.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
@@ -147,12 +149,23 @@ Tensor nll_loss_backward_kernel(const Tensor& grad_output, const Tensor& input,
     const Tensor g = grad_output.to(scalar_type_of_v<M>).expand(target.sizes()).contiguous();
     const M* gp = static_cast<const M*>(g.data_ptr());
     T* dp = static_cast<T*>(grad.data_ptr());
-    // 'mean' divides by the total weight, known after a first pass.
-    const char* op = "nll_loss_backward";
-    const double total =
-        reduction == "mean" ? for_each_target(op, r, w, [](int64_t, int64_t, M, auto) {}) : 1.0;
-    for_each_target(op, r, w, [&](int64_t i, int64_t at, M wi, auto) {
-      dp[at] = static_cast<T>(-wi * gp[i] / static_cast<M>(total));
+    // A first pass checks the targets (raising before anything is written) and sums their
+    // weights, which 'mean' divides by. Then each thread zeroes its rows of the gradient and
+    // writes their targets' entries, so the rows are written once, by one thread: a zeros()
+    // over all threads then a scatter on the calling thread wrote every row twice, the
+    // scatter's into other cores' caches.
+    const double sum = for_each_target("nll_loss_backward", r, w, [](int64_t, int64_t, M, auto) {});
+    const M total = static_cast<M>(reduction == "mean" ? sum : 1.0);
+    const int64_t block = r.classes * r.inner;  // one row of the [outer, classes, inner] input
+    parallel_for(r.outer, grain_for(block), [&](int64_t b, int64_t e) {
+      std::memset(dp + b * block, 0, static_cast<size_t>((e - b) * block) * sizeof(T));
+      for (int64_t i = b * r.inner; i < e * r.inner; ++i) {
+        const int64_t c = r.t[i];
+        if (c == r.ignore_index) continue;
+        const M wi = w ? w[c] : M(1);
+        dp[((i / r.inner) * r.classes + c) * r.inner + i % r.inner] =
+            static_cast<T>(-wi * gp[i] / total);
+      }
     });
   });
   return grad;
