@@ -116,6 +116,19 @@ TEST(Index, IndexSelectChecksEachIndexOnTheThreads) {
                    "[index_select] index 4 is out of range for dim 1 of size 4");
   EXPECT_EQ(index_select(zeros({0, 4}), 1, tensor(std::vector<int64_t>{3, -4})).sizes(),
             IntArrayRef({0, 2}));
+  // Rows of 1, 2, 4, 8, 16 bytes are copied as constants, others by size: every kind.
+  for (ScalarType t : {kBool, kBFloat16, kFloat, kLong})
+    for (int64_t inner : {1, 2, 3}) {
+      const Tensor x = arange(50 * inner, kLong).reshape({50, inner}).remainder(7).to(t);
+      const Tensor at = randint(-50, 50, {300});
+      const Tensor picked = index_select(x, 0, at);
+      for (int64_t j = 0; j < 300; j += 37) {
+        const int64_t i = at.select(0, j).item<int64_t>();
+        EXPECT_TRUE(allclose(picked.select(0, j).to(kDouble),
+                             x.select(0, i < 0 ? i + 50 : i).to(kDouble), 0, 0))
+            << to_string(t) << " inner " << inner << " row " << j;
+      }
+    }
 }
 
 // An index that repeats one line along dim d (stride 0 elsewhere: the gradient of index_select

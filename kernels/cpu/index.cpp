@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstring>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include <xten/core/cpu_backend.h>
@@ -55,23 +56,47 @@ Tensor index_select_kernel(const Tensor& self, int64_t dim, const Tensor& index)
   const char* src = static_cast<const char*>(x.data_ptr());
   char* dst = static_cast<char*>(out.data_ptr());
   std::atomic<int64_t> first_bad{k};
-  parallel_for(outer * k, grain_for(inner), [&](int64_t b, int64_t e) {
-    // Row r is (o, j) = (r / k, r % k), stepped rather than divided per row.
-    int64_t o = b / k, j = b % k;
-    for (int64_t r = b; r < e; ++r) {
-      const int64_t i = idx[j];
-      if (static_cast<uint64_t>(i) < static_cast<uint64_t>(n)) {
-        std::memcpy(dst + r * block, src + (o * n + i) * block, block);
-      } else if (i < 0 && i >= -n) {
-        std::memcpy(dst + r * block, src + (o * n + i + n) * block, block);
-      } else {
-        int64_t seen = first_bad.load(std::memory_order_relaxed);
-        while (j < seen && !first_bad.compare_exchange_weak(seen, j)) {
+  // kBytes: the row's size where it is one of a few small ones (a constant, so the copy is a
+  // move or two, not a call of memcpy: index_select of a vector or of rows of four floats was
+  // mostly those calls), else 0 and the size is `block`.
+  auto copy_rows = [&](auto kBytes) {
+    const size_t bytes = kBytes ? kBytes() : block;
+    parallel_for(outer * k, grain_for(inner), [&](int64_t b, int64_t e) {
+      // Row r is (o, j) = (r / k, r % k), stepped rather than divided per row.
+      int64_t o = b / k, j = b % k;
+      for (int64_t r = b; r < e; ++r) {
+        int64_t i = idx[j];
+        if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(n) && i < 0 && i >= -n) i += n;
+        if (static_cast<uint64_t>(i) < static_cast<uint64_t>(n)) {
+          std::memcpy(dst + r * bytes, src + (o * n + i) * bytes, kBytes ? kBytes() : bytes);
+        } else {
+          int64_t seen = first_bad.load(std::memory_order_relaxed);
+          while (j < seen && !first_bad.compare_exchange_weak(seen, j)) {
+          }
         }
+        if (++j == k) j = 0, ++o;
       }
-      if (++j == k) j = 0, ++o;
-    }
-  });
+    });
+  };
+  switch (block) {
+    case 1:
+      copy_rows(std::integral_constant<size_t, 1>{});
+      break;
+    case 2:
+      copy_rows(std::integral_constant<size_t, 2>{});
+      break;
+    case 4:
+      copy_rows(std::integral_constant<size_t, 4>{});
+      break;
+    case 8:
+      copy_rows(std::integral_constant<size_t, 8>{});
+      break;
+    case 16:
+      copy_rows(std::integral_constant<size_t, 16>{});
+      break;
+    default:
+      copy_rows(std::integral_constant<size_t, 0>{});
+  }
   if (first_bad.load() < k) raise_index_out_of_range("index_select", idx[first_bad.load()], d, n);
   return self.dim() == 0 && index.dim() == 0 ? out.reshape({}) : out;
 }
