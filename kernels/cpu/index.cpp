@@ -66,9 +66,9 @@ Tensor index_select_kernel(const Tensor& self, int64_t dim, const Tensor& index)
       int64_t o = b / k, j = b % k;
       for (int64_t r = b; r < e; ++r) {
         int64_t i = idx[j];
-        if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(n) && i < 0 && i >= -n) i += n;
+        if (i < 0 && i >= -n) i += n;
         if (static_cast<uint64_t>(i) < static_cast<uint64_t>(n)) {
-          std::memcpy(dst + r * bytes, src + (o * n + i) * bytes, kBytes ? kBytes() : bytes);
+          std::memcpy(dst + r * bytes, src + (o * n + i) * bytes, bytes);
         } else {
           int64_t seen = first_bad.load(std::memory_order_relaxed);
           while (j < seen && !first_bad.compare_exchange_weak(seen, j)) {

@@ -281,14 +281,28 @@ struct VecExp {
   template <class P>
   static P polynomial(const P& r) {
     using namespace Eigen::internal;
+    // Cephes' degree-7 polynomial for exp(r) on [-ln2/2, ln2/2].
+#if defined(__FMA__)
+    // By Horner's rule: seven fused steps, each rounded once (worst exp error 0.88 ulp at the
+    // avx2 level against 1.25 in two halves, and two operations fewer: docs/cpu_kernels.md).
+    P y = pmadd(pset1<P>(1.9875691500E-4f), r, pset1<P>(1.3981999507E-3f));
+    y = pmadd(y, r, pset1<P>(8.3334519073E-3f));
+    y = pmadd(y, r, pset1<P>(4.1665795894E-2f));
+    y = pmadd(y, r, pset1<P>(1.6666665459E-1f));
+    y = pmadd(y, r, pset1<P>(5.0000001201E-1f));
+    y = pmadd(y, r, pset1<P>(1.0f));
+    return pmadd(y, r, pset1<P>(1.0f));
+#else
+    // Without FMA each pmadd rounds twice; in two halves the chain is shorter and expm1 (which
+    // subtracts 1 from this) stays within its 1.5 ulp bound, which Horner's form does not.
     const P r2 = pmul(r, r), r3 = pmul(r2, r);
-    // Cephes' degree-7 polynomial for exp(r) on [-ln2/2, ln2/2], in two halves.
     P y = pmadd(pset1<P>(1.9875691500E-4f), r, pset1<P>(1.3981999507E-3f));
     P y1 = pmadd(pset1<P>(4.1665795894E-2f), r, pset1<P>(1.6666665459E-1f));
     y = pmadd(y, r, pset1<P>(8.3334519073E-3f));
     y1 = pmadd(y1, r, pset1<P>(5.0000001201E-1f));
     y = pmadd(y, r3, y1);
     return pmadd(y, r2, padd(r, pset1<P>(1.0f)));
+#endif
   }
 };
 // float exp for every input (VecExp::with_subnormals): exp itself at the avx512 level.
