@@ -19,7 +19,7 @@
 // libtorch's tanh is 30x faster on the host). These functors call the packet functions
 // themselves: psqrt, which with fast math off is the exact vector square root at every level,
 // and for float ptanh, Eigen's rational approximation of tanh (docs/cpu_kernels.md, "Vector
-// math"). Their NaN lanes go through the scalar form (TanhOp::edge).
+// math"). VecTanh keeps NaN lanes in the vector.
 namespace {
 // Whether P is the avx512 level's 16-float packet (asked through its traits: naming __m512 as a
 // template argument makes GCC warn that the type's attributes are ignored).
@@ -124,9 +124,18 @@ struct VecRsqrtRounded {
 template <class S>
 struct VecTanh {
   S operator()(const S& x) const { return std::tanh(x); }
+  // NaN lanes keep x, selected in the vector (ptanh's clamp may turn NaN into +-1): a separate
+  // edge check read each block a second time and was a fifth of tanh's time on the 16-core host
+  // (bench/README.md).
   template <class P>
   P packetOp(const P& x) const {
-    return Eigen::internal::ptanh(x);
+    using namespace Eigen::internal;
+    const P t = ptanh(x);
+#if defined(__AVX512F__)
+    if constexpr (is_packet16f<P>())
+      return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), t, x);
+#endif
+    return pselect(pcmp_eq(x, x), t, x);
   }
 };
 // sin and cos (float): Eigen's psin/pcos (a Cody-Waite reduction by pi/2 with an exact
@@ -1156,8 +1165,7 @@ struct TanOp {
   }
 };
 #endif
-// NaN lanes: the packet tanh clamps its input first.
-XTEN_UNARY_EDGE_FUNCTOR(TanhOp, std::tanh(x), x.unaryExpr(VecTanh<S>{}), x != x)
+XTEN_UNARY_FUNCTOR(TanhOp, std::tanh(x), x.unaryExpr(VecTanh<S>{}))
 // sigmoid and silu through the vector exp of exp(-x); where -x is past the vector exp's clamp
 // (x < -87 in float, -708 in double) the scalar form gives the tiny or zero result, and NaN
 // lanes, which the clamp may turn into numbers, take the scalar form too (`!(x >= c)`). Where -x
