@@ -1170,11 +1170,23 @@ XTEN_UNARY_FUNCTOR(TanhOp, std::tanh(x), x.unaryExpr(VecTanh<S>{}))
 // (x < -87 in float, -708 in double) the scalar form gives the tiny or zero result, and NaN
 // lanes, which the clamp may turn into numbers, take the scalar form too (`!(x >= c)`). Where -x
 // is below -87 the vector exp may give 0 for a subnormal, which leaves 1 + exp(-x) at 1 as the
-// subnormal would.
-XTEN_UNARY_EDGE_FUNCTOR(SigmoidOp, M(1) / (M(1) + std::exp(-x)),
-                        (S(1) + (-x).unaryExpr(VecExp<S>{})).inverse(), !(x >= -kExpLimit<M>))
-XTEN_UNARY_EDGE_FUNCTOR(SiluOp, x / (M(1) + std::exp(-x)), x / (S(1) + (-x).unaryExpr(VecExp<S>{})),
-                        !(x >= -kExpLimit<M>))
+// subnormal would. Float at the avx512 level has no edge (as ExpOp): there the vector exp of
+// -x is exact up to its top and inf past it (vscalefps), and keeps NaN, so the vector form
+// gives the scalar form's values everywhere; the edge check's second read of each block was
+// about a fifth of tanh's time there (bench/README.md), sigmoid's is the same check.
+#define XTEN_EXP_EDGE_FUNCTOR(Name, scalar_expr, vec_expr)                      \
+  struct Name {                                                                 \
+    XTEN_UNARY_SCALAR_PART(scalar_expr)                                         \
+    XTEN_UNARY_VEC_PART(vec_expr)                                               \
+    template <class M, std::enable_if_t<sizeof(M) == 8 || !kExpWhole, int> = 0> \
+    bool edge(M x) const {                                                      \
+      return !(x >= -kExpLimit<M>);                                             \
+    }                                                                           \
+  };
+XTEN_EXP_EDGE_FUNCTOR(SigmoidOp, M(1) / (M(1) + std::exp(-x)),
+                      (S(1) + (-x).unaryExpr(VecExp<S>{})).inverse())
+XTEN_EXP_EDGE_FUNCTOR(SiluOp, x / (M(1) + std::exp(-x)), x / (S(1) + (-x).unaryExpr(VecExp<S>{})))
+#undef XTEN_EXP_EDGE_FUNCTOR
 // Vector: VecErf (Note [Vector erf]); Eigen's own is off by up to 7 ulp (float).
 XTEN_UNARY_FUNCTOR(ErfOp, std::erf(x), x.unaryExpr(VecErf<S>{}))
 XTEN_UNARY_FUNCTOR(FloorOp, std::floor(x), x.floor())
