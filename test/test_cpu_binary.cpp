@@ -453,10 +453,11 @@ TEST(Binary, TensorsOnDifferentDevices) {
   EXPECT_EQ(rand({2}, {kHalf, Device("cpu")}).dtype(), kHalf);
 }
 
-// Runs of contiguous bfloat16 or float16 operands go 16 elements at a time in registers at the
-// avx512 level (Note [16-bit runs in registers] in kernels/cpu/loops.h), strided ones through the
-// float blocks: both give the float result rounded once to the 16-bit type, NaN, infinities,
-// signed zeros and values that round to subnormals included, with a tail of n % 16 elements.
+// Runs of contiguous bfloat16 or float16 operands go a packet at a time in registers at the avx2
+// (8 lanes) and avx512 (16) levels (Note [16-bit runs in registers] in kernels/cpu/loops.h),
+// strided ones through the float blocks: both give the float result rounded once to the 16-bit
+// type, NaN, infinities, signed zeros and values that round to subnormals included. n = 1133: at
+// either level pairs of packets, then one packet, then a tail of 5 that takes the blocks.
 TEST(Binary, SixteenBitRunsMatchTheFloatResultRoundedOnce) {
   manual_seed(88);
   const int64_t n = 16 * 70 + 13;
@@ -473,6 +474,17 @@ TEST(Binary, SixteenBitRunsMatchTheFloatResultRoundedOnce) {
   for (size_t k = 0; k < std::size(specials); ++k) {
     a.select(0, static_cast<int64_t>(7 * k + 3)).fill_(specials[k]);
     b.select(0, static_cast<int64_t>(11 * k + 5)).fill_(specials[k]);
+  }
+  // Sums exactly halfway between two bfloat16 (1 + 2^-8, 1 + 3 * 2^-8) or float16 (1 + 2^-11)
+  // values: round to even.
+  const float ties[][2] = {{1.0f, 0x1p-8f},
+                           {1.0f + 0x1p-7f, 0x1p-8f},
+                           {-1.0f, -0x1p-8f},
+                           {1.0f, 0x1p-11f},
+                           {1.0f + 0x1p-10f, 0x1p-11f}};
+  for (size_t k = 0; k < std::size(ties); ++k) {
+    a.select(0, static_cast<int64_t>(200 + k)).fill_(ties[k][0]);
+    b.select(0, static_cast<int64_t>(200 + k)).fill_(ties[k][1]);
   }
   const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&, const Tensor&)>>>
       ops = {{"add", [](const Tensor& x, const Tensor& y) { return x + y; }},

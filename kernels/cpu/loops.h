@@ -262,6 +262,94 @@ inline void narrow_n(const V* in, R* out, int64_t n) {
   for (; i < n; ++i) out[i] = cast_value<R>(in[i]);
 }
 
+#if defined(__AVX512BW__) || defined(__AVX2__)
+#define XTEN_SIXTEEN_IN_REGISTERS 1
+// The packets of Note [16-bit runs in registers] at this level: kLanes floats in a P, widened
+// from bfloat16 or float16 and rounded back in registers, as widen_n and narrow_n convert (round
+// to nearest even, NaN kept and quieted). Only x86-64-v3 and up: the default level keeps the
+// blocks.
+struct SixteenPackets {
+#if defined(__AVX512BW__)
+  using P = __m512;
+  static constexpr int kLanes = 16;
+  template <class T>
+  static void widen(const T* in, float* out) {  // out 64-byte aligned
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
+    if constexpr (std::is_same_v<T, BFloat16>)
+      _mm512_store_si512(out, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    else
+      _mm512_store_ps(out, _mm512_cvtph_ps(h));
+  }
+  static __m256i half(P r) {
+    return _mm512_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  template <class R>  // 2 * kLanes results in one 64-byte store
+  static void store_two(R* out, P r0, P r1) {
+    __m512i* o = reinterpret_cast<__m512i*>(out);
+    if constexpr (std::is_same_v<R, BFloat16>)
+      _mm512_storeu_si512(o, bfloat16s_of_x32(_mm512_castps_si512(r0), _mm512_castps_si512(r1)));
+    else
+      _mm512_storeu_si512(o, _mm512_inserti64x4(_mm512_castsi256_si512(half(r0)), half(r1), 1));
+  }
+  template <class R>
+  static void store_one(R* out, P r) {
+    __m256i* o = reinterpret_cast<__m256i*>(out);
+    if constexpr (std::is_same_v<R, BFloat16>)
+      _mm256_storeu_si256(o, bfloat16s_of_x16(_mm512_castps_si512(r)));
+    else
+      _mm256_storeu_si256(o, half(r));
+  }
+#else
+  using P = __m256;
+  static constexpr int kLanes = 8;
+  template <class T>
+  static void widen(const T* in, float* out) {  // out 32-byte aligned
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
+    if constexpr (std::is_same_v<T, BFloat16>)
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out),
+                         _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    else
+      _mm256_store_ps(out, _mm256_cvtph_ps(h));
+  }
+  // 8 floats (as bits) rounded to bfloat16, each in the low 16 bits of its lane: narrow_n's
+  // rounding, NaN lanes (an unordered compare) quieted from the truncated bits.
+  static __m256i bfloat16_bits(P r) {
+    const __m256i x = _mm256_castps_si256(r), hi = _mm256_srli_epi32(x, 16);
+    const __m256i rounded =
+        _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)),
+                                           _mm256_and_si256(hi, _mm256_set1_epi32(1))),
+                          16);
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(r, r, _CMP_UNORD_Q));
+    return _mm256_blendv_epi8(rounded, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
+  }
+  static __m128i half(P r) {
+    return _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  template <class R>  // 2 * kLanes results in one 32-byte store
+  static void store_two(R* out, P r0, P r1) {
+    __m256i* o = reinterpret_cast<__m256i*>(out);
+    if constexpr (std::is_same_v<R, BFloat16>)  // packus pairs 128-bit halves; the permute orders
+      _mm256_storeu_si256(o, _mm256_permute4x64_epi64(
+                                 _mm256_packus_epi32(bfloat16_bits(r0), bfloat16_bits(r1)), 0xd8));
+    else
+      _mm256_storeu_si256(o,
+                          _mm256_inserti128_si256(_mm256_castsi128_si256(half(r0)), half(r1), 1));
+  }
+  template <class R>
+  static void store_one(R* out, P r) {
+    __m128i* o = reinterpret_cast<__m128i*>(out);
+    if constexpr (std::is_same_v<R, BFloat16>) {
+      const __m256i b = bfloat16_bits(r);
+      _mm_storeu_si128(o,
+                       _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1)));
+    } else {
+      _mm_storeu_si128(o, half(r));
+    }
+  }
+#endif
+};
+#endif
+
 // Element by element with the scalar functor; inputs of types Ts..., output R.
 template <class R, class... Ts, class Op, size_t... I>
 inline void scalar_run(char** data, const int64_t* s, int64_t n, const Op& op,
@@ -364,72 +452,53 @@ auto make_loop(const Op& op) {
           return;
         }
       }
-#if defined(__AVX512BW__)
-      // Note [16-bit runs in registers]: at the avx512 level, a run whose operands and output
-      // are all contiguous bfloat16 or float16 is computed without the blocks' float buffers for
-      // the result: each input packet of 16 widened in registers (stored once to a 64-byte
-      // buffer the expression reads back), the op's vector form evaluated for that packet, and
-      // the result rounded to 16 bits in registers and stored. The blocks below made three
-      // passes through L1 (widen, compute, narrow). Cheap ops only (Eigen's cost estimate of the
-      // expression below 20: arithmetic, sqrt, division): one VM thread, in cache, bfloat16
-      // x * x 0.17 -> 0.13 ns an element, x * y 0.21 -> 0.14, x / y 0.28 -> 0.20, sqrt 0.26 ->
-      // 0.22; exp and gelu got 15% slower this way and keep the blocks. Two packets a step,
-      // rounded into one 64-byte store (bfloat16s_of_x32), then one packet where 16 are left:
-      // one VM thread (AMD, avx512), in cache, bfloat16 x * x 14.8 -> 14.3 us and x * y 17.6 ->
-      // 16.6 for 128K, against a packet a step. The last n % 16 elements take the blocks, whose
-      // scalar tail computes the same elements.
+#if defined(XTEN_SIXTEEN_IN_REGISTERS)
+      // Note [16-bit runs in registers]: at the avx2 and avx512 levels, a run whose operands and
+      // output are all contiguous bfloat16 or float16 is computed without the blocks' float
+      // buffers for the result: each input packet (8 or 16 lanes, SixteenPackets above) widened
+      // in registers (stored once to a 64-byte buffer the expression reads back), the op's vector
+      // form evaluated for that packet, and the result rounded to 16 bits in registers and
+      // stored. The blocks below made three passes through L1 (widen, compute, narrow). Cheap ops
+      // only (Eigen's cost estimate of the expression below 20: arithmetic, sqrt, division): one
+      // VM thread, in cache, avx512, bfloat16 x * x 0.17 -> 0.13 ns an element, x * y 0.21 ->
+      // 0.14, x / y 0.28 -> 0.20, sqrt 0.26 -> 0.22; exp and gelu got 15% slower this way and keep
+      // the blocks. Two packets a step, rounded into one store, then one packet where a packet's
+      // worth is left: one VM thread (AMD, avx512), in cache, bfloat16 x * x 14.8 -> 14.3 us and
+      // x * y 17.6 -> 16.6 for 128K, against a packet a step. The last n % kLanes elements take
+      // the blocks, whose scalar tail computes the same elements (the same rounding).
       constexpr bool kSixteen = std::is_same_v<T0, BFloat16> || std::is_same_v<T0, Half>;
       char* rest[N + 1];
       if constexpr (kSixteen && std::is_same_v<R, T0> && std::is_same_v<V, float> && N <= 2 &&
                     !has_edge<Op, M>::value) {
-        using Expr = std::decay_t<decltype(vec(nullptr, 0, 16))>;
+        using SP = SixteenPackets;
+        constexpr int L = SP::kLanes;
+        using Expr = std::decay_t<decltype(vec(nullptr, 0, L))>;
         using Ev = Eigen::internal::evaluator<Expr>;
         if constexpr ((Ev::Flags & Eigen::PacketAccessBit) != 0 && Ev::CoeffReadCost < 20) {
           bool contiguous16 = s[0] == sizeof(R);
           for (int k = 1; k <= N; ++k) contiguous16 = contiguous16 && s[k] == sizeof(T0);
-          if (contiguous16 && n >= 16) {
-            alignas(64) float buf[N][32];
+          if (contiguous16 && n >= L) {
+            alignas(64) float buf[N][2 * L];
             const M* bufs[N];
             for (int k = 0; k < N; ++k) bufs[k] = buf[k];
-            const Expr expr = vec(bufs, 0, 32);
+            const Expr expr = vec(bufs, 0, 2 * L);
             const Ev ev(expr);
-            // Widens 16 elements of each input at i into the buffers at j (0 or 16).
+            // Widens a packet of each input at i into the buffers at j (0 or L).
             auto widen = [&](int64_t i, int j) {
-              for (int k = 0; k < N; ++k) {
-                const __m256i h = _mm256_loadu_si256(
-                    reinterpret_cast<const __m256i*>(reinterpret_cast<const T0*>(data[k + 1]) + i));
-                if constexpr (std::is_same_v<T0, BFloat16>)
-                  _mm512_store_si512(buf[k] + j, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-                else
-                  _mm512_store_ps(buf[k] + j, _mm512_cvtph_ps(h));
-              }
+              for (int k = 0; k < N; ++k)
+                SP::widen(reinterpret_cast<const T0*>(data[k + 1]) + i, buf[k] + j);
             };
-            auto half = [](__m512 r) {
-              return _mm512_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            };
-            // Two packets a step, rounded into one 64-byte store; then one more where 16 are left.
-            const int64_t pairs = n / 32 * 32, whole = n / 16 * 16;
-            for (int64_t i = 0; i < pairs; i += 32) {
+            R* out = reinterpret_cast<R*>(data[0]);
+            const int64_t pairs = n / (2 * L) * (2 * L), whole = n / L * L;
+            for (int64_t i = 0; i < pairs; i += 2 * L) {
               widen(i, 0);
-              widen(i + 16, 16);
-              const __m512 r0 = ev.template packet<Eigen::Aligned64, __m512>(0);
-              const __m512 r1 = ev.template packet<Eigen::Aligned64, __m512>(16);
-              __m512i* o = reinterpret_cast<__m512i*>(reinterpret_cast<R*>(data[0]) + i);
-              if constexpr (std::is_same_v<R, BFloat16>)
-                _mm512_storeu_si512(
-                    o, bfloat16s_of_x32(_mm512_castps_si512(r0), _mm512_castps_si512(r1)));
-              else
-                _mm512_storeu_si512(
-                    o, _mm512_inserti64x4(_mm512_castsi256_si512(half(r0)), half(r1), 1));
+              widen(i + L, L);
+              SP::store_two(out + i, ev.template packet<Eigen::Aligned64, SP::P>(0),
+                            ev.template packet<Eigen::Aligned64, SP::P>(L));
             }
             if (pairs < whole) {
               widen(pairs, 0);
-              const __m512 r = ev.template packet<Eigen::Aligned64, __m512>(0);
-              __m256i* o = reinterpret_cast<__m256i*>(reinterpret_cast<R*>(data[0]) + pairs);
-              if constexpr (std::is_same_v<R, BFloat16>)
-                _mm256_storeu_si256(o, bfloat16s_of_x16(_mm512_castps_si512(r)));
-              else
-                _mm256_storeu_si256(o, half(r));
+              SP::store_one(out + pairs, ev.template packet<Eigen::Aligned64, SP::P>(0));
             }
             if (whole == n) return;
             for (int k = 0; k <= N; ++k) rest[k] = data[k] + whole * s[k];
