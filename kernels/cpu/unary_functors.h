@@ -233,6 +233,19 @@ struct VecExp {
 #endif
     return VecExp<float>{}.packetOp(x);
   }
+  // exp(x) for -87 <= x <= 88 only, for ExpOp below the avx512 level, whose edge pass recomputes
+  // every other lane: no clamp of x, and 2^m from m's bits with no clamp of the exponent (m is in
+  // [-125, 127] there). Four of the avx2 loop's 20 instructions a packet (bench/README.md).
+  // Lanes outside the range hold garbage (never a trap: the conversions are masked).
+  template <class P>
+  static P in_range(const P& x) {
+    using namespace Eigen::internal;
+    using PI = typename unpacket_traits<P>::integer_packet;
+    P m;
+    const P y = polynomial(reduce(x, m));
+    const PI e = padd(pcast<P, PI>(m), pset1<PI>(127));
+    return pmul(y, preinterpret<P>(plogical_shift_left<23>(e)));
+  }
   // exp(x) for x <= 88, and 0 where the result would not be a normal float (x below -87; -87.33
   // at the avx512 level, whose vector exp already gives 0 there). NaN stays NaN.
   template <class P>
@@ -320,6 +333,14 @@ struct VecExpWhole {
   template <class P>
   P packetOp(const P& x) const {
     return VecExp<float>::with_subnormals(x);
+  }
+};
+// float exp for -87 <= x <= 88 (VecExp::in_range): exp itself below the avx512 level.
+struct VecExpInRange {
+  float operator()(const float& x) const { return std::exp(x); }
+  template <class P>
+  P packetOp(const P& x) const {
+    return VecExp<float>::in_range(x);
   }
 };
 // Note [Vector log]: float log with the exponent and mantissa taken from the bits (Eigen's plog
@@ -905,6 +926,10 @@ struct functor_traits<VecExpWhole> {
   enum { Cost = 20, PacketAccess = 1 };
 };
 template <>
+struct functor_traits<VecExpInRange> {
+  enum { Cost = 16, PacketAccess = 1 };
+};
+template <>
 struct functor_traits<VecExp<double>> {
   enum { Cost = 25, PacketAccess = packet_traits<double>::HasExp };
 };
@@ -1031,6 +1056,8 @@ struct ExpOp {
     using S = typename A::Scalar;
     if constexpr (std::is_same_v<S, float> && kExpWhole)
       return x.unaryExpr(VecExpWhole{});
+    else if constexpr (std::is_same_v<S, float>)
+      return x.unaryExpr(VecExpInRange{});
     else
       return x.unaryExpr(VecExp<S>{});
   }
