@@ -456,7 +456,8 @@ TEST(Binary, TensorsOnDifferentDevices) {
 // Runs of contiguous bfloat16 or float16 operands go a packet at a time in registers at the avx2
 // (8 lanes) and avx512 (16) levels (Note [16-bit runs in registers] in kernels/cpu/loops.h),
 // strided ones through the float blocks: both give the float result rounded once to the 16-bit
-// type, NaN, infinities, signed zeros and values that round to subnormals included. n = 1133: at
+// type, NaN, infinities, signed zeros and values that round to subnormals included; an operand
+// that is a scalar (stride 0) is widened once. n = 1133: at
 // either level pairs of packets, then one packet, then a tail of 5 that takes the blocks.
 TEST(Binary, SixteenBitRunsMatchTheFloatResultRoundedOnce) {
   manual_seed(88);
@@ -492,7 +493,11 @@ TEST(Binary, SixteenBitRunsMatchTheFloatResultRoundedOnce) {
              {"div", [](const Tensor& x, const Tensor& y) { return x / y; }},
              {"square", [](const Tensor& x, const Tensor&) { return pow(x, 2); }},
              {"sqrt", [](const Tensor& x, const Tensor&) { return sqrt(x); }},
-             {"rsqrt", [](const Tensor& x, const Tensor&) { return rsqrt(x); }}};
+             {"rsqrt", [](const Tensor& x, const Tensor&) { return rsqrt(x); }},
+             {"relu", [](const Tensor& x, const Tensor&) { return x.relu(); }},
+             {"clamp", [](const Tensor& x, const Tensor&) { return x.clamp(-1.0, 2.0); }},
+             {"clamp to NaN", [](const Tensor& x, const Tensor&) { return x.clamp(NAN, 2.0); }},
+             {"add a scalar", [](const Tensor& x, const Tensor&) { return x + 1.5; }}};
   for (ScalarType t : {kBFloat16, kHalf}) {
     const Tensor a16 = a.to(t), b16 = b.to(t);
     // The same values every other element of a longer tensor: strided, through the blocks.

@@ -454,18 +454,19 @@ auto make_loop(const Op& op) {
       }
 #if defined(XTEN_SIXTEEN_IN_REGISTERS)
       // Note [16-bit runs in registers]: at the avx2 and avx512 levels, a run whose operands and
-      // output are all contiguous bfloat16 or float16 is computed without the blocks' float
-      // buffers for the result: each input packet (8 or 16 lanes, SixteenPackets above) widened
-      // in registers (stored once to a 64-byte buffer the expression reads back), the op's vector
-      // form evaluated for that packet, and the result rounded to 16 bits in registers and
-      // stored. The blocks below made three passes through L1 (widen, compute, narrow). Cheap ops
-      // only (Eigen's cost estimate of the expression below 20: arithmetic, sqrt, division): one
-      // VM thread, in cache, avx512, bfloat16 x * x 0.17 -> 0.13 ns an element, x * y 0.21 ->
-      // 0.14, x / y 0.28 -> 0.20, sqrt 0.26 -> 0.22; exp and gelu got 15% slower this way and keep
-      // the blocks. Two packets a step, rounded into one store, then one packet where a packet's
-      // worth is left: one VM thread (AMD, avx512), in cache, bfloat16 x * x 14.8 -> 14.3 us and
-      // x * y 17.6 -> 16.6 for 128K, against a packet a step. The last n % kLanes elements take
-      // the blocks, whose scalar tail computes the same elements (the same rounding).
+      // output are all contiguous (or broadcast) bfloat16 or float16 is computed without the
+      // blocks' float buffers for the result: each input packet (8 or 16 lanes, SixteenPackets
+      // above) widened in registers (stored once to a 64-byte buffer the expression reads back),
+      // the op's vector form evaluated for that packet, and the result rounded to 16 bits in
+      // registers and stored. The blocks below made three passes through L1 (widen, compute,
+      // narrow). Cheap ops only (Eigen's cost estimate of the expression below 20: arithmetic,
+      // sqrt, division): one VM thread, in cache, avx512, bfloat16 x * x 0.17 -> 0.13 ns an
+      // element, x * y 0.21 -> 0.14, x / y 0.28 -> 0.20, sqrt 0.26 -> 0.22; exp and gelu got 15%
+      // slower this way and keep the blocks. Two packets a step, rounded into one store, then one
+      // packet where a packet's worth is left: one VM thread (AMD, avx512), in cache, bfloat16 x *
+      // x 14.8 -> 14.3 us and x * y 17.6 -> 16.6 for 128K, against a packet a step. The last n %
+      // kLanes elements take the blocks, whose scalar tail computes the same elements (the same
+      // rounding).
       constexpr bool kSixteen = std::is_same_v<T0, BFloat16> || std::is_same_v<T0, Half>;
       char* rest[N + 1];
       if constexpr (kSixteen && std::is_same_v<R, T0> && std::is_same_v<V, float> && N <= 2 &&
@@ -475,18 +476,26 @@ auto make_loop(const Op& op) {
         using Expr = std::decay_t<decltype(vec(nullptr, 0, L))>;
         using Ev = Eigen::internal::evaluator<Expr>;
         if constexpr ((Ev::Flags & Eigen::PacketAccessBit) != 0 && Ev::CoeffReadCost < 20) {
+          // Inputs contiguous, or broadcast (stride 0: a scalar operand, widened once).
           bool contiguous16 = s[0] == sizeof(R);
-          for (int k = 1; k <= N; ++k) contiguous16 = contiguous16 && s[k] == sizeof(T0);
+          for (int k = 1; k <= N; ++k)
+            contiguous16 = contiguous16 && (s[k] == sizeof(T0) || s[k] == 0);
           if (contiguous16 && n >= L) {
             alignas(64) float buf[N][2 * L];
             const M* bufs[N];
-            for (int k = 0; k < N; ++k) bufs[k] = buf[k];
+            for (int k = 0; k < N; ++k) {
+              bufs[k] = buf[k];
+              if (s[k + 1] == 0)
+                std::fill_n(buf[k], 2 * L,
+                            static_cast<M>(*reinterpret_cast<const T0*>(data[k + 1])));
+            }
             const Expr expr = vec(bufs, 0, 2 * L);
             const Ev ev(expr);
             // Widens a packet of each input at i into the buffers at j (0 or L).
             auto widen = [&](int64_t i, int j) {
               for (int k = 0; k < N; ++k)
-                SP::widen(reinterpret_cast<const T0*>(data[k + 1]) + i, buf[k] + j);
+                if (s[k + 1] != 0)
+                  SP::widen(reinterpret_cast<const T0*>(data[k + 1]) + i, buf[k] + j);
             };
             R* out = reinterpret_cast<R*>(data[0]);
             const int64_t pairs = n / (2 * L) * (2 * L), whole = n / L * L;

@@ -138,6 +138,18 @@ struct VecTanh {
     return pselect(pcmp_eq(x, x), t, x);
   }
 };
+// relu in the vector as x & ~(x < 0): NaN and -0.0 pass through as in the scalar form (ReluOp).
+// A vector form also sends 16-bit runs through the registers (Note [16-bit runs in registers]);
+// the scalar loop left bfloat16 relu at 0.64-0.69x libtorch at the avx2 level (bench/README.md).
+template <class S>
+struct VecRelu {
+  S operator()(const S& x) const { return x < 0 ? S(0) : x; }
+  template <class P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    return pandnot(x, pcmp_lt(x, pzero(x)));
+  }
+};
 // sin and cos (float): Eigen's psin/pcos (a Cody-Waite reduction by pi/2 with an exact
 // fallback for huge arguments, then polynomials). Worst error found, every 97th float of the
 // whole range and its negative against a double sin/cos: 1.49 ulp at the avx2 level. At the
@@ -925,6 +937,10 @@ template <>
 struct functor_traits<VecExpWhole> {
   enum { Cost = 20, PacketAccess = 1 };
 };
+template <class S>
+struct functor_traits<VecRelu<S>> {
+  enum { Cost = 2, PacketAccess = 1 };
+};
 template <>
 struct functor_traits<VecExpInRange> {
   enum { Cost = 16, PacketAccess = 1 };
@@ -1237,7 +1253,7 @@ struct AbsOp {
   }
 };
 // NaN in, NaN out (as PyTorch): `x < 0` is false for NaN, so NaN passes through.
-XTEN_UNARY_SCALAR_FUNCTOR(ReluOp, static_cast<M>(x < 0 ? M(0) : x))
+XTEN_UNARY_FUNCTOR(ReluOp, static_cast<M>(x < 0 ? M(0) : x), x.unaryExpr(VecRelu<S>{}))
 XTEN_UNARY_SCALAR_FUNCTOR(IdentityOp, x)
 #undef XTEN_UNARY_FLOAT_VEC_PART
 #undef XTEN_UNARY_FUNCTOR
