@@ -469,38 +469,6 @@ Tensor threshold_backward_kernel(const Tensor& grad, const Tensor& self, const S
   });
 }
 
-// ClampOp (below) in the vector: the scalar form's two selects in its order (NaN in x stays:
-// both comparisons are false), and NaN everywhere for a NaN bound. A vector form also sends
-// 16-bit runs through the registers (Note [16-bit runs in registers], kernels/cpu/loops.h).
-template <class S>
-struct VecClamp {
-  S lo, hi;
-  bool nan_bound;
-  S operator()(const S& x) const {
-    S y = x < lo ? lo : x;
-    y = y > hi ? hi : y;
-    return nan_bound ? std::numeric_limits<S>::quiet_NaN() : y;
-  }
-  template <class P>
-  P packetOp(const P& x) const {
-    using namespace Eigen::internal;
-    if (nan_bound) return pset1<P>(std::numeric_limits<S>::quiet_NaN());
-    const P l = pset1<P>(lo), h = pset1<P>(hi);
-    const P y = pselect(pcmp_lt(x, l), l, x);
-    return pselect(pcmp_lt(h, y), h, y);
-  }
-};
-}  // namespace
-}  // namespace xten::cpu
-namespace Eigen::internal {
-template <class S>
-struct functor_traits<xten::cpu::VecClamp<S>> {
-  enum { Cost = 3, PacketAccess = 1 };
-};
-}  // namespace Eigen::internal
-namespace xten::cpu {
-namespace {
-
 // Branch-free, so the compiler vectorizes it (the branchy form ran 4M floats in 4.3 ms on the VM,
 // 3.4x an add; 0.13-0.30x libtorch's clamp on the host): a missing bound is -inf / +inf (lowest /
 // max for integers); NaN in x stays (both comparisons are false), a NaN bound makes every result
@@ -515,11 +483,6 @@ struct ClampOp {
     if constexpr (!std::is_integral_v<M>)
       if (nan_bound) return std::numeric_limits<M>::quiet_NaN();
     return y;
-  }
-  // Floating M only (make_loop asks for it there): the same selects in the vector (VecClamp).
-  template <class A>
-  auto vec(const A& x) const {
-    return x.unaryExpr(VecClamp<M>{lo, hi, nan_bound});
   }
 };
 
