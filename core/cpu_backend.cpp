@@ -80,6 +80,15 @@ bool cpu_capability_forced() {
   return capability_choice().forced;
 }
 
+bool cpu_has_avx512_bf16() {
+  static const bool has = [] {
+    const CapabilityChoice& c = capability_choice();
+    __builtin_cpu_init();
+    return c.chosen == CpuCapability::Avx512 && !c.forced && __builtin_cpu_supports("avx512bf16");
+  }();
+  return has;
+}
+
 const char* to_string(CpuCapability level) {
   switch (level) {
     case CpuCapability::Avx512:
@@ -95,6 +104,7 @@ const char* to_string(CpuCapability level) {
 std::string cpu_backend_summary() {
   const CapabilityChoice& c = capability_choice();
   std::string s = fmt::format("{} kernels", to_string(c.chosen));
+  if (cpu_has_avx512_bf16()) s += " (with AVX-512 BF16 conversions)";
   if (c.forced) s += fmt::format(" (XTEN_CPU_CAPABILITY; the CPU runs {})", to_string(c.supported));
   return s + (cpu_gemm() == CpuGemm::OneDnn
                   ? fmt::format(", oneDNN ({}) for GEMM and convolution", onednn_cpu_isa())

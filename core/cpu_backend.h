@@ -57,6 +57,11 @@ CpuCapability cpu_capability();              // the level whose kernels run
 CpuCapability cpu_capability_supported();    // the best level this CPU runs
 bool cpu_capability_forced();                // chosen by XTEN_CPU_CAPABILITY
 const char* to_string(CpuCapability level);  // "default", "avx2", "avx512"
+// Whether the avx512 kernels may use AVX-512 BF16's float -> bfloat16 conversion
+// (vcvtne2ps2bf16): the CPU has it, the avx512 level runs, and no level was forced (a forced
+// avx512 is AVX-512 without its bf16 extensions, as for oneDNN above), so that a test can run
+// either form on the same machine.
+bool cpu_has_avx512_bf16();
 // One line for logs and the examples' headers, e.g. "avx512 kernels, oneDNN (avx512_core_amx) for
 // GEMM and convolution" or "avx2 kernels (XTEN_CPU_CAPABILITY; the CPU runs avx512), Eigen for GEMM
 // ...".

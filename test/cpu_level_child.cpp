@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
       if (c.scale) out.emplace_back(c.name + ".scale", c.scale(in).contiguous());
     }
     xten::save(out, argv[2]);
-    std::printf("level %s\n", xten::to_string(xten::cpu_capability()));
+    std::printf("level %s\n%s\n", xten::to_string(xten::cpu_capability()),
+                xten::cpu_backend_summary().c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cpu_level_child: %s\n", e.what());

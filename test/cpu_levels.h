@@ -51,6 +51,12 @@ inline NamedTensorList level_inputs() {
   for (uint32_t b = 0; b < 65536; ++b)
     halves.push_back(detail::half_bits_to_float(static_cast<uint16_t>(b)));
   in.emplace_back("h16", tensor(halves).to(kHalf));
+  // And every bfloat16 one (signalling NaNs come out quiet): the register path's even/odd widening
+  // and its roundings (Note [16-bit runs in registers] in kernels/cpu/loops.h).
+  std::vector<float> bfloats;
+  for (uint32_t b = 0; b < 65536; ++b)
+    bfloats.push_back(detail::bfloat16_bits_to_float(static_cast<uint16_t>(b)));
+  in.emplace_back("b16", tensor(bfloats).to(kBFloat16));
   return in;
 }
 
@@ -89,6 +95,9 @@ inline std::vector<LevelCase> level_cases() {
       {"f16_every_value_relu", true, 0, [](const In& in) { return relu(input(in, "h16")); }},
       {"f16_every_value_mul", true, 0,
        [](const In& in) { return input(in, "h16") * input(in, "h16").flip({0}) * 0.75; }},
+      {"bf16_every_value_square", true, 0, [](const In& in) { return pow(input(in, "b16"), 2); }},
+      {"bf16_every_value_mul", true, 0,
+       [](const In& in) { return input(in, "b16") * input(in, "b16").flip({0}); }},
       {"f64_mul_sub", true, 0, [](const In& in) { return input(in, "a64") * 3 - 1; }},
       {"amax", true, 0, [=](const In& in) { return A(in).amax({1}); }},
       {"int_sum", true, 0, [](const In& in) { return input(in, "i32").sum({0}); }},

@@ -471,7 +471,8 @@ TEST(Binary, SixteenBitRunsMatchTheFloatResultRoundedOnce) {
                             3e-39f,
                             -1e-40f,
                             65504.0f,
-                            1e-7f};
+                            1e-7f,
+                            2e-20f};  // squared: a subnormal float
   for (size_t k = 0; k < std::size(specials); ++k) {
     a.select(0, static_cast<int64_t>(7 * k + 3)).fill_(specials[k]);
     b.select(0, static_cast<int64_t>(11 * k + 5)).fill_(specials[k]);

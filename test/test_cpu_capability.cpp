@@ -41,8 +41,8 @@ class CpuLevels : public ::testing::Test {
   std::pair<std::string, xten::testing::ChildResult> run_at(const std::string& level) {
     const std::string out = (dir_ / ("out_" + level + ".safetensors")).string();
     auto r = xten::testing::run_child({XTEN_CPU_LEVEL_CHILD, inputs_, out},
-                                {"XTEN_CPU_CAPABILITY=" + level},
-                                (dir_ / ("log_" + level + ".txt")).string());
+                                      {"XTEN_CPU_CAPABILITY=" + level},
+                                      (dir_ / ("log_" + level + ".txt")).string());
     return {out, r};
   }
 
@@ -65,13 +65,20 @@ TEST(CpuCapability, LevelIsTheBestOrTheOneAskedFor) {
 }
 
 TEST_F(CpuLevels, EveryLevelComputesTheSameResults) {
-  std::vector<std::pair<CpuCapability, NamedTensorList>> results;
+  std::vector<std::pair<std::string, NamedTensorList>> results;
   for (CpuCapability level : levels_this_cpu_runs()) {
     auto [path, r] = run_at(to_string(level));
     ASSERT_TRUE(r.exited_0()) << r.output;
     EXPECT_NE(r.output.find(std::string("level ") + to_string(level)), std::string::npos)
         << r.output;
-    results.emplace_back(level, load(path));
+    results.emplace_back(to_string(level), load(path));
+  }
+  if (cpu_has_avx512_bf16()) {
+    // The avx512 level with AVX-512 BF16's conversions, which a forced avx512 leaves out.
+    auto [path, r] = run_at("");
+    ASSERT_TRUE(r.exited_0()) << r.output;
+    EXPECT_NE(r.output.find("with AVX-512 BF16 conversions"), std::string::npos) << r.output;
+    results.emplace_back("avx512 with BF16 conversions", load(path));
   }
   ASSERT_GE(results.size(), 1u);
   const NamedTensorList& base = results[0].second;  // the baseline
@@ -81,7 +88,7 @@ TEST_F(CpuLevels, EveryLevelComputesTheSameResults) {
   for (const auto& c : xten::testing::level_cases()) {
     const Tensor ref = find(base, c.name);
     for (size_t k = 1; k < results.size(); ++k) {
-      const char* level = to_string(results[k].first);
+      const char* level = results[k].first.c_str();
       const Tensor got = find(results[k].second, c.name);
       if (c.exact) {
         EXPECT_TRUE(xten::testing::same_bytes(got, ref)) << c.name << " at " << level;

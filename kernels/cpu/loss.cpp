@@ -70,8 +70,8 @@ double for_each_target_as(const char* op, const Targets& r, const M* w, F& f) {
       bad = true;
       return;
     }
-    const int64_t at = kFlat ? i * r.classes + c
-                             : ((i / r.inner) * r.classes + c) * r.inner + i % r.inner;
+    const int64_t at =
+        kFlat ? i * r.classes + c : ((i / r.inner) * r.classes + c) * r.inner + i % r.inner;
     const M wi = kWeighted ? w[c] : M(1);
     f(i, at, wi, lane);
     total += static_cast<double>(wi);
@@ -158,7 +158,8 @@ Tensor nll_loss_backward_kernel(const Tensor& grad_output, const Tensor& input,
     const M total = static_cast<M>(reduction == "mean" ? sum : 1.0);
     const int64_t block = r.classes * r.inner;  // one row of the [outer, classes, inner] input
     parallel_for(r.outer, grain_for(block), [&](int64_t b, int64_t e) {
-      std::memset(dp + b * block, 0, static_cast<size_t>((e - b) * block) * sizeof(T));
+      std::memset(static_cast<void*>(dp + b * block), 0,
+                  static_cast<size_t>((e - b) * block) * sizeof(T));
       for (int64_t i = b * r.inner; i < e * r.inner; ++i) {
         const int64_t c = r.t[i];
         if (c == r.ignore_index) continue;
