@@ -219,11 +219,40 @@ inline void widen_n(const T* in, M* out, int64_t n) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
                         bfloat16s_of_x16(_mm512_loadu_si512(in + i)));
 }
+// 8 floats rounded as bfloat16_bits_of_x16 rounds them, with AVX2: each result in the low 16
+// bits of its lane, NaN lanes (an unordered compare) quieted from the truncated bits.
+[[gnu::target("avx2")]] static inline __m256i bfloat16_bits_of_x8(__m256 r) {
+  const __m256i x = _mm256_castps_si256(r), hi = _mm256_srli_epi32(x, 16);
+  const __m256i rounded =
+      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)),
+                                         _mm256_and_si256(hi, _mm256_set1_epi32(1))),
+                        16);
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(r, r, _CMP_UNORD_Q));
+  return _mm256_blendv_epi8(rounded, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
+}
+// narrow_to_bfloat16_x16 for AVX2 machines: 16 floats a step, two packets packed (vpackusdw
+// pairs their 128-bit halves, vpermq orders them) into one 32-byte store; GCC's vectorization
+// of the scalar loop below packed through more shuffles (the float -> bfloat16 cast at the avx2
+// level: bench/README.md, 2026-12-07). `n` a multiple of 16; internal linkage as above.
+[[gnu::target("avx2")]] static inline void narrow_to_bfloat16_x8(const float* __restrict__ in,
+                                                                  BFloat16* __restrict__ out,
+                                                                  int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m256i a = bfloat16_bits_of_x8(_mm256_loadu_ps(in + i)),
+                  b = bfloat16_bits_of_x8(_mm256_loadu_ps(in + i + 8));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8));
+  }
+}
 [[gnu::always_inline]] inline void narrow_to_bfloat16(const float* __restrict__ in,
                                                       BFloat16* __restrict__ out, int64_t n) {
-#if defined(__AVX512BW__)
+#if defined(__AVX512BW__) || defined(__AVX2__)
   const int64_t whole = n / 16 * 16;
+#if defined(__AVX512BW__)
   narrow_to_bfloat16_x16(in, out, whole);
+#else
+  narrow_to_bfloat16_x8(in, out, whole);
+#endif
   in += whole, out += whole, n -= whole;
 #endif
   uint16_t* o = reinterpret_cast<uint16_t*>(out);
@@ -348,17 +377,6 @@ struct SixteenPackets {
     else
       _mm256_store_ps(out, _mm256_cvtph_ps(h));
   }
-  // 8 floats (as bits) rounded to bfloat16, each in the low 16 bits of its lane: narrow_n's
-  // rounding, NaN lanes (an unordered compare) quieted from the truncated bits.
-  static __m256i bfloat16_bits(P r) {
-    const __m256i x = _mm256_castps_si256(r), hi = _mm256_srli_epi32(x, 16);
-    const __m256i rounded =
-        _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)),
-                                           _mm256_and_si256(hi, _mm256_set1_epi32(1))),
-                          16);
-    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(r, r, _CMP_UNORD_Q));
-    return _mm256_blendv_epi8(rounded, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
-  }
   // As at avx512: bfloat16 as the even elements then the odd ones, float16 in order.
   template <class T>
   static void widen_two(const T* in, float* out) {  // out 32-byte aligned
@@ -398,7 +416,7 @@ struct SixteenPackets {
   static void store_one(R* out, P r) {
     __m128i* o = reinterpret_cast<__m128i*>(out);
     if constexpr (std::is_same_v<R, BFloat16>) {
-      const __m256i b = bfloat16_bits(r);
+      const __m256i b = bfloat16_bits_of_x8(r);
       _mm_storeu_si128(o,
                        _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1)));
     } else {
