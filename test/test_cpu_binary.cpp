@@ -456,9 +456,11 @@ TEST(Binary, TensorsOnDifferentDevices) {
 // Runs of contiguous bfloat16 or float16 operands go a packet at a time in registers at the avx2
 // (8 lanes) and avx512 (16) levels (Note [16-bit runs in registers] in kernels/cpu/loops.h),
 // strided ones through the float blocks: both give the float result rounded once to the 16-bit
-// type, NaN, infinities, signed zeros and values that round to subnormals included; an operand
-// that is a scalar (stride 0) is widened once. n = 1133: at
-// either level pairs of packets, then one packet, then a tail of 5 that takes the blocks.
+// type, NaN, infinities, signed zeros and values that round to subnormals included (with AVX-512
+// BF16's conversion too, whose pairs with a subnormal result keep the integer rounding); an
+// operand that is a scalar (stride 0) is widened once. n = 1133: at either level pairs of
+// packets, then one packet, then a tail of 5 that takes the blocks. clamp has no vector form (it
+// takes its scalar loop), so its rows check that loop's contiguous and strided runs agree.
 TEST(Binary, SixteenBitRunsMatchTheFloatResultRoundedOnce) {
   manual_seed(88);
   const int64_t n = 16 * 70 + 13;
