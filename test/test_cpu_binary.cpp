@@ -332,6 +332,38 @@ TEST(Ternary, Clamp) {
                    "[clamp] not implemented for dtype Bool");
 }
 
+// Note [Clamp in the vector] (kernels/cpu/binary.cpp): the vector form (max then min) keeps the
+// scalar form's selects bit for bit: NaN elements of either sign stay, zeros of either sign
+// against zero bounds of either sign, lo > hi, one bound missing; contiguous runs of 1133
+// (packets, then a tail) in every floating dtype, at whichever level runs.
+TEST(Ternary, ClampVectorFormIsTheScalarSelects) {
+  manual_seed(17);
+  const int64_t n = 16 * 70 + 13;
+  const Tensor r = randn({n}) * 2;
+  std::vector<float> x(static_cast<const float*>(r.data_ptr()),
+                       static_cast<const float*>(r.data_ptr()) + n);
+  const float specials[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1.0f, -1.0f, 2.0f, -2.0f};
+  for (int64_t i = 0; i < n; i += 3) x[i] = specials[(i / 3) % std::size(specials)];
+  const std::vector<std::pair<std::optional<double>, std::optional<double>>> bounds = {
+      {0.0, 1.0},  {-0.0, 0.0},          {0.0, -0.0},          {-1.0, -0.0},
+      {2.0, -2.0}, {std::nullopt, -0.0}, {-0.0, std::nullopt}, {-1.0, 1.0}};
+  for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf}) {
+    for (const auto& [lo, hi] : bounds) {
+      std::vector<double> expect(n);
+      for (int64_t i = 0; i < n; ++i) {
+        double y = x[i];
+        if (lo && y < *lo) y = *lo;
+        if (hi && y > *hi) y = *hi;
+        expect[i] = y;
+      }
+      const Tensor got = clamp(tensor(x).to(t), lo, hi);
+      EXPECT_TRUE(same_bytes(got, tensor(expect).to(t)))
+          << to_string(t) << " clamp(" << (lo ? *lo : -INFINITY) << ", " << (hi ? *hi : INFINITY)
+          << ")";
+    }
+  }
+}
+
 // addcmul: self + value * t1 * t2 against double, broadcast and strided; with value 1 the bits
 // of mul then add (as the composite the XPU and autograd run); integers exact; the errors.
 TEST(Ternary, Addcmul) {
@@ -459,8 +491,7 @@ TEST(Binary, TensorsOnDifferentDevices) {
 // type, NaN, infinities, signed zeros and values that round to subnormals included (with AVX-512
 // BF16's conversion too, whose pairs with a subnormal result keep the integer rounding); an
 // operand that is a scalar (stride 0) is widened once. n = 1133: at either level pairs of
-// packets, then one packet, then a tail of 5 that takes the blocks. clamp has no vector form (it
-// takes its scalar loop), so its rows check that loop's contiguous and strided runs agree.
+// packets, then one packet, then a tail of 5 that takes the blocks.
 TEST(Binary, SixteenBitRunsMatchTheFloatResultRoundedOnce) {
   manual_seed(88);
   const int64_t n = 16 * 70 + 13;

@@ -469,20 +469,53 @@ Tensor threshold_backward_kernel(const Tensor& grad, const Tensor& self, const S
   });
 }
 
-// Branch-free, so the compiler vectorizes it (the branchy form ran 4M floats in 4.3 ms on the VM,
-// 3.4x an add; 0.13-0.30x libtorch's clamp on the host): a missing bound is -inf / +inf (lowest /
-// max for integers); NaN in x stays (both comparisons are false), a NaN bound makes every result
-// NaN, and lo > hi gives hi everywhere, as PyTorch's.
+// Note [Clamp in the vector]: clamp is max then min, in that order: y = x < lo ? lo : x, then
+// y > hi ? hi : y. A missing bound is -inf / +inf (lowest / max for integers); NaN in x stays
+// (both comparisons are false), lo > hi gives hi everywhere, as PyTorch's; a NaN bound makes
+// every result NaN, which clamp_impl runs as its own op. The scalar form is branch-free, so the
+// compiler vectorizes it (the branchy form ran 4M floats in 4.3 ms on the VM, 3.4x an add). The
+// vector form is vmaxps then vminps, whose operand order keeps those selects bit for bit (each
+// returns its second operand where either is NaN or both are zeros of either sign: Eigen's
+// pmax(a, b) is vmaxps(b, a), so pmax(x, lo) gives x there); with it 16-bit runs take the
+// register path (Note [16-bit runs in registers], kernels/cpu/loops.h). An earlier vector form
+// of two compare-and-blend selects (and a NaN-bound test per packet) was slower than the
+// scalar loop on the host at the avx512 level and no faster at avx2 (bench/README.md,
+// 2026-12-04); max and min are one instruction each.
+template <class S>
+struct VecClamp {
+  S lo, hi;
+  S operator()(const S& x) const {
+    const S y = x < lo ? lo : x;
+    return y > hi ? hi : y;
+  }
+  template <class P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    return pmin(pmax(x, pset1<P>(lo)), pset1<P>(hi));
+  }
+};
+}  // namespace
+}  // namespace xten::cpu
+namespace Eigen::internal {
+template <class S>
+struct functor_traits<xten::cpu::VecClamp<S>> {
+  enum { Cost = 2, PacketAccess = 1 };
+};
+}  // namespace Eigen::internal
+namespace xten::cpu {
+namespace {
+
 template <class M>
 struct ClampOp {
   M lo, hi;
-  bool nan_bound;
   M operator()(M x) const {
-    M y = x < lo ? lo : x;
-    y = y > hi ? hi : y;
-    if constexpr (!std::is_integral_v<M>)
-      if (nan_bound) return std::numeric_limits<M>::quiet_NaN();
-    return y;
+    const M y = x < lo ? lo : x;
+    return y > hi ? hi : y;
+  }
+  // Floating M only (make_loop asks for it there).
+  template <class A>
+  auto vec(const A& x) const {
+    return x.unaryExpr(VecClamp<M>{lo, hi});
   }
 };
 
@@ -499,8 +532,9 @@ Tensor clamp_impl(const char* name, const Tensor& out, const Tensor& self,
         kFloat ? -std::numeric_limits<M>::infinity() : std::numeric_limits<M>::lowest();
     const M none_hi = kFloat ? std::numeric_limits<M>::infinity() : std::numeric_limits<M>::max();
     const M l = lo ? clamp_bound<M>(*lo) : none_lo, h = hi ? clamp_bound<M>(*hi) : none_hi;
-    const ClampOp<M> op{l, h, kFloat && (l != l || h != h)};
-    return e.run(make_loop<T, T>(op));
+    if (kFloat && (l != l || h != h))  // a NaN bound: every result NaN (Note [Clamp in the vector])
+      return e.run(make_loop<T, T>([](M) { return std::numeric_limits<M>::quiet_NaN(); }));
+    return e.run(make_loop<T, T>(ClampOp<M>{l, h}));
   });
 }
 Tensor clamp_kernel(const Tensor& self, const std::optional<Scalar>& lo,
