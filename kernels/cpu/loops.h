@@ -80,7 +80,7 @@ inline To cast_value(From v) {
 
 // Signed integer arithmetic that wraps (two's complement) instead of overflowing.
 template <class M>
-constexpr bool kWraps = std::is_integral_v<M>&& std::is_signed_v<M> && sizeof(M) >= sizeof(int);
+constexpr bool kWraps = std::is_integral_v<M> && std::is_signed_v<M> && sizeof(M) >= sizeof(int);
 template <class M>
 inline M wrap_add(M a, M b) {
   if constexpr (kWraps<M>)
@@ -189,21 +189,20 @@ inline void widen_n(const T* in, M* out, int64_t n) {
 #endif
   for (; i < n; ++i) out[i] = static_cast<M>(in[i]);
 }
-// 16 floats (as bits) rounded to 16 bfloat16s, as narrow_to_bfloat16 below rounds them. NaN
-// lanes found by one vfpclassps (AVX-512 DQ, part of the avx512 level) and quieted by one masked
-// OR of the truncated bits.
-// bfloat16_bits_of_x16 leaves each result in the low 16 bits of its 32-bit lane.
-[[gnu::target("avx512f,avx512bw,avx512dq")]] static inline __m512i bfloat16_bits_of_x16(__m512i x) {
-  const __m512i hi = _mm512_srli_epi32(x, 16);
-  const __m512i rounded =
-      _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)),
-                                         _mm512_and_si512(hi, _mm512_set1_epi32(1))),
-                        16);
-  const __mmask16 nan = _mm512_fpclass_ps_mask(_mm512_castsi512_ps(x), 0x81);  // QNaN, SNaN
-  return _mm512_mask_or_epi32(rounded, nan, hi, _mm512_set1_epi32(0x40));
+// 16 floats rounded to bfloat16 as narrow_to_bfloat16 below rounds them (to nearest even), each
+// in the high 16 bits of its lane (the low 16 are left over). NaN lanes found by one vfpclassps
+// (AVX-512 DQ, part of the avx512 level) and quieted by one masked OR of the truncated bits.
+[[gnu::target("avx512f,avx512bw,avx512dq")]] static inline __m512i bfloat16_rounded_high_x16(
+    __m512 r) {
+  const __m512i x = _mm512_castps_si512(r);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb);
+  const __mmask16 nan = _mm512_fpclass_ps_mask(r, 0x81);  // QNaN, SNaN
+  return _mm512_mask_or_epi32(rounded, nan, x, _mm512_set1_epi32(0x400000));
 }
-[[gnu::target("avx512f,avx512bw,avx512dq")]] static inline __m256i bfloat16s_of_x16(__m512i x) {
-  return _mm512_cvtepi32_epi16(bfloat16_bits_of_x16(x));
+// The same 16 bfloat16s packed into 32 bytes.
+[[gnu::target("avx512f,avx512bw,avx512dq")]] static inline __m256i bfloat16s_of_x16(__m512 r) {
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(bfloat16_rounded_high_x16(r), 16));
 }
 // float -> bfloat16, core/half.h's rounding (to nearest even, NaN kept quiet) written without a
 // branch, which the compiler vectorizes (the scalar conversion's NaN branch kept it one element
@@ -217,18 +216,20 @@ inline void widen_n(const T* in, M* out, int64_t n) {
     const float* __restrict__ in, BFloat16* __restrict__ out, int64_t n) {
   for (int64_t i = 0; i < n; i += 16)
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
-                        bfloat16s_of_x16(_mm512_loadu_si512(in + i)));
+                        bfloat16s_of_x16(_mm512_loadu_ps(in + i)));
 }
-// 8 floats rounded as bfloat16_bits_of_x16 rounds them, with AVX2: each result in the low 16
-// bits of its lane, NaN lanes (an unordered compare) quieted from the truncated bits.
-[[gnu::target("avx2")]] static inline __m256i bfloat16_bits_of_x8(__m256 r) {
-  const __m256i x = _mm256_castps_si256(r), hi = _mm256_srli_epi32(x, 16);
-  const __m256i rounded =
-      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)),
-                                         _mm256_and_si256(hi, _mm256_set1_epi32(1))),
-                        16);
+// 8 floats rounded as bfloat16_rounded_high_x16 rounds them, with AVX2 (NaN lanes found by an
+// unordered compare).
+[[gnu::target("avx2")]] static inline __m256i bfloat16_rounded_high_x8(__m256 r) {
+  const __m256i x = _mm256_castps_si256(r);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb);
   const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(r, r, _CMP_UNORD_Q));
-  return _mm256_blendv_epi8(rounded, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
+  return _mm256_blendv_epi8(rounded, _mm256_or_si256(x, _mm256_set1_epi32(0x400000)), nan);
+}
+// Each result in the low 16 bits of its lane.
+[[gnu::target("avx2")]] static inline __m256i bfloat16_bits_of_x8(__m256 r) {
+  return _mm256_srli_epi32(bfloat16_rounded_high_x8(r), 16);
 }
 // narrow_to_bfloat16_x16 for AVX2 machines: 16 floats a step, two packets packed (vpackusdw
 // pairs their 128-bit halves, vpermq orders them) into one 32-byte store; GCC's vectorization
@@ -324,7 +325,8 @@ struct SixteenPackets {
   static void store_two(R* out, P r0, P r1) {
     __m512i* o = reinterpret_cast<__m512i*>(out);
     if constexpr (std::is_same_v<R, BFloat16>) {
-      const __m512i even = _mm512_srli_epi32(rounded_high(r0), 16), odd = rounded_high(r1);
+      const __m512i even = _mm512_srli_epi32(bfloat16_rounded_high_x16(r0), 16),
+                    odd = bfloat16_rounded_high_x16(r1);
       // (odd & kHigh16) | even
       _mm512_storeu_si512(o,
                           _mm512_ternarylogic_epi32(odd, _mm512_set1_epi32(kHigh16), even, 0xea));
@@ -349,19 +351,11 @@ struct SixteenPackets {
         8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
     _mm512_storeu_si512(out, _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), b));
   }
-  // r rounded to bfloat16 in the high 16 bits of each lane (the low 16 are left over).
-  static __m512i rounded_high(P r) {
-    const __m512i x = _mm512_castps_si512(r);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-    const __m512i rounded = _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb);
-    const __mmask16 nan = _mm512_fpclass_ps_mask(r, 0x81);  // QNaN, SNaN
-    return _mm512_mask_or_epi32(rounded, nan, x, _mm512_set1_epi32(0x400000));
-  }
   template <class R>
   static void store_one(R* out, P r) {
     __m256i* o = reinterpret_cast<__m256i*>(out);
     if constexpr (std::is_same_v<R, BFloat16>)
-      _mm256_storeu_si256(o, bfloat16s_of_x16(_mm512_castps_si512(r)));
+      _mm256_storeu_si256(o, bfloat16s_of_x16(r));
     else
       _mm256_storeu_si256(o, half(r));
   }
@@ -398,19 +392,11 @@ struct SixteenPackets {
   static void store_two(R* out, P r0, P r1) {
     __m256i* o = reinterpret_cast<__m256i*>(out);
     if constexpr (std::is_same_v<R, BFloat16>)
-      _mm256_storeu_si256(
-          o, _mm256_blend_epi16(_mm256_srli_epi32(rounded_high(r0), 16), rounded_high(r1), 0xaa));
+      _mm256_storeu_si256(o, _mm256_blend_epi16(bfloat16_bits_of_x8(r0),
+                                                bfloat16_rounded_high_x8(r1), 0xaa));
     else
       _mm256_storeu_si256(o,
                           _mm256_inserti128_si256(_mm256_castsi128_si256(half(r0)), half(r1), 1));
-  }
-  // r rounded to bfloat16 in the high 16 bits of each lane (the low 16 are left over).
-  static __m256i rounded_high(P r) {
-    const __m256i x = _mm256_castps_si256(r);
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-    const __m256i rounded = _mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb);
-    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(r, r, _CMP_UNORD_Q));
-    return _mm256_blendv_epi8(rounded, _mm256_or_si256(x, _mm256_set1_epi32(0x400000)), nan);
   }
   template <class R>
   static void store_one(R* out, P r) {
