@@ -425,18 +425,22 @@ struct VecLog {
       return pmadd(e, pset1<P>(0.693359375f), padd(f, y));
     }
   }
-  // e and f of a positive normal x (bias: 127, or 150 for an x scaled by 2^23).
-  template <class P>
-  [[gnu::always_inline]] static P log_of_normal(const P& x, const P& bias) {
+  // e and f of a positive normal x (kLess: less is taken off e, 23 for a subnormal scaled by 2^23).
+  // x's bits less those of `split` (the float just above sqrt(1/2)) hold e in their
+  // high bits (an arithmetic shift), and their low 23 plus split's are m's: a mantissa at or
+  // above split's gives m in [sqrt(1/2), 1) and e one more, a smaller one m in [1, sqrt(2)).
+  // The same e and m, bit for bit, as halving m past sqrt(2) (whole_packet below), in five integer
+  // and conversion steps where the compare and select took ten.
+  template <bool kLess = false, class P>
+  [[gnu::always_inline]] static P log_of_normal(const P& x, const P& less = P()) {
     using namespace Eigen::internal;
     using PI = typename unpacket_traits<P>::integer_packet;
-    const P one = pset1<P>(1.0f);
-    P e = psub(pcast<PI, P>(plogical_shift_right<23>(preinterpret<PI>(x))), bias);
-    P m = por(pand(x, pset1frombits<P>(0x007fffffu)), one);  // [1, 2)
-    const P high = pcmp_lt(pset1<P>(1.41421356237f), m);
-    m = pselect(high, pmul(m, pset1<P>(0.5f)), m);
-    e = padd(e, pand(high, one));
-    return from_parts(e, psub(m, one));
+    const PI split = pset1<PI>(0x3f3504f4);
+    const PI ix = psub(preinterpret<PI>(x), split);
+    P e = pcast<PI, P>(parithmetic_shift_right<23>(ix));
+    if constexpr (kLess) e = psub(e, less);
+    const P m = preinterpret<P>(padd(pand(ix, pset1<PI>(0x007fffff)), split));
+    return from_parts(e, psub(m, pset1<P>(1.0f)));
   }
   template <class P>
   P packetOp(const P& x) const {
@@ -452,13 +456,13 @@ struct VecLog {
       // need NaN ORed in (log of randn: half the lanes, every packet; 1.15 -> 0.43 ns a float
       // in cache at avx512).
       if (!predux_any(por(pcmp_lt_or_nan(x, tiny), pcmp_le(inf, x))))
-        return log_of_normal(x, pset1<P>(127.0f));
+        return log_of_normal(x);
       const P nan_lanes = pcmp_lt_or_nan(x, pzero(x));
       if (!predux_any(por(pandnot(pcmp_lt(x, tiny), nan_lanes), pcmp_eq(x, inf))))
-        return por(log_of_normal(x, pset1<P>(127.0f)), nan_lanes);
+        return por(log_of_normal(x), nan_lanes);
       const P sub = pcmp_lt(x, tiny);
       const P xn = pselect(sub, pmul(x, pset1<P>(8388608.0f)), x);  // 2^23
-      P r = log_of_normal(xn, pselect(sub, pset1<P>(150.0f), pset1<P>(127.0f)));
+      P r = log_of_normal<true>(xn, pand(sub, pset1<P>(23.0f)));
       r = pselect(pcmp_eq(x, inf), inf, r);
       r = por(r, pcmp_lt_or_nan(x, pzero(x)));  // NaN
       return pselect(pcmp_eq(x, pzero(x)), pnegate(inf), r);
@@ -470,7 +474,7 @@ struct VecLog {
 #if defined(__AVX512F__)
   // The avx512 level's full packet: e and m from vgetexpps / vgetmantps, which take subnormals
   // as they are, and the edges (0, negative, inf, NaN) from one vfixupimmps on x's class. The
-  // same e and f as log_of_normal, so the same values bit for bit.
+  // same e and f as log_of_normal (its m halved past sqrt(2)), so the same values bit for bit.
   static __m512 whole_packet(const __m512& x) {
     using namespace Eigen::internal;
     __m512 e = _mm512_getexp_ps(x);
