@@ -261,20 +261,17 @@ struct VecExp {
   // the scaling is integer operations).
   template <class P>
   static P in_range(const P& x) {
-    using namespace Eigen::internal;
-    using PI = typename unpacket_traits<P>::integer_packet;
-    const P shifter = pset1<P>(0x1.8p23f + 127.0f);
-    const P t = pmadd(x, pset1<P>(1.44269504088896341f), shifter);
-    const P m = psub(t, shifter);
-    P r = pmadd(m, pset1<P>(-0.693359375f), x);
-    r = pmadd(m, pset1<P>(2.12194440e-4f), r);
-    // exp(r) = 1 + r (1 + r q(r)), q of degree 4 (kInRange, highest term first).
-    const P one = pset1<P>(1.0f);
-    const P y = pmadd(pmadd(horner(kInRange, r), r, one), r, one);
-    return pmul(y, preinterpret<P>(plogical_shift_left<23>(preinterpret<PI>(t))));
+    P t;
+    return scaled_in_range(reduce_in_range(x, t), t);
   }
-  static constexpr float kInRange[5] = {1.3814589474e-03f, 8.3687175065e-03f, 4.1668388993e-02f,
-                                        1.6666521132e-01f, 4.9999994040e-01f};
+  // exp(hi + lo) for hi in [-87, 88] and lo within an ulp of hi (its rounding error), as in_range
+  // computes exp: lo joins the reduced argument, where it counts in full (added to hi first, it
+  // would round away). NormalCdf's exp(-x^2 / 2), whose argument it keeps in range.
+  template <class P>
+  static P in_range_of_sum(const P& hi, const P& lo) {
+    P t;
+    return scaled_in_range(Eigen::internal::padd(reduce_in_range(hi, t), lo), t);
+  }
   // exp(x) for x <= 88, and 0 where the result would not be a normal float (x below -87; -87.33
   // at the avx512 level, whose vector exp already gives 0 there). NaN stays NaN.
   template <class P>
@@ -303,13 +300,6 @@ struct VecExp {
     return _mm512_maskz_scalef_ps(keep, y, m);
   }
 #endif
-  // exp(hi + lo) for hi in [-87, 88] and lo within an ulp of hi (its rounding error): lo joins
-  // the reduced argument, where it counts in full; added to hi first, it would round away.
-  template <class P>
-  static P of_sum(const P& hi, const P& lo) {
-    P m;
-    return from_reduced(Eigen::internal::padd(reduce(hi, m), lo), m);
-  }
 
  private:
   friend struct VecExp2;
@@ -329,6 +319,28 @@ struct VecExp {
 #endif
     return Eigen::internal::pldexp_fast_impl<P>::run(y, m);
   }
+  // in_range's reduction: r = x - m ln 2, and t, whose bits hold m + 127.
+  template <class P>
+  static P reduce_in_range(const P& x, P& t) {
+    using namespace Eigen::internal;
+    const P shifter = pset1<P>(0x1.8p23f + 127.0f);
+    t = pmadd(x, pset1<P>(1.44269504088896341f), shifter);
+    const P m = psub(t, shifter);
+    const P r = pmadd(m, pset1<P>(-0.693359375f), x);
+    return pmadd(m, pset1<P>(2.12194440e-4f), r);
+  }
+  // exp(r) 2^m: exp(r) = 1 + r (1 + r q(r)), q of degree 4 (kInRange, highest term first), times
+  // t's bits shifted into the exponent.
+  template <class P>
+  static P scaled_in_range(const P& r, const P& t) {
+    using namespace Eigen::internal;
+    using PI = typename unpacket_traits<P>::integer_packet;
+    const P one = pset1<P>(1.0f);
+    const P y = pmadd(pmadd(horner(kInRange, r), r, one), r, one);
+    return pmul(y, preinterpret<P>(plogical_shift_left<23>(preinterpret<PI>(t))));
+  }
+  static constexpr float kInRange[5] = {1.3814589474e-03f, 8.3687175065e-03f, 4.1668388993e-02f,
+                                        1.6666521132e-01f, 4.9999994040e-01f};
   template <class P>
   static P polynomial(const P& r) {
     using namespace Eigen::internal;
@@ -605,7 +617,7 @@ struct VecErf {
     const P r = horner(kBig, pmul(psub(a, pset1<P>(2.625f)), pset1<P>(1.0f / 1.375f)));
     const P h = pmul(a, a);
     const P l = pmadd(a, a, pnegate(h));  // 0 where pmadd is not fused
-    const P e = pmul(VecExp<float>{}.packetOp(pnegate(h)), psub(one, l));
+    const P e = pmul(VecExp<float>::in_range(pnegate(h)), psub(one, l));  // h <= 16
     const P big = psub(one, pmul(e, r));
     const P wide = pselect(pcmp_lt(pset1<P>(1.25f), ax), big, mid);
     const P signed_wide = pselect(pcmp_lt(x, pzero(x)), pnegate(wide), wide);
@@ -657,9 +669,9 @@ struct VecErf {
 //   coefficients rounded to float one at a time and the rest refitted): relative error 3e-8
 //   for |x| <= 13.2. Phi(x) is c for negative x and 1 - c otherwise, so the small tail keeps its
 //   relative accuracy (Phi(-10) = 7.6e-24), where 1 + erf(x / sqrt 2) would cancel to noise.
-// - x^2 / 2 enters the vector exp in two parts (VecExp::of_sum), its rounding error taken from an
-//   FMA (or Dekker's split where the level has none): near x = -10 the rounded x^2 / 2 alone is
-//   off by up to 2e-6, a relative error of 2e-6 in exp (30 ulp).
+// - x^2 / 2 enters the vector exp in two parts (VecExp::in_range_of_sum), its rounding error
+//   taken from an FMA (or Dekker's split where the level has none): near x = -10 the rounded
+//   x^2 / 2 alone is off by up to 2e-6, a relative error of 2e-6 in exp (30 ulp).
 // - exp(-x^2 / 2) is phi's as well, so the derivative takes one exp, not two.
 // - Past |x| = 13.2 (x^2 / 2 > 87, where exp leaves the normal floats) c and phi are 0, and
 //   NaN stays NaN (t is NaN), as does an infinite x (t's correction step multiplies inf by 0).
@@ -693,7 +705,7 @@ struct NormalCdf {
 #endif
     const P limit = pset1<P>(-87.0f);
     const P past = pcmp_lt(hi, limit);
-    const P e = pandnot(VecExp<float>::of_sum(pmax(hi, limit), lo), past);
+    const P e = pandnot(VecExp<float>::in_range_of_sum(pmax(hi, limit), lo), past);
     if (gauss) *gauss = e;
     const P c = pmul(e, pmul(t, q));  // P's coefficients carry the 0.5
     return pselect(pcmp_lt(x, pzero(x)), c, psub(one, c));
