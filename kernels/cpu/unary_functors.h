@@ -376,6 +376,23 @@ struct VecExpWhole {
     return VecExp<float>::with_subnormals(x);
   }
 };
+// exp(x) inside an op whose edge pass recomputes x > 87 and NaN (sigmoid and silu take exp(-x),
+// gelu's tanh form exp(-2u); Note [Vector math edges]). Float below the avx512 level, where they
+// have that pass: in_range's form with x clamped below at -87, whose exp(-87) = 1.6e-38 vanishes
+// in the 1 + exp(x) these ops take, as the true value does. At the avx512 level (no edge pass
+// for float: kExpWhole), and for double, the whole vector exp.
+template <class S>
+struct VecExpUnderEdge {
+  S operator()(const S& x) const { return std::exp(x); }
+  template <class P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    if constexpr (std::is_same_v<S, float> && !kExpWhole)
+      return VecExp<float>::in_range(pmax(x, pset1<P>(-87.0f)));
+    else
+      return VecExp<S>{}.packetOp(x);
+  }
+};
 // float exp for -87 <= x <= 88 (VecExp::in_range): exp itself below the avx512 level.
 struct VecExpInRange {
   float operator()(const float& x) const { return std::exp(x); }
@@ -978,6 +995,10 @@ template <>
 struct functor_traits<VecExpInRange> {
   enum { Cost = 16, PacketAccess = 1 };
 };
+template <class S>
+struct functor_traits<VecExpUnderEdge<S>> {
+  enum { Cost = 20, PacketAccess = functor_traits<VecExp<S>>::PacketAccess };
+};
 template <>
 struct functor_traits<VecExp<double>> {
   enum { Cost = 25, PacketAccess = packet_traits<double>::HasExp };
@@ -1260,8 +1281,9 @@ XTEN_UNARY_FUNCTOR(TanhOp, std::tanh(x), x.unaryExpr(VecTanh<S>{}))
     }                                                                           \
   };
 XTEN_EXP_EDGE_FUNCTOR(SigmoidOp, M(1) / (M(1) + std::exp(-x)),
-                      (S(1) + (-x).unaryExpr(VecExp<S>{})).inverse())
-XTEN_EXP_EDGE_FUNCTOR(SiluOp, x / (M(1) + std::exp(-x)), x / (S(1) + (-x).unaryExpr(VecExp<S>{})))
+                      (S(1) + (-x).unaryExpr(VecExpUnderEdge<S>{})).inverse())
+XTEN_EXP_EDGE_FUNCTOR(SiluOp, x / (M(1) + std::exp(-x)),
+                      x / (S(1) + (-x).unaryExpr(VecExpUnderEdge<S>{})))
 #undef XTEN_EXP_EDGE_FUNCTOR
 // Vector: VecErf (Note [Vector erf]); Eigen's own is off by up to 7 ulp (float).
 XTEN_UNARY_FUNCTOR(ErfOp, std::erf(x), x.unaryExpr(VecErf<S>{}))
@@ -1347,7 +1369,7 @@ struct GeluTanhOp {
   template <class A>
   auto vec(const A& x) const {
     using S = typename A::Scalar;
-    return x / (S(1) + (S(-2) * u<S>(x)).unaryExpr(VecExp<S>{}));
+    return x / (S(1) + (S(-2) * u<S>(x)).unaryExpr(VecExpUnderEdge<S>{}));
   }
   template <class M>
   bool edge(M x) const {
