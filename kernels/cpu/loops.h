@@ -200,9 +200,14 @@ inline void widen_n(const T* in, M* out, int64_t n) {
   const __mmask16 nan = _mm512_fpclass_ps_mask(r, 0x81);  // QNaN, SNaN
   return _mm512_mask_or_epi32(rounded, nan, x, _mm512_set1_epi32(0x400000));
 }
+// Each result in the low 16 bits of its lane.
+[[gnu::target("avx512f,avx512bw,avx512dq")]] static inline __m512i bfloat16_bits_of_x16(
+    __m512 r) {
+  return _mm512_srli_epi32(bfloat16_rounded_high_x16(r), 16);
+}
 // The same 16 bfloat16s packed into 32 bytes.
 [[gnu::target("avx512f,avx512bw,avx512dq")]] static inline __m256i bfloat16s_of_x16(__m512 r) {
-  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(bfloat16_rounded_high_x16(r), 16));
+  return _mm512_cvtepi32_epi16(bfloat16_bits_of_x16(r));
 }
 // float -> bfloat16, core/half.h's rounding (to nearest even, NaN kept quiet) written without a
 // branch, which the compiler vectorizes (the scalar conversion's NaN branch kept it one element
@@ -325,7 +330,7 @@ struct SixteenPackets {
   static void store_two(R* out, P r0, P r1) {
     __m512i* o = reinterpret_cast<__m512i*>(out);
     if constexpr (std::is_same_v<R, BFloat16>) {
-      const __m512i even = _mm512_srli_epi32(bfloat16_rounded_high_x16(r0), 16),
+      const __m512i even = bfloat16_bits_of_x16(r0),
                     odd = bfloat16_rounded_high_x16(r1);
       // (odd & kHigh16) | even
       _mm512_storeu_si512(o,

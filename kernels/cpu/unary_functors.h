@@ -308,6 +308,13 @@ struct VecExp {
   static P reduce(const P& x, P& m) {
     using namespace Eigen::internal;
     m = pfloor(pmadd(x, pset1<P>(1.44269504088896341f), pset1<P>(0.5f)));
+    return minus_m_ln2(x, m);
+  }
+  // x - m ln 2, ln 2 as 0.693359375 (exact in 10 bits, so m * it is exact for |m| < 2^14) minus
+  // 2.12194440e-4.
+  template <class P>
+  static P minus_m_ln2(const P& x, const P& m) {
+    using namespace Eigen::internal;
     const P r = pmadd(m, pset1<P>(-0.693359375f), x);
     return pmadd(m, pset1<P>(2.12194440e-4f), r);
   }
@@ -325,9 +332,7 @@ struct VecExp {
     using namespace Eigen::internal;
     const P shifter = pset1<P>(0x1.8p23f + 127.0f);
     t = pmadd(x, pset1<P>(1.44269504088896341f), shifter);
-    const P m = psub(t, shifter);
-    const P r = pmadd(m, pset1<P>(-0.693359375f), x);
-    return pmadd(m, pset1<P>(2.12194440e-4f), r);
+    return minus_m_ln2(x, psub(t, shifter));
   }
   // exp(r) 2^m: exp(r) = 1 + r (1 + r q(r)), q of degree 4 (kInRange, highest term first), times
   // t's bits shifted into the exponent.
