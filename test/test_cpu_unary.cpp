@@ -315,6 +315,13 @@ TEST(Unary, ErfWithinOneUlp) {
   std::vector<float> xs = every_1021st_float_and_its_negative(4.5f);
   for (float x : {0.75f, 1.25f, std::nextafter(0.75f, 0.0f), std::nextafter(1.25f, 2.0f), 4.0f})
     xs.push_back(x);
+  // The avx2 level's interval edges (Note [Erf at the avx2 level]: (k + 0.5) 21 / 40, the form
+  // changing at k = 2.5) and the floats on either side.
+  for (int k = 0; k < 8; ++k) {
+    const float edge = (k + 0.5f) * 21.0f / 40.0f;
+    for (float x : {std::nextafter(edge, 0.0f), edge, std::nextafter(edge, 4.0f)})
+      xs.push_back(x), xs.push_back(-x);
+  }
   const Tensor in = from_blob(xs.data(), {static_cast<int64_t>(xs.size())}, kFloat).clone();
   const Tensor out = erf(in);
   const float* y = out.data_ptr<float>();

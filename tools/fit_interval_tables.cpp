@@ -1,10 +1,11 @@
 // Writes kernels/cpu/interval_tables.inc: the per-interval polynomials of the avx512 level's erf,
 // gelu and gelu_backward (Note [Interval tables] in kernels/cpu/unary_functors.h;
-// docs/cpu_kernels.md, "Vector math"). Each function is split into 32 intervals of |x|,
-// a = (k + t) / s with k = 0..31 and t in [-0.5, 0.5], and on each a polynomial in t interpolates
-// it at the Chebyshev points (long double, the C library's erfl/erfcl/expl), its coefficients
-// rounded to float. The kernels compute the same k and t: k = round(a s) from a shifter's low
-// mantissa bits and t = a s - k in one FMA.
+// docs/cpu_kernels.md, "Vector math") and of the avx2 level's erf (Note [Erf at the avx2
+// level]). Each function is split into 32 (avx512) or 8 (avx2) intervals of |x|,
+// a = (k + t) / s with k = 0..31 or 0..7 and t in [-0.5, 0.5], and on each a polynomial in t
+// interpolates it at the Chebyshev points (long double, the C library's erfl/erfcl/expl), its
+// coefficients rounded to float. The kernels compute the same k and t: k = round(a s) from a
+// shifter's low mantissa bits and t = a s - k in one FMA.
 //
 //   fit_interval_tables           prints the file
 //   fit_interval_tables --errors  measures each kernel's formula, emulated here in float with
@@ -29,6 +30,16 @@ constexpr LD kPi = 3.141592653589793238462643383279502884L;
 LD erf_over_a(LD a) {
   return a == 0 ? 2 / sqrtl(kPi) : erfl(a) / a;
 }
+// The avx2 table's intervals 0..kErf8OverA hold erf(a) / a (erf = x (hi + lo + t q), relative
+// accuracy near 0), the others erf(a) itself: there the constant term is most of the result, and
+// erf = +-(hi + (lo + t q)) rounds once where x (lo + t q) would round a term of the result's
+// size (0.94 ulp with erf(a) / a everywhere, 0.80 so).
+constexpr int kErf8OverA = 2;
+// erf(a) itself: the avx2 table's intervals past kErf8OverA, whose constant term is most of the
+// result (erf = hi + (lo + t q) in one rounding).
+LD erf_of_a(LD a) {
+  return erfl(a);
+}
 // Phi(-a), the normal distribution's lower tail.
 LD lower_tail(LD a) {
   return 0.5L * erfcl(a / sqrtl(2.0L));
@@ -46,6 +57,7 @@ struct Table {
   const char* comment;  // what it holds
   LD (*f)(LD);
   float s;     // intervals a second: a = (k + t) / s
+  int count;   // intervals: 32 (vpermi2ps at the avx512 level) or 8 (vpermps at avx2)
   int degree;  // of the polynomial in t
   bool split;  // the constant term as hi + lo (erf's 1-ulp bound); for k = 0 hi is 1
   std::vector<std::vector<float>> rows;  // highest degree first; last row the constant (hi)
@@ -60,7 +72,8 @@ std::vector<LD> fit(const Table& tab, int k) {
     const LD t = 0.5L * cosl(kPi * (j + 0.5L) / n);
     LD p = 1;
     for (int i = 0; i < n; ++i) a[j][i] = p, p *= t;
-    a[j][n] = tab.f((k + t) / static_cast<LD>(tab.s));
+    const LD a_k = (k + t) / static_cast<LD>(tab.s);
+    a[j][n] = tab.f == erf_of_a && k <= kErf8OverA ? erf_over_a(a_k) : tab.f(a_k);
   }
   for (int i = 0; i < n; ++i) {
     int piv = i;
@@ -80,8 +93,8 @@ std::vector<LD> fit(const Table& tab, int k) {
 
 void build(Table& tab) {
   const int rows = tab.degree + (tab.split ? 2 : 1);
-  tab.rows.assign(rows, std::vector<float>(32));
-  for (int k = 0; k < 32; ++k) {
+  tab.rows.assign(rows, std::vector<float>(tab.count));
+  for (int k = 0; k < tab.count; ++k) {
     const std::vector<LD> c = fit(tab, k);
     for (int i = tab.degree; i >= 1; --i) tab.rows[tab.degree - i][k] = static_cast<float>(c[i]);
     if (tab.split) {
@@ -96,12 +109,13 @@ void build(Table& tab) {
 
 void print(const Table& tab) {
   std::printf("// %s\n", tab.comment);
-  std::printf("alignas(64) static constexpr float %s[%zu][32] = {\n", tab.name, tab.rows.size());
+  std::printf("alignas(%d) static constexpr float %s[%zu][%d] = {\n",
+              tab.count >= 16 ? 64 : tab.count * 4, tab.name, tab.rows.size(), tab.count);
   for (const std::vector<float>& row : tab.rows) {
     std::printf("    {");
-    for (int k = 0; k < 32; ++k)
+    for (int k = 0; k < tab.count; ++k)
       std::printf("%s%.9ef%s", k == 0 ? "" : (k % 4 == 0 ? "\n     " : " "), row[k],
-                  k < 31 ? "," : "");
+                  k < tab.count - 1 ? "," : "");
     std::printf("},\n");
   }
   std::printf("};\n");
@@ -131,7 +145,7 @@ float horner(const Table& tab, size_t rows, Lane l) {
 }
 
 void errors(const Table& tab) {
-  const float limit = 31.5f / tab.s;
+  const float limit = (tab.count - 0.5f) / tab.s;
   uint32_t end;
   std::memcpy(&end, &limit, 4);
   double worst = 0;
@@ -146,6 +160,12 @@ void errors(const Table& tab) {
       if (tab.f == erf_over_a) {
         const float s = horner(tab, tab.rows.size() - 1, l);
         got = fmaf(x, tab.rows.back()[l.k], x * s);
+        ref = erfl(x), scale = ref;
+      } else if (tab.f == erf_of_a) {
+        // x on the first interval (erf(a) / a there), +-1 on the others
+        const float m = l.k <= kErf8OverA ? x : std::copysign(1.0f, x);
+        const float s = horner(tab, tab.rows.size() - 1, l);
+        got = fmaf(m, tab.rows.back()[l.k], m * s);
         ref = erfl(x), scale = ref;
       } else if (tab.f == lower_tail) {
         const float q = horner(tab, tab.rows.size(), l);
@@ -173,6 +193,7 @@ int main(int argc, char** argv) {
        "// constant as hi + lo (rows c4..c1, lo, hi; hi = 1 on the first interval).",
        erf_over_a,
        8.0f,
+       32,
        4,
        true,
        {}},
@@ -181,6 +202,7 @@ int main(int argc, char** argv) {
        "// c6..c0).",
        lower_tail,
        16.0f / 3.0f,
+       32,
        6,
        false,
        {}},
@@ -188,8 +210,19 @@ int main(int argc, char** argv) {
        "a phi(a) - Phi(-a), a = (k + t) / (16 / 3) up to 5.90625; degree 6 (rows c6..c0).",
        grad_part,
        16.0f / 3.0f,
+       32,
        6,
        false,
+       {}},
+      {"kErfTable8",
+       "The avx2 level's erf, a = (k + t) / (40 / 21) up to 3.9375 (8 intervals): erf(a) / a on\n"
+       "// intervals 0..kErfTable8OverA, erf(a) on the others; degree 7, the constant as hi + lo\n"
+       "// (rows c7..c1, lo, hi; hi = 1 on the first interval).",
+       erf_of_a,
+       40.0f / 21.0f,
+       8,
+       7,
+       true,
        {}},
   };
   for (Table& tab : tables) build(tab);
@@ -203,5 +236,6 @@ int main(int argc, char** argv) {
       "// is the coefficient of t^(degree - r) on interval k.\n"
       "// clang-format off\n");
   for (const Table& tab : tables) print(tab);
+  std::printf("static constexpr int kErfTable8OverA = %d;\n", kErf8OverA);
   return 0;
 }

@@ -35,6 +35,18 @@ P horner(const float (&c)[N], const P& t) {
   for (size_t i = 1; i < N; ++i) q = Eigen::internal::pmadd(q, t, Eigen::internal::pset1<P>(c[i]));
   return q;
 }
+#if defined(__AVX2__)
+// Note [Interval tables], below; the avx2 level's erf takes one of them too (VecErf::erf8).
+struct IntervalTables {
+#include <xten/kernels/cpu/interval_tables.inc>
+};
+// Whether P is the avx2 level's 8-float packet.
+template <class P>
+constexpr bool is_packet8f() {
+  using Traits = Eigen::internal::unpacket_traits<P>;
+  return Traits::size == 8 && std::is_same_v<typename Traits::type, float>;
+}
+#endif
 #if defined(__AVX512F__)
 template <size_t N>
 __m512 horner16(const float (&c)[N], const __m512& t) {
@@ -53,9 +65,6 @@ __m512 horner16(const float (&c)[N], const __m512& t) {
 // permute's index (it reads the low 5 bits of each lane); NaN and the infinities give some k and a
 // NaN t, and each caller selects its own value for them. About 20 operations a packet where the
 // exp-based forms take 35-38 (docs/cpu_kernels.md, "Vector math").
-struct IntervalTables {
-#include <xten/kernels/cpu/interval_tables.inc>
-};
 struct Interval16 {
   __m512i k;  // the interval, in the low 5 bits of each lane
   __m512 t;
@@ -489,8 +498,7 @@ struct VecLog {
       // each costs a mask conversion each way at the avx512 level. Negative and NaN lanes only
       // need NaN ORed in (log of randn: half the lanes, every packet; 1.15 -> 0.43 ns a float
       // in cache at avx512).
-      if (!predux_any(por(pcmp_lt_or_nan(x, tiny), pcmp_le(inf, x))))
-        return log_of_normal(x);
+      if (!predux_any(por(pcmp_lt_or_nan(x, tiny), pcmp_le(inf, x)))) return log_of_normal(x);
       const P nan_lanes = pcmp_lt_or_nan(x, pzero(x));
       if (!predux_any(por(pandnot(pcmp_lt(x, tiny), nan_lanes), pcmp_eq(x, inf))))
         return por(log_of_normal(x), nan_lanes);
@@ -617,7 +625,7 @@ struct VecTan {
 // NaN fails both range compares, takes the first range and stays NaN. Double keeps the C
 // library's erf. Worst errors over every float in [0, 4.5] and their negatives, measured against
 // a double erf: docs/cpu_kernels.md, "Vector math"; test_cpu_unary's ErfWithinOneUlp samples them.
-// The avx512 level takes a table of 32 intervals instead (erf16, below).
+// The avx512 and avx2 levels take interval tables instead (erf16 and erf8, below).
 template <class S>
 struct VecErf {
   S operator()(const S& x) const { return std::erf(x); }
@@ -627,6 +635,9 @@ struct VecErf {
     static_assert(std::is_same_v<S, float>, "VecErf's vector form is float only");
 #if defined(__AVX512F__)
     if constexpr (is_packet16f<P>()) return erf16(x);
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+    if constexpr (is_packet8f<P>()) return erf8(x);
 #endif
     const P one = pset1<P>(1.0f);
     const P ax = pabs(x);
@@ -665,6 +676,40 @@ struct VecErf {
         _mm512_castps_si512(_mm512_set1_ps(1.0f)), _mm512_castps_si512(x), sign, 0xf8));
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(3.9375f), _CMP_GE_OQ), r,
                                 unit);
+  }
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+  // Note [Erf at the avx2 level]: 8 intervals of |x| = a = (k + t) / s, s = 40 / 21 (so that
+  // they reach 3.9375, past which erf is +-1 in float), each coefficient looked up with one
+  // vpermps (AVX2 has no two-register permute; the index is the shifter's low bits, of which
+  // vpermps reads 3). A width of 0.525 takes degree 7 where the avx512 level's 1/8 takes 4, and
+  // the form changes with the interval: on intervals 0..kErfTable8OverA the table holds erf(a) / a
+  // and erf = x hi + x (lo + t q) (relative accuracy down to the subnormals, as erf16); past them
+  // it holds erf(a) and erf = +-(hi + (lo + t q)), because there t q is a large share of erf(a) /
+  // a and its product with x would round at the result's scale (0.94 ulp with erf(a) / a
+  // everywhere). One expression takes both: m = x or +-1, erf = m hi + m (lo + t q). Worst error
+  // over every 7th float of the range 0.80 ulp (tools/fit_interval_tables.cpp --errors; the three
+  // ranges': 0.78), about 27 operations where they take about 50 (docs/cpu_kernels.md, "Vector
+  // math"). NaN stays NaN (t is NaN), the infinities give +-1. AVX2 only: the default level keeps
+  // the three ranges (SSE has neither the permute nor FMA).
+  static __m256 erf8(const __m256& x) {
+    using T = IntervalTables;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256 ax = _mm256_andnot_ps(sign, x);
+    const __m256 shifter = _mm256_set1_ps(12582912.0f), scale = _mm256_set1_ps(40.0f / 21.0f);
+    const __m256 u = _mm256_fmadd_ps(ax, scale, shifter);
+    const __m256 t = _mm256_fmsub_ps(ax, scale, _mm256_sub_ps(u, shifter));
+    const __m256i k = _mm256_castps_si256(u);  // 0x4b400000 + k
+    auto row = [&k](const float(&r)[8]) { return _mm256_permutevar8x32_ps(_mm256_load_ps(r), k); };
+    constexpr size_t kLo = std::size(T::kErfTable8) - 2;  // rows c7..c1, lo, hi
+    __m256 s = row(T::kErfTable8[0]);
+    for (size_t i = 1; i <= kLo; ++i) s = _mm256_fmadd_ps(s, t, row(T::kErfTable8[i]));
+    const __m256 unit = _mm256_or_ps(_mm256_and_ps(x, sign), _mm256_set1_ps(1.0f));  // +-1
+    const __m256i first_past = _mm256_set1_epi32(0x4b400000 + T::kErfTable8OverA + 1);
+    const __m256 over_a = _mm256_castsi256_ps(_mm256_cmpgt_epi32(first_past, k));
+    const __m256 m = _mm256_blendv_ps(unit, x, over_a);
+    const __m256 r = _mm256_fmadd_ps(m, row(T::kErfTable8[kLo + 1]), _mm256_mul_ps(m, s));
+    return _mm256_blendv_ps(r, unit, _mm256_cmp_ps(ax, _mm256_set1_ps(3.9375f), _CMP_GE_OQ));
   }
 #endif
   // q(s) = P(s) - 1 below 0.75 (erf(x) = x + x q(x^2)); R(|x| - 1) from 0.75 to 1.25; Q(u) above.
