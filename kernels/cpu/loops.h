@@ -80,7 +80,7 @@ inline To cast_value(From v) {
 
 // Signed integer arithmetic that wraps (two's complement) instead of overflowing.
 template <class M>
-constexpr bool kWraps = std::is_integral_v<M> && std::is_signed_v<M> && sizeof(M) >= sizeof(int);
+constexpr bool kWraps = std::is_integral_v<M>&& std::is_signed_v<M> && sizeof(M) >= sizeof(int);
 template <class M>
 inline M wrap_add(M a, M b) {
   if constexpr (kWraps<M>)
@@ -161,6 +161,14 @@ struct has_edge<Op, M, std::void_t<decltype(std::declval<const Op&>().edge(std::
 // test was 40% of sigmoid's time), and only a block that has one is walked element by element.
 // The check comes before the vector pass and keeps the edge inputs, since `out` may be `in`
 // (exp_): read after it, exp's outputs above 88 would look like edges.
+// Whether any of in[0, m) is an edge of op: with_edges's first pass, for a caller that fuses the
+// vector form into a larger expression where there is none (log_softmax's backward).
+template <class Op, class M>
+inline bool any_edge(const Op& op, const M* in, int64_t m) {
+  unsigned any = 0;
+  for (int64_t i = 0; i < m; ++i) any |= op.edge(in[i]) ? 1u : 0u;
+  return any != 0;
+}
 template <class Op, class M, class V, class VectorPass>
 inline void with_edges(const Op& op, const M* in, V* out, int64_t m,
                        const VectorPass& vector_pass) {
@@ -201,8 +209,7 @@ inline void widen_n(const T* in, M* out, int64_t n) {
   return _mm512_mask_or_epi32(rounded, nan, x, _mm512_set1_epi32(0x400000));
 }
 // Each result in the low 16 bits of its lane.
-[[gnu::target("avx512f,avx512bw,avx512dq")]] static inline __m512i bfloat16_bits_of_x16(
-    __m512 r) {
+[[gnu::target("avx512f,avx512bw,avx512dq")]] static inline __m512i bfloat16_bits_of_x16(__m512 r) {
   return _mm512_srli_epi32(bfloat16_rounded_high_x16(r), 16);
 }
 // The same 16 bfloat16s packed into 32 bytes.
@@ -241,8 +248,8 @@ inline void widen_n(const T* in, M* out, int64_t n) {
 // of the scalar loop below packed through more shuffles (the float -> bfloat16 cast at the avx2
 // level: bench/README.md, 2026-12-07). `n` a multiple of 16; internal linkage as above.
 [[gnu::target("avx2")]] static inline void narrow_to_bfloat16_x8(const float* __restrict__ in,
-                                                                  BFloat16* __restrict__ out,
-                                                                  int64_t n) {
+                                                                 BFloat16* __restrict__ out,
+                                                                 int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __m256i a = bfloat16_bits_of_x8(_mm256_loadu_ps(in + i)),
                   b = bfloat16_bits_of_x8(_mm256_loadu_ps(in + i + 8));
@@ -330,8 +337,7 @@ struct SixteenPackets {
   static void store_two(R* out, P r0, P r1) {
     __m512i* o = reinterpret_cast<__m512i*>(out);
     if constexpr (std::is_same_v<R, BFloat16>) {
-      const __m512i even = bfloat16_bits_of_x16(r0),
-                    odd = bfloat16_rounded_high_x16(r1);
+      const __m512i even = bfloat16_bits_of_x16(r0), odd = bfloat16_rounded_high_x16(r1);
       // (odd & kHigh16) | even
       _mm512_storeu_si512(o,
                           _mm512_ternarylogic_epi32(odd, _mm512_set1_epi32(kHigh16), even, 0xea));
@@ -397,8 +403,8 @@ struct SixteenPackets {
   static void store_two(R* out, P r0, P r1) {
     __m256i* o = reinterpret_cast<__m256i*>(out);
     if constexpr (std::is_same_v<R, BFloat16>)
-      _mm256_storeu_si256(o, _mm256_blend_epi16(bfloat16_bits_of_x8(r0),
-                                                bfloat16_rounded_high_x8(r1), 0xaa));
+      _mm256_storeu_si256(
+          o, _mm256_blend_epi16(bfloat16_bits_of_x8(r0), bfloat16_rounded_high_x8(r1), 0xaa));
     else
       _mm256_storeu_si256(o,
                           _mm256_inserti128_si256(_mm256_castsi128_si256(half(r0)), half(r1), 1));
