@@ -74,6 +74,41 @@ TEST(Activation, SoftmaxOfMaskedAndFarPositions) {
   EXPECT_THROW_MSG(softmax(ones({2}), 1), IndexError, "[softmax] dim 1 is out of range");
 }
 
+// log_softmax sums a clamped exp (log_softmax_into in unary_functors.h): rows of 40 (packets and
+// a tail) holding NaN, +inf, only -inf, or masked and far positions, at every CPU level (this
+// program runs at each), against PyTorch's values: NaN throughout for the first three, -inf at a
+// masked position and the double computation's values elsewhere.
+TEST(Activation, LogSoftmaxOfNanInfAndMaskedRows) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (ScalarType t : {kFloat, kDouble}) {
+    for (int kind = 0; kind < 3; ++kind) {
+      std::vector<double> v(40);
+      for (int i = 0; i < 40; ++i) v[i] = std::sin(i * 0.7) * 3;
+      if (kind == 0) v[5] = std::nan("");
+      if (kind == 1) v[7] = inf;
+      if (kind == 2) v.assign(40, -inf);
+      const Tensor y = log_softmax(tensor(v).to(t).reshape({1, 40}), 1);
+      EXPECT_TRUE(isnan(y).all().item<bool>()) << to_string(t) << " kind " << kind << ": " << y;
+    }
+    std::vector<double> v(40);
+    for (int i = 0; i < 40; ++i) v[i] = std::sin(i * 0.7) * 3;
+    v[3] = -inf, v[17] = -95.0, v[38] = -1e4, v[21] = -800.0;
+    const Tensor x = tensor(v).to(t).reshape({1, 40});
+    const Tensor ref = x.to(kDouble);
+    const Tensor m = ref.amax({1}, true);
+    const Tensor want = (ref - m) - log(exp(ref - m).sum({1}, true));
+    const Tensor got = log_softmax(x, 1).to(kDouble);
+    EXPECT_EQ(got.data_ptr<double>()[3], -inf) << to_string(t);
+    const Tensor finite = got.narrow(1, 4, 36);
+    const double eps = t == kFloat ? 1e-6 : 1e-14;
+    EXPECT_LE(((finite - want.narrow(1, 4, 36)).abs() / want.narrow(1, 4, 36).abs().clamp(1, inf))
+                  .amax()
+                  .item<double>(),
+              eps)
+        << to_string(t) << ": " << got;
+  }
+}
+
 // Note: log_softmax = (x - max) - log(sum), not x - (max + log(sum)), which rounds at the
 // magnitude of the logits. PyTorch gives log(0.5) = -0.69314718 for [1000, 1000, -1000].
 TEST(Activation, LogSoftmaxOfLargeLogits) {

@@ -51,16 +51,13 @@ Tensor softmax_impl(const char* op, const Tensor& self, int64_t dim,
     using M = opmath_t<T>;
     const T* src = static_cast<const T*>(rows_in.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
-    // One exp per element: softmax = exp(x - max) / sum, log_softmax = (x - max) - log(sum).
-    // Not x - (max + log(sum)): that rounds max + log(sum) at the logits' magnitude
-    // (log_softmax([1000, 1000, -1000]) would lose 4 digits of log 0.5).
+    // One exp per element: softmax = exp(x - max) / sum, log_softmax = (x - max) - log(sum)
+    // (unary_functors.h, shared with the compiler's fused rows).
     auto row = [](const auto& x, auto&& y) {
-      if (kLog) {
-        const M m = x.maxCoeff();
-        y = (x - m) - std::log((x - m).exp().sum());
-      } else {
+      if (kLog)
+        log_softmax_into(x, y);
+      else
         softmax_into(x, y);
-      }
     };
     parallel_for(rows, grain_for(n), [&](int64_t b, int64_t e) {
       if constexpr (std::is_same_v<T, M>) {  // float/double: straight from and into the tensors

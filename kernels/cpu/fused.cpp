@@ -314,8 +314,7 @@ void run_rows(const FusedProgram& p, const std::vector<InputGeometry>& geo, IntA
         continue;
       }
       if (norm.op == RowOp::LogSoftmax) {
-        const float mx = x.maxCoeff();
-        yr = (x - mx) - std::log((x - mx).exp().sum());
+        log_softmax_into(x, yr);
         continue;
       }
       // Eigen's vectorized sums (several accumulators): a scalar loop's float or double sum is

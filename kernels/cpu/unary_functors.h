@@ -1222,6 +1222,22 @@ void softmax_into(const Src& src, Dst&& dst) {
   exp_into(src - m, dst);
   dst *= M(1) / dst.sum();
 }
+// dst = log_softmax(src), as softmax_into's callers: (x - max) - log(sum exp(x - max)), not
+// x - (max + log(sum)), which rounds max + log(sum) at the logits' magnitude
+// (log_softmax([1000, 1000, -1000]) would lose 4 digits of log 0.5). The exp is only summed,
+// never stored, so it takes VecExpUnderEdge: x - max <= 0, and what lies below -87 adds at most
+// 1.6e-38 an element to a sum of at least 1 (the maximum's own term), which does not move it.
+// NaN stays NaN through the clamp (Eigen's pmax returns its first argument's NaN) and through
+// in_range, so a row holding NaN (or +inf, where inf - inf is NaN; or only -inf) sums to NaN
+// and comes out NaN throughout, as PyTorch's. Below the avx512 level this is the exp without
+// an edge pass (one VM thread, [2048, 2048] float at the avx2 level: 3.2 -> 2.1-2.2 ms);
+// Activation.LogSoftmaxOfNanInfAndMaskedRows tests the edges at every level.
+template <class Src, class Dst>
+void log_softmax_into(const Src& src, Dst&& dst) {
+  using M = typename std::decay_t<Dst>::Scalar;
+  const M m = src.maxCoeff();
+  dst = (src - m) - std::log((src - m).unaryExpr(VecExpUnderEdge<M>{}).sum());
+}
 
 // The float vector forms of Note [Vector expm1, exp2, log2, log10, tan]: `vec` exists for
 // float only (double takes the C library one element at a time, as before for these).
