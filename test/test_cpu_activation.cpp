@@ -74,11 +74,12 @@ TEST(Activation, SoftmaxOfMaskedAndFarPositions) {
   EXPECT_THROW_MSG(softmax(ones({2}), 1), IndexError, "[softmax] dim 1 is out of range");
 }
 
-// log_softmax sums a clamped exp (log_softmax_into in unary_functors.h): rows of 40 (packets and
-// a tail) holding NaN, +inf, only -inf, or masked and far positions, at every CPU level (this
-// program runs at each), against PyTorch's values: NaN throughout for the first three, -inf at a
-// masked position and the double computation's values elsewhere.
-TEST(Activation, LogSoftmaxOfNanInfAndMaskedRows) {
+// log_softmax sums a clamped exp (log_softmax_into in unary_functors.h) and softmax skips exp's
+// edge pass where min - max says there is no edge (softmax_into): rows of 40 (packets and a tail)
+// holding NaN, +inf or only -inf, at every CPU level (this program runs at each), are NaN
+// throughout in both, as PyTorch's; log_softmax of masked and far positions gives -inf at a
+// masked one and the double computation's values elsewhere.
+TEST(Activation, SoftmaxesOfNanInfAndMaskedRows) {
   const double inf = std::numeric_limits<double>::infinity();
   for (ScalarType t : {kFloat, kDouble}) {
     for (int kind = 0; kind < 3; ++kind) {
@@ -87,8 +88,10 @@ TEST(Activation, LogSoftmaxOfNanInfAndMaskedRows) {
       if (kind == 0) v[5] = std::nan("");
       if (kind == 1) v[7] = inf;
       if (kind == 2) v.assign(40, -inf);
-      const Tensor y = log_softmax(tensor(v).to(t).reshape({1, 40}), 1);
+      const Tensor x = tensor(v).to(t).reshape({1, 40});
+      const Tensor y = log_softmax(x, 1), p = softmax(x, 1);
       EXPECT_TRUE(isnan(y).all().item<bool>()) << to_string(t) << " kind " << kind << ": " << y;
+      EXPECT_TRUE(isnan(p).all().item<bool>()) << to_string(t) << " kind " << kind << ": " << p;
     }
     std::vector<double> v(40);
     for (int i = 0; i < 40; ++i) v[i] = std::sin(i * 0.7) * 3;
