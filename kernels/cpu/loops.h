@@ -79,8 +79,11 @@ inline To cast_value(From v) {
 }
 
 // Signed integer arithmetic that wraps (two's complement) instead of overflowing.
+// (clang-format 14 reads `is_integral_v<M> &&` as an rvalue reference.)
+// clang-format off
 template <class M>
-constexpr bool kWraps = std::is_integral_v<M>&& std::is_signed_v<M> && sizeof(M) >= sizeof(int);
+constexpr bool kWraps = std::is_integral_v<M> && std::is_signed_v<M> && sizeof(M) >= sizeof(int);
+// clang-format on
 template <class M>
 inline M wrap_add(M a, M b) {
   if constexpr (kWraps<M>)
@@ -155,12 +158,6 @@ template <class Op, class M>
 struct has_edge<Op, M, std::void_t<decltype(std::declval<const Op&>().edge(std::declval<M>()))>>
     : std::true_type {};
 
-// Note [Vector math edges]'s recomputation: out[i] = op(in[i]) where op.edge(in[i]) after
-// `vector_pass` wrote out[0, m). Edges are rare, so a branch-free pass first asks whether the
-// block has any (an integer flag: GCC 12 vectorizes an OR of ints but not of bools, and a scalar
-// test was 40% of sigmoid's time), and only a block that has one is walked element by element.
-// The check comes before the vector pass and keeps the edge inputs, since `out` may be `in`
-// (exp_): read after it, exp's outputs above 88 would look like edges.
 // Whether any of in[0, m) is an edge of op: with_edges's first pass, for a caller that fuses the
 // vector form into a larger expression where there is none (log_softmax's backward).
 template <class Op, class M>
@@ -169,6 +166,12 @@ inline bool any_edge(const Op& op, const M* in, int64_t m) {
   for (int64_t i = 0; i < m; ++i) any |= op.edge(in[i]) ? 1u : 0u;
   return any != 0;
 }
+// Note [Vector math edges]'s recomputation: out[i] = op(in[i]) where op.edge(in[i]) after
+// `vector_pass` wrote out[0, m). Edges are rare, so a branch-free pass first asks whether the
+// block has any (an integer flag: GCC 12 vectorizes an OR of ints but not of bools, and a scalar
+// test was 40% of sigmoid's time), and only a block that has one is walked element by element.
+// The check comes before the vector pass and keeps the edge inputs, since `out` may be `in`
+// (exp_): read after it, exp's outputs above 88 would look like edges.
 template <class Op, class M, class V, class VectorPass>
 inline void with_edges(const Op& op, const M* in, V* out, int64_t m,
                        const VectorPass& vector_pass) {
