@@ -35,8 +35,7 @@ LD erf_over_a(LD a) {
 // erf = +-(hi + (lo + t q)) rounds once where x (lo + t q) would round a term of the result's
 // size (0.94 ulp with erf(a) / a everywhere, 0.80 so).
 constexpr int kErf8OverA = 2;
-// erf(a) itself: the avx2 table's intervals past kErf8OverA, whose constant term is most of the
-// result (erf = hi + (lo + t q) in one rounding).
+// erf(a) itself: the avx2 table's function (fit() takes erf_over_a on intervals 0..kErf8OverA).
 LD erf_of_a(LD a) {
   return erfl(a);
 }
@@ -162,7 +161,7 @@ void errors(const Table& tab) {
         got = fmaf(x, tab.rows.back()[l.k], x * s);
         ref = erfl(x), scale = ref;
       } else if (tab.f == erf_of_a) {
-        // x on the first interval (erf(a) / a there), +-1 on the others
+        // m = x on intervals 0..kErf8OverA (erf(a) / a there), +-1 past them
         const float m = l.k <= kErf8OverA ? x : std::copysign(1.0f, x);
         const float s = horner(tab, tab.rows.size() - 1, l);
         got = fmaf(m, tab.rows.back()[l.k], m * s);
