@@ -140,6 +140,7 @@ std::vector<SweepCase> sweep_cases() {
     add("sum" + s, [=] { (void)x.sum(); });
     add("sum dim 1" + s, [=] { (void)A::sum(x, 1); });
     add("softmax dim 1" + s, [=] { (void)softmax(x, 1); });
+    add("norm" + s, [=] { (void)norm(x); });
     if (d == bf16) continue;
     add("sum dim 0" + s, [=] { (void)A::sum(x, 0); });
     add("mean dim 1" + s, [=] { (void)A::mean(x, 1); });
@@ -147,7 +148,6 @@ std::vector<SweepCase> sweep_cases() {
     add("max dim 1 (values, indices)" + s, [=] { (void)A::max(x, 1); });
     add("argmax dim 1" + s, [=] { (void)A::argmax(x, 1); });
     add("var dim 1" + s, [=] { (void)A::var(x, 1); });
-    add("norm" + s, [=] { (void)norm(x); });
     add("logsumexp dim 1" + s, [=] { (void)A::logsumexp(x, 1); });
     add("log_softmax dim 1" + s, [=] { (void)log_softmax(x, 1); });
     add("cumsum dim 1" + s, [=] { (void)cumsum(x, 1); });
@@ -173,6 +173,10 @@ std::vector<SweepCase> sweep_cases() {
     const T feat = A::randn({32, 512, 7, 7}, f32);
     add("adaptive_avg_pool2d 1x1 f32 [32,512,7,7]", [=] {
       (void)adaptive_avg_pool2d(feat, {1, 1});
+    });
+    const T feat16 = feat.to(bf16);  // a ResNet's last pool under autocast bfloat16
+    add("adaptive_avg_pool2d 1x1 bf16 [32,512,7,7]", [=] {
+      (void)adaptive_avg_pool2d(feat16, {1, 1});
     });
     add("adaptive_max_pool2d 1x1 f32 [32,512,7,7]", [=] {
       (void)adaptive_max_pool2d(feat, {1, 1});

@@ -5,8 +5,12 @@
 // for the files compiled once per CPU capability level (Note [CPU capability]): internal
 // linkage, each level's copy with its own vector width.
 #include <cstdint>
+#include <type_traits>
 
+#include <immintrin.h>
 #include <Eigen/Core>
+
+#include <xten/core/half.h>
 
 namespace xten::cpu {
 namespace {
@@ -19,11 +23,50 @@ struct VectorSteps {
   static constexpr int64_t kLanes = Eigen::internal::unpacket_traits<P>::size;
   static constexpr int64_t kStep = 4 * kLanes;
 
+  // Whether a run of T loads as packets of W: W itself, and bfloat16 (every level) or float16
+  // (F16C: the avx2 and avx512 levels) widened to float in registers, the values widen_n gives
+  // (loops.h), so a 16-bit run is summed without a float buffer between.
+  template <class T>
+  static constexpr bool kLoads = std::is_same_v<T, W> ||
+                                 (std::is_same_v<W, float> && (std::is_same_v<T, BFloat16>
+#if defined(__F16C__)
+                                                               || std::is_same_v<T, Half>
+#endif
+                                                               ));
+
+  // kLanes values of p as a packet of W.
+  template <class T>
+  static P load(const T* p) {
+    static_assert(kLoads<T>);
+    if constexpr (std::is_same_v<T, W>) {
+      return Eigen::internal::ploadu<P>(p);
+    } else if constexpr (kLanes == 16) {
+#if defined(__AVX512F__)
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+      if constexpr (std::is_same_v<T, BFloat16>)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+      else
+        return _mm512_cvtph_ps(h);
+#endif
+    } else if constexpr (kLanes == 8) {
+#if defined(__AVX2__)
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      if constexpr (std::is_same_v<T, BFloat16>)
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+      else
+        return _mm256_cvtph_ps(h);
+#endif
+    } else {  // SSE2's four lanes: each bfloat16 becomes the high half of a 32-bit lane
+      const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+      return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), h));
+    }
+  }
+
   // a[k] = fold(a[k], the k-th vector of each step) over p[begin, end), a whole number of steps.
-  template <class Fold>
-  static void fold_steps(const W* p, int64_t begin, int64_t end, P (&a)[4], Fold fold) {
+  template <class T, class Fold>
+  static void fold_steps(const T* p, int64_t begin, int64_t end, P (&a)[4], Fold fold) {
     for (int64_t i = begin; i < end; i += kStep)
-      for (int k = 0; k < 4; ++k) a[k] = fold(a[k], Eigen::internal::ploadu<P>(p + i + k * kLanes));
+      for (int k = 0; k < 4; ++k) a[k] = fold(a[k], load(p + i + k * kLanes));
   }
 };
 
@@ -61,7 +104,8 @@ struct LaneSum : VectorSteps<W> {
   static constexpr int64_t kVectorLeaf = 16 * kStep;
 
   // n is a multiple of kStep.
-  static P blocks(const W* p, int64_t n) {
+  template <class T>
+  static P blocks(const T* p, int64_t n) {
     using namespace Eigen::internal;
     if (n <= kVectorLeaf) {
       const P zero = pset1<P>(W(0));
@@ -79,18 +123,21 @@ struct LaneSum : VectorSteps<W> {
 
   // The whole steps pairwise (blocks); what is left, one vector accumulator and then one by one
   // (a short row, such as a 7 x 7 pooling window, is mostly tail: 49 floats at AVX-512 were 49
-  // dependent adds).
-  static W sum(const W* p, int64_t n) {
+  // dependent adds). T: W, or a 16-bit type that LaneSum::kLoads<T> (the same sum as of the run
+  // widened first).
+  template <class T>
+  static W sum(const T* p, int64_t n) {
     using namespace Eigen::internal;
     const int64_t m = n / kStep * kStep;
     W tail = 0;
     int64_t i = m;
     if (n - m >= kLanes) {
-      P acc = Map()(ploadu<P>(p + m));
-      for (i = m + kLanes; i + kLanes <= n; i += kLanes) acc = padd(acc, Map()(ploadu<P>(p + i)));
+      P acc = Map()(LaneSum::load(p + m));
+      for (i = m + kLanes; i + kLanes <= n; i += kLanes)
+        acc = padd(acc, Map()(LaneSum::load(p + i)));
       tail = predux(acc);
     }
-    for (; i < n; ++i) tail += Map()(p[i]);
+    for (; i < n; ++i) tail += Map()(static_cast<W>(p[i]));
     return m ? predux(blocks(p, m)) + tail : tail;
   }
 };

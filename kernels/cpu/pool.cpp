@@ -607,13 +607,15 @@ Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) 
     using M = opmath_t<T>;
     const T* src = static_cast<const T*>(in.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
-    if constexpr (std::is_same_v<T, M>) {
+    // float, double, and the 16-bit types lane_sum.h widens in registers.
+    constexpr bool kLaneSums = LaneSum<M>::template kLoads<T>;
+    if constexpr (kLaneSums) {
       // Global pooling (a ResNet's last): each plane one run, without the per-cell calls
       // ([32, 512, 7, 7], one VM thread: 0.39 -> 0.145 ms; mean over H, W took 0.15).
       if (ho == 1 && wo == 1) {
         const int64_t n = p.h * p.w;
         for_each_plane(p.planes, n, [&](int64_t pl) {
-          dst[pl] = LaneSum<M>::sum(src + pl * n, n) / static_cast<M>(n);
+          dst[pl] = cast_value<T>(LaneSum<M>::sum(src + pl * n, n) / static_cast<M>(n));
         });
         return;
       }
@@ -622,7 +624,7 @@ Tensor adaptive_avg_pool2d_kernel(const Tensor& input, IntArrayRef output_size) 
         p, ho, wo, [&](int64_t pl, int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
           const T* x = src + pl * p.h * p.w;
           M sum = 0;
-          if constexpr (std::is_same_v<T, M>) {
+          if constexpr (kLaneSums) {
             if (x0 == 0 && x1 == p.w) {
               // Whole rows (global pooling, a ResNet's last pool): one contiguous run, summed
               // lane by lane (kernels/cpu/lane_sum.h), not one dependent add per element.

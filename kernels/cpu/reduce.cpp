@@ -45,14 +45,20 @@ Acc pairwise_sum(const T* p, int64_t n) {
     return LaneSum<W>::sum(p, n);
   } else {
     if constexpr (std::is_same_v<W, float> && !std::is_same_v<T, float>) {
-      // float16, bfloat16: a leaf widened to float (vectorized), then summed lane by lane. The
-      // leaf is a float leaf of LaneSum (1,024 at AVX-512): with 128, the recursion and the
-      // lanes' final fold were a third of a bfloat16 sum's time.
+      // float16, bfloat16: a leaf summed lane by lane as floats, widened in registers where
+      // LaneSum loads the type (bfloat16 at every level, float16 with F16C), else into a buffer
+      // first (the same sum; the buffer's extra pass through L1 made a bfloat16 sum 1.3x its
+      // avx512 time at avx2 on the VM). The leaf is a float leaf of LaneSum (1,024 at AVX-512):
+      // with 128, the recursion and the lanes' final fold were a third of a bfloat16 sum's time.
       constexpr int64_t kWideLeaf = 1024;
       if (n <= kWideLeaf) {
-        alignas(64) float wide[kWideLeaf];
-        widen_n(p, wide, n);
-        return LaneSum<float>::sum(wide, n);
+        if constexpr (LaneSum<float>::kLoads<T>) {
+          return LaneSum<float>::sum(p, n);
+        } else {
+          alignas(64) float wide[kWideLeaf];
+          widen_n(p, wide, n);
+          return LaneSum<float>::sum(wide, n);
+        }
       }
     }
     if (n <= kLeaf) {
@@ -604,8 +610,9 @@ Tensor norm_kernel(const Tensor& self, const Scalar& p_scalar, IntArrayRef dims,
         r,
         [p](const T* x, int64_t n) {
           // Partial form: sum |x|^p, or the max/min |x| for p = +-inf, the count for p = 0.
-          // Float and double p = 1 and 2: lane-wise pairwise sums (Note [Summation accuracy]).
-          if constexpr (std::is_same_v<T, M>) {
+          // p = 1 and 2: lane-wise pairwise sums (Note [Summation accuracy]) of float and double,
+          // and of the 16-bit types LaneSum loads (widened in registers).
+          if constexpr (LaneSum<M>::template kLoads<T>) {
             if (p == 2) return LaneSum<M, LaneSquare>::sum(x, n);
             if (p == 1) return LaneSum<M, LaneAbs>::sum(x, n);
           }
