@@ -501,6 +501,19 @@ TEST(Reduce, LogsumexpKernel) {
   EXPECT_TRUE(std::isnan(got.select(0, 2).item<float>()));
   EXPECT_FLOAT_EQ(got.select(0, 3).item<float>(), edges.select(0, 3).select(0, 39).item<float>());
   close(got.narrow(0, 4, 1), reference(edges.narrow(0, 4, 1), {1}).squeeze(1), 2e-6, "far below");
+  // A NaN anywhere in a row of -inf, of +inf or of finite values, first, inside the vector steps
+  // or in the tail: NaN (the row's max may pass over it).
+  for (int64_t len : {1, 2, 9, 40, 67, 1000})
+    for (int64_t at : {int64_t{0}, len / 2, len - 1})
+      for (float fill : {-inf, inf, 1.5f}) {
+        Tensor r = full({2, len}, fill);
+        r.select(0, 1).copy_(randn({len}));
+        r.select(0, 0).select(0, at).fill_(NAN);
+        r.select(0, 1).select(0, at).fill_(NAN);
+        const Tensor v = logsumexp(r, {1});
+        EXPECT_TRUE(std::isnan(v.select(0, 0).item<float>())) << len << " " << at << " " << fill;
+        EXPECT_TRUE(std::isnan(v.select(0, 1).item<float>())) << len << " " << at;
+      }
   EXPECT_EQ(empty({3, 0}).logsumexp({1}).eq(-inf).sum().item<int64_t>(), 3);
   EXPECT_NEAR(arange(5).logsumexp({0}).item<float>(),
               std::log(1 + M_E + std::exp(2.) + std::exp(3.) + std::exp(4.)), 1e-5);

@@ -175,9 +175,7 @@ inline bool any_edge(const Op& op, const M* in, int64_t m) {
 template <class Op, class M, class V, class VectorPass>
 inline void with_edges(const Op& op, const M* in, V* out, int64_t m,
                        const VectorPass& vector_pass) {
-  unsigned any = 0;
-  for (int64_t i = 0; i < m; ++i) any |= op.edge(in[i]) ? 1u : 0u;
-  if (!any) return vector_pass();
+  if (!any_edge(op, in, m)) return vector_pass();
   std::vector<std::pair<int64_t, M>> edges;
   for (int64_t i = 0; i < m; ++i)
     if (op.edge(in[i])) edges.emplace_back(i, in[i]);

@@ -276,13 +276,13 @@ Tensor prod_kernel(const Tensor& self, IntArrayRef dims, bool keepdim,
 
 // ---- logsumexp --------------------------------------------------------------------------------
 // One pass per row (the composite, which the XPU runs, is eight: kernels/composite/reduce.cpp):
-// the row's max m (NaN propagating), then m + log(sum(exp(x - m))) with the vector exp (Note
-// [Vector exp]). exp(x - m) <= 1 and the max's own term is 1, so where the vector exp clamps a
-// very negative x - m (-inf among them) its tiny result is lost in the sum. A row whose max is
-// not finite takes the composite's formula in scalars: a +inf max is taken out as 0 (the
-// result is +inf), all -inf (or no element) gives -inf, NaN gives NaN. A part is (m, s): a long
-// row cut into pieces per thread, or widened a block at a time, joins them as max(m1, m2) and
-// the sums rescaled to it (a part of -inf only adds nothing).
+// the row's max m, then m + log(sum(exp(x - m))) with the vector exp (Note [Vector exp]). exp(x -
+// m) <= 1 and the max's own term is 1, so where the vector exp clamps a very negative x - m (-inf
+// among them) its tiny result is lost in the sum. A row whose max is not finite takes the
+// composite's formula in scalars: a +inf max is taken out as 0 (the result is +inf), all -inf (or
+// no element) gives -inf, NaN gives NaN. A part is (m, s): a long row cut into pieces per thread,
+// or widened a block at a time, joins them as max(m1, m2) and the sums rescaled to it (a part of
+// -inf only adds nothing).
 template <class M>
 struct LseAcc {
   M m = -std::numeric_limits<M>::infinity(), s = 0;
@@ -290,9 +290,14 @@ struct LseAcc {
 template <class M>
 LseAcc<M> lse_part(const M* p, int64_t n) {
   const ECMap<M> x(p, n);
-  const M m = n ? x.template maxCoeff<Eigen::PropagateNaN>() : -std::numeric_limits<M>::infinity();
-  if (std::isfinite(m)) return {m, (x - m).unaryExpr(VecExp<M>{}).sum()};
-  if (m < 0) return {};  // -inf
+  // Eigen's plain maxCoeff (its NaN-propagating form was a sixth of the row's time at avx2) may
+  // pass over a NaN; a finite m carries it into the sum (x - m is NaN, and stays NaN through the
+  // clamp and the exp), and a row whose max is not finite is looked at in scalars.
+  const M m = n ? x.maxCoeff() : -std::numeric_limits<M>::infinity();
+  // As log_softmax_into's sum (kernels/cpu/unary_functors.h): x - m <= 0, the exp without its
+  // edges (clamped at -87, where exp's value is lost in the max's own term of 1).
+  if (std::isfinite(m)) return {m, (x - m).unaryExpr(VecExpUnderEdge<M>{}).sum()};
+  if (m < 0 && !x.hasNaN()) return {};  // all -inf (or no element)
   const M c = std::isinf(m) ? M(0) : m;
   M s = 0;
   for (int64_t i = 0; i < n; ++i) s += std::exp(p[i] - c);
