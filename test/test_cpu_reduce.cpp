@@ -259,7 +259,8 @@ TEST(Reduce, ProdAmaxAmin) {
   EXPECT_EQ(zeros({0, 3}).amax({1}).sizes(), IntArrayRef({0}));
 }
 
-// amax/amin/max()/min() reduce float and double rows with vector accumulators and cut one long
+// amax/amin/max()/min() reduce float and double rows (and 16-bit ones widened as they are
+// loaded) with vector accumulators and cut one long
 // row into a piece per thread (ValueOnly, reduce.cpp): the same values as the indexed path
 // (max(dim), ValueIndex) on rows around the vector step, a NaN anywhere wins, infinities count.
 TEST(Reduce, ValuesOnlyExtremesMatchTheIndexedPath) {
@@ -267,7 +268,7 @@ TEST(Reduce, ValuesOnlyExtremesMatchTheIndexedPath) {
   const int before = get_num_threads();
   for (int threads : {1, 3}) {
     set_num_threads(threads);
-    for (ScalarType t : {kFloat, kDouble, kBFloat16, kInt})
+    for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf, kInt})
       for (int64_t n : {1, 63, 64, 65, 1000, 100003}) {
         const Tensor x = random_tensor({3, n}, t, -50, 50);
         const std::string what = std::string(to_string(t)) + " n=" + std::to_string(n);
@@ -275,7 +276,7 @@ TEST(Reduce, ValuesOnlyExtremesMatchTheIndexedPath) {
         EXPECT_TRUE(same_bytes(x.amin({1}), std::get<0>(min(x, 1)))) << what;
         EXPECT_TRUE(same_bytes(x.max(), std::get<0>(max(x.reshape({-1}), 0)))) << what;
       }
-    for (ScalarType t : {kFloat, kDouble}) {
+    for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf}) {
       Tensor x = random_tensor({100003}, t, -1, 1);
       x.index_put_({tensor(std::vector<int64_t>{77777})}, full({1}, NAN, t));
       EXPECT_TRUE(std::isnan(x.max().item<double>())) << to_string(t);
@@ -325,7 +326,7 @@ TEST(Reduce, MaxMinWithIndicesAndArg) {
 // sign from the first zero, against a scalar scan.
 TEST(Reduce, ExtremesWithIndicesOfLongRows) {
   manual_seed(34);
-  for (ScalarType t : {kFloat, kDouble}) {
+  for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf}) {
     Tensor x = randint(0, 20, {7, 301}).to(t);  // many ties
     x.select(0, 1).select(0, 200).fill_(NAN);
     x.select(0, 1).select(0, 250).fill_(NAN);

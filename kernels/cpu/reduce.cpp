@@ -12,6 +12,7 @@
 // in a binary tree. Integers: blocks of kLeaf elements with 8 independent accumulators (in int64).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -362,20 +363,36 @@ struct ValueIndex {
   template <class T>
   static std::pair<opmath_t<T>, int64_t> row(const T* p, int64_t n) {
     using M = opmath_t<T>;
-    if constexpr (std::is_same_v<T, M> && std::is_floating_point_v<M>) {
-      // Float and double: the extreme with vector accumulators (ValueOnly), then the first
-      // element equal to it (or the first NaN), a second pass over a row still in cache; the
-      // compare and branch per element below ran max(dim) at 0.60-0.65x libtorch's speed.
-      // Among equal values the first wins, as below; a zero's sign is the first zero's.
+    if constexpr (std::is_floating_point_v<M> && VectorSteps<M>::template kLoads<T>) {
+      // Float and double (and 16-bit types widened as loaded): the extreme with vector
+      // accumulators (ValueOnly), then the first element equal to it (or the first NaN), a
+      // second pass over a row still in cache; the compare and branch per element below ran
+      // max(dim) at 0.60-0.65x libtorch's speed. Among equal values the first wins, as below; a
+      // zero's sign is the first zero's.
       if (n >= VectorSteps<M>::kStep) {
         const M best = ValueOnly<kMax>::row(p, n);
         int64_t at = 0;
-        if (best != best) {
-          while (p[at] == p[at]) ++at;
-        } else {
-          while (p[at] != best) ++at;
+        if constexpr (std::is_same_v<T, M>) {
+          if (best != best) {
+            while (p[at] == p[at]) ++at;
+          } else {
+            while (p[at] != best) ++at;
+          }
+        } else {  // 16-bit: searched by bits (float16's scalar widening took 3 ms a [2048, 2048])
+          const uint16_t* b = reinterpret_cast<const uint16_t*>(p);
+          constexpr uint16_t kInf = std::is_same_v<T, BFloat16> ? 0x7f80 : 0x7c00;
+          if (best != best) {
+            while ((b[at] & 0x7fff) <= kInf) ++at;
+          } else if (best == 0) {
+            while ((b[at] & 0x7fff) != 0) ++at;
+          } else {
+            const T t = static_cast<T>(best);  // exact: best is one of the row's values
+            uint16_t want;
+            std::memcpy(&want, &t, sizeof want);
+            while (b[at] != want) ++at;
+          }
         }
-        return {p[at], at};
+        return {static_cast<M>(p[at]), at};
       }
     }
     M best = static_cast<M>(p[0]);
@@ -407,10 +424,11 @@ struct LaneExtreme : VectorSteps<W> {
     else
       return Eigen::internal::pmin<Eigen::PropagateNaN>(a, b);
   }
-  static int64_t run(const W* p, int64_t n, W* lanes) {
-    using Eigen::internal::ploadu;
-    P a[4] = {ploadu<P>(p), ploadu<P>(p + kLanes), ploadu<P>(p + 2 * kLanes),
-              ploadu<P>(p + 3 * kLanes)};
+  // T: W, or a 16-bit type that VectorSteps::kLoads (widened exactly, so the same extreme).
+  template <class T>
+  static int64_t run(const T* p, int64_t n, W* lanes) {
+    P a[4] = {LaneExtreme::load(p), LaneExtreme::load(p + kLanes),
+              LaneExtreme::load(p + 2 * kLanes), LaneExtreme::load(p + 3 * kLanes)};
     const int64_t end = n / kStep * kStep;
     LaneExtreme::fold_steps(p, kStep, end, a, pick);
     Eigen::internal::pstoreu(lanes, pick(pick(a[0], a[1]), pick(a[2], a[3])));
@@ -418,13 +436,13 @@ struct LaneExtreme : VectorSteps<W> {
   }
 };
 
-// Values only (amax, amin, max(), min()): with no index to keep, a float or double row is
-// reduced with vector accumulators (ValueIndex's compare and branch per element ran amax over
-// [2048, 2048] floats at 0.07-0.15x libtorch's speed on the host), other dtypes element by
-// element; a long row is cut into a piece per thread. NaN still wins: a NaN candidate is taken, and
-// nothing replaces a NaN accumulator (both comparisons with it are false). Among equal values only
-// the sign of a zero can tell which one was kept; it may differ from the first one's (as in
-// PyTorch's vectorized kernels).
+// Values only (amax, amin, max(), min()): with no index to keep, a float or double row (or a
+// bfloat16 or float16 one that lane_sum.h widens as it loads) is reduced with vector accumulators
+// (ValueIndex's compare and branch per element ran amax over [2048, 2048] floats at 0.07-0.15x
+// libtorch's speed on the host), other dtypes element by element; a long row is cut into a piece
+// per thread. NaN still wins: a NaN candidate is taken, and nothing replaces a NaN accumulator
+// (both comparisons with it are false). Among equal values only the sign of a zero can tell which
+// one was kept; it may differ from the first one's (as in PyTorch's vectorized kernels).
 template <bool kMax>
 struct ValueOnly {
   template <class M>
@@ -439,7 +457,7 @@ struct ValueOnly {
     using M = opmath_t<T>;
     M best = static_cast<M>(p[0]);
     int64_t i = 1;
-    if constexpr (std::is_same_v<T, M> && std::is_floating_point_v<M>) {
+    if constexpr (std::is_floating_point_v<M> && VectorSteps<M>::template kLoads<T>) {
       using L = LaneExtreme<M, kMax>;
       if (n >= L::kStep) {
         M lanes[L::kLanes];
