@@ -89,6 +89,37 @@ bool cpu_has_avx512_bf16() {
   return has;
 }
 
+namespace {
+int gather_from_system() {
+  if (const char* v = std::getenv("XTEN_CPU_GATHER")) {
+    const std::string s(v);
+    if (s == "0" || s == "1") return s == "1";
+    std::fprintf(stderr, "xten: XTEN_CPU_GATHER=%s is not 0 or 1; ignored\n", v);
+  }
+  std::FILE* f = std::fopen("/sys/devices/system/cpu/vulnerabilities/gather_data_sampling", "r");
+  if (!f) return 0;
+  char line[128] = {};
+  const bool read = std::fgets(line, sizeof line, f) != nullptr;
+  std::fclose(f);
+  const std::string s(read ? line : "");
+  return s.rfind("Not affected", 0) == 0 || s.rfind("Vulnerable", 0) == 0;
+}
+std::atomic<int> g_gather{-1};
+}  // namespace
+
+bool cpu_gather() {
+  int g = g_gather.load();
+  if (g < 0) {
+    g = gather_from_system();
+    g_gather = g;
+  }
+  return g == 1;
+}
+
+void set_cpu_gather(bool on) {
+  g_gather = on ? 1 : 0;
+}
+
 const char* to_string(CpuCapability level) {
   switch (level) {
     case CpuCapability::Avx512:
@@ -105,6 +136,7 @@ std::string cpu_backend_summary() {
   const CapabilityChoice& c = capability_choice();
   std::string s = fmt::format("{} kernels", to_string(c.chosen));
   if (cpu_has_avx512_bf16()) s += " (with AVX-512 BF16 conversions)";
+  if (c.chosen != CpuCapability::Default && !cpu_gather()) s += " (no vector gathers)";
   if (c.forced) s += fmt::format(" (XTEN_CPU_CAPABILITY; the CPU runs {})", to_string(c.supported));
   return s + (cpu_gemm() == CpuGemm::OneDnn
                   ? fmt::format(", oneDNN ({}) for GEMM and convolution", onednn_cpu_isa())

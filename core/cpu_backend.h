@@ -62,6 +62,14 @@ const char* to_string(CpuCapability level);  // "default", "avx2", "avx512"
 // avx512 is AVX-512 without its bf16 extensions, as for oneDNN above), so that a test can run
 // either form on the same machine.
 bool cpu_has_avx512_bf16();
+// Whether the avx2/avx512 kernels gather with vpgatherdd (the 16-bit unary ops' table lookups,
+// Note [16-bit unary ops by table]): where Linux reports no microcode mitigation of Gather Data
+// Sampling (/sys/devices/system/cpu/vulnerabilities/gather_data_sampling reads "Not affected" or
+// "Vulnerable"). The mitigation makes a gather several times slower than its loads one by one
+// (Intel's Skylake to Ice Lake / Tiger Lake), and a kernel too old to report is taken as
+// mitigated. XTEN_CPU_GATHER=0|1 or set_cpu_gather (for tests and comparisons) override it.
+bool cpu_gather();
+void set_cpu_gather(bool on);
 // One line for logs and the examples' headers, e.g. "avx512 kernels, oneDNN (avx512_core_amx) for
 // GEMM and convolution" or "avx2 kernels (XTEN_CPU_CAPABILITY; the CPU runs avx512), Eigen for GEMM
 // ...".

@@ -64,6 +64,23 @@ TEST(CpuCapability, LevelIsTheBestOrTheOneAskedFor) {
       << cpu_backend_summary();
 }
 
+// Vector gathers (the 16-bit table lookups): on where Linux reports no Gather Data Sampling
+// mitigation, or as XTEN_CPU_GATHER or set_cpu_gather says; the summary tells when they are off
+// at a level that has them.
+TEST(CpuCapability, GathersFollowTheSystemOrTheSetting) {
+  const bool before = cpu_gather();
+  if (const char* env = std::getenv("XTEN_CPU_GATHER"); env && (*env == '0' || *env == '1')) {
+    EXPECT_EQ(before, *env == '1');
+  }
+  for (bool on : {false, true}) {
+    set_cpu_gather(on);
+    EXPECT_EQ(cpu_gather(), on);
+    const bool said = cpu_backend_summary().find("no vector gathers") != std::string::npos;
+    EXPECT_EQ(said, !on && cpu_capability() != CpuCapability::Default) << cpu_backend_summary();
+  }
+  set_cpu_gather(before);
+}
+
 TEST_F(CpuLevels, EveryLevelComputesTheSameResults) {
   std::vector<std::pair<std::string, NamedTensorList>> results;
   for (CpuCapability level : levels_this_cpu_runs()) {

@@ -5,10 +5,11 @@
 #include <limits>
 #include <vector>
 
-#if defined(__AVX512F__)
+#if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
+#include <xten/core/cpu_backend.h>
 #include <xten/core/dtype_dispatch.h>
 #include <xten/core/parallel.h>
 #include <xten/dispatch/library.h>
@@ -89,26 +90,50 @@ bool is_16bit_float(ScalarType t) {
 // use for each op and dtype by running the op's own kernel (this level's vector form) over every
 // bit pattern, so each result is bit for bit what the kernel computes, NaN payloads included (and
 // the same wherever the element sits: a tail no longer takes the scalar form). A lookup costs a
-// load, a 16-lane gather at the avx512 level, against the 30-50 vector operations of a packet of
-// erf or gelu and the widening and rounding around them. On the 16-core host, one thread,
-// bfloat16 [2048, 2048], ratio to libtorch: gelu 0.67-0.70 -> 1.64-1.83, erf 0.89-0.92 -> 3.0-3.4,
-// rsqrt 0.82-0.83 -> 1.65-2.5 (bench/README.md, "bench_sweep"). Not for sqrt and reciprocal: one
-// correctly rounded instruction each, which the lookup does not beat (reciprocal fell to
-// 0.79-0.93). Inputs below the threshold compute: there a table out of cache costs more than the
-// arithmetic. The table is filled on one thread (about 65,536 elements' work, once), so that a
-// first call from several threads at once waits on one fill, not on an OpenMP team inside a
+// load, or a lane of a gather where cpu_gather() (look_up), against the 30-50 vector operations of
+// a packet of erf or gelu and the widening and rounding around them. On the 16-core host, one
+// thread, bfloat16 [2048, 2048], ratio to libtorch: gelu 0.67-0.70 -> 1.64-1.83, erf 0.89-0.92
+// -> 3.0-3.4, rsqrt 0.82-0.83 -> 1.65-2.5 (bench/README.md, "bench_sweep"). Not for sqrt and
+// reciprocal: one correctly rounded instruction each, which the lookup does not beat (reciprocal
+// fell to 0.79-0.93). Inputs below the threshold compute: there a table out of cache costs more
+// than the arithmetic. The table is filled on one thread (about 65,536 elements' work, once), so
+// that a first call from several threads at once waits on one fill, not on an OpenMP team inside a
 // static initializer.
 constexpr int64_t kTableMinElements = 1 << 14;
 
-// out[i] = table[in[i]]; table has 65,537 entries (the gather reads 32 bits at each index).
+// out[i] = table[in[i]]; table has 65,537 entries (a gather reads 32 bits at each index). With
+// vector gathers where cpu_gather() (core/cpu_backend.h): 16 lanes at avx512, two gathers of 8
+// packed into one 32-byte store at avx2 (one VM thread, [2048, 2048] bfloat16 exp: 1.09 ms one
+// load at a time, 0.65 gathered, at either level); else, and at the default level, one by one.
 void look_up(const uint16_t* table, uint16_t* out, const uint16_t* in, int64_t n) {
   int64_t i = 0;
 #if defined(__AVX512F__)
-  for (; i + 16 <= n; i += 16) {
-    const __m512i index =
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i)));
-    const __m512i words = _mm512_i32gather_epi32(index, table, 2);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(words));
+  if (cpu_gather()) {
+    for (; i + 16 <= n; i += 16) {
+      const __m512i index =
+          _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i)));
+      const __m512i words = _mm512_i32gather_epi32(index, table, 2);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(words));
+    }
+  }
+#elif defined(__AVX2__)
+  if (cpu_gather()) {
+    const int* words = reinterpret_cast<const int*>(table);
+    const __m256i low16 = _mm256_set1_epi32(0xffff);
+    for (; i + 16 <= n; i += 16) {
+      const __m256i a = _mm256_i32gather_epi32(
+          words, _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))),
+          2);
+      const __m256i b = _mm256_i32gather_epi32(
+          words,
+          _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 8))), 2);
+      // Each lane's low 16 bits are the result; vpackusdw pairs the 128-bit halves, vpermq
+      // orders them.
+      const __m256i packed =
+          _mm256_packus_epi32(_mm256_and_si256(a, low16), _mm256_and_si256(b, low16));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                          _mm256_permute4x64_epi64(packed, 0xd8));
+    }
   }
 #endif
   for (; i < n; ++i) out[i] = table[in[i]];
@@ -210,9 +235,13 @@ Tensor round_impl(const char* name, const Tensor& out, const Tensor& s) {
     return unary<dtypes::kIntegral>(name, out, s, IdentityOp{});
   return unary<unary_dtypes::kRounding>(name, out, s, Op{});
 }
-#define XTEN_ROUNDING_UNARY(name, Op)                                                  \
-  Tensor name##_kernel(const Tensor& s) { return round_impl<Op>(#name, Tensor(), s); } \
-  Tensor name##__kernel(const Tensor& s) { return round_impl<Op>(#name "_", s, s); }
+#define XTEN_ROUNDING_UNARY(name, Op)          \
+  Tensor name##_kernel(const Tensor& s) {      \
+    return round_impl<Op>(#name, Tensor(), s); \
+  }                                            \
+  Tensor name##__kernel(const Tensor& s) {     \
+    return round_impl<Op>(#name "_", s, s);    \
+  }
 XTEN_ROUNDING_UNARY(floor, FloorOp)
 XTEN_ROUNDING_UNARY(ceil, CeilOp)
 XTEN_ROUNDING_UNARY(round, RoundOp)
