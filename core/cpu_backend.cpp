@@ -108,12 +108,12 @@ std::atomic<int> g_gather{-1};
 }  // namespace
 
 bool cpu_gather() {
-  int g = g_gather.load();
-  if (g < 0) {
-    g = gather_from_system();
-    g_gather = g;
-  }
-  return g == 1;
+  const int g = g_gather.load();
+  if (g >= 0) return g == 1;
+  // Read once, under the function-local static's guard: threads asking first at the same time
+  // (a lookup's parallel chunks) read the file and the variable, and warn, once.
+  static const bool from_system = gather_from_system() == 1;
+  return from_system;
 }
 
 void set_cpu_gather(bool on) {

@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 
 #include <xten/core/half.h>
+#include <xten/kernels/cpu/loops.h>
 
 namespace xten::cpu {
 namespace {
@@ -40,21 +41,9 @@ struct VectorSteps {
     static_assert(kLoads<T>);
     if constexpr (std::is_same_v<T, W>) {
       return Eigen::internal::ploadu<P>(p);
-    } else if constexpr (kLanes == 16) {
-#if defined(__AVX512F__)
-      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-      if constexpr (std::is_same_v<T, BFloat16>)
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-      else
-        return _mm512_cvtph_ps(h);
-#endif
-    } else if constexpr (kLanes == 8) {
-#if defined(__AVX2__)
-      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      if constexpr (std::is_same_v<T, BFloat16>)
-        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-      else
-        return _mm256_cvtph_ps(h);
+#if defined(XTEN_SIXTEEN_IN_REGISTERS)
+    } else if constexpr (kLanes == SixteenPackets::kLanes) {
+      return SixteenPackets::load(p);
 #endif
     } else {  // SSE2's four lanes: each bfloat16 becomes the high half of a 32-bit lane
       const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));

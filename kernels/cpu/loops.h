@@ -307,13 +307,18 @@ struct SixteenPackets {
 #if defined(__AVX512BW__)
   using P = __m512;
   static constexpr int kLanes = 16;
+  // kLanes 16-bit values of in widened to floats in order (the values widen_n gives).
   template <class T>
-  static void widen(const T* in, float* out) {  // out 64-byte aligned
+  static P load(const T* in) {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
     if constexpr (std::is_same_v<T, BFloat16>)
-      _mm512_store_si512(out, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     else
-      _mm512_store_ps(out, _mm512_cvtph_ps(h));
+      return _mm512_cvtph_ps(h);
+  }
+  template <class T>
+  static void widen(const T* in, float* out) {  // out 64-byte aligned
+    _mm512_store_ps(out, load(in));
   }
   // 2 * kLanes 16-bit values from one 64-byte load into out[0, 2 kLanes) as floats: bfloat16 as
   // the even elements then the odd ones (each 32-bit lane holds two bfloat16s; the even one
@@ -375,13 +380,16 @@ struct SixteenPackets {
   using P = __m256;
   static constexpr int kLanes = 8;
   template <class T>
-  static void widen(const T* in, float* out) {  // out 32-byte aligned
+  static P load(const T* in) {  // as at avx512
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
     if constexpr (std::is_same_v<T, BFloat16>)
-      _mm256_store_si256(reinterpret_cast<__m256i*>(out),
-                         _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
     else
-      _mm256_store_ps(out, _mm256_cvtph_ps(h));
+      return _mm256_cvtph_ps(h);
+  }
+  template <class T>
+  static void widen(const T* in, float* out) {  // out 32-byte aligned
+    _mm256_store_ps(out, load(in));
   }
   // As at avx512: bfloat16 as the even elements then the odd ones, float16 in order.
   template <class T>

@@ -102,13 +102,15 @@ bool is_16bit_float(ScalarType t) {
 constexpr int64_t kTableMinElements = 1 << 14;
 
 // out[i] = table[in[i]]; table has 65,537 entries (a gather reads 32 bits at each index). With
-// vector gathers where cpu_gather() (core/cpu_backend.h): 16 lanes at avx512, two gathers of 8
+// vector gathers where `gather` (cpu_gather(), core/cpu_backend.h, read once per op by the
+// caller, not per chunk): 16 lanes at avx512, two gathers of 8
 // packed into one 32-byte store at avx2 (one VM thread, [2048, 2048] bfloat16 exp: 1.0-1.1 ms
 // without, 0.65 gathered, at either level); else, and at the default level, four a step.
-void look_up(const uint16_t* table, uint16_t* out, const uint16_t* in, int64_t n) {
+void look_up(const uint16_t* table, uint16_t* out, const uint16_t* in, int64_t n,
+             [[maybe_unused]] bool gather) {
   int64_t i = 0;
 #if defined(__AVX512F__)
-  if (cpu_gather()) {
+  if (gather) {
     for (; i + 16 <= n; i += 16) {
       const __m512i index =
           _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i)));
@@ -117,7 +119,7 @@ void look_up(const uint16_t* table, uint16_t* out, const uint16_t* in, int64_t n
     }
   }
 #elif defined(__AVX2__)
-  if (cpu_gather()) {
+  if (gather) {
     const int* words = reinterpret_cast<const int*>(table);
     const __m256i low16 = _mm256_set1_epi32(0xffff);
     for (; i + 16 <= n; i += 16) {
@@ -174,8 +176,9 @@ Tensor unary_or_table(const char* name, const Tensor& out, const Tensor& s, cons
     return unary<Set>(name, out, s, op, to_float);
   const uint16_t* table = s.dtype() == kHalf ? table_of<Set, Half>(name, op, to_float)
                                              : table_of<Set, BFloat16>(name, op, to_float);
-  return word_unary(name, out, s, [table](uint16_t* o, const uint16_t* in, int64_t n) {
-    look_up(table, o, in, n);
+  const bool gather = cpu_gather();
+  return word_unary(name, out, s, [table, gather](uint16_t* o, const uint16_t* in, int64_t n) {
+    look_up(table, o, in, n, gather);
   });
 }
 
