@@ -92,6 +92,15 @@ class Tensor {
   Tensor slice(int64_t dim = 0, std::optional<int64_t> start = std::nullopt,
                std::optional<int64_t> end = std::nullopt, int64_t step = 1) const;
   Tensor select(int64_t dim, int64_t index) const;
+  // t[i]: libtorch's indexing operator, select(0, i) (a view; negative i counts from the end).
+  // The index is an integer, an integral Scalar, or a 0-dim integral tensor (its value); a
+  // floating index is a compile error (float, double) or a TypeError (Scalar, Tensor). Advanced
+  // indexing with index tensors is index({...}).
+  Tensor operator[](int64_t index) const;
+  Tensor operator[](const Scalar& index) const;
+  Tensor operator[](const Tensor& index) const;
+  template <class F, std::enable_if_t<std::is_floating_point_v<F>, int> = 0>
+  Tensor operator[](F index) const = delete;
   std::vector<Tensor> unbind(int64_t dim = 0) const;
   std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
   std::vector<Tensor> split(IntArrayRef split_sizes, int64_t dim = 0) const;

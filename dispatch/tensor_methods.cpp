@@ -249,6 +249,26 @@ Tensor operator^(const Tensor& a, const Tensor& b) {
   return bitwise_xor(a, b);
 }
 
+Tensor Tensor::operator[](int64_t index) const {
+  XTEN_CHECK(defined(), ValueError, "operator[]", "the tensor is undefined");
+  XTEN_CHECK(dim() > 0, IndexError, "operator[]",
+             "a 0-dim tensor cannot be indexed (index {}); use item()", index);
+  return select(0, index);
+}
+Tensor Tensor::operator[](const Scalar& index) const {
+  XTEN_CHECK(index.is_integral(false), TypeError, "operator[]",
+             "can only index tensors with integral scalars, got {}", index.to_string());
+  return (*this)[index.to_long()];
+}
+Tensor Tensor::operator[](const Tensor& index) const {
+  XTEN_CHECK(index.defined(), ValueError, "operator[]", "the index tensor is undefined");
+  XTEN_CHECK(index.dim() == 0 && is_integral_type(index.dtype(), false), TypeError, "operator[]",
+             "can only index with a 0-dim integral tensor, got dtype {} of shape {} (index() "
+             "takes index tensors)",
+             dtype_name(index.dtype()), index.sizes());
+  return (*this)[index.item<int64_t>()];
+}
+
 }  // namespace xten
 
 // ---- the generated methods --------------------------------------------------------------

@@ -598,3 +598,46 @@ TEST(Index, TensorMethodsForward) {
   EXPECT_EQ(b.sum().item<float>(), 6.0f);
   EXPECT_EQ(a.tril().sum().item<float>(), 0 + 3 + 4.0f);
 }
+
+// Whether t[I] compiles (operator[](double) is deleted: a floating index must not truncate).
+template <class I, class = void>
+struct Indexable : std::false_type {};
+template <class I>
+struct Indexable<I, std::void_t<decltype(std::declval<const Tensor&>()[std::declval<I>()])>>
+    : std::true_type {};
+static_assert(Indexable<int>::value && Indexable<int64_t>::value && Indexable<size_t>::value &&
+              Indexable<Scalar>::value && Indexable<Tensor>::value);
+static_assert(!Indexable<double>::value && !Indexable<float>::value);
+
+TEST(Index, SubscriptSelectsAlongTheFirstDimAsAView) {
+  Tensor a = arange(24, kFloat).reshape({2, 3, 4});
+  Tensor r = a[1];
+  ASSERT_EQ(r.sizes(), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(r[2][3].item<float>(), 23.f);
+  EXPECT_EQ(a[-1][0][0].item<float>(), 12.f);
+  EXPECT_EQ(a[Scalar(int64_t{1})][1][1].item<float>(), 17.f);
+  EXPECT_EQ(a[scalar_tensor(1, kLong)][0][2].item<float>(), 14.f);
+  EXPECT_EQ(a[scalar_tensor(0, kInt)][2][1].item<float>(), 9.f);
+  EXPECT_EQ(a.transpose(0, 2)[3][1][1].item<float>(), 19.f);  // strided: a[1][1][3]
+  r[0].fill_(-1);                                             // a view: a changes
+  EXPECT_EQ(a.select(0, 1).select(0, 0).sum().item<float>(), -4.f);
+  EXPECT_EQ(a[0][0].sum().item<float>(), 6.f);
+  // The gradient reaches the selected row only.
+  Tensor w = ones({3, 2}).requires_grad_();
+  (w[1] * 5).sum().backward();
+  EXPECT_EQ(w.grad().sum(1)[1].item<float>(), 10.f);
+  EXPECT_EQ(w.grad().sum().item<float>(), 10.f);
+}
+
+TEST(Index, SubscriptRejectsWhatIsNotOneIntegralIndex) {
+  const Tensor a = arange(6, kFloat).reshape({2, 3});
+  EXPECT_THROW_MSG(a[2], IndexError, "select");
+  EXPECT_THROW_MSG(a[-3], IndexError, "select");
+  EXPECT_THROW_MSG(a[0][1][0], IndexError, "0-dim tensor cannot be indexed (index 0)");
+  EXPECT_THROW_MSG(a[Scalar(1.5)], TypeError, "integral scalars, got 1.5");
+  EXPECT_THROW_MSG(a[Scalar(true)], TypeError, "integral scalars, got True");
+  EXPECT_THROW_MSG(a[scalar_tensor(1.0, kFloat)], TypeError, "dtype float32 of shape ()");
+  EXPECT_THROW_MSG(a[tensor(std::vector<int64_t>{0, 1})], TypeError, "of shape (2)");
+  EXPECT_THROW_MSG(a[Tensor()], ValueError, "index tensor is undefined");
+  EXPECT_THROW_MSG(Tensor()[0], ValueError, "[operator[]] the tensor is undefined");
+}
