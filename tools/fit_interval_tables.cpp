@@ -1,7 +1,7 @@
 // Writes kernels/cpu/interval_tables.inc: the per-interval polynomials of the avx512 level's erf,
 // gelu and gelu_backward (Note [Interval tables] in kernels/cpu/unary_functors.h;
-// docs/cpu_kernels.md, "Vector math") and of the avx2 level's erf (Note [Erf at the avx2
-// level]). Each function is split into 32 (avx512) or 8 (avx2) intervals of |x|,
+// docs/cpu_kernels.md, "Vector math") and of the avx2 level's erf, gelu and gelu_backward (Note
+// [Erf at the avx2 level], Note [Gelu at the avx2 level]). Each function is split into 32 (avx512) or 8 (avx2) intervals of |x|,
 // a = (k + t) / s with k = 0..31 or 0..7 and t in [-0.5, 0.5], and on each a polynomial in t
 // interpolates it at the Chebyshev points (long double, the C library's erfl/erfcl/expl), its
 // coefficients rounded to float. The kernels compute the same k and t: k = round(a s) from a
@@ -55,11 +55,12 @@ struct Table {
   const char* name;     // the array's name in the .inc file
   const char* comment;  // what it holds
   LD (*f)(LD);
-  float s;     // intervals a second: a = (k + t) / s
+  float s;     // intervals a second: a = from + (k + t) / s
   int count;   // intervals: 32 (vpermi2ps at the avx512 level) or 8 (vpermps at avx2)
   int degree;  // of the polynomial in t
   bool split;  // the constant term as hi + lo (erf's 1-ulp bound); for k = 0 hi is 1
   std::vector<std::vector<float>> rows;  // highest degree first; last row the constant (hi)
+  float from = 0;  // the first interval's centre (from * s an integer, so a s - from s is exact)
 };
 
 // Interpolates f on interval k at degree + 1 Chebyshev points (a Vandermonde solve in long
@@ -71,7 +72,7 @@ std::vector<LD> fit(const Table& tab, int k) {
     const LD t = 0.5L * cosl(kPi * (j + 0.5L) / n);
     LD p = 1;
     for (int i = 0; i < n; ++i) a[j][i] = p, p *= t;
-    const LD a_k = (k + t) / static_cast<LD>(tab.s);
+    const LD a_k = tab.from + (k + t) / static_cast<LD>(tab.s);
     a[j][n] = tab.f == erf_of_a && k <= kErf8OverA ? erf_over_a(a_k) : tab.f(a_k);
   }
   for (int i = 0; i < n; ++i) {
@@ -133,7 +134,12 @@ struct Lane {
   int k;
   float t;
 };
-Lane split_lane(float a, float s) {
+Lane split_lane(float a, float s, float from) {
+  if (from != 0) {  // the kernel's y = a s - from s, exact
+    const float y = fmaf(a, s, -from * s);
+    const float u = y + 12582912.0f, r = u - 12582912.0f;
+    return {static_cast<int>(r), y - r};
+  }
   const float u = fmaf(a, s, 12582912.0f), r = u - 12582912.0f;
   return {static_cast<int>(r), fmaf(a, s, -r)};
 }
@@ -144,16 +150,18 @@ float horner(const Table& tab, size_t rows, Lane l) {
 }
 
 void errors(const Table& tab) {
-  const float limit = (tab.count - 0.5f) / tab.s;
-  uint32_t end;
+  const float first = tab.from == 0 ? 0.0f : tab.from - 0.5f / tab.s;
+  const float limit = tab.from + (tab.count - 0.5f) / tab.s;
+  uint32_t begin, end;
+  std::memcpy(&begin, &first, 4);
   std::memcpy(&end, &limit, 4);
   double worst = 0;
   float at = 0;
-  for (uint32_t b = 0; b < end; b += 7) {
+  for (uint32_t b = begin; b < end; b += 7) {
     float mag;
     std::memcpy(&mag, &b, 4);
     for (const float x : {mag, -mag}) {
-      const Lane l = split_lane(fabsf(x), tab.s);
+      const Lane l = split_lane(fabsf(x), tab.s, tab.from);
       LD ref, scale;
       float got;
       if (tab.f == erf_over_a) {
@@ -180,8 +188,8 @@ void errors(const Table& tab) {
       if (err > worst) worst = err, at = x;
     }
   }
-  std::fprintf(stderr, "%s: worst %.3f ulp at x = %.9g (|x| < %.9g, every 7th float)\n", tab.name,
-               worst, at, limit);
+  std::fprintf(stderr, "%s: worst %.3f ulp at x = %.9g (%.9g <= |x| < %.9g, every 7th float)\n",
+               tab.name, worst, at, first, limit);
 }
 }  // namespace
 
@@ -223,6 +231,44 @@ int main(int argc, char** argv) {
        7,
        true,
        {}},
+      {"kLowerTailTable8",
+       "The avx2 level's Phi(-a), a = (k + t) / 2 up to 3.75 (8 intervals); degree 7 (rows\n"
+       "// c7..c0).",
+       lower_tail,
+       2.0f,
+       8,
+       7,
+       false,
+       {}},
+      {"kGeluGradTable8",
+       "The avx2 level's a phi(a) - Phi(-a), a = (k + t) / 2 up to 3.75 (8 intervals); degree\n"
+       "// 7 (rows c7..c0).",
+       grad_part,
+       2.0f,
+       8,
+       7,
+       false,
+       {}},
+      {"kLowerTailTable8Far",
+       "The avx2 level's Phi(-a) past kLowerTailTable8, a = 3.875 + (k + t) / 4 from 3.75 to\n"
+       "// 5.75 (8 intervals); degree 7 (rows c7..c0).",
+       lower_tail,
+       4.0f,
+       8,
+       7,
+       false,
+       {},
+       3.875f},
+      {"kGeluGradTable8Far",
+       "The avx2 level's a phi(a) - Phi(-a) past kGeluGradTable8, a = 3.875 + (k + t) / 4 from\n"
+       "// 3.75 to 5.75 (8 intervals); degree 7 (rows c7..c0).",
+       grad_part,
+       4.0f,
+       8,
+       7,
+       false,
+       {},
+       3.875f},
   };
   for (Table& tab : tables) build(tab);
   if (argc > 1 && std::string(argv[1]) == "--errors") {

@@ -47,6 +47,31 @@ constexpr bool is_packet8f() {
   return Traits::size == 8 && std::is_same_v<typename Traits::type, float>;
 }
 #endif
+#if defined(__AVX2__) && defined(__FMA__)
+// The avx2 level's form of Note [Interval tables]: 8 intervals of a = |x| = (k + t) / s, k from
+// the shifter's low bits (k holds 0x4b400000 + k: vpermps reads the low 3 bits), each
+// coefficient looked up with one vpermps over an 8-float row (AVX2 has no two-register permute).
+struct Interval8 {
+  __m256i k;
+  __m256 t;
+};
+inline Interval8 interval8(const __m256& a, float s) {
+  const __m256 shifter = _mm256_set1_ps(12582912.0f), scale = _mm256_set1_ps(s);
+  const __m256 u = _mm256_fmadd_ps(a, scale, shifter);
+  return {_mm256_castps_si256(u), _mm256_fmsub_ps(a, scale, _mm256_sub_ps(u, shifter))};
+}
+inline __m256 table_row8(const float (&row)[8], const __m256i& k) {
+  return _mm256_permutevar8x32_ps(_mm256_load_ps(row), k);
+}
+// rows[0] t^(N-1) + ... + rows[N-1], each lane on its own interval.
+template <size_t N, size_t R>
+__m256 table_horner8(const float (&rows)[R][8], const Interval8& iv) {
+  static_assert(N <= R);
+  __m256 q = table_row8(rows[0], iv.k);
+  for (size_t i = 1; i < N; ++i) q = _mm256_fmadd_ps(q, iv.t, table_row8(rows[i], iv.k));
+  return q;
+}
+#endif
 #if defined(__AVX512F__)
 template <size_t N>
 __m512 horner16(const float (&c)[N], const __m512& t) {
@@ -696,19 +721,15 @@ struct VecErf {
     using T = IntervalTables;
     const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256 ax = _mm256_andnot_ps(sign, x);
-    const __m256 shifter = _mm256_set1_ps(12582912.0f), scale = _mm256_set1_ps(40.0f / 21.0f);
-    const __m256 u = _mm256_fmadd_ps(ax, scale, shifter);
-    const __m256 t = _mm256_fmsub_ps(ax, scale, _mm256_sub_ps(u, shifter));
-    const __m256i k = _mm256_castps_si256(u);  // 0x4b400000 + k
-    auto row = [&k](const float(&r)[8]) { return _mm256_permutevar8x32_ps(_mm256_load_ps(r), k); };
+    const Interval8 iv = interval8(ax, 40.0f / 21.0f);
     constexpr size_t kLo = std::size(T::kErfTable8) - 2;  // rows c7..c1, lo, hi
-    __m256 s = row(T::kErfTable8[0]);
-    for (size_t i = 1; i <= kLo; ++i) s = _mm256_fmadd_ps(s, t, row(T::kErfTable8[i]));
+    const __m256 s = table_horner8<kLo + 1>(T::kErfTable8, iv);
     const __m256 unit = _mm256_or_ps(_mm256_and_ps(x, sign), _mm256_set1_ps(1.0f));  // +-1
     const __m256i first_past = _mm256_set1_epi32(0x4b400000 + T::kErfTable8OverA + 1);
-    const __m256 over_a = _mm256_castsi256_ps(_mm256_cmpgt_epi32(first_past, k));
+    const __m256 over_a = _mm256_castsi256_ps(_mm256_cmpgt_epi32(first_past, iv.k));
     const __m256 m = _mm256_blendv_ps(unit, x, over_a);
-    const __m256 r = _mm256_fmadd_ps(m, row(T::kErfTable8[kLo + 1]), _mm256_mul_ps(m, s));
+    const __m256 r =
+        _mm256_fmadd_ps(m, table_row8(T::kErfTable8[kLo + 1], iv.k), _mm256_mul_ps(m, s));
     return _mm256_blendv_ps(r, unit, _mm256_cmp_ps(ax, _mm256_set1_ps(3.9375f), _CMP_GE_OQ));
   }
 #endif
@@ -859,6 +880,78 @@ struct NormalCdf {
     return _mm512_mul_ps(g, d);
   }
 #endif
+#if defined(__AVX2__) && defined(__FMA__)
+  // Note [Gelu at the avx2 level]: Note [Gelu from interval tables] with tables of 8 intervals
+  // (one vpermps a coefficient, as erf8): c = Phi(-|x|) and E = a phi(a) - Phi(-a) of degree 7,
+  // on intervals of width 1/2 up to 3.75 (a = (k + t) / 2) and, past them, of width 1/4 up to
+  // 5.75 (a = 3.875 + (k + t) / 4; y = 4a - 15.5 is exact, k and t come from y): one table of
+  // width 1/2 would lose float's accuracy in Phi's tail (the polynomial's terms grow larger than
+  // its value: 8 ulp at 4.7 with width 0.625), and 16 intervals cost two permutes and a blend a
+  // coefficient. A packet inside 3.75 takes the near table alone (about 25 operations where the
+  // exp form takes about 50); one with a lane from 3.75 to 5.75 takes both, a blend a
+  // coefficient (about 45); one with a lane past 5.75, NaN or an infinity computes the exp form
+  // (`slow`) as well and takes it in those lanes only. Each lane's value depends on its own x
+  // alone (the blends select, they do not round). Worst errors over every 7th float
+  // (tools/fit_interval_tables.cpp --errors): gelu 2.80 ulp below 3.75 and 3.90 from 3.75 to
+  // 5.75, the derivative 1.85 and 1.39 of the size of its terms (the exp form's at this level:
+  // 5.56 and 4.43).
+  static constexpr float kNearEnd8 = 3.75f, kTableEnd8 = 5.75f;
+  static __m256 in_tables8(const __m256& ax) {  // all ones in the lanes inside (NaN is not)
+    return _mm256_cmp_ps(ax, _mm256_set1_ps(kTableEnd8), _CMP_LT_OQ);
+  }
+  // The near table's polynomial at a = ax, or where `far` (a lane at 3.75 or more) each lane's
+  // own table's.
+  template <size_t R>
+  static __m256 tables8(const float (&near)[R][8], const float (&far_rows)[R][8], const __m256& ax,
+                        bool far) {
+    const Interval8 iv = interval8(ax, 2.0f);
+    if (!far) return table_horner8<R>(near, iv);
+    const __m256 shifter = _mm256_set1_ps(12582912.0f);
+    const __m256 y = _mm256_fmadd_ps(ax, _mm256_set1_ps(4.0f), _mm256_set1_ps(-15.5f));
+    const __m256 u = _mm256_add_ps(y, shifter);
+    const __m256 is_far = _mm256_cmp_ps(ax, _mm256_set1_ps(kNearEnd8), _CMP_GE_OQ);
+    const __m256i k = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(iv.k), u, is_far));
+    const __m256 t = _mm256_blendv_ps(iv.t, _mm256_sub_ps(y, _mm256_sub_ps(u, shifter)), is_far);
+    const auto row = [&](size_t i) {
+      return _mm256_blendv_ps(table_row8(near[i], k), table_row8(far_rows[i], k), is_far);
+    };
+    __m256 q = row(0);
+    for (size_t i = 1; i < R; ++i) q = _mm256_fmadd_ps(q, t, row(i));
+    return q;
+  }
+  static bool any_far8(const __m256& ax) {
+    return _mm256_movemask_ps(_mm256_cmp_ps(ax, _mm256_set1_ps(kNearEnd8), _CMP_LT_OQ)) != 0xff;
+  }
+  // x Phi(x) for |x| < kTableEnd8: x - x c above 0 (one rounding), x c below; the exp form
+  // (`slow`) in the lanes outside.
+  template <class Slow>
+  static __m256 gelu8(const __m256& x, Slow slow) {
+    const __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+    const bool far = any_far8(ax);
+    const __m256 c =
+        tables8(IntervalTables::kLowerTailTable8, IntervalTables::kLowerTailTable8Far, ax, far);
+    const __m256 upper = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ);
+    const __m256 fast = _mm256_blendv_ps(_mm256_mul_ps(x, c), _mm256_fnmadd_ps(x, c, x), upper);
+    if (!far) return fast;
+    const __m256 inside = in_tables8(ax);
+    if (_mm256_movemask_ps(inside) == 0xff) return fast;
+    return _mm256_blendv_ps(slow(x), fast, inside);
+  }
+  // g (Phi(x) + x phi(x)) for |x| < kTableEnd8: 1 + E above 0, -E below, then times g (as the
+  // exp form and the avx512 tables); *inside gets the lanes inside, *all whether they all are.
+  static __m256 gelu_grad_table8(const __m256& g, const __m256& x, __m256* inside, bool* all) {
+    const __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+    const bool far = any_far8(ax);
+    const __m256 e =
+        tables8(IntervalTables::kGeluGradTable8, IntervalTables::kGeluGradTable8Far, ax, far);
+    const __m256 upper = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ);
+    const __m256 d = _mm256_blendv_ps(_mm256_sub_ps(_mm256_setzero_ps(), e),
+                                      _mm256_add_ps(e, _mm256_set1_ps(1.0f)), upper);
+    *inside = in_tables8(ax);
+    *all = !far || _mm256_movemask_ps(*inside) == 0xff;
+    return _mm256_mul_ps(g, d);
+  }
+#endif
   // 1 / d for d >= 1: the division, or at the avx512 level vrcp14ps (relative error below 2^-14),
   // which the correction step above takes to within an ulp as it does the division's rounding.
   template <class P>
@@ -910,7 +1003,15 @@ struct VecGeluErf {
 #if defined(__AVX512F__)
     if constexpr (is_packet16f<P>()) return NormalCdf::gelu16<true>(x);
 #endif
-    return pmul(x, NormalCdf::eval(x, static_cast<P*>(nullptr)));
+#if defined(__AVX2__) && defined(__FMA__)
+    if constexpr (is_packet8f<P>())
+      return NormalCdf::gelu8(x, [](const __m256& v) { return exp_form(v); });
+#endif
+    return exp_form(x);
+  }
+  template <class P>
+  static P exp_form(const P& x) {
+    return Eigen::internal::pmul(x, NormalCdf::eval(x, static_cast<P*>(nullptr)));
   }
 };
 // gelu's exact form for a result rounded to 16 bits (vec_rounded, Note [Vector forms for
@@ -930,6 +1031,15 @@ struct VecGeluErfRounded {
 #if defined(__AVX512F__)
     if constexpr (is_packet16f<P>()) return NormalCdf::gelu16<false>(x);
 #endif
+#if defined(__AVX2__) && defined(__FMA__)
+    if constexpr (is_packet8f<P>())
+      return NormalCdf::gelu8(x, [](const __m256& v) { return exp_form(v); });
+#endif
+    return exp_form(x);
+  }
+  template <class P>
+  static P exp_form(const P& x) {
+    using namespace Eigen::internal;
     const P one = pset1<P>(1.0f);
     const P d = pmadd(pset1<P>(NormalCdf::kP), pabs(x), one);
     const P t0 = NormalCdf::reciprocal(d);
@@ -960,12 +1070,23 @@ struct VecGeluErfGrad {
       if (inside == 0xffff) return fast;
     }
 #endif
+#if defined(__AVX2__) && defined(__FMA__)
+    __m256 fast8, inside8;
+    if constexpr (is_packet8f<P>()) {
+      bool all;
+      fast8 = NormalCdf::gelu_grad_table8(g, x, &inside8, &all);
+      if (all) return fast8;
+    }
+#endif
     P e;
     const P cdf = NormalCdf::eval(x, &e);
     const P exact = pmul(g, pmadd(x, pmul(e, pset1<P>(kRsqrt2Pi)), cdf));
-#if defined(__AVX512F__)
     // the lanes inside the tables keep the tables' values (Note [Gelu from interval tables])
+#if defined(__AVX512F__)
     if constexpr (is_packet16f<P>()) return _mm512_mask_blend_ps(inside, exact, fast);
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+    if constexpr (is_packet8f<P>()) return _mm256_blendv_ps(exact, fast8, inside8);
 #endif
     return exact;
   }
