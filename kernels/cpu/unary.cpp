@@ -102,10 +102,10 @@ bool is_16bit_float(ScalarType t) {
 constexpr int64_t kTableMinElements = 1 << 14;
 
 // out[i] = table[in[i]]; table has 65,537 entries (a gather reads 32 bits at each index). With
-// vector gathers where `gather` (cpu_gather(), core/cpu_backend.h, read once per op by the
-// caller, not per chunk): 16 lanes at avx512, two gathers of 8
-// packed into one 32-byte store at avx2 (one VM thread, [2048, 2048] bfloat16 exp: 1.0-1.1 ms
-// without, 0.65 gathered, at either level); else, and at the default level, four a step.
+// vector gathers where `gather` (cpu_gather(), core/cpu_backend.h, read by the caller once per
+// op, not per chunk): 16 lanes at avx512, two gathers of 8 packed into one 32-byte store at avx2
+// (one VM thread, [2048, 2048] bfloat16 exp: 1.0-1.1 ms without, 0.65 gathered, at either
+// level); else, and at the default level, four a step.
 void look_up(const uint16_t* table, uint16_t* out, const uint16_t* in, int64_t n,
              [[maybe_unused]] bool gather) {
   int64_t i = 0;
