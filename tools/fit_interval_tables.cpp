@@ -1,11 +1,13 @@
 // Writes kernels/cpu/interval_tables.inc: the per-interval polynomials of the avx512 level's erf,
 // gelu and gelu_backward (Note [Interval tables] in kernels/cpu/unary_functors.h;
 // docs/cpu_kernels.md, "Vector math") and of the avx2 level's erf, gelu and gelu_backward (Note
-// [Erf at the avx2 level], Note [Gelu at the avx2 level]). Each function is split into 32 (avx512) or 8 (avx2) intervals of |x|,
-// a = (k + t) / s with k = 0..31 or 0..7 and t in [-0.5, 0.5], and on each a polynomial in t
+// [Erf at the avx2 level], Note [Gelu at the avx2 level]). Each function is split into 32
+// (avx512) or 8 (avx2) intervals of |x|, a = from + (k + t) / s with k = 0..31 or 0..7 and t in
+// [-0.5, 0.5] (from is 0 but for the avx2 gelu's far tables), and on each a polynomial in t
 // interpolates it at the Chebyshev points (long double, the C library's erfl/erfcl/expl), its
 // coefficients rounded to float. The kernels compute the same k and t: k = round(a s) from a
-// shifter's low mantissa bits and t = a s - k in one FMA.
+// shifter's low mantissa bits and t = a s - k in one FMA (for from != 0, from y = a s - from s,
+// which is exact, and t = y - k).
 //
 //   fit_interval_tables           prints the file
 //   fit_interval_tables --errors  measures each kernel's formula, emulated here in float with
